@@ -1,0 +1,1 @@
+//! Procedural macros of the cutile DSL (not yet implemented: see issue "The kernel DSL").

@@ -1,0 +1,1 @@
+//! tilelib-tools: the .tilelib container and its tooling.

@@ -1,0 +1,1 @@
+fn main() { eprintln!("tilelib: not yet implemented"); std::process::exit(2); }
