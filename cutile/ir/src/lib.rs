@@ -8,6 +8,7 @@
 
 pub mod attr;
 pub mod ir;
+pub mod print;
 pub mod schema;
 pub mod types;
 pub mod version;
