@@ -1,0 +1,41 @@
+entry @e1() {
+  %cst_f32 = constant <f32: 1.500000e+00> : tile<4xf32>
+  %cst_f32_0 = constant <f32: [1.000000e+00, 2.000000e+00, 1.000000e-01, -3.000000e+00]> : tile<4xf32>
+  %cst_i32 = constant <i32: [1, -2, 3, 4]> : tile<4xi32>
+  %0 = addf %cst_f32, %cst_f32_0 rounding<zero> flush_to_zero : tile<4xf32>
+  %1 = addf %cst_f32, %cst_f32_0  flush_to_zero : tile<4xf32>
+  %2 = mulf %cst_f32, %cst_f32_0  : tile<4xf32>
+  %3 = divf %cst_f32, %cst_f32_0 rounding<approx> : tile<4xf32>
+  %4 = addi %cst_i32, %cst_i32 overflow<no_signed_wrap> : tile<4xi32>
+  %5 = addi %cst_i32, %cst_i32 : tile<4xi32>
+  %6 = subi %cst_i32, %cst_i32 overflow<no_wrap> : tile<4xi32>
+  %7 = muli %cst_i32, %cst_i32 overflow<no_unsigned_wrap> : tile<4xi32>
+  %8 = divi %cst_i32, %cst_i32 signed : tile<4xi32>
+  %9 = divi %cst_i32, %cst_i32 unsigned rounding<positive_inf> : tile<4xi32>
+  %10 = remi %cst_i32, %cst_i32 signed : tile<4xi32>
+  %11 = maxf %cst_f32, %cst_f32_0 flush_to_zero propagate_nan : tile<4xf32>
+  %12 = minf %cst_f32, %cst_f32_0 propagate_nan : tile<4xf32>
+  %13 = maxi %cst_i32, %cst_i32 unsigned : tile<4xi32>
+  %14 = cmpf less_than ordered %cst_f32, %cst_f32_0 : tile<4xf32> -> tile<4xi1>
+  %15 = cmpi equal %cst_i32, %cst_i32, signed : tile<4xi32> -> tile<4xi1>
+  %16 = select %15, %cst_f32, %cst_f32_0 : tile<4xi1>, tile<4xf32>
+  %17 = exp %cst_f32 rounding<approx> : tile<4xf32>
+  %18 = exp2 %cst_f32 flush_to_zero : tile<4xf32>
+  %19 = sqrt %cst_f32 rounding<approx> flush_to_zero : tile<4xf32>
+  %20 = rsqrt %cst_f32 : tile<4xf32>
+  %21 = tanh %cst_f32  : tile<4xf32>
+  %22 = tanh %cst_f32 rounding<approx> : tile<4xf32>
+  %23 = fma %cst_f32, %cst_f32_0, %cst_f32  : tile<4xf32>
+  %24 = negi %cst_i32 overflow<no_signed_wrap> : tile<4xi32>
+  %25 = negf %cst_f32 : tile<4xf32>
+  %26 = absf %cst_f32 : tile<4xf32>
+  %27 = shli %cst_i32, %cst_i32 : tile<4xi32>
+  %28 = shri %cst_i32, %cst_i32 unsigned : tile<4xi32>
+  %29 = andi %cst_i32, %cst_i32 : tile<4xi32>
+  %30 = mulhii %cst_i32, %cst_i32 : tile<4xi32>
+  %31 = fpowf %cst_f32, %cst_f32_0 : tile<4xf32>
+  %32 = fpowi %cst_f32, %cst_i32 : tile<4xf32>, tile<4xi32>
+  %33 = atan2 %cst_f32, %cst_f32_0 : tile<4xf32>
+  %34 = remf %cst_f32, %cst_f32_0 : tile<4xf32>
+  return
+}
