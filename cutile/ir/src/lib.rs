@@ -7,10 +7,13 @@
 //! This crate does no I/O beyond byte buffers and knows nothing of CUDA or tileiras.
 
 pub mod attr;
+pub mod builder;
 pub mod ir;
 pub mod print;
+pub mod samples;
 pub mod schema;
 pub mod types;
+pub mod verify;
 pub mod version;
 
 pub use attr::*;
