@@ -7,8 +7,8 @@
 //! This crate does no I/O beyond byte buffers and knows nothing of CUDA or tileiras.
 
 pub mod attr;
-pub mod bytecode;
 pub mod builder;
+pub mod bytecode;
 pub mod ir;
 pub mod print;
 pub mod samples;
