@@ -1,1 +1,43 @@
-fn main() {}
+//! `cargo xtask`: workspace automation (toolchain install, and later tests by tier, benchmarks,
+//! packaging). `main` only parses the command line and dispatches; each subcommand lives in its own
+//! file as `<name>_cmd.rs` with an `Args` struct and a `run` function.
+
+mod toolchain_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Error type shared by the subcommands: anything printable, reported once by `main`.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "Workspace automation for cutile"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Install (or verify) the tileiras toolchain and show where it is.
+    Toolchain(toolchain_cmd::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Toolchain(args) => toolchain_cmd::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
