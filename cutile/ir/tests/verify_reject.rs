@@ -1,0 +1,351 @@
+//! The verifier rejects ill-formed modules with a diagnostic naming the function, the op and the problem.
+//! Each case starts from a valid module (made with the builder) and breaks one thing.
+
+use cutile_ir::builder::*;
+use cutile_ir::verify::{Diagnostic, diagnose_module, verify_module};
+use cutile_ir::*;
+
+use ScalarType::*;
+
+fn find<'a>(b: &'a mut Block, code: Opcode, nth: &mut usize) -> Option<&'a mut Operation> {
+    for op in b.ops.iter_mut() {
+        if op.opcode == code {
+            if *nth == 0 {
+                return Some(op);
+            }
+            *nth -= 1;
+        }
+        for r in op.regions.iter_mut() {
+            if let Some(x) = find(r, code, nth) {
+                return Some(x);
+            }
+        }
+    }
+    None
+}
+
+/// The `nth` op (pre-order) of kind `code` in the first function.
+fn op_mut(m: &mut Module, code: Opcode, nth: usize) -> &mut Operation {
+    let mut n = nth;
+    let body = m.functions[0].body.as_mut().expect("body");
+    find(body, code, &mut n).unwrap_or_else(|| panic!("no {code:?} #{nth}"))
+}
+
+fn body_mut(m: &mut Module) -> &mut Block {
+    m.functions[0].body.as_mut().expect("body")
+}
+
+fn set_type(m: &mut Module, v: ValueId, t: Type) {
+    m.functions[0].values[v.0 as usize] = t;
+}
+
+/// `entry @k(%p: tile<ptr<f32>>)` with a few arithmetic ops on tile<4xf32> and a cmpf.
+fn arith() -> Module {
+    let mut m = ModuleBuilder::new();
+    let mut f = m
+        .entry("k", &[Type::pointer_tile(F32, &[])])
+        .expect("entry");
+    let a = f.constant(F32, &[4], 1.0).expect("c");
+    let b = f.constant(F32, &[4], 2.0).expect("c");
+    let s = f.addf(a, b).expect("addf");
+    f.cmpf(ComparisonPredicate::LessThan, s, a).expect("cmpf");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn with_if() -> Module {
+    let mut m = ModuleBuilder::new();
+    let mut f = m.entry("k", &[]).expect("entry");
+    let c = f.const_bool(true).expect("c");
+    f.const_i32(7).expect("c");
+    f.if_then_else(
+        c,
+        &[Type::scalar_tile(F32)],
+        |b| Ok(vec![b.const_f32(1.0)?]),
+        |b| Ok(vec![b.const_f32(2.0)?]),
+    )
+    .expect("if");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn with_mma() -> Module {
+    let mut m = ModuleBuilder::new();
+    let mut f = m.entry("k", &[]).expect("entry");
+    let a = f.constant(F16, &[16, 32], 1.0).expect("c");
+    let b = f.constant(F16, &[32, 16], 1.0).expect("c");
+    let c = f.constant(F32, &[16, 16], 0.0).expect("c");
+    f.mmaf(a, b, c).expect("mmaf");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn with_insert() -> Module {
+    let mut m = ModuleBuilder::new();
+    let mut f = m.entry("k", &[]).expect("entry");
+    let big = f.constant(F32, &[8, 8], 0.0).expect("c");
+    let small = f.constant(F32, &[4, 8], 1.0).expect("c");
+    let i = f.const_i32(1).expect("c");
+    let z = f.const_i32(0).expect("c");
+    f.insert(big, small, &[i, z]).expect("insert");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn with_global() -> Module {
+    let mut m = ModuleBuilder::new();
+    m.global("g", F32, &[Const::Float(1.0); 4], 16)
+        .expect("global");
+    let mut f = m.entry("k", &[]).expect("entry");
+    f.get_global("g").expect("get_global");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn with_extern() -> Module {
+    let mut m = ModuleBuilder::new();
+    let t = Type::tile(F32, &[4]);
+    m.extern_decl(
+        "ext",
+        &[(t.clone(), Access::InOut)],
+        std::slice::from_ref(&t),
+        &[],
+    )
+    .expect("decl");
+    let mut f = m.entry("k", &[]).expect("entry");
+    let z = f.constant(F32, &[4], 0.0).expect("c");
+    f.preview_call("ext", vec![], &[z]).expect("call");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn vadd() -> Module {
+    samples::vector_add(1024, F32).expect("vadd")
+}
+fn softmax() -> Module {
+    samples::row_softmax(1024, F32).expect("softmax")
+}
+fn matmul() -> Module {
+    samples::tiled_matmul(128, 128, 64, F16, F32).expect("matmul")
+}
+
+fn hints(m: &mut Module) -> &mut OptimizationHints {
+    match &mut m.functions[0].kind {
+        FunctionKind::Entry { hints } => hints,
+        _ => panic!("not an entry"),
+    }
+}
+
+struct Case {
+    name: &'static str,
+    base: fn() -> Module,
+    version: Version,
+    break_it: fn(&mut Module),
+    /// The function and op the diagnostic must name (`""` / None for module-level problems).
+    function: &'static str,
+    op: Option<&'static str>,
+    fragment: &'static str,
+}
+
+const V: Version = V13_5;
+
+#[rustfmt::skip]
+fn cases() -> Vec<Case> {
+    vec![
+        Case { name: "result type differs from operands", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "operand and result types differ: tile<4xf32> vs tile<8xf32>",
+            break_it: |m| { let r = op_mut(m, Opcode::AddF, 0).results[0]; set_type(m, r, Type::tile(F32, &[8])); } },
+        Case { name: "cmpf result not i1", base: arith, version: V, function: "k", op: Some("cmpf"),
+            fragment: "result must be tile<4xi1> (i1 of the operand shape), got tile<4xf32>",
+            break_it: |m| { let r = op_mut(m, Opcode::CmpF, 0).results[0]; set_type(m, r, Type::tile(F32, &[4])); } },
+        Case { name: "missing return", base: arith, version: V, function: "k", op: None,
+            fragment: "the body must end with return, but ends with cmpf",
+            break_it: |m| { body_mut(m).ops.pop(); } },
+        Case { name: "use before definition", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "is not in scope here (used before its definition)",
+            break_it: |m| { body_mut(m).ops.swap(1, 2); } },
+        Case { name: "unknown value", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "operand %9999 does not exist in this function",
+            break_it: |m| { op_mut(m, Opcode::AddF, 0).operands[0] = vec![ValueId(9999)]; } },
+        Case { name: "value defined twice", base: arith, version: V, function: "k", op: Some("constant"),
+            fragment: "is defined twice",
+            break_it: |m| { let r = body_mut(m).ops[0].results.clone(); body_mut(m).ops[1].results = r; } },
+        Case { name: "entry parameter not rank 0", base: arith, version: V, function: "k", op: None,
+            fragment: "entry parameter 0 must be a rank-0 tile (a scalar or a pointer), got tile<4xptr<f32>>",
+            break_it: |m| { let t = Type::pointer_tile(F32, &[4]); m.functions[0].param_types[0] = t.clone(); m.functions[0].values[0] = t; } },
+        Case { name: "private entry", base: arith, version: V, function: "k", op: None,
+            fragment: "an entry must be public", break_it: |m| m.functions[0].private = true },
+        Case { name: "entry with results", base: arith, version: V, function: "k", op: None,
+            fragment: "an entry returns nothing, but the signature returns (tile<i32>)",
+            break_it: |m| m.functions[0].result_types = vec![Type::scalar_tile(I32)] },
+        Case { name: "attribute of the wrong kind", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "attribute `rounding_mode` must be a RoundingMode enum value",
+            break_it: |m| op_mut(m, Opcode::AddF, 0).attrs[0] = Some(OpAttr::Int(0)) },
+        Case { name: "enum value out of range", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "attribute `rounding_mode` must be a RoundingMode enum value",
+            break_it: |m| op_mut(m, Opcode::AddF, 0).attrs[0] = Some(OpAttr::Enum(EnumValue { kind: EnumKind::RoundingMode, value: 9 })) },
+        Case { name: "required attribute missing", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "required attribute `rounding_mode` is not set",
+            break_it: |m| op_mut(m, Opcode::AddF, 0).attrs[0] = None },
+        Case { name: "rounding not allowed", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "rounding mode approx is not allowed here; expected one of [nearest_even, zero, negative_inf, positive_inf]",
+            break_it: |m| op_mut(m, Opcode::AddF, 0).attrs[0] = Some(OpAttr::Enum(RoundingMode::Approx.into())) },
+        Case { name: "operand group arity", base: arith, version: V, function: "k", op: Some("addf"),
+            fragment: "operand `lhs` takes exactly one value, got 2",
+            break_it: |m| { let v = op_mut(m, Opcode::AddF, 0).operands[0][0]; op_mut(m, Opcode::AddF, 0).operands[0].push(v); } },
+        Case { name: "terminator not last", base: arith, version: V, function: "k", op: Some("return"),
+            fragment: "a terminator must be the last op of its block",
+            break_it: |m| body_mut(m).ops.insert(0, Operation::new(Opcode::Return)) },
+        Case { name: "for without region", base: matmul, version: V, function: "tiled_matmul", op: Some("for"),
+            fragment: "has 0 regions, needs 1", break_it: |m| op_mut(m, Opcode::For, 0).regions.clear() },
+        Case { name: "continue type mismatch", base: matmul, version: V, function: "tiled_matmul", op: Some("continue"),
+            fragment: "operand types (tile<128x64xf16>) must match the for's result types (tile<128x128xf32>)",
+            break_it: |m| { let v = op_mut(m, Opcode::LoadViewTko, 0).results[0]; op_mut(m, Opcode::Continue, 0).operands[0] = vec![v]; } },
+        Case { name: "break in a for", base: matmul, version: V, function: "tiled_matmul", op: Some("break"),
+            fragment: "must be nested (through ifs only) in a loop, found in for",
+            break_it: |m| op_mut(m, Opcode::Continue, 0).opcode = Opcode::Break },
+        Case { name: "induction variable used after the loop", base: matmul, version: V, function: "tiled_matmul", op: Some("store_view_tko"),
+            fragment: "is not in scope here (defined in a region that has ended)",
+            break_it: |m| { let iv = op_mut(m, Opcode::For, 0).regions[0].args[0]; op_mut(m, Opcode::StoreViewTko, 0).operands[2][0] = iv; } },
+        Case { name: "mmaf K mismatch", base: with_mma, version: V, function: "k", op: Some("mmaf"),
+            fragment: "shapes do not form M×K · K×N + M×N: tile<16x32xf16> · tile<16x16xf16> + tile<16x16xf32>",
+            break_it: |m| { let b = body_mut(m).ops[1].results[0]; set_type(m, b, Type::tile(F16, &[16, 16])); } },
+        Case { name: "load tile differs from the view tile", base: vadd, version: V, function: "vector_add", op: Some("load_view_tko"),
+            fragment: "the result tile must be tile<1024xf32> (the view's tile), got tile<512xf32>",
+            break_it: |m| { let r = op_mut(m, Opcode::LoadViewTko, 0).results[0]; set_type(m, r, Type::tile(F32, &[512])); } },
+        Case { name: "acquire load without scope", base: vadd, version: V, function: "vector_add", op: Some("load_view_tko"),
+            fragment: "a acquire access needs a memory scope",
+            break_it: |m| op_mut(m, Opcode::LoadViewTko, 0).attrs[0] = Some(OpAttr::Enum(MemoryOrdering::Acquire.into())) },
+        Case { name: "assume with a bad divisor", base: vadd, version: V, function: "vector_add", op: Some("assume"),
+            fragment: "div_by<12>: divisor must be a power of two",
+            break_it: |m| op_mut(m, Opcode::Assume, 0).attrs[0] = Some(OpAttr::Tagged(Attribute::DivBy { divisor: 12, every: None, along: None })) },
+        Case { name: "impure op in a reduce body", base: softmax, version: V, function: "row_softmax", op: Some("reduce"),
+            fragment: "only pure ops may appear in the body, found print_tko",
+            break_it: |m| {
+                let tok = { let f = &mut m.functions[0]; f.new_value(Type::Token) };
+                let mut p = Operation::new(Opcode::PrintTko);
+                p.attrs[0] = Some(OpAttr::Str("x".into()));
+                p.results = vec![tok];
+                op_mut(m, Opcode::Reduce, 0).regions[0].ops.insert(0, p);
+            } },
+        Case { name: "yield type mismatch", base: with_if, version: V, function: "k", op: Some("yield"),
+            fragment: "operand types (tile<i32>) must match the if's result types (tile<f32>)",
+            break_it: |m| { let i = body_mut(m).ops[1].results[0]; op_mut(m, Opcode::Yield, 0).operands[0] = vec![i]; } },
+        Case { name: "unknown hint", base: arith, version: V, function: "k", op: None,
+            fragment: "unknown optimization hint `sm_90.foo`",
+            break_it: |m| hints(m).set_i32("sm_90", "foo", 1) },
+        Case { name: "16 warps before 13.5", base: arith, version: V13_4, function: "k", op: None,
+            fragment: "hint `default.num_worker_warps_per_cta` = 16 is out of range",
+            break_it: |m| hints(m).set_i32("default", "num_worker_warps_per_cta", 16) },
+        Case { name: "duplicate function", base: arith, version: V, function: "", op: None,
+            fragment: "function name @k is defined twice",
+            break_it: |m| { let f = m.functions[0].clone(); m.functions.push(f); } },
+        Case { name: "global of 3 elements", base: with_global, version: V, function: "", op: None,
+            fragment: "global @g: tile dimensions must be positive powers of two, got [3]",
+            break_it: |m| { m.globals[0].ty = Type::tile(F32, &[3]); m.globals[0].value.truncate(12); } },
+        Case { name: "get_global without the global", base: with_global, version: V, function: "k", op: Some("get_global"),
+            fragment: "no global named @g in the module", break_it: |m| m.globals.clear() },
+        Case { name: "global op in a body", base: arith, version: V, function: "k", op: Some("global"),
+            fragment: "globals belong in Module::globals",
+            break_it: |m| {
+                let mut g = Operation::new(Opcode::Global);
+                g.attrs[0] = Some(OpAttr::Str("g".into()));
+                g.attrs[1] = Some(OpAttr::Dense(vec![0; 4]));
+                g.attrs[2] = Some(OpAttr::Int(4));
+                g.attrs[3] = Some(OpAttr::Enum(SymbolVisibility::Public.into()));
+                body_mut(m).ops.insert(0, g);
+            } },
+        Case { name: "op newer than the version", base: with_insert, version: V13_3, function: "k", op: Some("insert"),
+            fragment: "needs bytecode 13.4 or newer, not 13.3", break_it: |_| {} },
+        Case { name: "type newer than the version", base: arith, version: V13_2, function: "k", op: Some("constant"),
+            fragment: "type tile<4xf4E2M1FN> needs bytecode 13.3 or newer, not 13.2",
+            break_it: |m| {
+                let r = body_mut(m).ops[0].results[0];
+                set_type(m, r, Type::tile(F4E2M1FN, &[4]));
+                body_mut(m).ops.truncate(2);
+                body_mut(m).ops.push(Operation::new(Opcode::Return));
+            } },
+        Case { name: "preview content before 13.5", base: with_extern, version: V13_4, function: "", op: None,
+            fragment: "needs bytecode 13.5, not 13.4", break_it: |_| {} },
+        Case { name: "public extern declaration", base: with_extern, version: V, function: "ext", op: None,
+            fragment: "an extern declaration must be private", break_it: |m| m.functions[0].private = false },
+        Case { name: "extern parameter without access", base: with_extern, version: V, function: "ext", op: None,
+            fragment: "extern parameter 0 needs a `cuda_tile.preview$access` attribute",
+            break_it: |m| m.functions[0].arg_attrs = vec![Attribute::Dictionary(vec![])] },
+        Case { name: "call with the wrong argument types", base: with_extern, version: V, function: "k", op: Some("preview$call"),
+            fragment: "argument types (tile<f32>) do not match @ext's parameters (tile<4xf32>)",
+            break_it: |m| {
+                let v = { let f = &mut m.functions[1]; f.new_value(Type::scalar_tile(F32)) };
+                let body = m.functions[1].body.as_mut().expect("body");
+                let mut c = Operation::new(Opcode::Constant);
+                c.attrs[0] = Some(OpAttr::Dense(vec![0; 4]));
+                c.results = vec![v];
+                body.ops.insert(0, c);
+                let mut n = 0;
+                find(body, Opcode::PreviewCall, &mut n).expect("call").operands[0] = vec![v];
+            } },
+    ]
+}
+
+fn describe(ds: &[Diagnostic]) -> String {
+    ds.iter().map(|d| format!("\n  {d}")).collect()
+}
+
+#[test]
+fn the_bases_are_valid() {
+    for base in [
+        arith,
+        with_if,
+        with_mma,
+        with_insert,
+        with_global,
+        vadd,
+        softmax,
+        matmul,
+    ] {
+        verify_module(&base(), V13_4).expect("valid at 13.4");
+        verify_module(&base(), V13_5).expect("valid at 13.5");
+    }
+    verify_module(&with_extern(), V13_5).expect("valid at 13.5");
+}
+
+#[test]
+fn ill_formed_modules_are_rejected_with_a_precise_message() {
+    let mut failures = Vec::new();
+    for c in cases() {
+        let mut m = (c.base)();
+        (c.break_it)(&mut m);
+        let ds = diagnose_module(&m, c.version);
+        let hit = ds
+            .iter()
+            .any(|d| d.function == c.function && d.op == c.op && d.message.contains(c.fragment));
+        if !hit {
+            failures.push(format!(
+                "case `{}`: wanted @{} {:?} `{}`, got:{}",
+                c.name,
+                c.function,
+                c.op,
+                c.fragment,
+                describe(&ds)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn verify_error_display_names_function_op_and_location() {
+    let mut m = arith();
+    let r = op_mut(&mut m, Opcode::AddF, 0).results[0];
+    set_type(&mut m, r, Type::tile(F32, &[8]));
+    let e = verify_module(&m, V13_5).expect_err("invalid");
+    let text = e.to_string();
+    assert!(
+        text.contains("not valid Tile IR for bytecode 13.5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("@k: addf (at body[2]): operand and result types differ"),
+        "{text}"
+    );
+}
