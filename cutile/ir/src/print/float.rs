@@ -345,11 +345,13 @@ fn adjust_digits_to_precision(buffer: &mut Vec<u8>, exp: &mut i32, format_precis
         buffer.drain(..first);
         return;
     }
-    for i in first..n {
-        if buffer[i] == b'9' {
+    // Decimal add-with-carry from the first kept digit; digits turned to zero are dropped with it.
+    let start = first;
+    for d in &mut buffer[start..] {
+        if *d == b'9' {
             first += 1;
         } else {
-            buffer[i] += 1;
+            *d += 1;
             break;
         }
     }

@@ -1058,11 +1058,12 @@ impl<'a> FnPrinter<'a> {
         }
         let _ = write!(
             l,
-            " identities={ids} : {} -> {} \n",
+            " identities={ids} : {} -> {} ",
             self.ts(operands),
             self.res_types(op)
         );
         self.out.push_str(&l);
+        self.out.push('\n');
         self.pad(indent);
         let args: Vec<String> = body
             .args

@@ -222,7 +222,7 @@ pub fn arith_module() -> Module {
     );
     let src: Operands<'_> = &[("source", &[x])];
     b.op1(Exp, &f32t, &[rm(RoundingMode::Approx)], src);
-    b.op1(Exp2, &f32t, &[ftz.clone()], src);
+    b.op1(Exp2, &f32t, std::slice::from_ref(&ftz), src);
     b.op1(Sqrt, &f32t, &[rm(RoundingMode::Approx), ftz.clone()], src);
     b.op1(Rsqrt, &f32t, &[], src);
     b.op1(TanH, &f32t, &[rm(RoundingMode::Full)], src);
