@@ -37,29 +37,30 @@ mod tag {
     pub const EXPR_CONST_STR: u8 = 228;
 }
 
-/// Tags of the binary symbolic expressions, in the order tileirdisasm lists them (add, sub, mul, div, floor_div,
-/// ceil_div).
+/// Tags of the binary symbolic expressions, established with tileirdisasm's compact printer: 211 prints `*`,
+/// 213 `+`, 214 `-`, 215 `/`, 218 `/+` (ceiling division), and 212 is rejected in integer context (true division).
 fn binop_tag(op: ExprBinOp) -> u8 {
     match op {
-        ExprBinOp::Add => 211,
-        ExprBinOp::Sub => 212,
-        ExprBinOp::Mul => 213,
-        ExprBinOp::Div => 214,
+        ExprBinOp::Mul => 211,
+        ExprBinOp::Div => 212,
+        ExprBinOp::Add => 213,
+        ExprBinOp::Sub => 214,
         ExprBinOp::FloorDiv => 215,
         ExprBinOp::CeilDiv => 218,
     }
 }
 
 fn binop_from_tag(t: u8) -> Option<ExprBinOp> {
-    Some(match t {
-        211 => ExprBinOp::Add,
-        212 => ExprBinOp::Sub,
-        213 => ExprBinOp::Mul,
-        214 => ExprBinOp::Div,
-        215 => ExprBinOp::FloorDiv,
-        218 => ExprBinOp::CeilDiv,
-        _ => return None,
-    })
+    [
+        ExprBinOp::Add,
+        ExprBinOp::Sub,
+        ExprBinOp::Mul,
+        ExprBinOp::Div,
+        ExprBinOp::FloorDiv,
+        ExprBinOp::CeilDiv,
+    ]
+    .into_iter()
+    .find(|&op| binop_tag(op) == t)
 }
 
 fn int_mask(s: ScalarType) -> u64 {
