@@ -284,7 +284,7 @@ fn values_of_a_region_go_out_of_scope() {
     // for-loop yielding an inner value; using that inner value after the loop must fail.
     let i32t = Type::scalar_tile(ScalarType::I32);
     let mut m = ModuleBuilder::new();
-    let mut f = m.entry("k", &[i32t.clone()]).expect("entry");
+    let mut f = m.entry("k", std::slice::from_ref(&i32t)).expect("entry");
     let n = f.param(0).expect("n");
     let (lo, one) = (f.const_i32(0).expect("lo"), f.const_i32(1).expect("one"));
     let res = f

@@ -178,7 +178,8 @@ impl Writer<'_> {
     }
 }
 
-/// The decoded Type table. Types are trees, so each reference clones one; every clone is charged to the budget.
+/// The decoded Type table. Types are trees, so each reference clones one; every clone is charged to the budget
+/// by its weight (nodes plus list elements), so that cost follows memory.
 #[derive(Debug)]
 pub(crate) struct TypeTable {
     types: Vec<(Type, u64)>,
@@ -355,12 +356,13 @@ impl TypeDecoder<'_, '_> {
             tag::TILE => {
                 let (e, n) = self.child(c, depth)?;
                 let shape = c.i64_list("tile shape")?;
+                let w = n + 1 + shape.len() as u64;
                 (
                     Type::Tile {
                         elem: Box::new(e),
                         shape,
                     },
-                    n + 1,
+                    w,
                 )
             }
             tag::TENSOR_VIEW => {
@@ -369,6 +371,7 @@ impl TypeDecoder<'_, '_> {
                 let shape = c.i64_list("tensor_view shape")?;
                 let strides = c.i64_list("tensor_view strides")?;
                 let attr = self.ptr_attr(c, has_attr)?;
+                let w = n + 1 + (shape.len() + strides.len()) as u64;
                 (
                     Type::TensorView {
                         elem: Box::new(e),
@@ -376,7 +379,7 @@ impl TypeDecoder<'_, '_> {
                         strides,
                         attr,
                     },
-                    n + 1,
+                    w,
                 )
             }
             tag::PARTITION_VIEW => {
@@ -387,6 +390,7 @@ impl TypeDecoder<'_, '_> {
                 let dim_map = c.i32_list("partition_view dim_map")?;
                 let has_pad = if unified { has_pad } else { Self::flags(c)? };
                 let padding = Self::padding(c, has_pad)?;
+                let w = n + 1 + (tile_shape.len() + dim_map.len()) as u64;
                 (
                     Type::PartitionView {
                         tile_shape,
@@ -394,7 +398,7 @@ impl TypeDecoder<'_, '_> {
                         dim_map,
                         padding,
                     },
-                    n + 1,
+                    w,
                 )
             }
             tag::GATHER_SCATTER_VIEW => {
@@ -404,6 +408,7 @@ impl TypeDecoder<'_, '_> {
                 let (tv, n) = self.child(c, depth)?;
                 let sparse_dim = c.varint()?;
                 let padding = Self::padding(c, has_pad)?;
+                let w = n + 1 + tile_shape.len() as u64;
                 (
                     Type::GatherScatterView {
                         tile_shape,
@@ -411,7 +416,7 @@ impl TypeDecoder<'_, '_> {
                         sparse_dim,
                         padding,
                     },
-                    n + 1,
+                    w,
                 )
             }
             tag::STRIDED_VIEW => {
@@ -422,6 +427,7 @@ impl TypeDecoder<'_, '_> {
                 let (tv, n) = self.child(c, depth)?;
                 let dim_map = c.i32_list("strided_view dim_map")?;
                 let padding = Self::padding(c, has_pad)?;
+                let w = n + 1 + (tile_shape.len() + traversal_strides.len() + dim_map.len()) as u64;
                 (
                     Type::StridedView {
                         tile_shape,
@@ -430,7 +436,7 @@ impl TypeDecoder<'_, '_> {
                         dim_map,
                         padding,
                     },
-                    n + 1,
+                    w,
                 )
             }
             tag::FUNCTION => {
