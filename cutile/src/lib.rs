@@ -1,2 +1,5 @@
 //! (being written)
 pub mod toolchain;
+pub mod bundle;
+pub mod cache;
+pub mod runtime;
