@@ -210,18 +210,7 @@ fn tileirdisasm_debug_info_matches_the_original() {
         return;
     };
     let g = |bytes: &[u8], pre: bool| -> String {
-        let dir = std::env::temp_dir().join(format!("cutile-bytecode-g-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("tmp");
-        let f = dir.join("m.tilebc");
-        std::fs::write(&f, bytes).expect("write tmp");
-        let mut cmd = std::process::Command::new(&tool);
-        cmd.arg("-g");
-        if pre {
-            cmd.arg("--preview=simt");
-        }
-        let o = cmd.arg(&f).output().expect("run tileirdisasm");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        disasm_with(&tool, bytes, pre, &["-g"]).unwrap_or_else(|e| panic!("{e}"))
     };
     for p in all_samples() {
         if rejected(&p) {

@@ -489,3 +489,35 @@ fn read_errors_carry_offset_and_context() {
         "{e}"
     );
 }
+
+#[test]
+fn globals_and_producer_round_trip() {
+    use cutile_ir::builder::Const;
+    let mut m = ModuleBuilder::new();
+    m.producer("cutile-rs test");
+    m.global(
+        "g_unused",
+        ScalarType::I32,
+        &[Const::Int(1), Const::Int(2)],
+        8,
+    )
+    .expect("global");
+    m.global("g", ScalarType::F32, &[Const::Float(0.5)], 4)
+        .expect("global");
+    let mut f = m.entry("k", &[]).expect("entry");
+    let _ = f.get_global("g").expect("get_global");
+    f.finish().expect("finish");
+    let m = m.finish();
+    for v in [V13_4, V13_5] {
+        let bytes = write_module(&m, v).expect("write");
+        assert_eq!(read_module(&bytes).expect("read"), m);
+        if let Some(tool) = tileirdisasm() {
+            let text = disasm(&tool, &bytes, false).expect("tileirdisasm accepts globals");
+            assert!(text.contains("// Producer: cutile-rs test"), "{text}");
+            assert!(
+                text.contains("@g_unused") && text.contains("get_global @g"),
+                "{text}"
+            );
+        }
+    }
+}

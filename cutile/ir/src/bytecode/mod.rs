@@ -6,8 +6,8 @@
 //! constants in first-use order, type ids 0 = i1 and 1 = i32, debug strings interned in debug-attribute order) so
 //! that a module read from a cuTile file is written back byte for byte.
 //!
-//! - [`write_module`]: a [`Module`] to bytes at 13.4 or 13.5 (preview flag set when the module has preview content).
-//! - [`read_module`], [`read_module_with_version`]: bytes of any readable version to a [`Module`]; attributes
+//! - [`write_module`]: a [`Module`](crate::ir::Module) to bytes at 13.4 or 13.5 (preview flag set when the module has preview content).
+//! - [`read_module`], [`read_module_with_version`]: bytes of any readable version to a module; attributes
 //!   that older versions lack are filled with their defaults so the model is the same whatever the version.
 //! - [`header_version`]: the version and preview flag of a file, without decoding the rest.
 //!
@@ -28,9 +28,6 @@ mod write;
 pub use error::{ReadError, WriteError};
 pub use read::{header_version, read_module, read_module_with_version};
 pub use write::write_module;
-
-#[allow(unused_imports)] // referenced by the intra-doc links above
-use crate::ir::Module;
 
 /// `"\x7fTileIR\0"`, the first eight bytes of every file.
 pub const MAGIC: [u8; 8] = *b"\x7fTileIR\0";

@@ -1,5 +1,5 @@
 //! Primitive encodings (unsigned LEB128 varints, zigzag signed varints, little-endian fixed-width integers,
-//! `0xCB` padding) and [`Cursor`], the bounds-checked reader every decoder uses.
+//! `0xCB` padding) and `Cursor`, the bounds-checked reader every decoder uses.
 
 use super::error::ReadError;
 

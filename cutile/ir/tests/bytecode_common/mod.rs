@@ -63,12 +63,24 @@ pub fn tileirdisasm() -> Option<PathBuf> {
 
 /// Disassemble `bytes` (with `--preview=simt` when `preview`); `Err` holds tileirdisasm's stderr.
 pub fn disasm(tool: &Path, bytes: &[u8], preview: bool) -> Result<String, String> {
-    let dir = std::env::temp_dir().join(format!("cutile-bytecode-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    disasm_with(tool, bytes, preview, &[])
+}
+
+/// [`disasm`] with extra arguments (e.g. `-g`).
+pub fn disasm_with(
+    tool: &Path,
+    bytes: &[u8],
+    preview: bool,
+    extra: &[&str],
+) -> Result<String, String> {
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let file = dir.join(format!("m{n}.tilebc"));
+    let file = std::env::temp_dir().join(format!(
+        "cutile-bytecode-test-{}-{n}.tilebc",
+        std::process::id()
+    ));
     std::fs::write(&file, bytes).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(tool);
+    cmd.args(extra);
     if preview {
         cmd.arg("--preview=simt");
     }
