@@ -3,3 +3,6 @@ pub mod toolchain;
 pub mod bundle;
 pub mod cache;
 pub mod runtime;
+pub mod core;
+pub mod dsl;
+pub use cutile_macros::{entry, module};

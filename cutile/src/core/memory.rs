@@ -1,0 +1,273 @@
+//! Pointer-based memory access and hints: gathers and scatters at computed element indices with masks,
+//! atomics, and `assume` facts about device integers.
+//!
+//! Gathers/scatters address `base + Σ index_k · stride_k` per element, so any index pattern works; elements
+//! whose mask is false are not accessed (gathers yield the padding value there). Writes through pointers
+//! are only possible on `&mut Tensor` parameters; like [`Tensor::store_at`] a plain scatter is `unsafe`
+//! because the blocks' writes may overlap. Atomics are safe.
+
+use cutile_ir::{
+    AtomicRmwMode, Attribute, MemoryOrdering, MemoryScope, OpAttr, Opcode, ScalarType, Type,
+    ValueId,
+};
+
+use super::elem::{ElementType, HostConst, HostNum};
+use super::shape::Shape;
+use super::shape::rank::{R1, R2, R3};
+use super::tensor::Tensor;
+use super::value::{Scalar, Tile, Token, tile_type};
+use crate::dsl::trace::{self, Op};
+
+/// Element indices of a gather/scatter on a rank-`R` tensor: one `Tile<i32, T>` per axis.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not index a tensor of this rank",
+    label = "give one index tile per tensor axis"
+)]
+pub trait GatherIndex<R, T: Shape> {
+    #[doc(hidden)]
+    fn per_axis(&self) -> Vec<ValueId>;
+}
+impl<T: Shape> GatherIndex<R1, T> for Tile<i32, T> {
+    fn per_axis(&self) -> Vec<ValueId> {
+        vec![self.v]
+    }
+}
+impl<T: Shape> GatherIndex<R2, T> for (Tile<i32, T>, Tile<i32, T>) {
+    fn per_axis(&self) -> Vec<ValueId> {
+        vec![self.0.v, self.1.v]
+    }
+}
+impl<T: Shape> GatherIndex<R3, T> for (Tile<i32, T>, Tile<i32, T>, Tile<i32, T>) {
+    fn per_axis(&self) -> Vec<ValueId> {
+        vec![self.0.v, self.1.v, self.2.v]
+    }
+}
+
+impl<E: ElementType, S: Shape> Tensor<E, S> {
+    /// Pointers to the elements at `idx` (one index tile per axis, all of shape `T`).
+    fn pointers<T: Shape>(&self, idx: &[ValueId]) -> ValueId {
+        let ity = trace::with(|t| t.index_ty);
+        let dims = T::DIMS;
+        let off_ty = tile_type(ity, dims);
+        let mut offset: Option<ValueId> = None;
+        for (k, &i) in idx.iter().enumerate() {
+            let mut term = super::tileops::convert(i, ScalarType::I32, ity, dims);
+            if let Some(Some(stride)) = self.strides.get(k) {
+                let s = super::arith::splat_value(ity, *stride, dims);
+                term = super::arith::binary(super::arith::Bin::Mul, ity, off_ty.clone(), term, s);
+            }
+            offset = Some(match offset {
+                None => term,
+                Some(acc) => {
+                    super::arith::binary(super::arith::Bin::Add, ity, off_ty.clone(), acc, term)
+                }
+            });
+        }
+        let offset =
+            offset.unwrap_or_else(|| super::arith::splat_const(ity, &off_ty, HostNum::Int(0)));
+        let base = self.base;
+        let ptr_scalar = Type::pointer_tile(E::SCALAR, &[]);
+        let ptr_ty = Type::pointer_tile(
+            E::SCALAR,
+            &dims.iter().map(|&d| d as i64).collect::<Vec<_>>(),
+        );
+        trace::with(|t| {
+            let mut b = base;
+            if !dims.is_empty() {
+                let ones: Vec<i64> = vec![1; dims.len()];
+                b = t.push1(
+                    Op::new(Opcode::Reshape)
+                        .operand("source", b)
+                        .result(Type::pointer_tile(E::SCALAR, &ones)),
+                );
+                if dims.iter().any(|&d| d != 1) {
+                    b = t.push1(
+                        Op::new(Opcode::Broadcast)
+                            .operand("source", b)
+                            .result(ptr_ty.clone()),
+                    );
+                }
+            }
+            let _ = ptr_scalar;
+            t.push1(
+                Op::new(Opcode::Offset)
+                    .operand("ptr", b)
+                    .operand("offset", offset)
+                    .result(ptr_ty),
+            )
+        })
+    }
+
+    /// Load the elements at `idx` where `mask` is true (`padding` elsewhere).
+    #[track_caller]
+    pub fn gather<T: Shape>(
+        &self,
+        idx: impl GatherIndex<S::Rank, T>,
+        mask: Option<Tile<bool, T>>,
+        padding: impl HostConst,
+    ) -> Tile<E, T> {
+        super::value::check_tile_dims(T::DIMS, "gather");
+        let ptrs = self.pointers::<T>(&idx.per_axis());
+        let ty = Tile::<E, T>::ir_type();
+        let pad = mask.map(|_| super::arith::splat_const(E::SCALAR, &ty, padding.host_num()));
+        let slot = self.out_slot;
+        trace::with(|t| {
+            let tok = slot
+                .and_then(|s| t.out_tokens.get(s).copied())
+                .unwrap_or(t.entry_token);
+            let mut op = Op::new(Opcode::LoadPtrTko)
+                .attr(
+                    "memory_ordering_semantics",
+                    OpAttr::Enum(MemoryOrdering::Weak.into()),
+                )
+                .operand("source", ptrs)
+                .operand("token", tok)
+                .result(ty)
+                .result(Type::Token);
+            if let (Some(m), Some(p)) = (mask, pad) {
+                op = op.operand("mask", m.v).operand("paddingValue", p);
+            }
+            Tile::from_value(t.push(op)[0])
+        })
+    }
+
+    /// Store `values` at the elements `idx` where `mask` is true.
+    ///
+    /// # Safety
+    /// No two blocks may write the same element in one launch (the launcher cannot check computed indices).
+    #[track_caller]
+    pub unsafe fn scatter<T: Shape>(
+        &mut self,
+        idx: impl GatherIndex<S::Rank, T>,
+        values: Tile<E, T>,
+        mask: Option<Tile<bool, T>>,
+    ) {
+        let ptrs = self.pointers::<T>(&idx.per_axis());
+        let slot = self.out_slot;
+        trace::with(|t| {
+            let tok = slot
+                .and_then(|s| t.out_tokens.get(s).copied())
+                .unwrap_or(t.entry_token);
+            let mut op = Op::new(Opcode::StorePtrTko)
+                .attr(
+                    "memory_ordering_semantics",
+                    OpAttr::Enum(MemoryOrdering::Weak.into()),
+                )
+                .operand("destination", ptrs)
+                .operand("value", values.v)
+                .operand("token", tok)
+                .result(Type::Token);
+            if let Some(m) = mask {
+                op = op.operand("mask", m.v);
+            }
+            let r = t.push1(op);
+            if let Some(s) = slot
+                && let Some(st) = t.out_tokens.get_mut(s)
+            {
+                *st = r;
+            }
+        })
+    }
+
+    /// Atomically apply `mode` with `values` to the elements at `idx` (where `mask` is true); returns the
+    /// previous values and the access's token.
+    #[track_caller]
+    pub fn atomic<T: Shape>(
+        &mut self,
+        mode: AtomicRmwMode,
+        idx: impl GatherIndex<S::Rank, T>,
+        values: Tile<E, T>,
+        mask: Option<Tile<bool, T>>,
+    ) -> (Tile<E, T>, Token) {
+        let ptrs = self.pointers::<T>(&idx.per_axis());
+        let slot = self.out_slot;
+        trace::with(|t| {
+            let tok = slot
+                .and_then(|s| t.out_tokens.get(s).copied())
+                .unwrap_or(t.entry_token);
+            let mut op = Op::new(Opcode::AtomicRMWTko)
+                .attr(
+                    "memory_ordering_semantics",
+                    OpAttr::Enum(MemoryOrdering::Relaxed.into()),
+                )
+                .attr("memory_scope", OpAttr::Enum(MemoryScope::Device.into()))
+                .attr("mode", OpAttr::Enum(mode.into()))
+                .operand("pointers", ptrs)
+                .operand("arg", values.v)
+                .operand("token", tok)
+                .result(Tile::<E, T>::ir_type())
+                .result(Type::Token);
+            if let Some(m) = mask {
+                op = op.operand("mask", m.v);
+            }
+            let r = t.push(op);
+            if let Some(s) = slot
+                && let Some(st) = t.out_tokens.get_mut(s)
+            {
+                *st = r[1];
+            }
+            (Tile::from_value(r[0]), Token { v: r[1] })
+        })
+    }
+
+    /// `atomic(addf or add, …)`: adds `values` into the elements at `idx`.
+    #[track_caller]
+    pub fn atomic_add<T: Shape>(
+        &mut self,
+        idx: impl GatherIndex<S::Rank, T>,
+        values: Tile<E, T>,
+        mask: Option<Tile<bool, T>>,
+    ) -> (Tile<E, T>, Token) {
+        let mode = if E::SCALAR.is_float() {
+            AtomicRmwMode::AddF
+        } else {
+            AtomicRmwMode::Add
+        };
+        self.atomic(mode, idx, values, mask)
+    }
+}
+
+pub use cutile_ir::AtomicRmwMode as AtomicMode;
+
+/// Promise the compiler that `x` is a multiple of `divisor` (a power of two).
+#[track_caller]
+pub fn assume_div_by<E: ElementType>(x: Scalar<E>, divisor: u64) -> Scalar<E> {
+    if divisor == 0 || !divisor.is_power_of_two() {
+        trace::fail(format!(
+            "assume_div_by: the divisor {divisor} is not a power of two"
+        ));
+        return x;
+    }
+    assume(
+        x,
+        Attribute::DivBy {
+            divisor,
+            every: None,
+            along: None,
+        },
+    )
+}
+
+/// Promise the compiler that `lo <= x <= hi` (either bound may be `None`).
+#[track_caller]
+pub fn assume_bounded<E: ElementType>(x: Scalar<E>, lo: Option<i64>, hi: Option<i64>) -> Scalar<E> {
+    if !E::SCALAR.is_integer() {
+        trace::fail(format!(
+            "assume_bounded needs an integer scalar, not {}",
+            E::SCALAR
+        ));
+        return x;
+    }
+    assume(x, Attribute::Bounded { lb: lo, ub: hi })
+}
+
+fn assume<E: ElementType>(x: Scalar<E>, pred: Attribute) -> Scalar<E> {
+    Scalar::from_value(trace::with(|t| {
+        t.push1(
+            Op::new(Opcode::Assume)
+                .attr("predicate", OpAttr::Tagged(pred))
+                .operand("value", x.v)
+                .result(Scalar::<E>::ir_type()),
+        )
+    }))
+}

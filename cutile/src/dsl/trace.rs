@@ -1,0 +1,358 @@
+//! The tracing context: while a kernel's generated builder runs, every DSL operation appends Tile IR to the
+//! innermost open block of a thread-local [`Tracer`] and returns a typed handle to the new value.
+//!
+//! Errors found while tracing (shape arithmetic, powers of two, unsupported element types) do not unwind:
+//! the first one is recorded with the kernel source location (`#[track_caller]`), tracing continues with
+//! well-typed placeholder values, and the specialization fails with that error at the end.
+//!
+//! Writes through each `&mut Tensor` are ordered by a hidden per-tensor token. Region helpers
+//! ([`Tracer::finish_for`], [`Tracer::finish_if`]) thread the tokens a region changed through the region as
+//! extra loop-carried values or `if` results, so ordering survives control flow.
+
+use std::cell::RefCell;
+use std::panic::Location;
+
+use cutile_ir::{Block, Function, OpAttr, Opcode, Operation, ScalarType, Type, ValueId};
+
+/// An error found while tracing a kernel, with the kernel-source location that caused it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    pub message: String,
+    pub file: &'static str,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (at {}:{}:{})",
+            self.message, self.file, self.line, self.column
+        )
+    }
+}
+
+/// One op under construction: slots are filled by schema name.
+pub(crate) struct Op {
+    pub(crate) op: Operation,
+    pub(crate) result_types: Vec<Type>,
+}
+
+impl Op {
+    pub(crate) fn new(opcode: Opcode) -> Op {
+        Op {
+            op: Operation::new(opcode),
+            result_types: vec![],
+        }
+    }
+    /// Set the attribute slot `name` (a wrong name is a bug in this crate, caught by the op tests).
+    pub(crate) fn attr(mut self, name: &str, a: OpAttr) -> Op {
+        match self.op.opcode.schema().attr_index(name) {
+            Some(i) => self.op.attrs[i] = Some(a),
+            None => debug_assert!(
+                false,
+                "{} has no attribute {name}",
+                self.op.opcode.mnemonic()
+            ),
+        }
+        self
+    }
+    pub(crate) fn operand(self, name: &str, v: ValueId) -> Op {
+        self.operands(name, &[v])
+    }
+    pub(crate) fn operands(mut self, name: &str, vs: &[ValueId]) -> Op {
+        match self.op.opcode.schema().operand_index(name) {
+            Some(i) => self.op.operands[i].extend_from_slice(vs),
+            None => debug_assert!(false, "{} has no operand {name}", self.op.opcode.mnemonic()),
+        }
+        self
+    }
+    pub(crate) fn result(mut self, ty: Type) -> Op {
+        self.result_types.push(ty);
+        self
+    }
+    pub(crate) fn results(mut self, tys: impl IntoIterator<Item = Type>) -> Op {
+        self.result_types.extend(tys);
+        self
+    }
+    pub(crate) fn region(mut self, b: Block) -> Op {
+        self.op.regions.push(b);
+        self
+    }
+}
+
+/// The state of one kernel trace.
+pub(crate) struct Tracer {
+    pub(crate) func: Function,
+    /// Open blocks; `stack[0]` is the entry body.
+    stack: Vec<Block>,
+    pub(crate) kernel: String,
+    error: Option<TraceError>,
+    /// The token every unordered access uses (`make_token` at entry).
+    pub(crate) entry_token: ValueId,
+    /// The current ordering token of each `&mut Tensor` parameter.
+    pub(crate) out_tokens: Vec<ValueId>,
+    /// Integer type of tensor shapes and strides in this specialization.
+    pub(crate) index_ty: ScalarType,
+}
+
+thread_local! {
+    static TRACER: RefCell<Option<Tracer>> = const { RefCell::new(None) };
+}
+
+/// Run `f` on the active tracer.
+///
+/// # Panics
+/// If no kernel is being traced on this thread: DSL operations are only meaningful inside a kernel's
+/// builder, which the `#[cutile::module]` macro generates. Calling them elsewhere is a programming error.
+pub(crate) fn with<R>(f: impl FnOnce(&mut Tracer) -> R) -> R {
+    TRACER.with(|t| {
+        let mut b = t.borrow_mut();
+        let tr = b
+            .as_mut()
+            .expect("cutile::core operations can only run inside a #[cutile::module] kernel while it is specialized");
+        f(tr)
+    })
+}
+
+/// Whether a trace is active on this thread.
+pub fn is_tracing() -> bool {
+    TRACER.with(|t| t.try_borrow().map(|b| b.is_some()).unwrap_or(true))
+}
+
+/// Removes the tracer when dropped, so a panic inside user code does not leave a stale trace behind.
+pub(crate) struct TraceGuard(());
+
+impl Drop for TraceGuard {
+    fn drop(&mut self) {
+        TRACER.with(|t| {
+            if let Ok(mut b) = t.try_borrow_mut() {
+                *b = None;
+            }
+        });
+    }
+}
+
+/// Start tracing entry `name` with the given parameter types. Returns the guard and the parameter values.
+pub(crate) fn begin(
+    name: &str,
+    param_types: Vec<Type>,
+    index_ty: ScalarType,
+) -> Result<(TraceGuard, Vec<ValueId>), String> {
+    TRACER.with(|t| {
+        let mut b = t
+            .try_borrow_mut()
+            .map_err(|_| "a kernel trace is already running on this thread".to_string())?;
+        if b.is_some() {
+            return Err(format!(
+                "cannot specialize kernel `{name}` while another kernel is being traced on this thread"
+            ));
+        }
+        let mut func = Function::new_entry(name, param_types);
+        let mut body = func.body.take().unwrap_or_default();
+        let params = body.args.clone();
+        let tok = func.new_value(Type::Token);
+        let mut op = Operation::new(Opcode::MakeToken);
+        op.results.push(tok);
+        body.ops.push(op);
+        *b = Some(Tracer {
+            func,
+            stack: vec![body],
+            kernel: name.to_string(),
+            error: None,
+            entry_token: tok,
+            out_tokens: vec![],
+            index_ty,
+        });
+        Ok((TraceGuard(()), params))
+    })
+}
+
+/// Finish the trace: close the body with `return` and hand back the function, or the first error.
+pub(crate) fn finish(_guard: TraceGuard) -> Result<Function, TraceError> {
+    TRACER.with(|t| {
+        let tr = t.borrow_mut().take();
+        let Some(mut tr) = tr else {
+            return Err(TraceError {
+                message: "internal: the kernel trace disappeared".into(),
+                file: file!(),
+                line: line!(),
+                column: 0,
+            });
+        };
+        if let Some(e) = tr.error.take() {
+            return Err(e);
+        }
+        if tr.stack.len() != 1 {
+            return Err(TraceError {
+                message: "internal: unbalanced regions at the end of the kernel".into(),
+                file: file!(),
+                line: line!(),
+                column: 0,
+            });
+        }
+        let mut body = tr.stack.pop().unwrap_or_default();
+        body.ops.push(Operation::new(Opcode::Return));
+        tr.func.body = Some(body);
+        Ok(tr.func)
+    })
+}
+
+impl Tracer {
+    /// Append an op to the innermost block and return its result values.
+    pub(crate) fn push(&mut self, op: Op) -> Vec<ValueId> {
+        let Op {
+            mut op,
+            result_types,
+        } = op;
+        op.results = result_types
+            .into_iter()
+            .map(|t| self.func.new_value(t))
+            .collect();
+        let res = op.results.clone();
+        if let Some(b) = self.stack.last_mut() {
+            b.ops.push(op);
+        }
+        res
+    }
+    /// Append a single-result op and return the result.
+    pub(crate) fn push1(&mut self, op: Op) -> ValueId {
+        let r = self.push(op);
+        r.first().copied().unwrap_or(ValueId(u32::MAX))
+    }
+    /// The type of a value.
+    pub(crate) fn ty(&self, v: ValueId) -> Type {
+        self.func.value_type(v).cloned().unwrap_or(Type::Token)
+    }
+    /// Record an error at `loc` (the first one wins).
+    pub(crate) fn fail(&mut self, loc: &'static Location<'static>, message: impl Into<String>) {
+        if self.error.is_none() {
+            self.error = Some(TraceError {
+                message: format!("kernel `{}`: {}", self.kernel, message.into()),
+                file: loc.file(),
+                line: loc.line(),
+                column: loc.column(),
+            });
+        }
+    }
+    /// Open a nested block with arguments of the given types.
+    pub(crate) fn open_block(&mut self, arg_types: &[Type]) -> Vec<ValueId> {
+        let args: Vec<ValueId> = arg_types
+            .iter()
+            .map(|t| self.func.new_value(t.clone()))
+            .collect();
+        self.stack.push(Block {
+            args: args.clone(),
+            ops: vec![],
+        });
+        args
+    }
+    /// Close the innermost nested block.
+    pub(crate) fn close_block(&mut self) -> Block {
+        if self.stack.len() > 1 {
+            self.stack.pop().unwrap_or_default()
+        } else {
+            Block::default()
+        }
+    }
+
+    /// Start a `for` body: block arguments are the induction variable, `carried` values and one placeholder
+    /// token per `&mut` tensor. Returns (induction var, carried args, state to finish with).
+    pub(crate) fn open_for(
+        &mut self,
+        iv_ty: Type,
+        carried_types: &[Type],
+    ) -> (ValueId, Vec<ValueId>, RegionState) {
+        let mut tys = vec![iv_ty];
+        tys.extend_from_slice(carried_types);
+        let args = self.open_block(&tys);
+        let outer = self.out_tokens.clone();
+        let placeholders: Vec<ValueId> = outer
+            .iter()
+            .map(|_| self.func.new_value(Type::Token))
+            .collect();
+        self.out_tokens = placeholders.clone();
+        (
+            args[0],
+            args[1..].to_vec(),
+            RegionState {
+                outer_tokens: outer,
+                placeholders,
+            },
+        )
+    }
+
+    /// Close a loop body opened with [`open_for`](Self::open_for) (or [`open_loop`](Self::open_loop)):
+    /// returns the block (with token arguments appended for the tokens the body changed, and unchanged
+    /// placeholders replaced by the outer tokens), the extra init values and the extra yielded values.
+    pub(crate) fn close_loop_body(
+        &mut self,
+        st: &RegionState,
+    ) -> (Block, Vec<ValueId>, Vec<ValueId>, Vec<usize>) {
+        let finals = std::mem::replace(&mut self.out_tokens, st.outer_tokens.clone());
+        let mut block = self.close_block();
+        let mut extra_init = vec![];
+        let mut extra_yield = vec![];
+        let mut changed = vec![];
+        for (i, (&ph, &fin)) in st.placeholders.iter().zip(&finals).enumerate() {
+            if fin == ph {
+                substitute(&mut block, ph, st.outer_tokens[i]);
+            } else {
+                block.args.push(ph);
+                extra_init.push(st.outer_tokens[i]);
+                extra_yield.push(fin);
+                changed.push(i);
+            }
+        }
+        (block, extra_init, extra_yield, changed)
+    }
+
+    /// Start a loop body whose block arguments are `carried_types` (no induction variable).
+    pub(crate) fn open_loop(&mut self, carried_types: &[Type]) -> (Vec<ValueId>, RegionState) {
+        let args = self.open_block(carried_types);
+        let outer = self.out_tokens.clone();
+        let placeholders: Vec<ValueId> = outer
+            .iter()
+            .map(|_| self.func.new_value(Type::Token))
+            .collect();
+        self.out_tokens = placeholders.clone();
+        (
+            args,
+            RegionState {
+                outer_tokens: outer,
+                placeholders,
+            },
+        )
+    }
+}
+
+/// What a loop region needs to remember to thread the hidden tokens.
+pub(crate) struct RegionState {
+    pub(crate) outer_tokens: Vec<ValueId>,
+    pub(crate) placeholders: Vec<ValueId>,
+}
+
+/// Replace every use of `from` by `to` in `b` and the regions nested in it.
+pub(crate) fn substitute(b: &mut Block, from: ValueId, to: ValueId) {
+    for op in &mut b.ops {
+        for g in &mut op.operands {
+            for v in g.iter_mut() {
+                if *v == from {
+                    *v = to;
+                }
+            }
+        }
+        for r in &mut op.regions {
+            substitute(r, from, to);
+        }
+    }
+}
+
+/// Record an error at the caller's location on the active tracer.
+#[track_caller]
+pub(crate) fn fail(message: impl Into<String>) {
+    let loc = Location::caller();
+    let m = message.into();
+    with(|t| t.fail(loc, m));
+}
