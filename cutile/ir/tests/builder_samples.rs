@@ -91,14 +91,14 @@ fn samples_compile_with_tileiras() {
                         &format!("{name}-{v}-{arch}"),
                     );
                     let elf = cubin.starts_with(b"\x7fELF");
-                    if !run.ok || !elf {
-                        if let Ok(mut f) = failures.lock() {
-                            f.push(format!(
-                                "{name} {v} {arch}: {} (cubin {} bytes)",
-                                run.stderr.trim(),
-                                cubin.len()
-                            ));
-                        }
+                    if (!run.ok || !elf)
+                        && let Ok(mut f) = failures.lock()
+                    {
+                        f.push(format!(
+                            "{name} {v} {arch}: {} (cubin {} bytes)",
+                            run.stderr.trim(),
+                            cubin.len()
+                        ));
                     }
                 }
             });

@@ -119,6 +119,40 @@ fn with_extern() -> Module {
     m.finish()
 }
 
+fn with_multimem() -> Module {
+    let mut m = ModuleBuilder::new();
+    let mut f = m.entry("k", &[multicast_pointer_tile(F32)]).expect("entry");
+    let p = f.param(0).expect("param");
+    let tv = f
+        .make_tensor_view(p, &[Dim::Static(64)], &[Dim::Static(1)])
+        .expect("tv");
+    let pv = f.make_partition_view(tv, &[16], None).expect("pv");
+    let i = f.const_i32(0).expect("c");
+    let t = f.constant(F32, &[16], 1.0).expect("c");
+    let o = MemOpts {
+        ordering: MemoryOrdering::Relaxed,
+        scope: Some(MemoryScope::Device),
+        ..Default::default()
+    };
+    f.multimem_store_view_tko(pv, t, &[i], &o).expect("store");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+/// Replace every pointer attribute in `t` by `to`.
+fn retag(t: &mut Type, to: Option<u8>) {
+    match t {
+        Type::Pointer { attr, .. } | Type::TensorView { attr, .. } => *attr = to,
+        _ => {}
+    }
+    match t {
+        Type::Pointer { pointee: x, .. }
+        | Type::Tile { elem: x, .. }
+        | Type::PartitionView { tensor_view: x, .. } => retag(x, to),
+        _ => {}
+    }
+}
+
 fn vadd() -> Module {
     samples::vector_add(1024, F32).expect("vadd")
 }
@@ -265,6 +299,18 @@ fn cases() -> Vec<Case> {
                 body_mut(m).ops.truncate(2);
                 body_mut(m).ops.push(Operation::new(Opcode::Return));
             } },
+        Case { name: "tensor view drops the pointer attribute", base: with_multimem, version: V, function: "k", op: Some("make_tensor_view"),
+            fragment: "the tensor_view must carry the base pointer's ptr_attr (multicast), got absent",
+            break_it: |m| { let r = op_mut(m, Opcode::MakeTensorView, 0).results[0]; retag(&mut m.functions[0].values[r.0 as usize], None); } },
+        Case { name: "multimem over a unicast pointer", base: with_multimem, version: V, function: "k", op: Some("multimem_store_view_tko"),
+            fragment: "needs a view over a multicast pointer",
+            break_it: |m| {
+                let f = &mut m.functions[0];
+                for t in f.values.iter_mut().chain(f.param_types.iter_mut()) { retag(t, Some(PTR_UNICAST)); }
+            } },
+        Case { name: "unknown pointer attribute", base: with_multimem, version: V, function: "k", op: None,
+            fragment: "pointer attribute 3 is unknown",
+            break_it: |m| retag(&mut m.functions[0].param_types[0], Some(3)) },
         Case { name: "preview content before 13.5", base: with_extern, version: V13_4, function: "", op: None,
             fragment: "needs bytecode 13.5, not 13.4", break_it: |_| {} },
         Case { name: "public extern declaration", base: with_extern, version: V, function: "ext", op: None,
@@ -307,6 +353,7 @@ fn the_bases_are_valid() {
         verify_module(&base(), V13_5).expect("valid at 13.5");
     }
     verify_module(&with_extern(), V13_5).expect("valid at 13.5");
+    verify_module(&with_multimem(), V13_5).expect("valid at 13.5");
 }
 
 #[test]

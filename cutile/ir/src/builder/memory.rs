@@ -68,6 +68,24 @@ impl Default for AtomicOpts {
     }
 }
 
+/// Pointer attribute values (13.4+; `Type::Pointer::attr`): multimem ops need views over a
+/// [`PTR_MULTICAST`] pointer, e.g. an entry parameter `tile<ptr<f32, <multicast>>>` made with
+/// [`multicast_pointer_tile`].
+pub const PTR_NONE: u8 = 0;
+pub const PTR_UNICAST: u8 = 1;
+pub const PTR_MULTICAST: u8 = 2;
+
+/// A rank-0 tile of a multicast pointer to `elem` (for multimem kernels).
+pub fn multicast_pointer_tile(elem: ScalarType) -> Type {
+    Type::Tile {
+        elem: Box::new(Type::Pointer {
+            pointee: Box::new(Type::Scalar(elem)),
+            attr: Some(PTR_MULTICAST),
+        }),
+        shape: vec![],
+    }
+}
+
 /// The reduction of the multimem ops (13.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MultimemReduction {
@@ -245,11 +263,12 @@ impl FunctionBuilder<'_> {
                 })
                 .collect()
         };
+        // tileiras requires the view to carry the base pointer's ptr_attr unchanged.
         let ty = Type::TensorView {
             elem: Box::new(elem),
             shape: statics(shape),
             strides: statics(strides),
-            attr: None,
+            attr: crate::verify::types::pointer_attr(t),
         };
         let mut op = positional(Opcode::MakeTensorView, &[base]);
         op.operands[1] = dynamics(shape);

@@ -57,7 +57,8 @@
 //!   `make_strided_view`, `make_gather_scatter_view`, `get_tile_block_id`, `get_num_tile_blocks`,
 //!   `get_index_space_shape`, `get_tensor_shape`, `load_view_tko[_with]`, `store_view_tko[_with]`,
 //!   `load_ptr_tko[_with]`, `store_ptr_tko[_with]` ([`MemOpts`]), `atomic_rmw_tko`, `atomic_cas_tko`,
-//!   `atomic_red_view_tko` ([`AtomicOpts`]), `multimem_*`, `get_global`, `alloca`, `gdc_wait_tko`,
+//!   `atomic_red_view_tko` ([`AtomicOpts`]), `multimem_*` (views over a [`multicast_pointer_tile`]; the
+//!   tensor view inherits the base pointer's attribute), `get_global`, `alloca`, `gdc_wait_tko`,
 //!   `gdc_launch_dependents_tko`, `memory_fence_alias_tko`, `print_tko`, `assert`, `mmaf`, `mmaf_with`,
 //!   `mmai`, `mmaf_scaled`.
 //! - Arrays as kernel arguments: [`ArraySpec`], [`kernel_params`], `bind_array` (see [`array`] for the
@@ -89,7 +90,10 @@ pub use control::{CombineFrame, ForFrame};
 pub use error::BuildError;
 pub use function::FunctionBuilder;
 pub use generic::OpBuilder;
-pub use memory::{AtomicOpts, Dim, MemOpts, MultimemReduction};
+pub use memory::{
+    AtomicOpts, Dim, MemOpts, MultimemReduction, PTR_MULTICAST, PTR_NONE, PTR_UNICAST,
+    multicast_pointer_tile,
+};
 
 use crate::attr::{Access, Attribute};
 use crate::ir::{DebugRef, Function, FunctionKind, Global, Module};

@@ -1101,6 +1101,25 @@ fn check_make_tensor_view(c: &Ck<'_>) -> R {
             tt(elem)
         ));
     }
+    let (pa, ta) = (
+        pointer_attr(base),
+        match r {
+            Type::TensorView { attr, .. } => *attr,
+            _ => None,
+        },
+    );
+    if pa != ta {
+        let name = |a: Option<u8>| {
+            a.map_or("absent", |a| {
+                PTR_ATTR_NAMES.get(a as usize).copied().unwrap_or("?")
+            })
+        };
+        return Err(format!(
+            "the tensor_view must carry the base pointer's ptr_attr ({}), got {}",
+            name(pa),
+            name(ta)
+        ));
+    }
     let dyn_shape = c.group("dynamicShape")?;
     let dyn_strides = c.group("dynamicStrides")?;
     let want_shape = shape.iter().filter(|&&d| d == DYNAMIC).count();
@@ -1265,6 +1284,21 @@ fn check_view_access(c: &Ck<'_>) -> R {
             c.token_result(0)?;
         }
     }
+    let multimem = matches!(
+        op,
+        MultimemLoadReduceViewTko | MultimemReduceViewTko | MultimemStoreViewTko
+    );
+    if multimem && vi.ptr_attr != Some(2) {
+        return Err(format!(
+            "needs a view over a multicast pointer (tile<ptr<T, <multicast>>>, ptr_attr 2), got {}",
+            tt(view)
+        ));
+    }
+    if !multimem && vi.ptr_attr == Some(2) && op == AtomicRedViewTko {
+        return Err(
+            "multicast pointers are not supported for atomics; use multimem_reduce_view_tko".into(),
+        );
+    }
     match op {
         LoadViewTko => {
             check_ordering(c, true)?;
@@ -1376,6 +1410,9 @@ fn check_atomic(c: &Ck<'_>) -> R {
     let ptrs = c.one("pointers")?;
     let (pointee, psh) = pointer_tile(ptrs)
         .ok_or_else(|| format!("pointers must be a pointer tile, got {}", tt(ptrs)))?;
+    if pointer_attr(ptrs) == Some(2) {
+        return Err("multicast pointers are not supported for atomics".into());
+    }
     let val = c.one(if cas { "val" } else { "arg" })?;
     let (ve, vsh) = tile_parts(val)?;
     if ve != pointee || vsh != psh {

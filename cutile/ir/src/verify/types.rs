@@ -73,6 +73,8 @@ pub struct ViewInfo<'a> {
     /// `Some(d)` for a gather/scatter view.
     pub sparse_dim: Option<usize>,
     pub kind: &'static str,
+    /// The tensor view's pointer attribute (see [`PTR_ATTR_NAMES`]).
+    pub ptr_attr: Option<u8>,
 }
 
 impl ViewInfo<'_> {
@@ -114,8 +116,8 @@ pub fn view_info(t: &Type) -> Option<ViewInfo<'_>> {
         ),
         _ => return None,
     };
-    let elem = match &**tv {
-        Type::TensorView { elem, .. } => &**elem,
+    let (elem, ptr_attr) = match &**tv {
+        Type::TensorView { elem, attr, .. } => (&**elem, *attr),
         _ => return None,
     };
     Some(ViewInfo {
@@ -124,15 +126,40 @@ pub fn view_info(t: &Type) -> Option<ViewInfo<'_>> {
         padding: *padding,
         sparse_dim,
         kind,
+        ptr_attr,
     })
+}
+
+/// Names of the pointer attribute values (13.4+): `ptr<T, <multicast>>` is what multimem ops need.
+pub const PTR_ATTR_NAMES: [&str; 3] = ["none", "unicast", "multicast"];
+
+fn ptr_attr_ok(attr: Option<u8>, t: &Type) -> Result<(), String> {
+    match attr {
+        Some(a) if a as usize >= PTR_ATTR_NAMES.len() => Err(format!(
+            "pointer attribute {a} is unknown (0 none, 1 unicast, 2 multicast): {}",
+            tt(t)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The pointer attribute of a tile of pointers.
+pub fn pointer_attr(t: &Type) -> Option<u8> {
+    match t {
+        Type::Tile { elem, .. } => match &**elem {
+            Type::Pointer { attr, .. } => *attr,
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Check that a type is well formed on its own.
 pub fn type_ok(t: &Type) -> Result<(), String> {
     match t {
         Type::Scalar(_) | Type::Token | Type::Preview(_) => Ok(()),
-        Type::Pointer { pointee, .. } => match **pointee {
-            Type::Scalar(_) => Ok(()),
+        Type::Pointer { pointee, attr } => match **pointee {
+            Type::Scalar(_) => ptr_attr_ok(*attr, t),
             _ => Err(format!(
                 "pointer to a non-scalar type is not allowed: {}",
                 tt(t)
@@ -164,8 +191,9 @@ pub fn type_ok(t: &Type) -> Result<(), String> {
             elem,
             shape,
             strides,
-            ..
+            attr,
         } => {
+            ptr_attr_ok(*attr, t)?;
             if !matches!(**elem, Type::Scalar(_)) {
                 return Err(format!("tensor_view element must be a scalar: {}", tt(t)));
             }
