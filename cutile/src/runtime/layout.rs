@@ -217,8 +217,11 @@ impl Layout {
         }
         let mut out = self.clone();
         out.shape[axis] = range.end - range.start;
-        // start < len and the old extent fits, so start * stride fits too.
-        out.offset = self.offset + range.start * self.strides[axis];
+        // An empty slice keeps the offset, so even empty views never point past their parent. For
+        // a non-empty one start < len and the old extent fits, so start * stride fits too.
+        if !range.is_empty() {
+            out.offset = self.offset + range.start * self.strides[axis];
+        }
         Ok(out)
     }
 
