@@ -20,19 +20,12 @@
 //! key hex to equal the hash of its fields. So every byte of a valid bundle is checked by something,
 //! and any single changed byte is rejected.
 
-use super::BundleError;
+use super::{BundleEntry, BundleError};
 use crate::cache::{CacheKey, KeyParts};
 
 pub const MAGIC: &[u8; 8] = b"CUTILEBN";
 pub const FORMAT_VERSION: u32 = 1;
 pub const HEADER_LEN: usize = 64;
-
-/// One decoded entry: its key and where its payload lies in the file.
-#[derive(Debug, Clone)]
-pub(crate) struct RawEntry {
-    pub key: CacheKey,
-    pub range: std::ops::Range<usize>,
-}
 
 /// Encodes `entries` (key, payload) as a bundle file.
 pub(crate) fn encode(entries: &[(CacheKey, Vec<u8>)]) -> Vec<u8> {
@@ -115,7 +108,7 @@ fn header_u64(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// Decodes and fully verifies a bundle; payload ranges are absolute offsets into `bytes`.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<RawEntry>, BundleError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<BundleEntry>, BundleError> {
     if bytes.len() < HEADER_LEN {
         return Err(malformed(format!(
             "{} bytes is shorter than the {HEADER_LEN}-byte header",
@@ -202,7 +195,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<RawEntry>, BundleError> {
                 "entry {i} ({kernel} for {arch}): stored key {key_hex} is not the hash of its fields"
             )));
         }
-        entries.push(RawEntry { key, range });
+        entries.push(BundleEntry { key, range });
     }
     if r.at != index.len() {
         return Err(malformed(format!(

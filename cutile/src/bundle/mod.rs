@@ -142,22 +142,12 @@ impl Bundle {
 
     /// Verifies a bundle held in memory.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Bundle, BundleError> {
-        let raw = format::decode(&bytes)?;
+        let entries = format::decode(&bytes)?;
         let mut seen = HashSet::new();
-        let mut entries = Vec::with_capacity(raw.len());
-        for e in raw {
-            let k = &e.key;
-            if !seen.insert((
-                k.kernel().to_string(),
-                k.specialization().to_string(),
-                k.arch().to_string(),
-            )) {
+        for k in entries.iter().map(BundleEntry::key) {
+            if !seen.insert((k.kernel(), k.specialization(), k.arch())) {
                 return Err(duplicate(k));
             }
-            entries.push(BundleEntry {
-                key: e.key,
-                range: e.range,
-            });
         }
         Ok(Bundle {
             bytes,
