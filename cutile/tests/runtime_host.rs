@@ -258,7 +258,10 @@ fn slices_transposes_and_reshapes() {
 
     // An empty slice at the very end does not point past the parent.
     let empty = t.slice(0, 4..4).unwrap();
-    assert_eq!((empty.shape(), empty.numel(), empty.span()), (&[0, 6][..], 0, 0..0));
+    assert_eq!(
+        (empty.shape(), empty.numel(), empty.span()),
+        (&[0, 6][..], 0, 0..0)
+    );
 
     // Axes of length 1 do not break contiguity, whatever their stride.
     let unit = Layout::with_strides(&[1, 5], &[99, 1], 0).unwrap();
