@@ -1,0 +1,80 @@
+//! Generated Tile IR of every DSL kernel, pinned as insta snapshots, and each specialization compiled by
+//! tileiras for sm_90 (reported as skipped when tileiras is not installed).
+
+use cutile::dsl::{Kernel, TensorMeta};
+use cutile_ir::ScalarType::{self, *};
+
+fn t(dtype: ScalarType, shape: &[i64]) -> TensorMeta {
+    TensorMeta::contiguous(dtype, shape)
+}
+
+/// (snapshot name, kernel, arrays)
+fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
+    use cutile_kernels::{gemm::kernels as g, softmax::kernels as s, vector_add::kernels as v};
+    vec![
+        (
+            "vadd_f32_1024",
+            v::vadd::kernel::<f32, 1024>(),
+            vec![t(F32, &[4096]); 3],
+        ),
+        (
+            "saxpy_bf16_1024",
+            v::saxpy::kernel::<half::bf16, 1024>(),
+            vec![t(BF16, &[4096]); 2],
+        ),
+        (
+            "row_softmax_bf16_1024",
+            s::row_softmax::kernel::<half::bf16, 1024>(),
+            vec![t(BF16, &[64, 1000]); 2],
+        ),
+        (
+            "gemm_bf16_128x128x64",
+            g::gemm::kernel::<half::bf16, 128, 128, 64>(),
+            vec![
+                t(BF16, &[512, 256]),
+                t(BF16, &[256, 384]),
+                t(BF16, &[512, 384]),
+            ],
+        ),
+        (
+            "gemm_persistent_bf16_128x128x64",
+            g::gemm_persistent::kernel::<half::bf16, 128, 128, 64>(),
+            vec![
+                t(BF16, &[512, 256]),
+                t(BF16, &[256, 384]),
+                t(BF16, &[512, 384]),
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn ir_snapshots() {
+    for (name, k, arrays) in cases() {
+        let s = k
+            .specialize(&arrays)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        insta::assert_snapshot!(name, s.ir_text());
+        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn compile_sm90() {
+    let t = match cutile::toolchain::Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("SKIPPED: tileiras not found ({e})");
+            return;
+        }
+    };
+    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+    for (name, k, arrays) in cases() {
+        let s = k
+            .specialize(&arrays)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        s.compile(&t, &req)
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+    }
+}
