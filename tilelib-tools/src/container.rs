@@ -6,7 +6,7 @@
 //! - `.strtab` (empty) and `.shstrtab`.
 //!
 //! This module only moves bytes in and out of that layout; what the files are is [`crate::kind`]'s job and what
-//! the interface declares is [`crate::interface`]'s. [`write`] lays the file out the way tileiras does (header,
+//! the interface declares is [`crate::interface`]'s. [`write()`] lays the file out the way tileiras does (header,
 //! `.strtab`, `.shstrtab`, the payloads unaligned in section order, then the section header table), so a library
 //! read from tileiras's output is written back byte for byte.
 
