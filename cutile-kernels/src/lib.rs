@@ -1,4 +1,7 @@
-//! (being written)
+//! `cutile-kernels`: the catalog of production tile kernels and the list of specializations the workspace
+//! compiles ([`catalog`]).
+
+pub mod catalog;
 pub mod gemm;
 pub mod softmax;
 pub mod vector_add;

@@ -1,7 +1,9 @@
-//! `cargo xtask`: workspace automation (toolchain install, and later tests by tier, benchmarks,
-//! packaging). `main` only parses the command line and dispatches; each subcommand lives in its own
+//! `cargo xtask`: workspace automation (toolchain install, the kernel compile table, tests, bytecode tools). `main` only parses the command line and dispatches; each subcommand lives in its own
 //! file as `<name>_cmd.rs` with an `Args` struct and a `run` function.
 
+mod ir_cmd;
+mod kernels_cmd;
+mod test_cmd;
 mod toolchain_cmd;
 
 use std::process::ExitCode;
@@ -26,12 +28,22 @@ struct Cli {
 enum Command {
     /// Install (or verify) the tileiras toolchain and show where it is.
     Toolchain(toolchain_cmd::Args),
+    /// The main job: build every catalog kernel, compile it with tileiras per arch, print a table.
+    Kernels(kernels_cmd::Args),
+    /// Run the test suite (installs the toolchain on first use), then compile the catalog.
+    Test(test_cmd::Args),
+    /// Bytecode utilities: disassemble to our text, re-encode.
+    #[command(subcommand)]
+    Ir(ir_cmd::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Toolchain(args) => toolchain_cmd::run(&args),
+        Command::Kernels(args) => kernels_cmd::run(&args),
+        Command::Test(args) => test_cmd::run(&args),
+        Command::Ir(args) => ir_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -90,7 +90,6 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
 /// A working tileiras for other xtask commands: the one discovery finds, or, when there is none,
 /// a fresh install into the default prefix. A found but broken toolchain is reported, not
 /// silently replaced.
-#[allow(dead_code)] // used by the commands that compile kernels
 pub fn ensure_toolchain() -> Result<Tileiras, BoxError> {
     match Tileiras::discover() {
         Ok(t) => Ok(t),

@@ -1,0 +1,215 @@
+//! `cargo xtask kernels [--arch sm_80,sm_90,…]`: the main job. Builds every kernel of the compile catalog with our
+//! own IR code, writes its bytecode, compiles it with the real tileiras for each architecture and prints a table
+//! (kernel, specialization, arch, bytecode bytes, cubin bytes, seconds). Exits non-zero if any step fails.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+use cutile_ir::Version;
+use cutile_ir::bytecode::write_module;
+use cutile_kernels::catalog::{CompileJob, compile_jobs};
+
+use crate::BoxError;
+
+pub const DEFAULT_ARCHS: &str = "sm_80,sm_90,sm_100,sm_120";
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Comma-separated target architectures.
+    #[arg(long, default_value = DEFAULT_ARCHS, value_delimiter = ',')]
+    pub arch: Vec<String>,
+    /// Bytecode version to write (13.4 or 13.5).
+    #[arg(long, default_value = "13.5")]
+    pub bytecode: String,
+    /// Only kernels whose name contains this string.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Also write each bytecode file and cubin here (`<kernel>-<n>.tilebc`, `<kernel>-<n>.<arch>.cubin`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Parallel tileiras processes (default: number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+/// One row of the result table.
+struct Row {
+    kernel: String,
+    specialization: String,
+    arch: String,
+    bytecode_bytes: usize,
+    outcome: Result<(usize, f64), String>,
+}
+
+pub fn run(args: &Args) -> Result<(), BoxError> {
+    let archs = args
+        .arch
+        .iter()
+        .map(|a| a.parse::<GpuArch>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let version: Version = args.bytecode.parse()?;
+    let tileiras = crate::toolchain_cmd::ensure_toolchain()?;
+    let jobs: Vec<CompileJob> = compile_jobs()
+        .into_iter()
+        .filter(|j| args.filter.as_deref().is_none_or(|f| j.kernel.contains(f)))
+        .collect();
+    if jobs.is_empty() {
+        return Err("no kernel matches the filter".into());
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)?;
+    }
+    eprintln!(
+        "compiling {} specializations for {} with tileiras {} ({})",
+        jobs.len(),
+        archs
+            .iter()
+            .map(|a| a.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        tileiras.version(),
+        tileiras.path().display()
+    );
+    let rows = compile_all(&tileiras, &jobs, &archs, version, args)?;
+    print_table(&rows);
+    let failed: Vec<&Row> = rows.iter().filter(|r| r.outcome.is_err()).collect();
+    if failed.is_empty() {
+        println!("{} passed, 0 failed", rows.len());
+        Ok(())
+    } else {
+        for r in &failed {
+            eprintln!(
+                "FAILED {} [{}] {}: {}",
+                r.kernel,
+                r.specialization,
+                r.arch,
+                r.outcome.as_ref().err().map(String::as_str).unwrap_or("")
+            );
+        }
+        println!(
+            "{} passed, {} failed",
+            rows.len() - failed.len(),
+            failed.len()
+        );
+        Err(format!("{} kernel compilations failed", failed.len()).into())
+    }
+}
+
+/// Build and write every job once, then compile each (job, arch) pair on a small pool of threads.
+fn compile_all(
+    tileiras: &Tileiras,
+    jobs: &[CompileJob],
+    archs: &[GpuArch],
+    version: Version,
+    args: &Args,
+) -> Result<Vec<Row>, BoxError> {
+    // IR build + bytecode: cheap, done serially so errors come out in catalog order.
+    let mut work = Vec::new();
+    let mut rows = Vec::new();
+    for (n, job) in jobs.iter().enumerate() {
+        let bytes = job
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|m| write_module(&m, version).map_err(|e| e.to_string()));
+        match bytes {
+            Ok(bytes) => {
+                if let Some(dir) = &args.out {
+                    std::fs::write(dir.join(format!("{}-{n}.tilebc", job.kernel)), &bytes)?;
+                }
+                for &arch in archs {
+                    work.push((n, job, arch, bytes.clone()));
+                }
+            }
+            Err(e) => {
+                for &arch in archs {
+                    rows.push(Row {
+                        kernel: job.kernel.to_string(),
+                        specialization: job.specialization.clone(),
+                        arch: arch.name().to_string(),
+                        bytecode_bytes: 0,
+                        outcome: Err(format!("IR build: {e}")),
+                    });
+                }
+            }
+        }
+    }
+    let threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1);
+    let queue = Mutex::new(work.into_iter());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().map(|mut q| q.next()).ok().flatten();
+                    let Some((n, job, arch, bytes)) = next else {
+                        break;
+                    };
+                    let t0 = Instant::now();
+                    let outcome = tileiras
+                        .compile(&bytes, &CompileRequest::new(arch))
+                        .map_err(|e| e.to_string())
+                        .and_then(|cubin| {
+                            if let Some(dir) = &args.out {
+                                let path =
+                                    dir.join(format!("{}-{n}.{}.cubin", job.kernel, arch.name()));
+                                std::fs::write(path, &cubin.bytes).map_err(|e| e.to_string())?;
+                            }
+                            Ok((cubin.bytes.len(), t0.elapsed().as_secs_f64()))
+                        });
+                    let row = Row {
+                        kernel: job.kernel.to_string(),
+                        specialization: job.specialization.clone(),
+                        arch: arch.name().to_string(),
+                        bytecode_bytes: bytes.len(),
+                        outcome,
+                    };
+                    if let Ok(mut r) = results.lock() {
+                        r.push((n, row));
+                    }
+                }
+            });
+        }
+    });
+    let mut compiled = results
+        .into_inner()
+        .map_err(|_| "a compile thread panicked")?;
+    // Catalog order, then the order the archs were asked for.
+    let arch_pos = |name: &str| archs.iter().position(|a| a.name() == name);
+    compiled.sort_by_key(|(n, r)| (*n, arch_pos(&r.arch)));
+    rows.extend(compiled.into_iter().map(|(_, r)| r));
+    Ok(rows)
+}
+
+fn print_table(rows: &[Row]) {
+    let w_kernel = rows
+        .iter()
+        .map(|r| r.kernel.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let w_spec = rows
+        .iter()
+        .map(|r| r.specialization.len())
+        .max()
+        .unwrap_or(14)
+        .max(14);
+    println!(
+        "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}",
+        "kernel", "specialization", "arch", "bytecode", "cubin", "seconds"
+    );
+    for r in rows {
+        let (cubin, secs) = match &r.outcome {
+            Ok((c, s)) => (c.to_string(), format!("{s:.2}")),
+            Err(_) => ("FAILED".to_string(), "-".to_string()),
+        };
+        println!(
+            "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}",
+            r.kernel, r.specialization, r.arch, r.bytecode_bytes, cubin, secs
+        );
+    }
+}
