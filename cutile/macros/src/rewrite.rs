@@ -309,7 +309,15 @@ impl Rewriter {
 
 /// `(a, b,)` and `(mut a, mut b,)` for the carried variables.
 fn carried_tuples(vars: &[Ident]) -> (TokenStream, TokenStream) {
-    (quote!((#(#vars,)*)), quote!((#(mut #vars,)*)))
+    // Spanned at the first assignment, so a "cannot be carried" error points at the variable.
+    let span = vars
+        .first()
+        .map(|v| v.span())
+        .unwrap_or_else(Span::call_site);
+    (
+        quote_spanned!(span=> (#(#vars,)*)),
+        quote_spanned!(span=> (#(mut #vars,)*)),
+    )
 }
 
 /// Split a format string at `{}` / `{name}` placeholders. Returns the literal pieces (one more than the

@@ -255,6 +255,12 @@ pub(crate) fn compare(
 
 /// Something that can be the right-hand side of an element-wise op with a `Tile<E, S>`: the same tile
 /// type, a [`Scalar<E>`] or a host number; produces the IR value of shape `S`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be combined element-wise with a `Tile<{E}, {S}>`",
+    label = "operand shape or element type differs",
+    note = "element-wise operands must have the same element type and shape; broadcast a row or column first \
+            (`m.broadcast()`), convert with `.cast::<…>()`, or use a `Scalar` or a number"
+)]
 pub trait Operand<E: ElementType, S: Shape> {
     #[doc(hidden)]
     fn value_as(self, dims: &'static [i32]) -> ValueId;
@@ -351,6 +357,10 @@ macro_rules! host_lhs {
 }
 
 /// The right-hand side of an op with a [`Scalar<E>`]: another scalar or a host number.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be combined with a `Scalar<{E}>`",
+    label = "expected a `Scalar<{E}>` or a number"
+)]
 pub trait ScalarOperand<E: ElementType> {
     #[doc(hidden)]
     fn scalar_value(self) -> ValueId;
