@@ -562,7 +562,7 @@ fn misuse_is_reported_with_the_op_and_the_types() {
             },
         ),
         (
-            "reduce: only pure ops may appear in the body, found print_tko",
+            "reduce: only ops without memory effects may appear in the body, found print_tko",
             |f| {
                 let t = f.constant(F32, &[8], 1.0)?;
                 let id = scalar_attr(F32, 0.0)?;

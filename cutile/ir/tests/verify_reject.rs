@@ -1,8 +1,11 @@
 //! The verifier rejects ill-formed modules with a diagnostic naming the function, the op and the problem.
 //! Each case starts from a valid module (made with the builder) and breaks one thing.
 
+mod builder_support;
+
 use cutile_ir::builder::*;
-use cutile_ir::verify::{Diagnostic, diagnose_module, verify_module};
+use cutile_ir::bytecode::write_module;
+use cutile_ir::verify::{Diagnostic, diagnose_module, diagnose_module_strict, verify_module};
 use cutile_ir::*;
 
 use ScalarType::*;
@@ -163,6 +166,96 @@ fn matmul() -> Module {
     samples::tiled_matmul(128, 128, 64, F16, F32).expect("matmul")
 }
 
+fn en(e: impl Into<EnumValue>) -> Option<OpAttr> {
+    Some(OpAttr::Enum(e.into()))
+}
+
+/// `entry @k(%p: tile<ptr<f32>>)` computing one op on constants (for attribute mutations).
+fn one_op(body: fn(&mut FunctionBuilder<'_>) -> Result<(), BuildError>) -> Module {
+    let mut m = ModuleBuilder::new();
+    let mut f = m
+        .entry(
+            "k",
+            &[Type::pointer_tile(F32, &[]), Type::pointer_tile(I32, &[])],
+        )
+        .expect("entry");
+    body(&mut f).expect("body");
+    f.finish().expect("finish");
+    m.finish()
+}
+
+fn conv_f16() -> Module {
+    one_op(|f| {
+        let a = f.constant(F32, &[4], 1.0)?;
+        f.ftof(a, F16).map(|_| ())
+    })
+}
+fn conv_itof() -> Module {
+    one_op(|f| {
+        let a = f.constant(I32, &[4], 1)?;
+        f.itof(a, F32, Signedness::Signed).map(|_| ())
+    })
+}
+fn divi_u() -> Module {
+    one_op(|f| {
+        let a = f.constant(I32, &[4], 7)?;
+        f.divi(a, a, Signedness::Unsigned).map(|_| ())
+    })
+}
+fn negi() -> Module {
+    one_op(|f| {
+        let a = f.constant(I32, &[4], 7)?;
+        f.negi(a).map(|_| ())
+    })
+}
+fn red_view() -> Module {
+    one_op(|f| {
+        let p = f.param(0)?;
+        let tv = f.make_tensor_view(p, &[Dim::Static(64)], &[Dim::Static(1)])?;
+        let pv = f.make_partition_view(tv, &[16], None)?;
+        let i = f.const_i32(0)?;
+        let v = f.constant(F32, &[16], 1.0)?;
+        f.atomic_red_view_tko(pv, &[i], v, AtomicRmwMode::AddF, AtomicOpts::default())
+            .map(|_| ())
+    })
+}
+fn rmw() -> Module {
+    one_op(|f| {
+        let p = f.param(1)?;
+        let one = f.const_i32(1)?;
+        f.atomic_rmw_tko(p, one, AtomicRmwMode::Add, None, AtomicOpts::default())
+            .map(|_| ())
+    })
+}
+fn misc() -> Module {
+    one_op(|f| {
+        let a = f.constant(I32, &[4], 1)?;
+        f.exti(a, I64, Signedness::Signed)?;
+        let (t1, t2) = (f.make_token()?, f.make_token()?);
+        f.join_tokens(&[t1, t2])?;
+        f.alloca(F32, 4, 16, false)?;
+        let x = f.const_i32(3)?;
+        f.print_tko("%d", &[x], None)?;
+        f.iota(I8, 128)?;
+        let m = f.constant(F32, &[4, 4], 1.0)?;
+        f.permute(m, &[1, 0])?;
+        Ok(())
+    })
+}
+fn reduce_sum() -> Module {
+    one_op(|f| {
+        let t = f.constant(F32, &[8], 1.0)?;
+        let id = scalar_attr(F32, 0.0)?;
+        f.reduce(&[t], 0, &[id], |b, l, r| Ok(vec![b.addf(l[0], r[0])?]))
+            .map(|_| ())
+    })
+}
+
+/// Insert `op` at the start of the (first) reduce body.
+fn into_reduce(m: &mut Module, op: Operation) {
+    op_mut(m, Opcode::Reduce, 0).regions[0].ops.insert(0, op);
+}
+
 fn hints(m: &mut Module) -> &mut OptimizationHints {
     match &mut m.functions[0].kind {
         FunctionKind::Entry { hints } => hints,
@@ -182,6 +275,9 @@ struct Case {
 }
 
 const V: Version = V13_5;
+
+/// Cases only [`diagnose_module_strict`] reports (tileiras warns about bad hints but accepts them).
+const STRICT: &[&str] = &["unknown hint", "16 warps before 13.5"];
 
 #[rustfmt::skip]
 fn cases() -> Vec<Case> {
@@ -254,7 +350,7 @@ fn cases() -> Vec<Case> {
             fragment: "div_by<12>: divisor must be a power of two",
             break_it: |m| op_mut(m, Opcode::Assume, 0).attrs[0] = Some(OpAttr::Tagged(Attribute::DivBy { divisor: 12, every: None, along: None })) },
         Case { name: "impure op in a reduce body", base: softmax, version: V, function: "row_softmax", op: Some("reduce"),
-            fragment: "only pure ops may appear in the body, found print_tko",
+            fragment: "only ops without memory effects may appear in the body, found print_tko",
             break_it: |m| {
                 let tok = { let f = &mut m.functions[0]; f.new_value(Type::Token) };
                 let mut p = Operation::new(Opcode::PrintTko);
@@ -311,6 +407,86 @@ fn cases() -> Vec<Case> {
         Case { name: "unknown pointer attribute", base: with_multimem, version: V, function: "k", op: None,
             fragment: "pointer attribute 3 is unknown",
             break_it: |m| retag(&mut m.functions[0].param_types[0], Some(3)) },
+        Case { name: "ftof rounding negative_inf", base: conv_f16, version: V, function: "k", op: Some("ftof"),
+            fragment: "rounding mode negative_inf is not allowed here; expected one of [nearest_even, zero]",
+            break_it: |m| op_mut(m, Opcode::FToF, 0).attrs[0] = en(RoundingMode::NegativeInf) },
+        Case { name: "itof rounding zero", base: conv_itof, version: V, function: "k", op: Some("itof"),
+            fragment: "rounding mode zero is not allowed here; expected one of [nearest_even]",
+            break_it: |m| op_mut(m, Opcode::IToF, 0).attrs[1] = en(RoundingMode::Zero) },
+        Case { name: "unsigned division rounding to -inf", base: divi_u, version: V, function: "k", op: Some("divi"),
+            fragment: "rounding negative_inf is not allowed with unsigned division",
+            break_it: |m| op_mut(m, Opcode::DivI, 0).attrs[1] = en(RoundingMode::NegativeInf) },
+        Case { name: "negi nuw", base: negi, version: V, function: "k", op: Some("negi"),
+            fragment: "overflow flag nuw is not supported",
+            break_it: |m| op_mut(m, Opcode::NegI, 0).attrs[0] = en(IntegerOverflow::Nuw) },
+        Case { name: "atomic reduction at sys scope", base: red_view, version: V, function: "k", op: Some("atomic_red_view_tko"),
+            fragment: "memory scope sys is not supported",
+            break_it: |m| op_mut(m, Opcode::AtomicRedViewTko, 0).attrs[1] = en(MemoryScope::Sys) },
+        Case { name: "atomic reduction with xchg", base: red_view, version: V, function: "k", op: Some("atomic_red_view_tko"),
+            fragment: "mode xchg is not supported",
+            break_it: |m| op_mut(m, Opcode::AtomicRedViewTko, 0).attrs[2] = en(AtomicRmwMode::Xchg) },
+        Case { name: "weak atomic", base: rmw, version: V, function: "k", op: Some("atomic_rmw_tko"),
+            fragment: "atomics need relaxed, acquire, release or acq_rel ordering, not weak",
+            break_it: |m| op_mut(m, Opcode::AtomicRMWTko, 0).attrs[0] = en(MemoryOrdering::Weak) },
+        Case { name: "addf atomic on integers", base: rmw, version: V, function: "k", op: Some("atomic_rmw_tko"),
+            fragment: "mode addf works only with f16, bf16, f32 and f64, got i32",
+            break_it: |m| op_mut(m, Opcode::AtomicRMWTko, 0).attrs[2] = en(AtomicRmwMode::AddF) },
+        Case { name: "load with release ordering", base: vadd, version: V, function: "vector_add", op: Some("load_view_tko"),
+            fragment: "memory ordering release is not allowed for a load",
+            break_it: |m| { let o = op_mut(m, Opcode::LoadViewTko, 0); o.attrs[0] = en(MemoryOrdering::Release); o.attrs[1] = en(MemoryScope::Device); } },
+        Case { name: "exti to the same width", base: misc, version: V, function: "k", op: Some("exti"),
+            fragment: "must extend to a wider integer, got i32 -> i32",
+            break_it: |m| { let r = op_mut(m, Opcode::ExtI, 0).results[0]; set_type(m, r, Type::tile(I32, &[4])); } },
+        Case { name: "join of one token", base: misc, version: V, function: "k", op: Some("join_tokens"),
+            fragment: "needs two or more tokens, got 1",
+            break_it: |m| { op_mut(m, Opcode::JoinTokens, 0).operands[0].pop(); } },
+        Case { name: "alloca under-aligned", base: misc, version: V, function: "k", op: Some("alloca"),
+            fragment: "alignment 2 is below the size of f32",
+            break_it: |m| op_mut(m, Opcode::Alloca, 0).attrs[1] = Some(OpAttr::Int(2)) },
+        Case { name: "print argument count", base: misc, version: V, function: "k", op: Some("print_tko"),
+            fragment: "format string \"%d %d\" takes 2 argument(s), got 1",
+            break_it: |m| op_mut(m, Opcode::PrintTko, 0).attrs[0] = Some(OpAttr::Str("%d %d".into())) },
+        Case { name: "iota overflowing its element type", base: misc, version: V, function: "k", op: Some("iota"),
+            fragment: "512 elements do not fit in i8",
+            break_it: |m| { let r = op_mut(m, Opcode::Iota, 0).results[0]; set_type(m, r, Type::tile(I8, &[512])); } },
+        Case { name: "permute with a wrong result shape", base: misc, version: V, function: "k", op: Some("permute"),
+            fragment: "result shape [4, 8] does not match the permuted source shape [4, 4]",
+            break_it: |m| { let r = op_mut(m, Opcode::Permute, 0).results[0]; set_type(m, r, Type::tile(F32, &[4, 8])); } },
+        Case { name: "assume in a reduce body", base: reduce_sum, version: V, function: "k", op: Some("reduce"),
+            fragment: "only ops without memory effects may appear in the body, found assume",
+            break_it: |m| {
+                let v = m.functions[0].new_value(Type::pointer_tile(F32, &[]));
+                let mut a = Operation::new(Opcode::Assume);
+                a.attrs[0] = Some(OpAttr::Tagged(Attribute::DivBy { divisor: 16, every: None, along: None }));
+                a.operands[0] = vec![ValueId(0)];
+                a.results = vec![v];
+                into_reduce(m, a);
+            } },
+        Case { name: "for in a reduce body", base: reduce_sum, version: V, function: "k", op: Some("reduce"),
+            fragment: "only ops without memory effects may appear in the body, found for",
+            break_it: |m| {
+                let c = body_mut(m).ops[0].results[0];
+                let _ = c;
+                let (lo, iv) = (m.functions[0].new_value(Type::scalar_tile(I32)), m.functions[0].new_value(Type::scalar_tile(I32)));
+                let mut k = Operation::new(Opcode::Constant);
+                k.attrs[0] = Some(OpAttr::Dense(vec![0; 4]));
+                k.results = vec![lo];
+                let mut l = Operation::new(Opcode::For);
+                l.operands = vec![vec![lo], vec![lo], vec![lo], vec![]];
+                l.regions = vec![Block { args: vec![iv], ops: vec![Operation::new(Opcode::Continue)] }];
+                into_reduce(m, l);
+                into_reduce(m, k);
+            } },
+        Case { name: "entry parameter attribute", base: arith, version: V, function: "k", op: None,
+            fragment: "entry parameter 0 carries an attribute",
+            break_it: |m| m.functions[0].arg_attrs = vec![Attribute::Dictionary(vec![("foo".into(), Attribute::Bool(true))])] },
+        Case { name: "token entry parameter", base: arith, version: V, function: "k", op: None,
+            fragment: "entry parameter 1 must be a rank-0 tile (a scalar or a pointer), got token",
+            break_it: |m| {
+                m.functions[0].param_types.push(Type::Token);
+                let t = m.functions[0].new_value(Type::Token);
+                body_mut(m).args.push(t);
+            } },
         Case { name: "preview content before 13.5", base: with_extern, version: V13_4, function: "", op: None,
             fragment: "needs bytecode 13.5, not 13.4", break_it: |_| {} },
         Case { name: "public extern declaration", base: with_extern, version: V, function: "ext", op: None,
@@ -331,6 +507,41 @@ fn cases() -> Vec<Case> {
                 find(body, Opcode::PreviewCall, &mut n).expect("call").operands[0] = vec![v];
             } },
     ]
+}
+
+/// Every rejection that can be written as bytecode must be a rejection of tileirdisasm too, so the verifier
+/// is not stricter than NVIDIA's own verifier. Cases the writer refuses (dangling values, malformed layouts)
+/// or versions it does not write are skipped.
+#[test]
+fn tileirdisasm_rejects_what_the_verifier_rejects() {
+    let Some(tool) = builder_support::tileirdisasm() else {
+        builder_support::skip(
+            "tileirdisasm_rejects_what_the_verifier_rejects",
+            "tileirdisasm",
+        );
+        return;
+    };
+    let (mut checked, mut accepted) = (0, Vec::new());
+    for c in cases() {
+        if STRICT.contains(&c.name) || !c.version.is_writable() {
+            continue;
+        }
+        let mut m = (c.base)();
+        (c.break_it)(&mut m);
+        let Ok(bytes) = write_module(&m, c.version) else {
+            continue;
+        };
+        checked += 1;
+        let run = builder_support::disasm(&tool, &bytes, m.needs_preview(), "reject");
+        if run.ok {
+            accepted.push(c.name);
+        }
+    }
+    assert!(checked >= 30, "only {checked} cases could be written");
+    assert!(
+        accepted.is_empty(),
+        "tileirdisasm accepts what the verifier rejects: {accepted:?}"
+    );
 }
 
 fn describe(ds: &[Diagnostic]) -> String {
@@ -362,7 +573,12 @@ fn ill_formed_modules_are_rejected_with_a_precise_message() {
     for c in cases() {
         let mut m = (c.base)();
         (c.break_it)(&mut m);
-        let ds = diagnose_module(&m, c.version);
+        let strict = STRICT.contains(&c.name);
+        let ds = if strict {
+            diagnose_module_strict(&m, c.version)
+        } else {
+            diagnose_module(&m, c.version)
+        };
         let hit = ds
             .iter()
             .any(|d| d.function == c.function && d.op == c.op && d.message.contains(c.fragment));

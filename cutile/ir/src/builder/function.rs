@@ -355,6 +355,7 @@ impl<'m> FunctionBuilder<'m> {
                     module: self.module,
                     values: &self.func.values,
                     frames: &self.frames,
+                    strict_hints: true,
                 },
                 &op,
             )
