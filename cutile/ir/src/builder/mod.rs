@@ -61,7 +61,7 @@
 //!   tensor view inherits the base pointer's attribute), `get_global`, `alloca`, `gdc_wait_tko`,
 //!   `gdc_launch_dependents_tko`, `memory_fence_alias_tko`, `print_tko`, `assert`, `mmaf`, `mmaf_with`,
 //!   `mmai`, `mmaf_scaled`.
-//! - Arrays as kernel arguments: [`ArraySpec`], [`kernel_params`], `bind_array` (see [`array`] for the
+//! - Arrays as kernel arguments: [`ArraySpec`], [`kernel_params`], `bind_array` (see [`array`](mod@array) for the
 //!   convention the runtime packs arguments by).
 //! - Regions ([`control`]): `for_loop(lo, hi, step, &inits, |b, iv, carried| Ok(next))`,
 //!   `loop_(&inits, &result_types, |b, carried| …)`, `if_then_else(cond, &result_types, |b| …, |b| …)`,
@@ -142,7 +142,7 @@ impl ModuleBuilder {
     }
 
     /// Start an entry (kernel) taking `params`, which must be rank-0 tiles (scalars and pointers; pass
-    /// arrays as described in [`array`]).
+    /// arrays as described in [`array`](mod@array)).
     pub fn entry(
         &mut self,
         name: &str,

@@ -4,7 +4,7 @@
 //!
 //! Kernel parameters follow the array convention of [`crate::builder::array`]: for each array a
 //! `tile<ptr<T>>`, then its `i32` extents, then its `i32` strides (the innermost stride is taken as 1).
-//! Each kernel returns a [`Module`] with one entry; the grid each expects is documented per kernel.
+//! Each kernel returns a [`Module`](crate::Module) with one entry; the grid each expects is documented per kernel.
 
 mod matmul;
 mod softmax;
