@@ -5,3 +5,5 @@ pub mod catalog;
 pub mod gemm;
 pub mod softmax;
 pub mod vector_add;
+pub mod attention;
+pub mod norm;

@@ -10,7 +10,11 @@ fn t(dtype: ScalarType, shape: &[i64]) -> TensorMeta {
 
 /// (snapshot name, kernel, arrays)
 fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
-    use cutile_kernels::{gemm::kernels as g, softmax::kernels as s, vector_add::kernels as v};
+    use cutile_kernels::{
+        attention::kernels as a, gemm::kernels as g, norm::kernels as n, softmax::kernels as s,
+        vector_add::kernels as v,
+    };
+    let qkv = t(BF16, &[8, 1000, 64]);
     vec![
         (
             "vadd_f32_1024",
@@ -44,6 +48,31 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
                 t(BF16, &[256, 384]),
                 t(BF16, &[512, 384]),
             ],
+        ),
+        (
+            "rms_norm_bf16_1024",
+            n::rms_norm::kernel::<half::bf16, 1024>(),
+            vec![t(BF16, &[64, 1000]), t(BF16, &[1000]), t(BF16, &[64, 1000])],
+        ),
+        (
+            "layer_norm_f32_1024",
+            n::layer_norm::kernel::<f32, 1024>(),
+            vec![
+                t(F32, &[64, 1000]),
+                t(F32, &[1000]),
+                t(F32, &[1000]),
+                t(F32, &[64, 1000]),
+            ],
+        ),
+        (
+            "flash_attention_bf16_128x64x64",
+            a::flash_attention::kernel::<half::bf16, 128, 64, 64, false>(),
+            vec![qkv.clone(); 4],
+        ),
+        (
+            "flash_attention_causal_bf16_128x64x64",
+            a::flash_attention::kernel::<half::bf16, 128, 64, 64, true>(),
+            vec![qkv.clone(); 4],
         ),
     ]
 }

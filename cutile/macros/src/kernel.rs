@@ -211,7 +211,7 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
 
     Ok(quote! {
         #(#attrs)*
-        #[allow(clippy::too_many_arguments, unused_mut, unused_variables, unused_parens, non_snake_case, clippy::let_unit_value, clippy::unused_unit)]
+        #[allow(clippy::too_many_arguments, unused_mut, unused_variables, unused_assignments, unused_parens, non_snake_case, clippy::let_unit_value, clippy::unused_unit)]
         #[doc(hidden)]
         pub(crate) fn #body_fn #impl_generics (#inputs) #where_clause #block
 

@@ -122,7 +122,7 @@ fn expand_module(m: ItemMod, source_hash: u64) -> Result<TokenStream2, Failure> 
                         }
                     }
                     None => {
-                        f.attrs.push(syn::parse_quote!(#[allow(unused_mut, unused_variables, unused_parens, clippy::let_unit_value, clippy::unused_unit)]));
+                        f.attrs.push(syn::parse_quote!(#[allow(unused_mut, unused_variables, unused_assignments, unused_parens, clippy::let_unit_value, clippy::unused_unit)]));
                         out.push(quote!(#f));
                     }
                 }

@@ -1,0 +1,198 @@
+//! Device control flow and the remaining op families, traced and (when tileiras is installed) compiled for
+//! sm_90: `if`/`else` with values and assigned variables, stores under a branch (token threading), `while`,
+//! host-condition branches, generic reductions and scans, gathers/scatters, atomics, print and assert.
+
+use cutile::dsl::{Kernel, TensorMeta};
+use cutile_ir::ScalarType::*;
+
+#[cutile::module]
+mod kernels {
+    use cutile::core::*;
+
+    fn twice<S: Shape>(t: Tile<f32, S>) -> Tile<f32, S> {
+        t * 2.0
+    }
+
+    #[cutile::entry]
+    pub fn branchy<const B: i32>(
+        x: &Tensor<f32, S1<DYN>>,
+        n: Scalar<i32>,
+        y: &mut Tensor<f32, S1<B>>,
+    ) {
+        let pid = block_id_x();
+        let mut t = x.load_tile::<S1<B>>(pid);
+        let scale = if pid < n {
+            t = twice(t);
+            scalar::<f32>(1.0)
+        } else if pid == n {
+            scalar(0.25)
+        } else {
+            scalar(0.5)
+        };
+        if pid >= 0 && pid < n {
+            y.store(t * scale);
+        }
+    }
+
+    #[cutile::entry]
+    pub fn halving<const B: i32>(x: &Tensor<f32, S1<DYN>>, y: &mut Tensor<f32, S1<B>>) {
+        let pid = block_id_x();
+        let mut t = x.load_tile::<S1<B>>(pid);
+        let mut i = scalar::<i32>(0);
+        while i < 4 {
+            t = t * 0.5;
+            i += 1;
+        }
+        y.store(t);
+    }
+
+    #[cutile::entry]
+    pub fn host_branch<const B: i32, const DOUBLE: bool>(
+        x: &Tensor<f32, S1<DYN>>,
+        y: &mut Tensor<f32, S1<B>>,
+    ) {
+        assert!(
+            B >= 16,
+            "tiles of fewer than 16 elements are not worth a block"
+        );
+        let mut t = x.load_tile::<S1<B>>(block_id_x());
+        if DOUBLE {
+            t = t + t;
+        }
+        y.store(t);
+    }
+
+    #[cutile::entry]
+    pub fn misc<const B: i32>(
+        x: &Tensor<f32, S2<DYN, DYN>>,
+        idx: &Tensor<i32, S1<DYN>>,
+        y: &mut Tensor<f32, S2<B, B>>,
+    ) {
+        let (bx, by, _) = block_id();
+        let t = x.load_tile_padded::<S2<B, B>>((bx, by), Padding::Zero);
+        let absmax = t.reduce::<1>(0.0, |a, b| a.abs().max(b.abs()));
+        let prefix = t.scan::<1>(0.0, false, |a, b| a + b);
+        let cols = iota::<B>().reshape::<S2<1, B>>().broadcast::<S2<B, B>>();
+        let rows = iota::<B>().reshape::<S2<B, 1>>().broadcast::<S2<B, B>>();
+        let lower = select(cols <= rows, prefix, 0.0);
+        let picked = idx.load_tile::<S1<B>>(bx);
+        let gathered = x.gather::<S2<B, B>>(
+            (rows, picked.reshape::<S2<1, B>>().broadcast()),
+            Some(cols < 8),
+            0.0,
+        );
+        assert!(
+            absmax.reshape::<S2<B, 1>>().broadcast::<S2<B, B>>() >= 0.0,
+            "abs max is non-negative"
+        );
+        println!(
+            "block {} {}: first {}",
+            bx,
+            by,
+            absmax.extract::<S1<1>>(&[0])
+        );
+        let r = fma(lower, gathered, t.exp().ln());
+        y.store(r.transpose().transpose());
+        let (_old, _tok) = y.atomic_add((rows, cols), r, None);
+    }
+}
+
+fn meta(shape: &[i64]) -> TensorMeta {
+    TensorMeta::contiguous(F32, shape)
+}
+
+fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
+    vec![
+        (
+            "branchy",
+            kernels::branchy::kernel::<256>(),
+            vec![meta(&[1000]); 2],
+        ),
+        (
+            "halving",
+            kernels::halving::kernel::<256>(),
+            vec![meta(&[1000]); 2],
+        ),
+        (
+            "host_branch<true>",
+            kernels::host_branch::kernel::<256, true>(),
+            vec![meta(&[1000]); 2],
+        ),
+        (
+            "host_branch<false>",
+            kernels::host_branch::kernel::<256, false>(),
+            vec![meta(&[1000]); 2],
+        ),
+        (
+            "misc",
+            kernels::misc::kernel::<32>(),
+            vec![
+                meta(&[100, 100]),
+                TensorMeta::contiguous(I32, &[100]),
+                meta(&[100, 100]),
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn traces_and_verifies() {
+    for (name, k, arrays) in cases() {
+        let s = k
+            .specialize(&arrays)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+    }
+}
+
+#[test]
+fn device_if_yields_value_and_threads_store_token() {
+    let s = kernels::branchy::kernel::<256>()
+        .specialize(&[meta(&[1000]), meta(&[1000])])
+        .unwrap();
+    let text = s.ir_text();
+    // The first `if` yields the scale and the doubled tile; the second carries the output token.
+    assert!(text.contains("-> (tile<f32>, tile<256xf32>)"), "{text}");
+    assert!(text.contains("-> (token)"), "{text}");
+}
+
+#[test]
+fn host_condition_specializes() {
+    let a = kernels::host_branch::kernel::<256, true>()
+        .specialize(&vec![meta(&[1000]); 2])
+        .unwrap();
+    let b = kernels::host_branch::kernel::<256, false>()
+        .specialize(&vec![meta(&[1000]); 2])
+        .unwrap();
+    assert!(a.ir_text().contains("addf"));
+    assert!(!b.ir_text().contains("addf"));
+    assert!(!a.ir_text().contains(" if "));
+}
+
+#[test]
+fn compile_sm90() {
+    let t = match cutile::toolchain::Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("SKIPPED: tileiras not found ({e})");
+            return;
+        }
+    };
+    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+    for (name, k, arrays) in cases() {
+        let s = k
+            .specialize(&arrays)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        s.compile(&t, &req)
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+    }
+}
+
+#[test]
+#[ignore]
+fn dump() {
+    for (name, k, arrays) in cases() {
+        println!("// {name}\n{}", k.specialize(&arrays).unwrap().ir_text());
+    }
+}
