@@ -1,6 +1,21 @@
-//! Flash-attention forward: `O = softmax(Q Kᵀ · scale) V` per (batch·head), one `BM`-row block of queries
-//! per block, streaming `BN`-row blocks of keys/values with an online softmax (running max and sum in f32,
-//! exponentials in base 2), optionally causal. Q, K, V, O are `[batch·heads, seq, D]`.
+//! Flash-attention forward: `O = softmax(Q Kᵀ · scale) V`, one block per (tile of `BM` queries, batch·head),
+//! streaming `BN`-row tiles of keys and values with an online softmax: running row max `m` and sum `l` in
+//! f32, exponentials in base 2 (`scale · log2 e` folded into one fma per score), the f32 accumulator
+//! rescaled by `exp2(m_old - m_new)` before each `P · V` mma. Inputs and output share one element type
+//! (bf16 or f16), accumulation is f32.
+//!
+//! Key tiles are split in two loops so only the tiles that need it pay for masking: tiles entirely inside
+//! the sequence (and, when `CAUSAL`, entirely at or below the diagonal) run unmasked; the rest get an
+//! iota-based mask (`key < seq_k`, and `key ≤ query` when causal) applied with a select to -inf. A causal
+//! block stops at the diagonal tile and the grid walks query tiles from the last (heaviest) one, so long
+//! blocks start first.
+//!
+//! Causal attention aligns queries and keys at position 0 (query `i` sees keys `0..=i`, as PyTorch's
+//! `is_causal`). `seq_k` must be at least 1 and `scale` positive.
+//!
+//! Layouts: [`kernels::flash_attention`] takes `[batch·heads, seq, D]` arrays, [`kernels::flash_attention_4d`]
+//! `[batch, heads, seq, D]` ones (any strides, so `[batch, seq, heads, D]` storage works through a strided
+//! view) with grouped-query attention (fewer K/V heads).
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -9,9 +24,19 @@ pub mod kernels {
 
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
 
-    /// Grid: `(batch·heads, ceil(seq_q / BM), 1)` (the tiles of `o`). `CAUSAL` masks keys after the query
-    /// position (queries and keys aligned at position 0).
-    #[cutile::entry]
+    /// Online-softmax state of a query tile: running max (base-2, scaled), running sum, accumulator.
+    type State<const BM: i32, const D: i32> = (
+        Tile<f32, S2<BM, 1>>,
+        Tile<f32, S2<BM, 1>>,
+        Tile<f32, S2<BM, D>>,
+    );
+
+    /// Flash attention over `[batch·heads, seq, D]` arrays.
+    ///
+    /// Grid `(ceil(seq_q / BM), batch·heads, 1)`. Parameters: `q` (`[BH, seq_q, D]`), `k` and `v`
+    /// (`[BH, seq_k, D]`), `scale` (the softmax scale, usually `1/sqrt(D)`), `o` (`[BH, seq_q, D]`).
+    /// `BM`, `BN`: query and key tile rows; `D`: head dimension; `CAUSAL`: mask keys after the query.
+    #[cutile::entry(occupancy = 2)]
     pub fn flash_attention<
         E: MmaOperand<f32>,
         const BM: i32,
@@ -19,64 +44,182 @@ pub mod kernels {
         const D: i32,
         const CAUSAL: bool,
     >(
-        q: &Tensor<E, S3<DYN, DYN, DYN>>,
-        k: &Tensor<E, S3<DYN, DYN, DYN>>,
-        v: &Tensor<E, S3<DYN, DYN, DYN>>,
+        q: &Tensor<E, S3<DYN, DYN, D>>,
+        k: &Tensor<E, S3<DYN, DYN, D>>,
+        v: &Tensor<E, S3<DYN, DYN, D>>,
         scale: Scalar<f32>,
         o: &mut Tensor<E, S3<1, BM, D>>,
     ) {
-        let (bh, qb, _) = block_id();
+        let (qb, bh, _) = block_id();
+        let qt = query_tile::<BM, CAUSAL>(qb, q.dim(1));
         let tq = q
-            .load_tile_padded::<S3<1, BM, D>>((bh, qb, 0), Padding::Zero)
+            .load_tile_padded::<S3<1, BM, D>>((bh, qt, 0), Padding::Zero)
             .reshape::<S2<BM, D>>();
         let pk = k.partition_padded::<S3<1, BN, D>>(Padding::Zero);
         let pv = v.partition_padded::<S3<1, BN, D>>(Padding::Zero);
         let qk_scale = scale * LOG2_E;
         let seq_k = k.dim(1);
-        let n_kv = pk.num_tiles(1);
-        // Causal: key blocks past the last query of this block are skipped entirely.
-        let kv_end = if CAUSAL {
-            ((qb + 1) * BM + (BN - 1)) / BN
-        } else {
-            n_kv
-        };
-        let kv_end = kv_end.min(n_kv);
-        let rows = iota::<BM>()
-            .reshape::<S2<BM, 1>>()
-            .broadcast::<S2<BM, BN>>()
-            + qb * BM;
-
-        let mut m_i = full::<f32, S2<BM, 1>>(f32::NEG_INFINITY);
-        let mut l_i = zeros::<f32, S2<BM, 1>>();
-        let mut acc = zeros::<f32, S2<BM, D>>();
-        for j in 0..kv_end {
+        let (full, end) = key_tiles::<BM, BN, CAUSAL>(qt, seq_k);
+        let mut st = init_state::<BM, D>();
+        for j in 0..full {
             let tk = pk.load((bh, j, 0)).reshape::<S2<BN, D>>();
             let tv = pv.load((bh, j, 0)).reshape::<S2<BN, D>>();
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>()) * qk_scale;
-            let cols = iota::<BN>()
-                .reshape::<S2<1, BN>>()
-                .broadcast::<S2<BM, BN>>()
-                + j * BN;
-            let mut s = select(cols < seq_k, s, f32::NEG_INFINITY);
-            if CAUSAL {
-                s = select(cols <= rows, s, f32::NEG_INFINITY);
-            }
-            let m_new = m_i.max(s.amax::<1>());
-            let p = (s - m_new.broadcast()).exp2();
-            let alpha = (m_i - m_new).exp2();
-            l_i = l_i * alpha + p.sum::<1>();
-            acc = mma(p.cast::<E>(), tv, acc * alpha.broadcast());
-            m_i = m_new;
+            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+            st = softmax_step(s, tv, qk_scale, st);
         }
-        o.store(
-            (acc / l_i.broadcast())
-                .cast::<E>()
-                .reshape::<S3<1, BM, D>>(),
-        );
+        for j in full..end {
+            let tk = pk.load((bh, j, 0)).reshape::<S2<BN, D>>();
+            let tv = pv.load((bh, j, 0)).reshape::<S2<BN, D>>();
+            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+            let s = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
+            st = softmax_step(s, tv, qk_scale, st);
+        }
+        let out = finish(st).cast::<E>().reshape::<S3<1, BM, D>>();
+        // SAFETY: block (qb, bh) writes only query tile `qt` of slice `bh`; `qt` is a bijection of `qb`.
+        unsafe { o.store_at((bh, qt, 0), out) };
+    }
+
+    /// Flash attention over `[batch, heads, seq, D]` arrays, with grouped-query attention: `k` and `v`
+    /// may have fewer heads `H_kv` (dividing `H`); query head `h` reads K/V head `h / (H / H_kv)`.
+    ///
+    /// Grid `(ceil(seq_q / BM), batch·heads, 1)`, `y = b·H + h`. Parameters: `q` (`[B, H, seq_q, D]`),
+    /// `k` and `v` (`[B, H_kv, seq_k, D]`), `scale` (usually `1/sqrt(D)`), `o` (`[B, H, seq_q, D]`).
+    /// Strides are free, so `[B, seq, H, D]` storage is passed as a permuted strided view.
+    #[cutile::entry(occupancy = 2)]
+    pub fn flash_attention_4d<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        scale: Scalar<f32>,
+        o: &mut Tensor<E, S4<1, 1, BM, D>>,
+    ) {
+        let (qb, bh, _) = block_id();
+        let heads = q.dim(1);
+        let b = bh / heads;
+        let h = bh % heads;
+        let kvh = h / (heads / k.dim(1));
+        let qt = query_tile::<BM, CAUSAL>(qb, q.dim(2));
+        let tq = q
+            .load_tile_padded::<S4<1, 1, BM, D>>((b, h, qt, 0), Padding::Zero)
+            .reshape::<S2<BM, D>>();
+        let pk = k.partition_padded::<S4<1, 1, BN, D>>(Padding::Zero);
+        let pv = v.partition_padded::<S4<1, 1, BN, D>>(Padding::Zero);
+        let qk_scale = scale * LOG2_E;
+        let seq_k = k.dim(2);
+        let (full, end) = key_tiles::<BM, BN, CAUSAL>(qt, seq_k);
+        let mut st = init_state::<BM, D>();
+        for j in 0..full {
+            let tk = pk.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
+            let tv = pv.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
+            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+            st = softmax_step(s, tv, qk_scale, st);
+        }
+        for j in full..end {
+            let tk = pk.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
+            let tv = pv.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
+            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+            let s = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
+            st = softmax_step(s, tv, qk_scale, st);
+        }
+        let out = finish(st).cast::<E>().reshape::<S4<1, 1, BM, D>>();
+        // SAFETY: block (qb, bh) writes only query tile `qt` of head (b, h); `qt` is a bijection of `qb`.
+        unsafe { o.store_at((b, h, qt, 0), out) };
+    }
+
+    /// The query tile of grid column `qb`: in order, or from the last tile when causal (the last tiles
+    /// see the most keys, so they are scheduled first).
+    fn query_tile<const BM: i32, const CAUSAL: bool>(
+        qb: Scalar<i32>,
+        seq_q: Scalar<i32>,
+    ) -> Scalar<i32> {
+        if CAUSAL {
+            (seq_q + (BM - 1)) / BM - 1 - qb
+        } else {
+            qb
+        }
+    }
+
+    /// Key tiles `[0, full)` need no mask, `[full, end)` do; tiles from `end` on are not visited.
+    fn key_tiles<const BM: i32, const BN: i32, const CAUSAL: bool>(
+        qt: Scalar<i32>,
+        seq_k: Scalar<i32>,
+    ) -> (Scalar<i32>, Scalar<i32>) {
+        let tiles = (seq_k + (BN - 1)) / BN;
+        let in_bounds = seq_k / BN;
+        if CAUSAL {
+            // Tile j is below the diagonal for every query of the tile when its last key
+            // j·BN + BN - 1 ≤ qt·BM; it is visited while its first key j·BN < (qt + 1)·BM.
+            let first_query = qt * BM;
+            let full = ((first_query + 1i32) / BN).min(in_bounds);
+            let end = ((first_query + (BM + BN - 1)) / BN).min(tiles);
+            (full, end)
+        } else {
+            (in_bounds, tiles)
+        }
+    }
+
+    /// Scores of keys past `seq_k` (zero padding) and, when causal, of keys after the query set to -inf.
+    fn mask_scores<const BM: i32, const BN: i32, const CAUSAL: bool>(
+        s: Tile<f32, S2<BM, BN>>,
+        j: Scalar<i32>,
+        qt: Scalar<i32>,
+        seq_k: Scalar<i32>,
+    ) -> Tile<f32, S2<BM, BN>> {
+        let keys = (iota::<BN>() + j * BN)
+            .reshape::<S2<1, BN>>()
+            .broadcast::<S2<BM, BN>>();
+        let mut valid = keys < seq_k;
+        if CAUSAL {
+            let queries = (iota::<BM>() + qt * BM)
+                .reshape::<S2<BM, 1>>()
+                .broadcast::<S2<BM, BN>>();
+            valid &= keys <= queries;
+        }
+        select(valid, s, f32::NEG_INFINITY)
+    }
+
+    fn init_state<const BM: i32, const D: i32>() -> State<BM, D> {
+        (
+            full::<f32, S2<BM, 1>>(f32::NEG_INFINITY),
+            zeros::<f32, S2<BM, 1>>(),
+            zeros::<f32, S2<BM, D>>(),
+        )
+    }
+
+    /// Fold one tile of raw scores `s` (masked entries -inf) and its values `tv` into the state.
+    /// Every row's first visited tile has a finite score (key 0 is always valid), so the max is finite
+    /// from then on and `exp2(-inf - m)` is a clean 0.
+    fn softmax_step<E: MmaOperand<f32>, const BM: i32, const BN: i32, const D: i32>(
+        s: Tile<f32, S2<BM, BN>>,
+        tv: Tile<E, S2<BN, D>>,
+        qk_scale: Scalar<f32>,
+        st: State<BM, D>,
+    ) -> State<BM, D> {
+        let (m, l, acc) = st;
+        // `qk_scale` > 0, so scaling after the max is the same as before it.
+        let m_new = m.max(s.amax::<1>() * qk_scale);
+        let p = fma(s, qk_scale, (-m_new).broadcast::<S2<BM, BN>>()).exp2();
+        let alpha = (m - m_new).exp2();
+        let l_new = fma(l, alpha, p.sum::<1>());
+        let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<BM, D>>());
+        (m_new, l_new, acc_new)
+    }
+
+    fn finish<const BM: i32, const D: i32>(st: State<BM, D>) -> Tile<f32, S2<BM, D>> {
+        let (_, l, acc) = st;
+        acc / l.broadcast::<S2<BM, D>>()
     }
 }
 
-/// CPU reference for one (batch·head) slice: `q: [sq, d]`, `k, v: [sk, d]`, row-major.
+/// CPU reference of attention over `[slices, seq, d]` row-major arrays (`slices` = batch·heads), f64
+/// math, slices and query rows in parallel. Causal masking aligns queries and keys at position 0.
+#[allow(clippy::too_many_arguments)]
 pub fn attention_reference(
     q: &[f32],
     k: &[f32],
@@ -87,20 +230,39 @@ pub fn attention_reference(
     scale: f32,
     causal: bool,
 ) -> Vec<f32> {
-    let mut out = vec![0f32; sq * d];
-    for i in 0..sq {
-        let limit = if causal { (i + 1).min(sk) } else { sk };
-        let scores: Vec<f32> = (0..limit)
-            .map(|j| (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f32>() * scale)
-            .collect();
-        let m = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let e: Vec<f32> = scores.iter().map(|s| (s - m).exp()).collect();
-        let z: f32 = e.iter().sum();
-        for (j, w) in e.iter().enumerate() {
-            for c in 0..d {
-                out[i * d + c] += w / z * v[j * d + c];
-            }
-        }
+    use rayon::prelude::*;
+    let mut out = vec![0f32; q.len()];
+    if sq == 0 || d == 0 {
+        return out;
     }
+    out.par_chunks_mut(d)
+        .zip(q.par_chunks(d))
+        .enumerate()
+        .for_each(|(row, (o, qi))| {
+            let (slice, i) = (row / sq, row % sq);
+            let kk = &k[slice * sk * d..(slice + 1) * sk * d];
+            let vv = &v[slice * sk * d..(slice + 1) * sk * d];
+            let limit = if causal { (i + 1).min(sk) } else { sk };
+            let scores: Vec<f64> = kk
+                .chunks(d)
+                .take(limit)
+                .map(|kj| {
+                    let dot: f64 = qi.iter().zip(kj).map(|(&a, &b)| a as f64 * b as f64).sum();
+                    dot * scale as f64
+                })
+                .collect();
+            let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+            let z: f64 = e.iter().sum();
+            let mut acc = vec![0f64; d];
+            for (w, vj) in e.iter().zip(vv.chunks(d)) {
+                for (a, &x) in acc.iter_mut().zip(vj) {
+                    *a += w / z * x as f64;
+                }
+            }
+            for (x, a) in o.iter_mut().zip(acc) {
+                *x = a as f32;
+            }
+        });
     out
 }

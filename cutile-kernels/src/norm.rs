@@ -1,12 +1,25 @@
-//! Row normalizations, one row per block (`BN` ≥ row length), math in f32 whatever the storage type:
-//! RMSNorm `y = x / sqrt(mean(x²) + eps) · w` and LayerNorm `y = (x - mean) / sqrt(var + eps) · w + b`.
+//! Row normalizations over the last axis of a `rows x cols` matrix, math in f32 whatever the storage type:
+//! RMSNorm `y = x / sqrt(mean(x²) + eps) · w` and LayerNorm `y = (x - mean) / sqrt(var + eps) · w + b`
+//! (biased variance).
+//!
+//! Two forms of each, both one row per block (grid `(rows, 1, 1)`, block `r` normalizes row `r`):
+//! - whole-row (`rms_norm`, `layer_norm`): the row is one `1 x BN` tile, `BN` the next power of two ≥
+//!   `cols`, zero-padded; for rows that fit in registers (up to a few thousand elements);
+//! - looped (`rms_norm_looped`, `layer_norm_looped`): the row is walked in `1 x BN` chunks twice, a first
+//!   pass accumulating per-lane sums and a second writing the normalized chunks, so 8192-wide rows run
+//!   without register spills (`BN` of 1024–2048, any `cols`).
+//!
+//! Means divide by the true `cols` (the extent of `x`), never by the padded tile width. `eps` is a run-time
+//! scalar argument. Parameters, in order: `x` (`rows x cols`), `w` (`cols`), LayerNorm's `b` (`cols`),
+//! `eps`, and the output `y` (`rows x cols`, same element type).
 
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
     use cutile::core::*;
 
-    /// RMSNorm of each row of `x` with weight `w` (length = row length).
+    /// RMSNorm of each row of `x` with weight `w` (length = row length). Grid `(rows, 1, 1)`; `BN` is a
+    /// power of two ≥ `cols`.
     #[cutile::entry]
     pub fn rms_norm<E: Float, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
@@ -27,7 +40,8 @@ pub mod kernels {
         y.store((t * inv.broadcast() * wt).cast::<E>());
     }
 
-    /// LayerNorm of each row of `x` with weight `w` and bias `b`.
+    /// LayerNorm of each row of `x` with weight `w` and bias `b`. Grid `(rows, 1, 1)`; `BN` is a power
+    /// of two ≥ `cols`.
     #[cutile::entry]
     pub fn layer_norm<E: Float, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
@@ -56,31 +70,124 @@ pub mod kernels {
             .reshape::<S2<1, BN>>();
         y.store((d * inv.broadcast() * wt + bt).cast::<E>());
     }
+
+    /// RMSNorm for long rows. Grid `(rows, 1, 1)`: block `r` walks row `r` in `1 x BN` chunks, first
+    /// summing squares per lane, then writing `x · rsqrt(mean(x²) + eps) · w` chunk by chunk.
+    #[cutile::entry]
+    pub fn rms_norm_looped<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S1<DYN>>,
+        eps: Scalar<f32>,
+        y: &mut Tensor<E, S2<1, BN>>,
+    ) {
+        let row = block_id_x();
+        let n = x.dim(1).cast::<f32>();
+        let px = x.partition_padded::<S2<1, BN>>(Padding::Zero);
+        let pw = w.partition_padded::<S1<BN>>(Padding::Zero);
+        let chunks = px.num_tiles(1);
+        // Per-lane partial sums: one block-wide reduction after the loop instead of one per chunk. Zero
+        // padding adds nothing.
+        let mut sq = zeros::<f32, S2<1, BN>>();
+        for j in 0..chunks {
+            let t = px.load((row, j)).cast::<f32>();
+            sq = fma(t, t, sq);
+        }
+        let inv = (sq.sum::<1>() / n + eps).rsqrt().broadcast::<S2<1, BN>>();
+        for j in 0..chunks {
+            let t = px.load((row, j)).cast::<f32>();
+            let wt = pw.load(j).cast::<f32>().reshape::<S2<1, BN>>();
+            // SAFETY: block `r` writes only chunks of row `r`, so no two blocks write the same elements.
+            unsafe { y.store_at((row, j), (t * inv * wt).cast::<E>()) };
+        }
+    }
+
+    /// LayerNorm for long rows. Grid `(rows, 1, 1)`: block `r` walks row `r` in `1 x BN` chunks.
+    ///
+    /// The first pass accumulates per-lane sums of `x - k` and `(x - k)²` with the shift `k` = the mean of
+    /// the first chunk, so `var = E[(x-k)²] - E[x-k]²` cancels only `(mean - k)²` instead of `mean²`: one
+    /// pass, and rows with a large mean keep their precision. The second pass normalizes.
+    #[cutile::entry]
+    pub fn layer_norm_looped<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S1<DYN>>,
+        b: &Tensor<E, S1<DYN>>,
+        eps: Scalar<f32>,
+        y: &mut Tensor<E, S2<1, BN>>,
+    ) {
+        let row = block_id_x();
+        let cols = x.dim(1);
+        let n = cols.cast::<f32>();
+        let px = x.partition_padded::<S2<1, BN>>(Padding::Zero);
+        let pw = w.partition_padded::<S1<BN>>(Padding::Zero);
+        let pb = b.partition_padded::<S1<BN>>(Padding::Zero);
+        let chunks = px.num_tiles(1);
+        // Zero padding keeps the first chunk's sum exact; divide by its true length.
+        let first = px.load((row, 0)).cast::<f32>();
+        let shift = first.sum::<1>() / cols.min(BN).cast::<f32>();
+        let shift_row = shift.broadcast::<S2<1, BN>>();
+        let lane = iota::<BN>().reshape::<S2<1, BN>>();
+        let mut s1 = zeros::<f32, S2<1, BN>>();
+        let mut s2 = zeros::<f32, S2<1, BN>>();
+        for j in 0..chunks {
+            let t = px.load((row, j)).cast::<f32>();
+            // Padding lanes of the last chunk would add -k each: mask them out.
+            let valid = lane + j * BN < cols;
+            let d = select(valid, t - shift_row, 0.0);
+            s1 += d;
+            s2 = fma(d, d, s2);
+        }
+        let dm = s1.sum::<1>() / n;
+        let var = (s2.sum::<1>() / n - dm * dm).max(0.0);
+        let mean = (shift + dm).broadcast::<S2<1, BN>>();
+        let inv = (var + eps).rsqrt().broadcast::<S2<1, BN>>();
+        for j in 0..chunks {
+            let t = px.load((row, j)).cast::<f32>();
+            let wt = pw.load(j).cast::<f32>().reshape::<S2<1, BN>>();
+            let bt = pb.load(j).cast::<f32>().reshape::<S2<1, BN>>();
+            let out = fma((t - mean) * inv, wt, bt);
+            // SAFETY: block `r` writes only chunks of row `r`, so no two blocks write the same elements.
+            unsafe { y.store_at((row, j), out.cast::<E>()) };
+        }
+    }
 }
 
-/// CPU reference of RMSNorm over rows of length `cols`.
+/// CPU reference of RMSNorm over the rows (length `cols`) of a row-major matrix, in f64, rows in parallel.
 pub fn rms_norm_reference(x: &[f32], w: &[f32], eps: f32, cols: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(x.len());
-    for row in x.chunks(cols.max(1)) {
-        let ms = row.iter().map(|v| v * v).sum::<f32>() / cols as f32;
-        let inv = 1.0 / (ms + eps).sqrt();
-        out.extend(row.iter().zip(w).map(|(v, w)| v * inv * w));
+    use rayon::prelude::*;
+    let mut out = vec![0f32; x.len()];
+    if cols == 0 {
+        return out;
     }
+    out.par_chunks_mut(cols)
+        .zip(x.par_chunks(cols))
+        .for_each(|(y, row)| {
+            let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
+            let inv = 1.0 / (ms + eps as f64).sqrt();
+            for ((o, &v), &g) in y.iter_mut().zip(row).zip(w) {
+                *o = (v as f64 * inv * g as f64) as f32;
+            }
+        });
     out
 }
 
-/// CPU reference of LayerNorm over rows of length `cols`.
+/// CPU reference of LayerNorm (biased variance) over the rows (length `cols`) of a row-major matrix, in
+/// f64 with a two-pass variance, rows in parallel.
 pub fn layer_norm_reference(x: &[f32], w: &[f32], b: &[f32], eps: f32, cols: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(x.len());
-    for row in x.chunks(cols.max(1)) {
-        let mean = row.iter().sum::<f32>() / cols as f32;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / cols as f32;
-        let inv = 1.0 / (var + eps).sqrt();
-        out.extend(
-            row.iter()
-                .zip(w.iter().zip(b))
-                .map(|(v, (w, b))| (v - mean) * inv * w + b),
-        );
+    use rayon::prelude::*;
+    let mut out = vec![0f32; x.len()];
+    if cols == 0 {
+        return out;
     }
+    out.par_chunks_mut(cols)
+        .zip(x.par_chunks(cols))
+        .for_each(|(y, row)| {
+            let n = cols as f64;
+            let mean = row.iter().map(|&v| v as f64).sum::<f64>() / n;
+            let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n;
+            let inv = 1.0 / (var + eps as f64).sqrt();
+            for (((o, &v), &g), &c) in y.iter_mut().zip(row).zip(w).zip(b) {
+                *o = ((v as f64 - mean) * inv * g as f64 + c as f64) as f32;
+            }
+        });
     out
 }
