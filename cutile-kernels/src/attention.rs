@@ -7,8 +7,12 @@
 //! Key tiles are split in two loops so only the tiles that need it pay for masking: tiles entirely inside
 //! the sequence (and, when `CAUSAL`, entirely at or below the diagonal) run unmasked; the rest get an
 //! iota-based mask (`key < seq_k`, and `key ≤ query` when causal) applied with a select to -inf. A causal
-//! block stops at the diagonal tile and the grid walks query tiles from the last (heaviest) one, so long
-//! blocks start first.
+//! block stops at the diagonal tile.
+//!
+//! Grid: one block per (batch·head, query tile), e.g. the output's tiles `(batch·heads, ceil(seq_q / BM),
+//! 1)` that the launcher derives for the 3-D kernel. Blocks are renumbered in launch order (linear block
+//! id) so that consecutive blocks take the query tiles of one head, whose K/V then stay in L2, and causal
+//! ones take them heaviest (last) first so the long blocks do not form the tail.
 //!
 //! Causal attention aligns queries and keys at position 0 (query `i` sees keys `0..=i`, as PyTorch's
 //! `is_causal`). `seq_k` must be at least 1 and `scale` positive.
@@ -33,7 +37,8 @@ pub mod kernels {
 
     /// Flash attention over `[batch·heads, seq, D]` arrays.
     ///
-    /// Grid `(ceil(seq_q / BM), batch·heads, 1)`. Parameters: `q` (`[BH, seq_q, D]`), `k` and `v`
+    /// Grid: `BH · ceil(seq_q / BM)` blocks, e.g. the output's tiles `(BH, ceil(seq_q / BM), 1)` (see the
+    /// module docs for their order). Parameters: `q` (`[BH, seq_q, D]`), `k` and `v`
     /// (`[BH, seq_k, D]`), `scale` (the softmax scale, usually `1/sqrt(D)`), `o` (`[BH, seq_q, D]`).
     /// `BM`, `BN`: query and key tile rows; `D`: head dimension; `CAUSAL`: mask keys after the query.
     #[cutile::entry(occupancy = 2)]
@@ -50,8 +55,7 @@ pub mod kernels {
         scale: Scalar<f32>,
         o: &mut Tensor<E, S3<1, BM, D>>,
     ) {
-        let (qb, bh, _) = block_id();
-        let qt = query_tile::<BM, CAUSAL>(qb, q.dim(1));
+        let (bh, qt) = schedule::<BM, CAUSAL>(q.dim(1));
         let tq = q
             .load_tile_padded::<S3<1, BM, D>>((bh, qt, 0), Padding::Zero)
             .reshape::<S2<BM, D>>();
@@ -75,14 +79,15 @@ pub mod kernels {
             st = softmax_step(s, tv, qk_scale, st);
         }
         let out = finish(st).cast::<E>().reshape::<S3<1, BM, D>>();
-        // SAFETY: block (qb, bh) writes only query tile `qt` of slice `bh`; `qt` is a bijection of `qb`.
+        // SAFETY: `schedule` maps blocks one-to-one to (bh, qt): each output tile has one writer.
         unsafe { o.store_at((bh, qt, 0), out) };
     }
 
     /// Flash attention over `[batch, heads, seq, D]` arrays, with grouped-query attention: `k` and `v`
     /// may have fewer heads `H_kv` (dividing `H`); query head `h` reads K/V head `h / (H / H_kv)`.
     ///
-    /// Grid `(ceil(seq_q / BM), batch·heads, 1)`, `y = b·H + h`. Parameters: `q` (`[B, H, seq_q, D]`),
+    /// Grid: `B · H · ceil(seq_q / BM)` blocks, e.g. `(B·H, ceil(seq_q / BM), 1)`; a launcher cannot
+    /// derive it from the rank-4 output, so pass it explicitly. Parameters: `q` (`[B, H, seq_q, D]`),
     /// `k` and `v` (`[B, H_kv, seq_k, D]`), `scale` (usually `1/sqrt(D)`), `o` (`[B, H, seq_q, D]`).
     /// Strides are free, so `[B, seq, H, D]` storage is passed as a permuted strided view.
     #[cutile::entry(occupancy = 2)]
@@ -99,12 +104,11 @@ pub mod kernels {
         scale: Scalar<f32>,
         o: &mut Tensor<E, S4<1, 1, BM, D>>,
     ) {
-        let (qb, bh, _) = block_id();
+        let (bh, qt) = schedule::<BM, CAUSAL>(q.dim(2));
         let heads = q.dim(1);
         let b = bh / heads;
         let h = bh % heads;
         let kvh = h / (heads / k.dim(1));
-        let qt = query_tile::<BM, CAUSAL>(qb, q.dim(2));
         let tq = q
             .load_tile_padded::<S4<1, 1, BM, D>>((b, h, qt, 0), Padding::Zero)
             .reshape::<S2<BM, D>>();
@@ -128,21 +132,23 @@ pub mod kernels {
             st = softmax_step(s, tv, qk_scale, st);
         }
         let out = finish(st).cast::<E>().reshape::<S4<1, 1, BM, D>>();
-        // SAFETY: block (qb, bh) writes only query tile `qt` of head (b, h); `qt` is a bijection of `qb`.
+        // SAFETY: `schedule` maps blocks one-to-one to (bh, qt): each output tile has one writer.
         unsafe { o.store_at((b, h, qt, 0), out) };
     }
 
-    /// The query tile of grid column `qb`: in order, or from the last tile when causal (the last tiles
-    /// see the most keys, so they are scheduled first).
-    fn query_tile<const BM: i32, const CAUSAL: bool>(
-        qb: Scalar<i32>,
+    /// This block's (batch·head, query tile): the linear block id, head-major and query tiles in order
+    /// (from the last one when causal, the last tiles seeing the most keys).
+    fn schedule<const BM: i32, const CAUSAL: bool>(
         seq_q: Scalar<i32>,
-    ) -> Scalar<i32> {
-        if CAUSAL {
-            (seq_q + (BM - 1)) / BM - 1 - qb
-        } else {
-            qb
-        }
+    ) -> (Scalar<i32>, Scalar<i32>) {
+        let (x, y, _) = block_id();
+        let (nx, _, _) = num_blocks();
+        let linear = y * nx + x;
+        let q_tiles = (seq_q + (BM - 1)) / BM;
+        let bh = linear / q_tiles;
+        let qb = linear % q_tiles;
+        let qt = if CAUSAL { q_tiles - 1i32 - qb } else { qb };
+        (bh, qt)
     }
 
     /// Key tiles `[0, full)` need no mask, `[full, end)` do; tiles from `end` on are not visited.

@@ -7,7 +7,9 @@
 //!   `cols`, zero-padded; for rows that fit in registers (up to a few thousand elements);
 //! - looped (`rms_norm_looped`, `layer_norm_looped`): the row is walked in `1 x BN` chunks twice, a first
 //!   pass accumulating per-lane sums and a second writing the normalized chunks, so 8192-wide rows run
-//!   without register spills (`BN` of 1024–2048, any `cols`).
+//!   without register spills (`BN` of 1024–2048, any `cols`). Their grid `(rows, 1, 1)` is not the tile
+//!   count of the `1 x BN`-tiled output, so launch them with an explicit grid (a derived `(rows,
+//!   ceil(cols / BN))` grid only repeats each row's identical writes `ceil(cols / BN)` times).
 //!
 //! Means divide by the true `cols` (the extent of `x`), never by the padded tile width. `eps` is a run-time
 //! scalar argument. Parameters, in order: `x` (`rows x cols`), `w` (`cols`), LayerNorm's `b` (`cols`),
@@ -71,8 +73,8 @@ pub mod kernels {
         y.store((d * inv.broadcast() * wt + bt).cast::<E>());
     }
 
-    /// RMSNorm for long rows. Grid `(rows, 1, 1)`: block `r` walks row `r` in `1 x BN` chunks, first
-    /// summing squares per lane, then writing `x · rsqrt(mean(x²) + eps) · w` chunk by chunk.
+    /// RMSNorm for long rows. Grid `(rows, 1, 1)` (explicit): block `r` walks row `r` in `1 x BN`
+    /// chunks, first summing squares per lane, then writing `x · rsqrt(mean(x²) + eps) · w` chunk by chunk.
     #[cutile::entry]
     pub fn rms_norm_looped<E: Float, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
@@ -101,7 +103,7 @@ pub mod kernels {
         }
     }
 
-    /// LayerNorm for long rows. Grid `(rows, 1, 1)`: block `r` walks row `r` in `1 x BN` chunks.
+    /// LayerNorm for long rows. Grid `(rows, 1, 1)` (explicit): block `r` walks row `r` in `1 x BN` chunks.
     ///
     /// The first pass accumulates per-lane sums of `x - k` and `(x - k)²` with the shift `k` = the mean of
     /// the first chunk, so `var = E[(x-k)²] - E[x-k]²` cancels only `(mean - k)²` instead of `mean²`: one
