@@ -17,6 +17,9 @@ pub struct CompileJob {
     /// Where the kernel is written: `ir-builder` (hand-built with `cutile_ir::builder`) or `dsl`.
     pub source: &'static str,
     build: Box<dyn Fn() -> Result<Module, BuildError> + Send + Sync>,
+    /// For DSL jobs: the kernel and the arrays it is specialized for, so AOT bundling can compute the
+    /// exact cache key a launch looks up (`cutile::launch::plan`).
+    dsl: Option<(cutile::dsl::Kernel, Vec<cutile::dsl::TensorMeta>)>,
 }
 
 impl std::fmt::Debug for CompileJob {
@@ -41,7 +44,28 @@ impl CompileJob {
             specialization,
             source,
             build: Box::new(build),
+            dsl: None,
         }
+    }
+
+    /// A DSL job: `kernel` specialized for `arrays` (tensor parameters in order).
+    pub fn dsl(
+        kernel_name: &'static str,
+        specialization: String,
+        kernel: cutile::dsl::Kernel,
+        arrays: Vec<cutile::dsl::TensorMeta>,
+    ) -> CompileJob {
+        let (k, a) = (kernel.clone(), arrays.clone());
+        let mut job = CompileJob::new(kernel_name, specialization, "dsl", move || {
+            Ok(k.specialize(&a)?.module)
+        });
+        job.dsl = Some((kernel, arrays));
+        job
+    }
+
+    /// The kernel and arrays of a DSL job (`None` for IR-builder samples).
+    pub fn dsl_spec(&self) -> Option<(&cutile::dsl::Kernel, &[cutile::dsl::TensorMeta])> {
+        self.dsl.as_ref().map(|(k, a)| (k, a.as_slice()))
     }
 
     /// Build the kernel's IR module.
@@ -93,9 +117,72 @@ fn dsl_job(
         .iter()
         .map(|s| cutile::dsl::TensorMeta::contiguous(dtype, s))
         .collect();
-    CompileJob::new(name, specialization, "dsl", move || {
-        Ok(kernel.specialize(&arrays)?.module)
-    })
+    CompileJob::dsl(name, specialization, kernel, arrays)
+}
+
+/// Vector add, saxpy, row softmax and GEMM (plain and persistent). Each is declared for tile-aligned shapes
+/// and for ragged ones (odd extents give other layout facts, hence other specializations).
+fn basic_jobs() -> Vec<CompileJob> {
+    use crate::gemm::kernels as g;
+    use crate::softmax::kernels as s;
+    use crate::vector_add::kernels as v;
+    use half::bf16;
+    let mut jobs = Vec::new();
+    for n in [1i64 << 20, 1_000_003] {
+        let spec = |e: ScalarType| format!("B=1024 elem={e} n={n}");
+        let x: &[i64] = &[n];
+        jobs.push(dsl_job(
+            "vadd",
+            spec(F32),
+            v::vadd::kernel::<f32, 1024>(),
+            F32,
+            &[x; 3],
+        ));
+        jobs.push(dsl_job(
+            "vadd",
+            spec(BF16),
+            v::vadd::kernel::<bf16, 1024>(),
+            BF16,
+            &[x; 3],
+        ));
+        jobs.push(dsl_job(
+            "saxpy",
+            spec(F32),
+            v::saxpy::kernel::<f32, 1024>(),
+            F32,
+            &[x; 2],
+        ));
+    }
+    for (rows, cols) in [(4096i64, 1024i64), (1000, 1023)] {
+        let x: &[i64] = &[rows, cols];
+        for e in [F32, BF16] {
+            let spec = format!("BN=1024 elem={e} rows={rows} cols={cols}");
+            let k = match e {
+                F32 => s::row_softmax::kernel::<f32, 1024>(),
+                _ => s::row_softmax::kernel::<bf16, 1024>(),
+            };
+            jobs.push(dsl_job("row_softmax", spec, k, e, &[x; 2]));
+        }
+    }
+    for (m, n, k) in [(4096i64, 4096i64, 4096i64), (1000, 1023, 517)] {
+        let shapes: [&[i64]; 3] = [&[m, k], &[k, n], &[m, n]];
+        let spec = format!("128x128x64 elem=bf16 {m}x{n}x{k}");
+        jobs.push(dsl_job(
+            "gemm",
+            spec.clone(),
+            g::gemm::kernel::<bf16, 128, 128, 64>(),
+            BF16,
+            &shapes,
+        ));
+        jobs.push(dsl_job(
+            "gemm_persistent",
+            spec,
+            g::gemm_persistent::kernel::<bf16, 128, 128, 64>(),
+            BF16,
+            &shapes,
+        ));
+    }
+    jobs
 }
 
 /// RMSNorm / LayerNorm (`crate::norm`): whole-row tiles for 1024-wide rows, looped for 8192-wide ones.
@@ -187,6 +274,7 @@ fn attention_jobs() -> Vec<CompileJob> {
 /// Every compile job of the workspace.
 pub fn compile_jobs() -> Vec<CompileJob> {
     let mut jobs = ir_builder_jobs();
+    jobs.extend(basic_jobs());
     jobs.extend(norm_jobs());
     jobs.extend(attention_jobs());
     jobs
