@@ -159,6 +159,10 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
 
     let rt = quote!(::cutile::core::__rt);
     let mut decls = vec![];
+    let mut shapes = vec![];
+    let mut host_params = vec![];
+    let mut host_pushes = vec![];
+    let mut host_bounds = vec![];
     let mut infos = vec![];
     let mut lets = vec![];
     let mut call_args = vec![];
@@ -173,6 +177,16 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
                 decls.push(
                     quote_spanned! {ty.span()=> #rt::ParamDecl::tensor::<#elem, #shape>(#mutable) },
                 );
+                shapes.push(quote!(<#shape as ::cutile::core::Shape>::DIMS));
+                if *mutable {
+                    host_params
+                        .push(quote!(#id: &'__cutile_a mut impl ::cutile::dsl::TensorArg<#elem>));
+                    host_pushes.push(quote!(.output::<#elem>(#id)));
+                } else {
+                    host_params
+                        .push(quote!(#id: &'__cutile_a impl ::cutile::dsl::TensorArg<#elem>));
+                    host_pushes.push(quote!(.input::<#elem>(#id)));
+                }
                 let kind = if *mutable {
                     quote!(Output)
                 } else {
@@ -190,6 +204,9 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
             }
             ParamShape::Scalar { elem } => {
                 decls.push(quote_spanned! {ty.span()=> #rt::ParamDecl::scalar::<#elem>() });
+                host_params.push(quote!(#id: #elem));
+                host_pushes.push(quote!(.scalar::<#elem>(#id)));
+                host_bounds.push(quote!(#elem: ::cutile::dsl::HostScalar));
                 infos.push(quote!(#rt::ParamInfo { name: #pname, kind: #rt::ParamKind::Scalar }));
                 let _ = is_mut_binding;
                 lets.push(quote!(let #id: ::cutile::core::Scalar<#elem> = __cutile_k.scalar(#i);));
@@ -209,7 +226,30 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
         generic_names.join(", ")
     );
 
+    // The typed host launcher: same generics, runtime tensors for `&Tensor`/`&mut Tensor`, host values for
+    // `Scalar<E>`; it borrows every argument for the lifetime of the returned `Launch`.
+    let launcher_doc = format!(
+        "Launch kernel `{name_str}`: `{name_str}::<…>(args…).run(&stream)`. Inputs are borrowed shared, outputs \
+         exclusively, until the launch has finished."
+    );
+    let user_where = where_clause.map(|w| {
+        let preds = &w.predicates;
+        quote!(#preds,)
+    });
+    let generic_params = &generics.params;
+    let launcher = quote! {
+        #[doc = #launcher_doc]
+        #[allow(clippy::too_many_arguments)]
+        #vis fn #name<'__cutile_a, #generic_params>(#(#host_params),*) -> ::cutile::dsl::Launch<'__cutile_a>
+        where #user_where #(#host_bounds,)*
+        {
+            ::cutile::dsl::Launch::new(#name::kernel::<#(#turbofish),*>()) #(#host_pushes)*
+        }
+    };
+
     Ok(quote! {
+        #launcher
+
         #(#attrs)*
         #[allow(clippy::too_many_arguments, unused_mut, unused_variables, unused_assignments, unused_parens, non_snake_case, clippy::let_unit_value, clippy::unused_unit)]
         #[doc(hidden)]
@@ -232,7 +272,12 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
 
             /// This kernel with the given generic arguments.
             pub fn kernel #impl_generics () -> ::cutile::dsl::Kernel #where_clause {
-                ::cutile::dsl::Kernel::new(&INFO, ::std::vec![#(#generic_values),*], build::<#(#turbofish),*>)
+                ::cutile::dsl::Kernel::new(
+                    &INFO,
+                    ::std::vec![#(#generic_values),*],
+                    ::std::vec![#(#shapes),*],
+                    build::<#(#turbofish),*>,
+                )
             }
 
             /// Trace the Tile IR of this kernel for arrays described by `tensors` (in parameter order).

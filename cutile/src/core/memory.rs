@@ -1,14 +1,15 @@
 //! Pointer-based memory access and hints: gathers and scatters at computed element indices with masks,
 //! atomics, and `assume` facts about device integers.
 //!
-//! Gathers/scatters address `base + Σ index_k · stride_k` per element, so any index pattern works; elements
-//! whose mask is false are not accessed (gathers yield the padding value there). Writes through pointers
-//! are only possible on `&mut Tensor` parameters; like [`Tensor::store_at`] a plain scatter is `unsafe`
-//! because the blocks' writes may overlap. Atomics are safe.
+//! Gathers/scatters address `base + Σ index_k · stride_k` per element, so any index pattern works. Every
+//! access is masked by the array bounds (`0 <= index_k < extent_k`) and by the caller's mask; masked-off
+//! gather elements read as the padding value. Writes through pointers are only possible on `&mut Tensor`
+//! parameters; like [`Tensor::store_at`] a scatter is `unsafe` because the blocks' writes may overlap.
+//! Atomics are safe: they are bounds-masked and cannot race.
 
 use cutile_ir::{
-    AtomicRmwMode, Attribute, MemoryOrdering, MemoryScope, OpAttr, Opcode, ScalarType, Type,
-    ValueId,
+    AtomicRmwMode, Attribute, ComparisonPredicate, MemoryOrdering, MemoryScope, OpAttr, Opcode,
+    ScalarType, Type, ValueId,
 };
 
 use super::elem::{ElementType, HostConst, HostNum};
@@ -44,34 +45,61 @@ impl<T: Shape> GatherIndex<R3, T> for (Tile<i32, T>, Tile<i32, T>, Tile<i32, T>)
 }
 
 impl<E: ElementType, S: Shape> Tensor<E, S> {
-    /// Pointers to the elements at `idx` (one index tile per axis, all of shape `T`).
-    fn pointers<T: Shape>(&self, idx: &[ValueId]) -> ValueId {
+    /// Pointers to the elements at `idx` (one index tile per axis, all of shape `T`), and the mask of
+    /// indices inside the array (`0 <= i_k < extent_k` on every axis) and-ed with `user_mask`.
+    fn pointers<T: Shape>(
+        &self,
+        idx: &[ValueId],
+        user_mask: Option<ValueId>,
+    ) -> (ValueId, ValueId) {
+        use super::arith::{Bin, binary, compare, splat_const, splat_value};
         let ity = trace::with(|t| t.index_ty);
         let dims = T::DIMS;
         let off_ty = tile_type(ity, dims);
+        let bool_ty = tile_type(ScalarType::I1, dims);
         let mut offset: Option<ValueId> = None;
+        let mut mask = user_mask;
+        let and = |m: ValueId, mask: &mut Option<ValueId>| {
+            *mask = Some(match *mask {
+                None => m,
+                Some(acc) => binary(Bin::And, ScalarType::I1, bool_ty.clone(), acc, m),
+            });
+        };
         for (k, &i) in idx.iter().enumerate() {
-            let mut term = super::tileops::convert(i, ScalarType::I32, ity, dims);
+            let wide = super::tileops::convert(i, ScalarType::I32, ity, dims);
+            if let Some(&extent) = self.dims.get(k) {
+                let zero = splat_const(ity, &off_ty, HostNum::Int(0));
+                let lo = compare(
+                    ComparisonPredicate::GreaterThanOrEqual,
+                    ity,
+                    bool_ty.clone(),
+                    wide,
+                    zero,
+                );
+                and(lo, &mut mask);
+                let e = splat_value(ity, extent, dims);
+                let hi = compare(ComparisonPredicate::LessThan, ity, bool_ty.clone(), wide, e);
+                and(hi, &mut mask);
+            }
+            let mut term = wide;
             if let Some(Some(stride)) = self.strides.get(k) {
-                let s = super::arith::splat_value(ity, *stride, dims);
-                term = super::arith::binary(super::arith::Bin::Mul, ity, off_ty.clone(), term, s);
+                let s = splat_value(ity, *stride, dims);
+                term = binary(Bin::Mul, ity, off_ty.clone(), term, s);
             }
             offset = Some(match offset {
                 None => term,
-                Some(acc) => {
-                    super::arith::binary(super::arith::Bin::Add, ity, off_ty.clone(), acc, term)
-                }
+                Some(acc) => binary(Bin::Add, ity, off_ty.clone(), acc, term),
             });
         }
-        let offset =
-            offset.unwrap_or_else(|| super::arith::splat_const(ity, &off_ty, HostNum::Int(0)));
+        let offset = offset.unwrap_or_else(|| splat_const(ity, &off_ty, HostNum::Int(0)));
+        let mask =
+            mask.unwrap_or_else(|| splat_const(ScalarType::I1, &bool_ty, HostNum::Bool(true)));
         let base = self.base;
-        let ptr_scalar = Type::pointer_tile(E::SCALAR, &[]);
         let ptr_ty = Type::pointer_tile(
             E::SCALAR,
             &dims.iter().map(|&d| d as i64).collect::<Vec<_>>(),
         );
-        trace::with(|t| {
+        let ptrs = trace::with(|t| {
             let mut b = base;
             if !dims.is_empty() {
                 let ones: Vec<i64> = vec![1; dims.len()];
@@ -88,14 +116,14 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                     );
                 }
             }
-            let _ = ptr_scalar;
             t.push1(
                 Op::new(Opcode::Offset)
                     .operand("ptr", b)
                     .operand("offset", offset)
                     .result(ptr_ty),
             )
-        })
+        });
+        (ptrs, mask)
     }
 
     /// Load the elements at `idx` where `mask` is true (`padding` elsewhere).
@@ -107,9 +135,9 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         padding: impl HostConst,
     ) -> Tile<E, T> {
         super::value::check_tile_dims(T::DIMS, "gather");
-        let ptrs = self.pointers::<T>(&idx.per_axis());
+        let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let ty = Tile::<E, T>::ir_type();
-        let pad = mask.map(|_| super::arith::splat_const(E::SCALAR, &ty, padding.host_num()));
+        let pad = super::arith::splat_const(E::SCALAR, &ty, padding.host_num());
         let slot = self.out_slot;
         trace::with(|t| {
             let tok = slot
@@ -124,9 +152,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                 .operand("token", tok)
                 .result(ty)
                 .result(Type::Token);
-            if let (Some(m), Some(p)) = (mask, pad) {
-                op = op.operand("mask", m.v).operand("paddingValue", p);
-            }
+            op = op.operand("mask", mask).operand("paddingValue", pad);
             Tile::from_value(t.push(op)[0])
         })
     }
@@ -142,7 +168,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) {
-        let ptrs = self.pointers::<T>(&idx.per_axis());
+        let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let slot = self.out_slot;
         trace::with(|t| {
             let tok = slot
@@ -157,9 +183,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                 .operand("value", values.v)
                 .operand("token", tok)
                 .result(Type::Token);
-            if let Some(m) = mask {
-                op = op.operand("mask", m.v);
-            }
+            op = op.operand("mask", mask);
             let r = t.push1(op);
             if let Some(s) = slot
                 && let Some(st) = t.out_tokens.get_mut(s)
@@ -179,7 +203,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) -> (Tile<E, T>, Token) {
-        let ptrs = self.pointers::<T>(&idx.per_axis());
+        let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let slot = self.out_slot;
         trace::with(|t| {
             let tok = slot
@@ -197,9 +221,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                 .operand("token", tok)
                 .result(Tile::<E, T>::ir_type())
                 .result(Type::Token);
-            if let Some(m) = mask {
-                op = op.operand("mask", m.v);
-            }
+            op = op.operand("mask", mask);
             let r = t.push(op);
             if let Some(s) = slot
                 && let Some(st) = t.out_tokens.get_mut(s)

@@ -149,6 +149,8 @@ pub enum SpecializeError {
 pub struct Kernel {
     pub info: &'static KernelInfo,
     pub generics: Vec<GenericValue>,
+    /// Per tensor parameter: the extents of its declared shape (for outputs, the tile shape).
+    tensor_shapes: Vec<&'static [i32]>,
     build: fn(&[TensorMeta], &OptimizationHints) -> Result<Module, SpecializeError>,
     hints: OptimizationHints,
 }
@@ -172,6 +174,7 @@ impl Kernel {
     pub fn new(
         info: &'static KernelInfo,
         generics: Vec<GenericValue>,
+        tensor_shapes: Vec<&'static [i32]>,
         build: fn(&[TensorMeta], &OptimizationHints) -> Result<Module, SpecializeError>,
     ) -> Kernel {
         let mut hints = OptimizationHints::empty_default();
@@ -181,9 +184,26 @@ impl Kernel {
         Kernel {
             info,
             generics,
+            tensor_shapes,
             build,
             hints,
         }
+    }
+
+    /// The tile shape of tensor parameter `i` (counting tensors only) if it is a partitioned output.
+    pub fn output_tile(&self, i: usize) -> Option<Vec<i32>> {
+        let p = self
+            .info
+            .params
+            .iter()
+            .filter(|p| p.kind != ParamKind::Scalar)
+            .nth(i)?;
+        (p.kind == ParamKind::Output).then(|| {
+            self.tensor_shapes
+                .get(i)
+                .map(|d| d.to_vec())
+                .unwrap_or_default()
+        })
     }
 
     /// The kernel's entry name.

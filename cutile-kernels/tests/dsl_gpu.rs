@@ -1,0 +1,429 @@
+//! GPU tests of the DSL kernels against their CPU references, with ragged shapes (sizes off tile
+//! boundaries). Without a CUDA driver and device they report themselves as skipped.
+//!
+//! `precompile_sm90` fills the kernel cache (`CUTILE_CACHE_DIR`) with every specialization these tests
+//! launch, so a GPU machine without tileiras can run them from a copied cache.
+
+use cutile::dsl::{Kernel, TensorMeta};
+use cutile::runtime::{Device, Stream, Tensor};
+use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
+use half::bf16;
+
+const N: i64 = 1_000_003;
+const ROWS: i64 = 37;
+const COLS: i64 = 1000;
+const GM: i64 = 300;
+const GN: i64 = 260;
+const GK: i64 = 200;
+const BH: i64 = 3;
+const SEQ: i64 = 200;
+const HD: i64 = 64;
+
+fn m(t: ScalarType, shape: &[i64]) -> TensorMeta {
+    TensorMeta::contiguous(t, shape)
+}
+
+/// Every (kernel, arrays) pair the GPU tests launch.
+fn specializations() -> Vec<(Kernel, Vec<TensorMeta>)> {
+    let mat = |r, c| m(BF16, &[r, c]);
+    let qkv = m(BF16, &[BH, SEQ, HD]);
+    vec![
+        (
+            vector_add::kernels::vadd::kernel::<f32, 1024>(),
+            vec![m(F32, &[N]); 3],
+        ),
+        (
+            vector_add::kernels::saxpy::kernel::<f32, 1024>(),
+            vec![m(F32, &[N]); 2],
+        ),
+        (
+            softmax::kernels::row_softmax::kernel::<f32, 1024>(),
+            vec![m(F32, &[ROWS, COLS]); 2],
+        ),
+        (
+            norm::kernels::rms_norm::kernel::<f32, 1024>(),
+            vec![
+                m(F32, &[ROWS, COLS]),
+                m(F32, &[COLS]),
+                m(F32, &[ROWS, COLS]),
+            ],
+        ),
+        (
+            norm::kernels::layer_norm::kernel::<f32, 1024>(),
+            vec![
+                m(F32, &[ROWS, COLS]),
+                m(F32, &[COLS]),
+                m(F32, &[COLS]),
+                m(F32, &[ROWS, COLS]),
+            ],
+        ),
+        (
+            gemm::kernels::gemm::kernel::<bf16, 128, 128, 64>(),
+            vec![mat(GM, GK), mat(GK, GN), mat(GM, GN)],
+        ),
+        (
+            gemm::kernels::gemm_persistent::kernel::<bf16, 128, 128, 64>(),
+            vec![mat(GM, GK), mat(GK, GN), mat(GM, GN)],
+        ),
+        (
+            attention::kernels::flash_attention::kernel::<bf16, 64, 64, 64, false>(),
+            vec![qkv.clone(); 4],
+        ),
+        (
+            attention::kernels::flash_attention::kernel::<bf16, 64, 64, 64, true>(),
+            vec![qkv; 4],
+        ),
+    ]
+}
+
+#[test]
+fn precompile_sm90() {
+    if cutile::toolchain::Tileiras::discover().is_err() {
+        eprintln!("SKIPPED: tileiras not found");
+        return;
+    }
+    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+    for (k, metas) in specializations() {
+        cutile::dsl::launch::precompile(&k, &metas, &req).unwrap_or_else(|e| panic!("{k:?}: {e}"));
+    }
+}
+
+fn gpu() -> Option<(Device, Stream)> {
+    if !cutile::runtime::is_available() {
+        eprintln!("SKIPPED: no CUDA driver");
+        return None;
+    }
+    match Device::count() {
+        Ok(n) if n > 0 => {}
+        _ => {
+            eprintln!("SKIPPED: no CUDA device");
+            return None;
+        }
+    }
+    let d = Device::new(0).expect("device 0");
+    let s = Stream::new(&d).expect("stream");
+    Some((d, s))
+}
+
+/// Deterministic values in [-1, 1).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn close(name: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32) {
+    assert_eq!(got.len(), want.len(), "{name}: length");
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| !((got[i] - want[i]).abs() <= atol + rtol * want[i].abs()))
+        .collect();
+    if let Some(&i) = bad.first() {
+        let shown: Vec<String> = bad
+            .iter()
+            .take(8)
+            .map(|&j| format!("[{j}] {} vs {}", got[j], want[j]))
+            .collect();
+        panic!(
+            "{name}: {} of {} elements differ; first: element {i} is {} but should be {}; {}",
+            bad.len(),
+            got.len(),
+            got[i],
+            want[i],
+            shown.join(", ")
+        );
+    }
+    println!("{name}: ok ({} elements)", got.len());
+}
+
+fn bf(v: &[f32]) -> Vec<bf16> {
+    v.iter().map(|&x| bf16::from_f32(x)).collect()
+}
+fn unbf(v: &[bf16]) -> Vec<f32> {
+    v.iter().map(|x| x.to_f32()).collect()
+}
+
+#[test]
+fn elementwise_and_rows() {
+    let Some((d, s)) = gpu() else { return };
+    let (a, b) = (data(N as usize, 1), data(N as usize, 2));
+    let ta = Tensor::from_host(&d, &a, &[N]).unwrap();
+    let tb = Tensor::from_host(&d, &b, &[N]).unwrap();
+    let mut tc = Tensor::<f32>::zeros(&d, &[N]).unwrap();
+    vector_add::kernels::vadd::<f32, 1024>(&ta, &tb, &mut tc)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close(
+        "vadd",
+        &tc.to_host().unwrap(),
+        &vector_add::vadd_reference(&a, &b),
+        0.0,
+        0.0,
+    );
+
+    let mut ty = Tensor::from_host(&d, &b, &[N]).unwrap();
+    vector_add::kernels::saxpy::<f32, 1024>(1.5, &ta, &mut ty)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close(
+        "saxpy",
+        &ty.to_host().unwrap(),
+        &vector_add::saxpy_reference(1.5, &a, &b),
+        1e-6,
+        1e-6,
+    );
+
+    let x = data((ROWS * COLS) as usize, 3);
+    let tx = Tensor::from_host(&d, &x, &[ROWS, COLS]).unwrap();
+    let mut out = Tensor::<f32>::zeros(&d, &[ROWS, COLS]).unwrap();
+    softmax::kernels::row_softmax::<f32, 1024>(&tx, &mut out)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close(
+        "row_softmax",
+        &out.to_host().unwrap(),
+        &softmax::row_softmax_reference(&x, COLS as usize),
+        1e-6,
+        1e-4,
+    );
+
+    let w = data(COLS as usize, 4);
+    let bias = data(COLS as usize, 5);
+    let tw = Tensor::from_host(&d, &w, &[COLS]).unwrap();
+    let tbias = Tensor::from_host(&d, &bias, &[COLS]).unwrap();
+    norm::kernels::rms_norm::<f32, 1024>(&tx, &tw, 1e-5, &mut out)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close(
+        "rms_norm",
+        &out.to_host().unwrap(),
+        &norm::rms_norm_reference(&x, &w, 1e-5, COLS as usize),
+        1e-5,
+        1e-4,
+    );
+    norm::kernels::layer_norm::<f32, 1024>(&tx, &tw, &tbias, 1e-5, &mut out)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close(
+        "layer_norm",
+        &out.to_host().unwrap(),
+        &norm::layer_norm_reference(&x, &w, &bias, 1e-5, COLS as usize),
+        1e-5,
+        1e-4,
+    );
+}
+
+#[test]
+fn gemm_bf16() {
+    let Some((d, s)) = gpu() else { return };
+    let a = unbf(&bf(&data((GM * GK) as usize, 6)));
+    let b = unbf(&bf(&data((GK * GN) as usize, 7)));
+    let want = gemm::gemm_reference(&a, &b, GM as usize, GN as usize, GK as usize);
+    let ta = Tensor::from_host(&d, &bf(&a), &[GM, GK]).unwrap();
+    let tb = Tensor::from_host(&d, &bf(&b), &[GK, GN]).unwrap();
+    let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
+    gemm::kernels::gemm::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close("gemm", &unbf(&tc.to_host().unwrap()), &want, 2e-2, 1e-2);
+    let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
+    gemm::kernels::gemm_persistent::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
+        .grid((d.sm_count().min(4), 1, 1))
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    close(
+        "gemm_persistent",
+        &unbf(&tc.to_host().unwrap()),
+        &want,
+        2e-2,
+        1e-2,
+    );
+}
+
+#[test]
+fn flash_attention_bf16() {
+    let Some((d, s)) = gpu() else { return };
+    let n = (BH * SEQ * HD) as usize;
+    let (q, k, v) = (
+        unbf(&bf(&data(n, 8))),
+        unbf(&bf(&data(n, 9))),
+        unbf(&bf(&data(n, 10))),
+    );
+    let tq = Tensor::from_host(&d, &bf(&q), &[BH, SEQ, HD]).unwrap();
+    let tk = Tensor::from_host(&d, &bf(&k), &[BH, SEQ, HD]).unwrap();
+    let tv = Tensor::from_host(&d, &bf(&v), &[BH, SEQ, HD]).unwrap();
+    let scale = 1.0 / (HD as f32).sqrt();
+    for causal in [false, true] {
+        let mut to = Tensor::<bf16>::zeros(&d, &[BH, SEQ, HD]).unwrap();
+        let launch = if causal {
+            attention::kernels::flash_attention::<bf16, 64, 64, 64, true>(
+                &tq, &tk, &tv, scale, &mut to,
+            )
+        } else {
+            attention::kernels::flash_attention::<bf16, 64, 64, 64, false>(
+                &tq, &tk, &tv, scale, &mut to,
+            )
+        };
+        launch.run(&s).unwrap().wait().unwrap();
+        let got = unbf(&to.to_host().unwrap());
+        let per = (SEQ * HD) as usize;
+        let mut want = vec![];
+        for h in 0..BH as usize {
+            let r = h * per..(h + 1) * per;
+            want.extend(attention::attention_reference(
+                &q[r.clone()],
+                &k[r.clone()],
+                &v[r],
+                SEQ as usize,
+                SEQ as usize,
+                HD as usize,
+                scale,
+                causal,
+            ));
+        }
+        close(
+            if causal {
+                "flash_attention causal"
+            } else {
+                "flash_attention"
+            },
+            &got,
+            &want,
+            2e-2,
+            2e-2,
+        );
+    }
+}
+
+/// Narrow kernels that isolate 3-D ragged views (used while validating flash attention).
+#[cutile::module]
+mod probes {
+    use cutile::core::*;
+
+    /// Copies a `[a, b, 64]` array tile by tile (3-D views with ragged middle extent).
+    #[cutile::entry]
+    pub fn copy3<const B: i32>(
+        x: &Tensor<f32, S3<DYN, DYN, DYN>>,
+        y: &mut Tensor<f32, S3<1, B, 64>>,
+    ) {
+        let (i, j, _) = block_id();
+        y.store(x.load_tile_padded::<S3<1, B, 64>>((i, j, 0), Padding::Zero));
+    }
+
+    /// Same through a 2-D reshape, as flash attention does.
+    #[cutile::entry]
+    pub fn copy3_reshaped<const B: i32>(
+        x: &Tensor<f32, S3<DYN, DYN, DYN>>,
+        y: &mut Tensor<f32, S3<1, B, 64>>,
+    ) {
+        let (i, j, _) = block_id();
+        let t = x
+            .load_tile_padded::<S3<1, B, 64>>((i, j, 0), Padding::Zero)
+            .reshape::<S2<B, 64>>();
+        y.store((t * 1.0).reshape::<S3<1, B, 64>>());
+    }
+}
+
+fn probe_specializations() -> Vec<(Kernel, Vec<TensorMeta>)> {
+    let x = m(F32, &[BH, SEQ, HD]);
+    let qkv256 = m(BF16, &[BH, 256, HD]);
+    vec![
+        (probes::copy3::kernel::<64>(), vec![x.clone(); 2]),
+        (probes::copy3_reshaped::kernel::<64>(), vec![x.clone(); 2]),
+        (
+            attention::kernels::flash_attention::kernel::<bf16, 64, 64, 64, false>(),
+            vec![qkv256; 4],
+        ),
+    ]
+}
+
+#[test]
+fn precompile_probes_sm90() {
+    if cutile::toolchain::Tileiras::discover().is_err() {
+        eprintln!("SKIPPED: tileiras not found");
+        return;
+    }
+    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+    for (k, metas) in probe_specializations() {
+        cutile::dsl::launch::precompile(&k, &metas, &req).unwrap_or_else(|e| panic!("{k:?}: {e}"));
+    }
+}
+
+#[test]
+fn probe_3d() {
+    let Some((d, s)) = gpu() else { return };
+    let n = (BH * SEQ * HD) as usize;
+    let x = data(n, 11);
+    let tx = Tensor::from_host(&d, &x, &[BH, SEQ, HD]).unwrap();
+    let mut ty = Tensor::<f32>::zeros(&d, &[BH, SEQ, HD]).unwrap();
+    probes::copy3::<64>(&tx, &mut ty)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let r1 = std::panic::catch_unwind(|| close("copy3", &ty.to_host().unwrap(), &x, 0.0, 0.0));
+    let mut ty = Tensor::<f32>::zeros(&d, &[BH, SEQ, HD]).unwrap();
+    probes::copy3_reshaped::<64>(&tx, &mut ty)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let r2 =
+        std::panic::catch_unwind(|| close("copy3_reshaped", &ty.to_host().unwrap(), &x, 0.0, 0.0));
+    // Flash attention with a sequence that is a multiple of the tiles.
+    let n = (BH * 256 * HD) as usize;
+    let (q, k, v) = (
+        unbf(&bf(&data(n, 8))),
+        unbf(&bf(&data(n, 9))),
+        unbf(&bf(&data(n, 10))),
+    );
+    let tq = Tensor::from_host(&d, &bf(&q), &[BH, 256, HD]).unwrap();
+    let tk = Tensor::from_host(&d, &bf(&k), &[BH, 256, HD]).unwrap();
+    let tv = Tensor::from_host(&d, &bf(&v), &[BH, 256, HD]).unwrap();
+    let mut to = Tensor::<bf16>::zeros(&d, &[BH, 256, HD]).unwrap();
+    attention::kernels::flash_attention::<bf16, 64, 64, 64, false>(&tq, &tk, &tv, 0.125, &mut to)
+        .run(&s)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let got = unbf(&to.to_host().unwrap());
+    let per = (256 * HD) as usize;
+    let mut want = vec![];
+    for h in 0..BH as usize {
+        let r = h * per..(h + 1) * per;
+        want.extend(attention::attention_reference(
+            &q[r.clone()],
+            &k[r.clone()],
+            &v[r],
+            256,
+            256,
+            HD as usize,
+            0.125,
+            false,
+        ));
+    }
+    let r3 = std::panic::catch_unwind(|| close("flash_attention seq 256", &got, &want, 2e-2, 2e-2));
+    assert!(r1.is_ok() && r2.is_ok() && r3.is_ok());
+}
