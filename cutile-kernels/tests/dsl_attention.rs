@@ -1,8 +1,13 @@
 //! Flash-attention forward: IR of one specialization per kernel and mode pinned as insta snapshots and
 //! verified, the catalog's head dimensions and tile shapes compiled by tileiras for sm_90 (reported as
-//! skipped when tileiras is not installed), and the CPU reference checked against closed forms.
+//! skipped when tileiras is not installed), the CPU reference checked against closed forms, and the
+//! kernels run on the GPU against it (reported as skipped without a GPU).
+//!
+//! A GPU machine without tileiras runs the GPU test from cubins saved by `compile_sm90` on a machine with
+//! it: set `CUTILE_KERNELS_CUBINS=<dir>` on both.
 
-use cutile::dsl::{Kernel, TensorMeta};
+use cutile::dsl::{Kernel, Specialized, TensorMeta};
+use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::attention::{attention_reference, kernels as a};
 use half::{bf16, f16};
@@ -105,12 +110,23 @@ fn compile_sm90() {
         }
     };
     let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
-    for (name, k, arrays, _) in cases() {
+    let gpu = gpu_cases().into_iter().map(|c| {
+        let arrays = c.arrays();
+        (c.name, c.kernel, arrays, false)
+    });
+    let save = std::env::var_os("CUTILE_KERNELS_CUBINS").map(std::path::PathBuf::from);
+    for (name, k, arrays, _) in cases().into_iter().chain(gpu) {
         let s = k
             .specialize(&arrays)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        s.compile(&tileiras, &req)
+        let cubin = s
+            .compile(&tileiras, &req)
             .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+        if let Some(dir) = &save {
+            std::fs::create_dir_all(dir).expect("create the cubin directory");
+            std::fs::write(dir.join(format!("{name}.sm_90.cubin")), &cubin.bytes)
+                .expect("write a cubin");
+        }
     }
 }
 
@@ -165,4 +181,317 @@ fn reference_sharp_scores_pick_the_matching_key() {
     assert!(close(&out, &v, 1e-6), "{out:?}");
     let out = attention_reference(&eye, &eye, &v, seq, seq, d, 100.0, true);
     assert!(close(&out, &v, 1e-6), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GPU runs against the reference.
+
+/// One GPU launch. `rank4`: the 4-D kernel on `[b, h, seq, d]` (else 3-D on `[b·h, seq, d]`); `bshd`:
+/// the 4-D arrays stored as `[b, seq, h, d]` and passed as strided views.
+struct GpuCase {
+    name: &'static str,
+    kernel: Kernel,
+    dtype: ScalarType,
+    rank4: bool,
+    bshd: bool,
+    causal: bool,
+    b: i64,
+    h: i64,
+    h_kv: i64,
+    sq: i64,
+    sk: i64,
+    d: i64,
+}
+
+impl GpuCase {
+    /// Logical shape and strides of q/o (`kv = false`) or k/v.
+    fn layout(&self, kv: bool) -> (Vec<i64>, Vec<i64>) {
+        let (h, s) = if kv {
+            (self.h_kv, self.sk)
+        } else {
+            (self.h, self.sq)
+        };
+        let d = self.d;
+        if !self.rank4 {
+            return (vec![self.b * h, s, d], vec![s * d, d, 1]);
+        }
+        let strides = if self.bshd {
+            vec![s * h * d, d, h * d, 1]
+        } else {
+            vec![h * s * d, s * d, d, 1]
+        };
+        (vec![self.b, h, s, d], strides)
+    }
+
+    fn meta(&self, kv: bool) -> TensorMeta {
+        let (shape, strides) = self.layout(kv);
+        TensorMeta::contiguous(self.dtype, &shape).with_strides(&strides)
+    }
+
+    fn arrays(&self) -> Vec<TensorMeta> {
+        vec![
+            self.meta(false),
+            self.meta(true),
+            self.meta(true),
+            self.meta(false),
+        ]
+    }
+}
+
+/// Ragged sequence lengths (off both tile sizes), seq_q ≠ seq_k, both head dimensions, f16, GQA and a
+/// strided `[b, seq, h, d]` layout.
+fn gpu_cases() -> Vec<GpuCase> {
+    let base = |name, kernel, causal, d| GpuCase {
+        name,
+        kernel,
+        dtype: BF16,
+        rank4: false,
+        bshd: false,
+        causal,
+        b: 3,
+        h: 1,
+        h_kv: 1,
+        sq: 200,
+        sk: 200,
+        d,
+    };
+    vec![
+        base(
+            "gpu_fa3d_64x64_d64",
+            a::flash_attention::kernel::<bf16, 64, 64, 64, false>(),
+            false,
+            64,
+        ),
+        base(
+            "gpu_fa3d_causal_64x128_d64",
+            a::flash_attention::kernel::<bf16, 64, 128, 64, true>(),
+            true,
+            64,
+        ),
+        GpuCase {
+            sq: 130,
+            sk: 300,
+            ..base(
+                "gpu_fa3d_64x128_d128_sq130_sk300",
+                a::flash_attention::kernel::<bf16, 64, 128, 128, false>(),
+                false,
+                128,
+            )
+        },
+        GpuCase {
+            sq: 257,
+            sk: 257,
+            ..base(
+                "gpu_fa3d_causal_64x128_d128",
+                a::flash_attention::kernel::<bf16, 64, 128, 128, true>(),
+                true,
+                128,
+            )
+        },
+        GpuCase {
+            dtype: F16,
+            ..base(
+                "gpu_fa3d_causal_f16_64x64_d64",
+                a::flash_attention::kernel::<f16, 64, 64, 64, true>(),
+                true,
+                64,
+            )
+        },
+        GpuCase {
+            rank4: true,
+            bshd: true,
+            b: 2,
+            h: 4,
+            h_kv: 2,
+            sq: 150,
+            sk: 150,
+            ..base(
+                "gpu_fa4d_gqa_bshd_64x64_d64",
+                a::flash_attention_4d::kernel::<bf16, 64, 64, 64, false>(),
+                false,
+                64,
+            )
+        },
+        GpuCase {
+            rank4: true,
+            b: 1,
+            h: 4,
+            h_kv: 1,
+            sq: 200,
+            sk: 200,
+            ..base(
+                "gpu_fa4d_causal_gqa_64x128_d128",
+                a::flash_attention_4d::kernel::<bf16, 64, 128, 128, true>(),
+                true,
+                128,
+            )
+        },
+    ]
+}
+
+/// Deterministic values in [-1, 1).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after
+/// printing why) when neither has it.
+fn gpu_cubin(name: &str, s: &Specialized) -> Option<Vec<u8>> {
+    if let Ok(t) = cutile::toolchain::Tileiras::discover() {
+        let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+        let c = s
+            .compile(&t, &req)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        return Some(c.bytes);
+    }
+    let path = std::env::var_os("CUTILE_KERNELS_CUBINS")
+        .map(|d| std::path::PathBuf::from(d).join(format!("{name}.sm_90.cubin")));
+    match path.as_ref().map(std::fs::read) {
+        Some(Ok(bytes)) => Some(bytes),
+        _ => {
+            eprintln!("SKIPPED: {name}: no tileiras and no saved cubin ({path:?})");
+            None
+        }
+    }
+}
+
+/// Device 0 and a stream, or `None` after printing why the GPU test is skipped.
+fn gpu_device() -> Option<(Device, Stream)> {
+    if !cutile::runtime::is_available() {
+        eprintln!("SKIPPED: no CUDA driver");
+        return None;
+    }
+    match Device::new(0) {
+        Ok(d) => {
+            let s = Stream::new(&d).expect("create a stream");
+            Some((d, s))
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: no usable CUDA device ({e})");
+            None
+        }
+    }
+}
+
+/// Append an array's pointer, extents and strides (i32 index type) to `args`.
+fn tensor_args<'a>(args: KernelArgs<'a>, ptr: u64, m: &TensorMeta) -> KernelArgs<'a> {
+    let args = m.shape.iter().fold(args.ptr(ptr), |a, &d| a.arg(d as i32));
+    m.strides.iter().fold(args, |a, &s| a.arg(s as i32))
+}
+
+/// Element `(b, h, s, c)` of a logical `[b, h, s, d]` array stored with `strides`.
+fn at(strides: &[i64], idx: [i64; 4]) -> usize {
+    let s4: [i64; 4] = match strides.len() {
+        // 3-D `[b·h, s, d]` with one head per slice.
+        3 => [strides[0], 0, strides[1], strides[2]],
+        _ => [strides[0], strides[1], strides[2], strides[3]],
+    };
+    idx.iter().zip(s4).map(|(i, s)| i * s).sum::<i64>() as usize
+}
+
+/// Copy head `(b, h)` of a stored array into a contiguous `[s, d]` slice.
+fn head(buf: &[f32], strides: &[i64], b: i64, h: i64, s: i64, d: i64) -> Vec<f32> {
+    let mut out = Vec::with_capacity((s * d) as usize);
+    for i in 0..s {
+        for c in 0..d {
+            out.push(buf[at(strides, [b, h, i, c])]);
+        }
+    }
+    out
+}
+
+/// Run one case with elements `T`: the max abs error against the reference, or `None` when skipped.
+fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Option<f32> {
+    let arrays = c.arrays();
+    let s = c.kernel.specialize(&arrays).expect("specialize");
+    let cubin = gpu_cubin(c.name, &s)?;
+    let (qm, kvm) = (c.meta(false), c.meta(true));
+    let size = |m: &TensorMeta| (m.max_offset() + 1) as usize;
+    let round = |v: Vec<f32>| -> Vec<f32> {
+        v.into_iter()
+            .map(|x| T::from_f64(x as f64).to_f64() as f32)
+            .collect()
+    };
+    let q = round(data(size(&qm), 4).iter().map(|v| 1.5 * v).collect());
+    let k = round(data(size(&kvm), 5).iter().map(|v| 1.5 * v).collect());
+    let v = round(data(size(&kvm), 6));
+    let up = |x: &[f32]| {
+        let h: Vec<T> = x.iter().map(|&e| T::from_f64(e as f64)).collect();
+        Tensor::from_host(dev, &h, &[h.len() as i64]).expect("upload")
+    };
+    let (tq, tk, tv) = (up(&q), up(&k), up(&v));
+    let to = Tensor::<T>::zeros(dev, &[size(&qm) as i64]).expect("allocate");
+    let scale = 1.0 / (c.d as f32).sqrt();
+    let mut args = tensor_args(KernelArgs::new(), tq.device_ptr(), &qm);
+    args = tensor_args(args, tk.device_ptr(), &kvm);
+    args = tensor_args(args, tv.device_ptr(), &kvm);
+    args = tensor_args(args.arg(scale), to.device_ptr(), &qm);
+    let module = Module::from_cubin(dev, &cubin).expect("load the cubin");
+    let kernel = module.kernel(s.entry).expect("find the kernel");
+    let grid = ((c.b * c.h) as u32, ((c.sq + 63) / 64) as u32, 1);
+    // SAFETY: every pointer is a live allocation covering its array's largest offset, and the grid has
+    // one block per (batch·head, query tile of 64), as the kernels expect.
+    unsafe { kernel.launch(stream, grid, &args) }.expect("launch");
+    let got: Vec<f32> = to
+        .to_host()
+        .expect("download")
+        .into_iter()
+        .map(|x| x.to_f64() as f32)
+        .collect();
+    let mut err = 0f32;
+    for b in 0..c.b {
+        for h in 0..c.h {
+            let hk = h / (c.h / c.h_kv);
+            let want = attention_reference(
+                &head(&q, &qm.strides, b, h, c.sq, c.d),
+                &head(&k, &kvm.strides, b, hk, c.sk, c.d),
+                &head(&v, &kvm.strides, b, hk, c.sk, c.d),
+                c.sq as usize,
+                c.sk as usize,
+                c.d as usize,
+                scale,
+                c.causal,
+            );
+            let out = head(&got, &qm.strides, b, h, c.sq, c.d);
+            for (g, w) in out.iter().zip(&want) {
+                err = err.max(if g.is_nan() {
+                    f32::INFINITY
+                } else {
+                    (g - w).abs()
+                });
+            }
+        }
+    }
+    Some(err)
+}
+
+#[test]
+fn gpu_matches_reference() {
+    let Some((dev, stream)) = gpu_device() else {
+        return;
+    };
+    // 16-bit outputs of values in [-1, 1], P rounded to 16 bits before the P·V mma.
+    let tol = 2e-2;
+    let mut failures = vec![];
+    for c in gpu_cases() {
+        let r = match c.dtype {
+            F16 => run_case::<f16>(&c, &dev, &stream),
+            _ => run_case::<bf16>(&c, &dev, &stream),
+        };
+        if let Some(err) = r {
+            println!("{}: max abs error {err:e} (tolerance {tol:e})", c.name);
+            if err > tol {
+                failures.push(c.name);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "mismatches: {failures:?}");
 }

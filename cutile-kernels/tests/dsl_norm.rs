@@ -1,8 +1,13 @@
 //! RMSNorm and LayerNorm (whole-row and looped): IR of one specialization of each kernel pinned as an insta
 //! snapshot and verified, every catalog-like specialization compiled by tileiras for sm_90 (reported as
-//! skipped when tileiras is not installed), and the CPU references checked against known values.
+//! skipped when tileiras is not installed), the CPU references checked against known values, and the
+//! kernels run on the GPU against the references (reported as skipped without a GPU).
+//!
+//! A GPU machine without tileiras runs the GPU test from cubins saved by `compile_sm90` on a machine with
+//! it: set `CUTILE_KERNELS_CUBINS=<dir>` on both.
 
-use cutile::dsl::{Kernel, TensorMeta};
+use cutile::dsl::{Kernel, Specialized, TensorMeta};
+use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::norm::{self, kernels as n};
 use half::bf16;
@@ -117,12 +122,23 @@ fn compile_sm90() {
         }
     };
     let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
-    for (name, k, arrays, _) in cases() {
+    let gpu = gpu_cases().into_iter().map(|c| {
+        let arrays = c.arrays();
+        (c.name, c.kernel, arrays, false)
+    });
+    let save = std::env::var_os("CUTILE_KERNELS_CUBINS").map(std::path::PathBuf::from);
+    for (name, k, arrays, _) in cases().into_iter().chain(gpu) {
         let s = k
             .specialize(&arrays)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        s.compile(&tileiras, &req)
+        let cubin = s
+            .compile(&tileiras, &req)
             .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+        if let Some(dir) = &save {
+            std::fs::create_dir_all(dir).expect("create the cubin directory");
+            std::fs::write(dir.join(format!("{name}.sm_90.cubin")), &cubin.bytes)
+                .expect("write a cubin");
+        }
     }
 }
 
@@ -171,4 +187,257 @@ fn layer_norm_reference_large_mean_rows() {
         mean.abs() < 1e-5 && (var - 1.0).abs() < 1e-3,
         "{mean} {var}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GPU runs against the references.
+
+/// One GPU launch: a norm kernel on `rows x cols` arrays of `dtype`, inputs offset by `offset` (a large
+/// mean stresses the LayerNorm statistics).
+struct GpuCase {
+    name: &'static str,
+    kernel: Kernel,
+    layer: bool,
+    dtype: ScalarType,
+    rows: i64,
+    cols: i64,
+    offset: f32,
+}
+
+impl GpuCase {
+    fn arrays(&self) -> Vec<TensorMeta> {
+        match self.layer {
+            false => rms_arrays(self.dtype, self.rows, self.cols),
+            true => ln_arrays(self.dtype, self.rows, self.cols),
+        }
+    }
+}
+
+/// Ragged shapes: rows off the grid, columns off the tile (1000 in a 1024 tile; 5000 = 4 full chunks of
+/// 1024 and a partial one, or 2 of 2048 and a partial one).
+fn gpu_cases() -> Vec<GpuCase> {
+    let case = |name, kernel, layer, dtype, cols, offset| GpuCase {
+        name,
+        kernel,
+        layer,
+        dtype,
+        rows: 37,
+        cols,
+        offset,
+    };
+    vec![
+        case(
+            "gpu_rms_f32",
+            n::rms_norm::kernel::<f32, 1024>(),
+            false,
+            F32,
+            1000,
+            0.0,
+        ),
+        case(
+            "gpu_rms_bf16",
+            n::rms_norm::kernel::<bf16, 1024>(),
+            false,
+            BF16,
+            1000,
+            0.0,
+        ),
+        case(
+            "gpu_rms_looped_f32",
+            n::rms_norm_looped::kernel::<f32, 1024>(),
+            false,
+            F32,
+            5000,
+            0.0,
+        ),
+        case(
+            "gpu_rms_looped_bf16",
+            n::rms_norm_looped::kernel::<bf16, 2048>(),
+            false,
+            BF16,
+            5000,
+            0.0,
+        ),
+        case(
+            "gpu_ln_f32",
+            n::layer_norm::kernel::<f32, 1024>(),
+            true,
+            F32,
+            1000,
+            3.0,
+        ),
+        case(
+            "gpu_ln_bf16",
+            n::layer_norm::kernel::<bf16, 1024>(),
+            true,
+            BF16,
+            1000,
+            0.0,
+        ),
+        case(
+            "gpu_ln_looped_f32",
+            n::layer_norm_looped::kernel::<f32, 1024>(),
+            true,
+            F32,
+            5000,
+            1000.0,
+        ),
+        case(
+            "gpu_ln_looped_bf16",
+            n::layer_norm_looped::kernel::<bf16, 2048>(),
+            true,
+            BF16,
+            5000,
+            0.0,
+        ),
+    ]
+}
+
+/// Deterministic values in [-1, 1).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after
+/// printing why) when neither has it.
+fn gpu_cubin(name: &str, s: &Specialized) -> Option<Vec<u8>> {
+    if let Ok(t) = cutile::toolchain::Tileiras::discover() {
+        let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+        let c = s
+            .compile(&t, &req)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        return Some(c.bytes);
+    }
+    let path = std::env::var_os("CUTILE_KERNELS_CUBINS")
+        .map(|d| std::path::PathBuf::from(d).join(format!("{name}.sm_90.cubin")));
+    match path.as_ref().map(std::fs::read) {
+        Some(Ok(bytes)) => Some(bytes),
+        _ => {
+            eprintln!("SKIPPED: {name}: no tileiras and no saved cubin ({path:?})");
+            None
+        }
+    }
+}
+
+/// Device 0 and a stream, or `None` after printing why the GPU test is skipped.
+fn gpu_device() -> Option<(Device, Stream)> {
+    if !cutile::runtime::is_available() {
+        eprintln!("SKIPPED: no CUDA driver");
+        return None;
+    }
+    match Device::new(0) {
+        Ok(d) => {
+            let s = Stream::new(&d).expect("create a stream");
+            Some((d, s))
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: no usable CUDA device ({e})");
+            None
+        }
+    }
+}
+
+/// Append a row-major `shape` array's pointer, extents and strides (i32 index type) to `args`.
+fn tensor_args<'a>(args: KernelArgs<'a>, ptr: u64, shape: &[i64]) -> KernelArgs<'a> {
+    let strides = TensorMeta::contiguous(F32, shape).strides;
+    let args = shape.iter().fold(args.ptr(ptr), |a, &d| a.arg(d as i32));
+    strides.iter().fold(args, |a, &s| a.arg(s as i32))
+}
+
+/// Run one case with elements `T`: (max abs error against the reference, tolerance), or `None` when
+/// skipped.
+fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Option<(f32, f32)> {
+    let s = c.kernel.specialize(&c.arrays()).expect("specialize");
+    let cubin = gpu_cubin(c.name, &s)?;
+    let (rows, cols) = (c.rows as usize, c.cols as usize);
+    // Round through T so the reference sees exactly the device's inputs.
+    let round = |v: Vec<f32>| -> Vec<f32> {
+        v.into_iter()
+            .map(|x| T::from_f64(x as f64).to_f64() as f32)
+            .collect()
+    };
+    let x = round(data(rows * cols, 1).iter().map(|v| v + c.offset).collect());
+    let w = round(data(cols, 2).iter().map(|v| 1.0 + 0.5 * v).collect());
+    let b = round(data(cols, 3).iter().map(|v| 0.1 * v).collect());
+    let eps = 1e-5f32;
+    let up = |v: &[f32], shape: &[i64]| {
+        let h: Vec<T> = v.iter().map(|&x| T::from_f64(x as f64)).collect();
+        Tensor::from_host(dev, &h, shape).expect("upload")
+    };
+    let (tx, tw, tb) = (
+        up(&x, &[c.rows, c.cols]),
+        up(&w, &[c.cols]),
+        up(&b, &[c.cols]),
+    );
+    let ty = Tensor::<T>::zeros(dev, &[c.rows, c.cols]).expect("allocate");
+    let mut args = tensor_args(KernelArgs::new(), tx.device_ptr(), &[c.rows, c.cols]);
+    args = tensor_args(args, tw.device_ptr(), &[c.cols]);
+    if c.layer {
+        args = tensor_args(args, tb.device_ptr(), &[c.cols]);
+    }
+    args = tensor_args(args.arg(eps), ty.device_ptr(), &[c.rows, c.cols]);
+    let module = Module::from_cubin(dev, &cubin).expect("load the cubin");
+    let kernel = module.kernel(s.entry).expect("find the kernel");
+    // SAFETY: every pointer is a live allocation of the shape passed next to it, and the grid has one
+    // block per row, as the kernels expect.
+    unsafe { kernel.launch(stream, (c.rows as u32, 1, 1), &args) }.expect("launch");
+    let got: Vec<f32> = ty
+        .to_host()
+        .expect("download")
+        .into_iter()
+        .map(|v| v.to_f64() as f32)
+        .collect();
+    let want = match c.layer {
+        false => norm::rms_norm_reference(&x, &w, eps, cols),
+        true => norm::layer_norm_reference(&x, &w, &b, eps, cols),
+    };
+    let err = got
+        .iter()
+        .zip(&want)
+        .map(|(g, w)| {
+            if g.is_nan() {
+                f32::INFINITY
+            } else {
+                (g - w).abs()
+            }
+        })
+        .fold(0.0, f32::max);
+    // bf16 output: 8 mantissa bits on values up to ~4. f32: inputs near `offset` carry an absolute
+    // rounding error ~6e-8·offset, amplified by 1/std (~1.7) and w (≤ 1.5); a naive E[x²] - mean²
+    // variance would be off by ~10% at offset 1000, far above this.
+    let tol = if c.dtype == BF16 {
+        3e-2
+    } else {
+        1e-4 + 2e-6 * c.offset
+    };
+    Some((err, tol))
+}
+
+#[test]
+fn gpu_matches_reference() {
+    let Some((dev, stream)) = gpu_device() else {
+        return;
+    };
+    let mut failures = vec![];
+    for c in gpu_cases() {
+        let r = match c.dtype {
+            F32 => run_case::<f32>(&c, &dev, &stream),
+            _ => run_case::<bf16>(&c, &dev, &stream),
+        };
+        if let Some((err, tol)) = r {
+            println!("{}: max abs error {err:e} (tolerance {tol:e})", c.name);
+            if err > tol {
+                failures.push(c.name);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "mismatches: {failures:?}");
 }
