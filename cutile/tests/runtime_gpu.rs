@@ -2,7 +2,9 @@
 //! events and the kernel lookup chain, using a vector-add cubin compiled by tileiras 13.5 from
 //! cuTile's `vadd` sample (see `runtime_fixtures/README.md`).
 //!
-//! Without a CUDA driver or device each test prints "skipped: …" and returns.
+//! Every test is `#[ignore]`d so that a machine without a GPU reports them as skipped (ignored), never as
+//! passed; run them on a GPU machine with `cargo test -p cutile --test runtime_gpu -- --include-ignored`.
+//! Even then, without a usable driver or device each test prints "skipped: …" and returns.
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
@@ -78,6 +80,7 @@ fn expected_sum(a: &Tensor<f32>, b: &Tensor<f32>) -> Vec<f32> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn device_properties() {
     let Some(dev) = gpu("device_properties") else {
         return;
@@ -125,6 +128,7 @@ fn round_trip<T: DeviceElement>(dev: &Device) {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn tensors_round_trip_every_dtype() {
     let Some(dev) = gpu("tensors_round_trip_every_dtype") else {
         return;
@@ -146,6 +150,7 @@ fn tensors_round_trip_every_dtype() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn views_read_and_write_the_right_elements() {
     let Some(dev) = gpu("views_read_and_write_the_right_elements") else {
         return;
@@ -202,6 +207,7 @@ fn views_read_and_write_the_right_elements() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn vadd_from_a_cubin() {
     let Some(dev) = gpu("vadd_from_a_cubin") else {
         return;
@@ -228,6 +234,7 @@ fn vadd_from_a_cubin() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn async_launches_events_and_graphs() {
     let Some(dev) = gpu("async_launches_events_and_graphs") else {
         return;
@@ -293,6 +300,7 @@ fn async_launches_events_and_graphs() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn launch_errors_are_typed() {
     let Some(dev) = gpu("launch_errors_are_typed") else {
         return;
@@ -329,6 +337,7 @@ fn launch_errors_are_typed() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn kernels_load_from_a_registered_bundle_without_a_compiler() {
     let Some(dev) = gpu("kernels_load_from_a_registered_bundle") else {
         return;
