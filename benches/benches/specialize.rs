@@ -2,6 +2,8 @@
 //! encoding bytecode (13.5) — everything a cache miss pays before tileiras runs. Target: under 5 ms for
 //! flash attention.
 
+#![allow(clippy::unwrap_used)]
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};

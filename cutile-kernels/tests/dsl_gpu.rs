@@ -4,6 +4,8 @@
 //! `precompile_sm90` fills the kernel cache (`CUTILE_CACHE_DIR`) with every specialization these tests
 //! launch, so a GPU machine without tileiras can run them from a copied cache.
 
+#![allow(clippy::unwrap_used)]
+
 use cutile::dsl::{Kernel, TensorMeta};
 use cutile::runtime::{Device, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
@@ -123,8 +125,10 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
 
 fn close(name: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32) {
     assert_eq!(got.len(), want.len(), "{name}: length");
+    // NaN never compares as within tolerance, so it is always reported.
+    let within = |g: f32, w: f32| (g - w).abs() <= atol + rtol * w.abs();
     let bad: Vec<usize> = (0..got.len())
-        .filter(|&i| !((got[i] - want[i]).abs() <= atol + rtol * want[i].abs()))
+        .filter(|&i| !within(got[i], want[i]))
         .collect();
     if let Some(&i) = bad.first() {
         let shown: Vec<String> = bad

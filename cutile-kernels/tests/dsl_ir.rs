@@ -1,6 +1,8 @@
 //! Generated Tile IR of every DSL kernel, pinned as insta snapshots, and each specialization compiled by
 //! tileiras for sm_90 (reported as skipped when tileiras is not installed).
 
+#![allow(clippy::unwrap_used)]
+
 use cutile::dsl::{Kernel, TensorMeta};
 use cutile_ir::ScalarType::{self, *};
 

@@ -2,6 +2,8 @@
 //! sm_90: `if`/`else` with values and assigned variables, stores under a branch (token threading), `while`,
 //! host-condition branches, generic reductions and scans, gathers/scatters, atomics, print and assert.
 
+#![allow(clippy::unwrap_used)]
+
 use cutile::dsl::{Kernel, TensorMeta};
 use cutile_ir::ScalarType::*;
 
@@ -40,7 +42,7 @@ mod kernels {
         let mut t = x.load_tile::<S1<B>>(pid);
         let mut i = scalar::<i32>(0);
         while i < 4 {
-            t = t * 0.5;
+            t *= 0.5;
             i += 1;
         }
         y.store(t);

@@ -1,6 +1,8 @@
 //! Specialization-time checks: what depends on values (tile extents, element counts, the actual arrays)
 //! fails when a kernel is specialized, with an error naming both values, the kernel and the source line.
 
+#![allow(clippy::unwrap_used)]
+
 use cutile::dsl::{SpecializeError, TensorMeta};
 use cutile_ir::ScalarType::*;
 

@@ -1,5 +1,7 @@
 //! Vector add through the whole DSL pipeline: macro → traced IR → bytecode → (tileiras) cubin.
 
+#![allow(clippy::unwrap_used)]
+
 #[cutile::module]
 mod kernels {
     use cutile::core::*;

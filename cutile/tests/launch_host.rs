@@ -104,10 +104,19 @@ fn plan(l: &Launcher, a: &LaunchArgs<'_>) -> Result<Plan, LaunchError> {
     l.plan_for(a, GpuArch::Sm90, TC)
 }
 
+/// (what, launcher, tensors, scalar argument, phrases the message must contain)
+type ErrCase = (
+    &'static str,
+    Launcher,
+    Vec<Desc>,
+    Option<f64>,
+    &'static [&'static str],
+);
+
 #[test]
 fn argument_errors_name_parameter_and_both_sides() {
     let n = [1000i64];
-    let cases: Vec<(&str, Launcher, Vec<Desc>, Option<f64>, &[&str])> = vec![
+    let cases: Vec<ErrCase> = vec![
         (
             "too few arguments",
             vadd_f32(),

@@ -162,6 +162,7 @@ impl<'a> Visit<'a> for Walker {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

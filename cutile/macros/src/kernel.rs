@@ -10,6 +10,7 @@ use syn::{FnArg, GenericArgument, GenericParam, ItemFn, Pat, PathArguments, Type
 use crate::hints::EntryArgs;
 
 /// How a kernel parameter is passed, from its Rust type.
+#[allow(clippy::large_enum_variant)] // built once per parameter at expansion time
 enum ParamShape {
     Tensor {
         mutable: bool,

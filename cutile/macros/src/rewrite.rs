@@ -223,10 +223,10 @@ impl Rewriter {
                         return None;
                     }
                 };
-                if name == "println" {
-                    if let Some(last) = pieces.last_mut() {
-                        last.push('\n');
-                    }
+                if name == "println"
+                    && let Some(last) = pieces.last_mut()
+                {
+                    last.push('\n');
                 }
                 // `{name}` placeholders refer to variables; `{}` to the positional arguments in order.
                 let mut args = vec![];
@@ -330,11 +330,15 @@ fn split_format(s: &str) -> Result<(Vec<String>, Vec<Option<String>>), String> {
         match c {
             '{' if chars.peek() == Some(&'{') => {
                 chars.next();
-                pieces.last_mut().map(|p| p.push('{'));
+                if let Some(p) = pieces.last_mut() {
+                    p.push('{');
+                }
             }
             '}' if chars.peek() == Some(&'}') => {
                 chars.next();
-                pieces.last_mut().map(|p| p.push('}'));
+                if let Some(p) = pieces.last_mut() {
+                    p.push('}');
+                }
             }
             '{' => {
                 let mut name = String::new();
@@ -363,7 +367,9 @@ fn split_format(s: &str) -> Result<(Vec<String>, Vec<Option<String>>), String> {
             }
             '}' => return Err("unmatched `}` in the format string".into()),
             c => {
-                pieces.last_mut().map(|p| p.push(c));
+                if let Some(p) = pieces.last_mut() {
+                    p.push(c);
+                }
             }
         }
     }
@@ -490,6 +496,7 @@ impl VisitMut for Rewriter {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -117,7 +117,7 @@ pub(crate) fn unary(k: Un, e: ScalarType, ty: Type, a: ValueId) -> ValueId {
         }
         (Un::Not, false) => {
             // Bitwise not: xor with all ones (for i1, logical not).
-            let ones = splat_const(e, &ty, HostNum::Int(-1i64 & mask_of(e)));
+            let ones = splat_const(e, &ty, HostNum::Int(mask_of(e)));
             return trace::with(|t| {
                 t.push1(
                     Op::new(Opcode::XOrI)

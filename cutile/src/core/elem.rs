@@ -217,7 +217,7 @@ fn f32_to_f8(x: f32, e: u32, m: u32, finite_only: bool) -> u8 {
         ((((1u32 << e) - 2) << m) | ((1 << m) - 1)) as u8
     };
     if x.is_nan() {
-        return if finite_only { 0x7F } else { 0x7F | 0x00 } | sign;
+        return 0x7F | sign;
     }
     let a = x.abs();
     if a.is_infinite() {
@@ -251,6 +251,7 @@ fn f32_to_f8(x: f32, e: u32, m: u32, finite_only: bool) -> u8 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -238,7 +238,7 @@ pub(crate) fn convert(v: ValueId, from: ScalarType, to: ScalarType, dims: &[i32]
 
 /// Concatenate `a` and `b` along axis `AX` into shape `T` (checked while tracing).
 #[track_caller]
-pub fn cat<const AX: usize, E: ElementType, S: Shape, U: Shape, T: Shape>(
+pub fn cat<const AX: usize, E: ElementType, S, U: Shape, T: Shape>(
     a: Tile<E, S>,
     b: Tile<E, U>,
 ) -> Tile<E, T>

@@ -156,6 +156,7 @@ pub fn choose_index_type(tensors: &[TensorMeta]) -> ScalarType {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
