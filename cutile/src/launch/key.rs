@@ -39,25 +39,32 @@ impl KeyBuf {
         }
     }
 
+    #[inline]
     pub fn push(&mut self, b: u8) {
-        if let Some(h) = &mut self.heap {
-            h.push(b);
-        } else if self.len < INLINE {
-            self.buf[self.len] = b;
-            self.len += 1;
-        } else {
-            let mut h = self.buf.to_vec();
-            h.push(b);
-            self.heap = Some(h);
+        match self.buf.get_mut(self.len) {
+            Some(slot) if self.heap.is_none() => {
+                *slot = b;
+                self.len += 1;
+            }
+            _ => self.spill(b),
         }
     }
 
+    #[cold]
+    fn spill(&mut self, b: u8) {
+        self.heap
+            .get_or_insert_with(|| self.buf[..self.len].to_vec())
+            .push(b);
+    }
+
+    #[inline]
     pub fn extend(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.push(b);
         }
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match &self.heap {
             Some(h) => h,
@@ -66,6 +73,7 @@ impl KeyBuf {
     }
 }
 
+#[inline]
 /// log2 of a power-of-two divisor (divisors are ≤ [`MAX_DIVISOR`], so this fits a byte).
 fn log2(d: u64) -> u8 {
     d.max(1).trailing_zeros() as u8
@@ -76,6 +84,7 @@ const UNIT_STRIDE: u8 = 0xFF;
 
 /// Appends one tensor's layout facts: element type, rank, base divisor, per-axis extent divisors, per-axis
 /// stride divisors (or unit), sign of the strides.
+#[inline]
 pub(crate) fn encode_facts(
     out: &mut KeyBuf,
     dtype: ScalarType,
@@ -110,6 +119,7 @@ pub(crate) fn encode_layout_facts(out: &mut KeyBuf, f: &LayoutFacts) {
 
 /// [`encode_facts`] computed straight from a tensor's shape, strides and address, as
 /// [`LayoutFacts::of`] would compute them from its [`TensorMeta`](crate::dsl::TensorMeta).
+#[inline]
 pub(crate) fn encode_tensor(
     out: &mut KeyBuf,
     dtype: ScalarType,

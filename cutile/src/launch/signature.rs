@@ -377,15 +377,28 @@ pub fn overlaps(shape: &[i64], strides: &[i64]) -> bool {
     if shape.contains(&0) {
         return false;
     }
-    let mut axes: Vec<(u64, u64)> = shape
-        .iter()
-        .zip(strides)
-        .filter(|(d, _)| **d > 1)
-        .map(|(&d, &s)| (s.unsigned_abs(), d as u64))
-        .collect();
-    axes.sort_unstable();
+    // (|stride|, extent) of the axes that step, sorted by stride; ranks are small, so insertion sort on
+    // the stack.
+    let mut axes = [(0u64, 0u64); super::args::MAX_RANK];
+    let mut n = 0;
+    for (&d, &s) in shape.iter().zip(strides) {
+        if d <= 1 {
+            continue;
+        }
+        if n == axes.len() {
+            return true; // beyond the launcher's rank limit: be conservative
+        }
+        let mut i = n;
+        let item = (s.unsigned_abs(), d as u64);
+        while i > 0 && axes[i - 1] > item {
+            axes[i] = axes[i - 1];
+            i -= 1;
+        }
+        axes[i] = item;
+        n += 1;
+    }
     let mut span = 1u64; // elements covered by the smaller axes
-    for (stride, extent) in axes {
+    for &(stride, extent) in &axes[..n] {
         if stride < span {
             return true;
         }
