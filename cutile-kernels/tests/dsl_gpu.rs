@@ -1,8 +1,9 @@
 //! GPU tests of the DSL kernels against their CPU references, with ragged shapes (sizes off tile
 //! boundaries). Without a CUDA driver and device they report themselves as skipped.
 //!
-//! `precompile_sm90` fills the kernel cache (`CUTILE_CACHE_DIR`) with every specialization these tests
-//! launch, so a GPU machine without tileiras can run them from a copied cache.
+//! `precompile_sm90` compiles every specialization these tests launch for sm_90 and, when
+//! `DSL_GPU_BUNDLE=path` is set, writes them into an AOT bundle, so a GPU machine without tileiras can run
+//! them with `CUTILE_BUNDLE=path`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -79,16 +80,43 @@ fn specializations() -> Vec<(Kernel, Vec<TensorMeta>)> {
     ]
 }
 
-#[test]
-fn precompile_sm90() {
-    if cutile::toolchain::Tileiras::discover().is_err() {
+/// Compile `specs` for sm_90; with `DSL_GPU_BUNDLE` set, add them to that bundle file.
+fn precompile(specs: Vec<(Kernel, Vec<TensorMeta>)>) {
+    let Ok(tileiras) = cutile::toolchain::Tileiras::discover() else {
         eprintln!("SKIPPED: tileiras not found");
         return;
+    };
+    let path = std::env::var_os("DSL_GPU_BUNDLE");
+    let mut bundle = cutile::bundle::BundleWriter::new();
+    if let Some(p) = &path
+        && let Ok(old) = cutile::bundle::Bundle::open(p)
+    {
+        for e in old.entries() {
+            bundle.add(e.key(), old.cubin(e).to_vec()).unwrap();
+        }
     }
-    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
-    for (k, metas) in specializations() {
-        cutile::dsl::launch::precompile(&k, &metas, &req).unwrap_or_else(|e| panic!("{k:?}: {e}"));
+    let opts = cutile::launch::CompileOptions::default();
+    for (k, metas) in specs {
+        let (key, cubin) = cutile::launch::compile_aot(
+            &k,
+            &metas,
+            cutile::toolchain::GpuArch::Sm90,
+            &opts,
+            &tileiras,
+        )
+        .unwrap_or_else(|e| panic!("{k:?}: {e}"));
+        if bundle.add(&key, cubin).is_err() {
+            // already present from an earlier run
+        }
     }
+    if let Some(p) = path {
+        bundle.write(p).unwrap();
+    }
+}
+
+#[test]
+fn precompile_sm90() {
+    precompile(specializations());
 }
 
 fn gpu() -> Option<(Device, Stream)> {
@@ -163,9 +191,7 @@ fn elementwise_and_rows() {
     let tb = Tensor::from_host(&d, &b, &[N]).unwrap();
     let mut tc = Tensor::<f32>::zeros(&d, &[N]).unwrap();
     vector_add::kernels::vadd::<f32, 1024>(&ta, &tb, &mut tc)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close(
         "vadd",
@@ -177,9 +203,7 @@ fn elementwise_and_rows() {
 
     let mut ty = Tensor::from_host(&d, &b, &[N]).unwrap();
     vector_add::kernels::saxpy::<f32, 1024>(1.5, &ta, &mut ty)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close(
         "saxpy",
@@ -193,9 +217,7 @@ fn elementwise_and_rows() {
     let tx = Tensor::from_host(&d, &x, &[ROWS, COLS]).unwrap();
     let mut out = Tensor::<f32>::zeros(&d, &[ROWS, COLS]).unwrap();
     softmax::kernels::row_softmax::<f32, 1024>(&tx, &mut out)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close(
         "row_softmax",
@@ -210,9 +232,7 @@ fn elementwise_and_rows() {
     let tw = Tensor::from_host(&d, &w, &[COLS]).unwrap();
     let tbias = Tensor::from_host(&d, &bias, &[COLS]).unwrap();
     norm::kernels::rms_norm::<f32, 1024>(&tx, &tw, 1e-5, &mut out)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close(
         "rms_norm",
@@ -222,9 +242,7 @@ fn elementwise_and_rows() {
         1e-4,
     );
     norm::kernels::layer_norm::<f32, 1024>(&tx, &tw, &tbias, 1e-5, &mut out)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close(
         "layer_norm",
@@ -245,17 +263,13 @@ fn gemm_bf16() {
     let tb = Tensor::from_host(&d, &bf(&b), &[GK, GN]).unwrap();
     let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
     gemm::kernels::gemm::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close("gemm", &unbf(&tc.to_host().unwrap()), &want, 2e-2, 1e-2);
     let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
     gemm::kernels::gemm_persistent::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
         .grid((d.sm_count().min(4), 1, 1))
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     close(
         "gemm_persistent",
@@ -290,7 +304,7 @@ fn flash_attention_bf16() {
                 &tq, &tk, &tv, scale, &mut to,
             )
         };
-        launch.run(&s).unwrap().wait().unwrap();
+        launch.launch(&s).unwrap();
         let got = unbf(&to.to_host().unwrap());
         let per = (SEQ * HD) as usize;
         let mut want = vec![];
@@ -365,14 +379,7 @@ fn probe_specializations() -> Vec<(Kernel, Vec<TensorMeta>)> {
 
 #[test]
 fn precompile_probes_sm90() {
-    if cutile::toolchain::Tileiras::discover().is_err() {
-        eprintln!("SKIPPED: tileiras not found");
-        return;
-    }
-    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
-    for (k, metas) in probe_specializations() {
-        cutile::dsl::launch::precompile(&k, &metas, &req).unwrap_or_else(|e| panic!("{k:?}: {e}"));
-    }
+    precompile(probe_specializations());
 }
 
 #[test]
@@ -382,17 +389,11 @@ fn probe_3d() {
     let x = data(n, 11);
     let tx = Tensor::from_host(&d, &x, &[BH, SEQ, HD]).unwrap();
     let mut ty = Tensor::<f32>::zeros(&d, &[BH, SEQ, HD]).unwrap();
-    probes::copy3::<64>(&tx, &mut ty)
-        .run(&s)
-        .unwrap()
-        .wait()
-        .unwrap();
+    probes::copy3::<64>(&tx, &mut ty).launch(&s).unwrap();
     let r1 = std::panic::catch_unwind(|| close("copy3", &ty.to_host().unwrap(), &x, 0.0, 0.0));
     let mut ty = Tensor::<f32>::zeros(&d, &[BH, SEQ, HD]).unwrap();
     probes::copy3_reshaped::<64>(&tx, &mut ty)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     let r2 =
         std::panic::catch_unwind(|| close("copy3_reshaped", &ty.to_host().unwrap(), &x, 0.0, 0.0));
@@ -408,9 +409,7 @@ fn probe_3d() {
     let tv = Tensor::from_host(&d, &bf(&v), &[BH, 256, HD]).unwrap();
     let mut to = Tensor::<bf16>::zeros(&d, &[BH, 256, HD]).unwrap();
     attention::kernels::flash_attention::<bf16, 64, 64, 64, false>(&tq, &tk, &tv, 0.125, &mut to)
-        .run(&s)
-        .unwrap()
-        .wait()
+        .launch(&s)
         .unwrap();
     let got = unbf(&to.to_host().unwrap());
     let per = (256 * HD) as usize;

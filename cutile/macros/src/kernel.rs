@@ -180,8 +180,9 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
                 );
                 shapes.push(quote!(<#shape as ::cutile::core::Shape>::DIMS));
                 if *mutable {
-                    host_params
-                        .push(quote!(#id: &'__cutile_a mut impl ::cutile::dsl::TensorArg<#elem>));
+                    host_params.push(
+                        quote!(#id: &'__cutile_a mut impl ::cutile::dsl::TensorArgMut<#elem>),
+                    );
                     host_pushes.push(quote!(.output::<#elem>(#id)));
                 } else {
                     host_params
@@ -230,8 +231,8 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
     // The typed host launcher: same generics, runtime tensors for `&Tensor`/`&mut Tensor`, host values for
     // `Scalar<E>`; it borrows every argument for the lifetime of the returned `Launch`.
     let launcher_doc = format!(
-        "Launch kernel `{name_str}`: `{name_str}::<…>(args…).run(&stream)`. Inputs are borrowed shared, outputs \
-         exclusively, until the launch has finished."
+        "Launch kernel `{name_str}`: `{name_str}::<…>(args…).launch(&stream)`. Inputs are borrowed shared, \
+         outputs exclusively, until the launch has finished."
     );
     let user_where = where_clause.map(|w| {
         let preds = &w.predicates;
