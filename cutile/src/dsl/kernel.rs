@@ -470,6 +470,13 @@ impl KernelBuilder {
         let func: Function = trace::finish(guard).map_err(SpecializeError::Trace)?;
         let mut module = Module::new();
         module.functions.push(func);
+        // A structural check here turns a DSL bug into a clear error instead of an opaque tileiras one.
+        cutile_ir::verify::verify_module(&module, cutile_ir::V13_5).map_err(|e| {
+            SpecializeError::Verify {
+                kernel: self.info.name.to_string(),
+                message: e.to_string(),
+            }
+        })?;
         Ok(module)
     }
 }
