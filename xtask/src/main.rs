@@ -1,6 +1,8 @@
 //! `cargo xtask`: workspace automation (toolchain install, the kernel compile table, tests, bytecode tools). `main` only parses the command line and dispatches; each subcommand lives in its own
 //! file as `<name>_cmd.rs` with an `Args` struct and a `run` function.
 
+mod aot_cmd;
+mod gpu_cmd;
 mod ir_cmd;
 mod kernels_cmd;
 mod test_cmd;
@@ -35,6 +37,11 @@ enum Command {
     /// Bytecode utilities: disassemble to our text, re-encode.
     #[command(subcommand)]
     Ir(ir_cmd::Args),
+    /// Compile the catalog's DSL specializations for some archs into one AOT bundle.
+    Aot(aot_cmd::Args),
+    /// GPU-machine runs: `prepare` builds the harness binary and its kernel bundle into `.gpu/`.
+    #[command(subcommand)]
+    Gpu(gpu_cmd::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +51,8 @@ fn main() -> ExitCode {
         Command::Kernels(args) => kernels_cmd::run(&args),
         Command::Test(args) => test_cmd::run(&args),
         Command::Ir(args) => ir_cmd::run(&args),
+        Command::Aot(args) => aot_cmd::run(&args),
+        Command::Gpu(args) => gpu_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

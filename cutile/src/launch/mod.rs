@@ -30,6 +30,7 @@
 //!   [`Launcher::launch_async`] returns a guard that holds the borrows until it is waited on or dropped;
 //!   [`Launcher::enqueue`] is the unsafe, borrow-free form for callers that synchronise themselves.
 
+pub mod aot;
 mod args;
 mod error;
 mod key;
