@@ -36,6 +36,12 @@ mod kernels {
         }
     }
 
+    /// No generics at all.
+    #[cutile::entry]
+    pub fn plain(x: &Tensor<f32, S1<DYN>>, y: &mut Tensor<f32, S1<128>>) {
+        y.store(x.load_tile::<S1<128>>(block_id_x()) * 3);
+    }
+
     #[cutile::entry]
     pub fn halving<const B: i32>(x: &Tensor<f32, S1<DYN>>, y: &mut Tensor<f32, S1<B>>) {
         let pid = block_id_x();

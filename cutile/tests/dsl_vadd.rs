@@ -56,3 +56,69 @@ fn vadd_compiles_for_sm90() {
     let cubin = s.compile(&t, &req).expect("tileiras accepts the kernel");
     assert_eq!(cubin.elf_sm(), Some(90));
 }
+
+/// Every op carries a debug location in this file (shown by `tileirdisasm -g`), so tileiras diagnostics
+/// and profilers can point at kernel lines.
+#[test]
+fn ops_carry_kernel_source_locations() {
+    let m = TensorMeta::contiguous(ScalarType::F32, &[4096]);
+    let s = kernels::vadd::kernel::<f32, 1024>()
+        .specialize(&[m.clone(), m.clone(), m])
+        .expect("specializes");
+    let lines: Vec<u64> = s
+        .module
+        .debug_attrs
+        .iter()
+        .filter_map(|a| match a {
+            cutile_ir::DebugAttr::Loc { filename, line, .. }
+                if filename.ends_with("dsl_vadd.rs") =>
+            {
+                Some(*line)
+            }
+            _ => None,
+        })
+        .collect();
+    // The kernel's `fn` line, the block id, both loads and the store.
+    let src = include_str!("dsl_vadd.rs");
+    let line_of = |needle: &str| {
+        src.lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i as u64 + 1)
+    };
+    for needle in [
+        "pub fn vadd<",
+        "let pid = block_id_x()",
+        "let ta = a.load_tile",
+        "c.store(ta + tb)",
+    ] {
+        let l = line_of(needle).expect("needle in source");
+        assert!(
+            lines.contains(&l),
+            "no location at line {l} ({needle}); have {lines:?}"
+        );
+    }
+    let Some(t) = tileiras() else { return };
+    let Some(disasm) = t.tileirdisasm() else {
+        eprintln!("SKIPPED (disassembly): no tileirdisasm");
+        return;
+    };
+    let bc = s.bytecode(cutile_ir::V13_5).expect("encodes");
+    let dir = std::env::temp_dir().join(format!("cutile-dsl-loc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("vadd.tilebc");
+    std::fs::write(&input, bc).unwrap();
+    let out = std::process::Command::new(disasm)
+        .arg("-g")
+        .arg(&input)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("dsl_vadd.rs"), "{text}");
+    assert!(text.contains("di_subprogram"), "{text}");
+}

@@ -221,6 +221,8 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
         .iter()
         .map(|(arch, key, v)| quote!((#arch, #key, #v)));
     let name_str = name.to_string();
+    // `line!()` spanned at the kernel's name expands to that line.
+    let line_expr = quote_spanned!(name.span()=> ::core::line!());
     let doc = format!(
         "Kernel `{name_str}`: [`kernel`] fixes its generic arguments ({}) and returns it as a \
          [`Kernel`](::cutile::dsl::Kernel) to specialize and compile; [`build`] traces its Tile IR for one \
@@ -270,6 +272,8 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
                 params: &[#(#infos),*],
                 hints: &[#(#hints),*],
                 source_hash: #source_hash,
+                file: ::core::file!(),
+                line: #line_expr,
             };
 
             /// This kernel with the given generic arguments.

@@ -30,6 +30,7 @@ impl LoopBound for Scalar<i32> {
 impl LoopBound for i32 {
     #[track_caller]
     fn bound_value(self) -> ValueId {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         super::arith::splat_const(
             ScalarType::I32,
             &Type::scalar_tile(ScalarType::I32),
@@ -47,6 +48,7 @@ pub fn for_range<C: Carry>(
     init: C,
     body: impl FnOnce(Scalar<i32>, C) -> C,
 ) -> C {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     let (lo, hi, step) = (lo.bound_value(), hi.bound_value(), step.bound_value());
     let init_vals = flat(&init);
     let types = flat_types::<C>();
@@ -89,6 +91,7 @@ pub fn while_loop<C: Carry>(
     cond: impl FnOnce(C) -> Scalar<bool>,
     body: impl FnOnce(C) -> C,
 ) -> C {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     let init_vals = flat(&init);
     let types = flat_types::<C>();
     let (args, st) = trace::with(|t| t.open_loop(&types));
@@ -188,6 +191,7 @@ impl<R, C> Condition<R, C> for bool {
 impl<R: Carry, C: Carry> Condition<R, C> for Scalar<bool> {
     #[track_caller]
     fn run_branch(self, carried: C, mut f: impl FnMut(bool, C) -> (R, C)) -> (R, C) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         let outer = trace::with(|t| {
             t.open_block(&[]);
             t.out_tokens.clone()
@@ -252,5 +256,6 @@ pub fn branch<K: Condition<R, C>, R, C>(
     carried: C,
     f: impl FnMut(bool, C) -> (R, C),
 ) -> (R, C) {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     cond.run_branch(carried, f)
 }

@@ -41,6 +41,7 @@ fn conversion(e: ScalarType) -> &'static str {
 /// more entry than `args`; literal `%` is escaped.
 #[track_caller]
 pub fn print(pieces: &[&str], args: &[&dyn DevicePrint]) {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     if pieces.len() != args.len() + 1 {
         trace::fail(format!(
             "print: {} placeholders but {} arguments",
@@ -119,6 +120,7 @@ pub trait AssertCond {
 impl AssertCond for bool {
     #[track_caller]
     fn check(self, message: &str) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         if !self {
             trace::fail(format!("assertion failed: {message}"));
         }
@@ -127,12 +129,14 @@ impl AssertCond for bool {
 impl AssertCond for Scalar<bool> {
     #[track_caller]
     fn check(self, message: &str) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         emit_assert(self.v, message);
     }
 }
 impl<S: Shape> AssertCond for Tile<bool, S> {
     #[track_caller]
     fn check(self, message: &str) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         emit_assert(self.v, message);
     }
 }
@@ -150,5 +154,6 @@ fn emit_assert(v: ValueId, message: &str) {
 /// `assert!(cond, msg)` in a kernel.
 #[track_caller]
 pub fn device_assert(cond: impl AssertCond, message: &str) {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     cond.check(message);
 }

@@ -134,6 +134,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         mask: Option<Tile<bool, T>>,
         padding: impl HostConst,
     ) -> Tile<E, T> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         super::value::check_tile_dims(T::DIMS, "gather");
         let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let ty = Tile::<E, T>::ir_type();
@@ -168,6 +169,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let slot = self.out_slot;
         trace::with(|t| {
@@ -203,6 +205,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) -> (Tile<E, T>, Token) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let slot = self.out_slot;
         trace::with(|t| {
@@ -240,6 +243,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) -> (Tile<E, T>, Token) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         let mode = if E::SCALAR.is_float() {
             AtomicRmwMode::AddF
         } else {
@@ -254,6 +258,7 @@ pub use cutile_ir::AtomicRmwMode as AtomicMode;
 /// Promise the compiler that `x` is a multiple of `divisor` (a power of two).
 #[track_caller]
 pub fn assume_div_by<E: ElementType>(x: Scalar<E>, divisor: u64) -> Scalar<E> {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     if divisor == 0 || !divisor.is_power_of_two() {
         trace::fail(format!(
             "assume_div_by: the divisor {divisor} is not a power of two"
@@ -273,6 +278,7 @@ pub fn assume_div_by<E: ElementType>(x: Scalar<E>, divisor: u64) -> Scalar<E> {
 /// Promise the compiler that `lo <= x <= hi` (either bound may be `None`).
 #[track_caller]
 pub fn assume_bounded<E: ElementType>(x: Scalar<E>, lo: Option<i64>, hi: Option<i64>) -> Scalar<E> {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     if !E::SCALAR.is_integer() {
         trace::fail(format!(
             "assume_bounded needs an integer scalar, not {}",

@@ -85,34 +85,42 @@ pub mod __rt {
 
     #[track_caller]
     pub fn lt<A: DeviceCmp<B>, B>(a: A, b: B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.cmp_lt(b)
     }
     #[track_caller]
     pub fn le<A: DeviceCmp<B>, B>(a: A, b: B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.cmp_le(b)
     }
     #[track_caller]
     pub fn gt<A: DeviceCmp<B>, B>(a: A, b: B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.cmp_gt(b)
     }
     #[track_caller]
     pub fn ge<A: DeviceCmp<B>, B>(a: A, b: B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.cmp_ge(b)
     }
     #[track_caller]
     pub fn eq<A: DeviceCmp<B>, B>(a: A, b: B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.cmp_eq(b)
     }
     #[track_caller]
     pub fn ne<A: DeviceCmp<B>, B>(a: A, b: B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.cmp_ne(b)
     }
     #[track_caller]
     pub fn and<A: DeviceLogic<B>, B>(a: A, b: impl FnOnce() -> B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.logic_and(b)
     }
     #[track_caller]
     pub fn or<A: DeviceLogic<B>, B>(a: A, b: impl FnOnce() -> B) -> A::Output {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         a.logic_or(b)
     }
 }

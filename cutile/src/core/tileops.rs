@@ -16,6 +16,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     /// The same elements in shape `T` (row-major order); the element counts must agree.
     #[track_caller]
     pub fn reshape<T: Shape>(self) -> Tile<E, T> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "reshape");
         if numel(S::DIMS) != numel(T::DIMS) {
             trace::fail(format!(
@@ -43,6 +44,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: SameRank<T>,
     {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "broadcast");
         for (i, (&a, &b)) in S::DIMS.iter().zip(T::DIMS).enumerate() {
             if a != 1 && a != b {
@@ -70,6 +72,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: SameRank<T>,
     {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         let rank = S::RANK;
         let mut seen = vec![false; rank];
         let valid = perm.len() == rank
@@ -105,6 +108,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: Transpose,
     {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         Tile::from_value(push1(
             Op::new(Opcode::Permute)
                 .attr("permutation", OpAttr::I32Array(vec![1, 0]))
@@ -119,6 +123,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: SameRank<T>,
     {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "extract");
         let ok = idx.len() == S::RANK
             && S::DIMS
@@ -150,6 +155,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     /// int→int sign-extends or truncates).
     #[track_caller]
     pub fn cast<F: ElementType>(self) -> Tile<F, S> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         Tile::from_value(convert(self.v, E::SCALAR, F::SCALAR, S::DIMS))
     }
 }
@@ -158,11 +164,13 @@ impl<E: ElementType> Scalar<E> {
     /// Convert to element type `F`.
     #[track_caller]
     pub fn cast<F: ElementType>(self) -> Scalar<F> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         Scalar::from_value(convert(self.v, E::SCALAR, F::SCALAR, &[]))
     }
     /// Broadcast to a tile of shape `S`.
     #[track_caller]
     pub fn splat<S: Shape>(self) -> Tile<E, S> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         check_tile_dims(S::DIMS, "splat");
         Tile::from_value(super::arith::splat_value(E::SCALAR, self.v, S::DIMS))
     }
@@ -171,6 +179,7 @@ impl<E: ElementType> Scalar<E> {
 /// Emit the conversion `from` → `to` of a value of shape `dims`.
 #[track_caller]
 pub(crate) fn convert(v: ValueId, from: ScalarType, to: ScalarType, dims: &[i32]) -> ValueId {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     use ScalarType as T;
     if from == to {
         return v;
@@ -245,6 +254,7 @@ pub fn cat<const AX: usize, E: ElementType, S, U: Shape, T: Shape>(
 where
     S: SameRank<U> + SameRank<T>,
 {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     check_tile_dims(T::DIMS, "cat");
     let ok = AX < S::RANK
         && (0..S::RANK).all(|i| {
@@ -304,6 +314,7 @@ fn reduce_region<E: ElementType>(
     reverse: bool,
     f: impl FnOnce(Scalar<E>, Scalar<E>) -> Scalar<E>,
 ) -> ValueId {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     let ident = match identity_attr(E::SCALAR, identity) {
         Ok(a) => a,
         Err(m) => {
@@ -378,6 +389,7 @@ macro_rules! reductions {
             where
                 S: ReduceAxis<AX>,
             {
+                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
                 let d = self.$drop::<AX>();
                 Tile::from_value(push1(
                     Op::new(Opcode::Reshape)
@@ -392,6 +404,7 @@ macro_rules! reductions {
             where
                 S: ReduceAxis<AX>,
             {
+                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
                 let ty = Tile::<E, <S as ReduceAxis<AX>>::Drop>::ir_type();
                 Tile::from_value(reduce_region::<E>(
                     Opcode::Reduce, self.v, AX, builtin_identity($k, E::SCALAR), ty, false, builtin_combine::<E>($k),
@@ -404,6 +417,7 @@ macro_rules! reductions {
             where
                 S: ReduceAxis<AX>,
             {
+                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
                 Tile::from_value(reduce_region::<E>(
                     Opcode::Scan, self.v, AX, builtin_identity($k, E::SCALAR), Self::ir_type(), false,
                     builtin_combine::<E>($k),
@@ -435,6 +449,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: ReduceAxis<AX>,
     {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         let ty = Tile::<E, <S as ReduceAxis<AX>>::Drop>::ir_type();
         Tile::from_value(reduce_region::<E>(
             Opcode::Reduce,
@@ -459,6 +474,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: ReduceAxis<AX>,
     {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
         Tile::from_value(reduce_region::<E>(
             Opcode::Scan,
             self.v,
@@ -484,6 +500,7 @@ where
     SA: MmaShapes<SB>,
     SB: Shape,
 {
+    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
     let ty = Tile::<C, SA::Out>::ir_type();
     let op = if A::SCALAR.is_float() {
         Op::new(Opcode::MmaF)

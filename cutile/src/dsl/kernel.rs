@@ -47,6 +47,9 @@ pub struct KernelInfo {
     pub hints: &'static [HintInfo],
     /// Hash of the kernel module's source tokens (cache identity).
     pub source_hash: u64,
+    /// Source file and line of the kernel function (debug info).
+    pub file: &'static str,
+    pub line: u32,
 }
 
 /// A parameter declaration with its types resolved (built by generated code from the Rust types).
@@ -401,12 +404,12 @@ impl KernelBuilder {
             }
         }
         let (guard, params) =
-            trace::begin(info.name, param_types, index_ty).map_err(|message| {
-                SpecializeError::Setup {
+            trace::begin(info.name, param_types, index_ty, (info.file, info.line)).map_err(
+                |message| SpecializeError::Setup {
                     kernel: kernel.clone(),
                     message,
-                }
-            })?;
+                },
+            )?;
         let handles = trace::with(|t| {
             if let FunctionKind::Entry { hints: h } = &mut t.func.kind {
                 *h = hints.clone();
@@ -467,9 +470,10 @@ impl KernelBuilder {
             kernel: self.info.name.to_string(),
             message: "finish called twice".into(),
         })?;
-        let func: Function = trace::finish(guard).map_err(SpecializeError::Trace)?;
+        let (func, debug): (Function, _) = trace::finish(guard).map_err(SpecializeError::Trace)?;
         let mut module = Module::new();
         module.functions.push(func);
+        module.debug_attrs = debug;
         // A structural check here turns a DSL bug into a clear error instead of an opaque tileiras one.
         cutile_ir::verify::verify_module(&module, cutile_ir::V13_5).map_err(|e| {
             SpecializeError::Verify {

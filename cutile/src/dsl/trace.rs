@@ -12,7 +12,11 @@
 use std::cell::RefCell;
 use std::panic::Location;
 
-use cutile_ir::{Block, Function, OpAttr, Opcode, Operation, ScalarType, Type, ValueId};
+use std::collections::HashMap;
+
+use cutile_ir::{
+    Block, DebugAttr, DebugRef, Function, OpAttr, Opcode, Operation, ScalarType, Type, ValueId,
+};
 
 /// An error found while tracing a kernel, with the kernel-source location that caused it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,6 +99,12 @@ pub(crate) struct Tracer {
     pub(crate) out_tokens: Vec<ValueId>,
     /// Integer type of tensor shapes and strides in this specialization.
     pub(crate) index_ty: ScalarType,
+    /// Kernel-source location of the DSL call being traced (set by [`at`]).
+    cur_loc: Option<&'static Location<'static>>,
+    /// Debug attributes (DIFile, DICompileUnit, DISubprogram, then one DILoc per distinct location).
+    debug: Vec<DebugAttr>,
+    subprogram: DebugRef,
+    locs: HashMap<(&'static str, u32, u32), DebugRef>,
 }
 
 thread_local! {
@@ -139,6 +149,7 @@ pub(crate) fn begin(
     name: &str,
     param_types: Vec<Type>,
     index_ty: ScalarType,
+    source: (&'static str, u32),
 ) -> Result<(TraceGuard, Vec<ValueId>), String> {
     TRACER.with(|t| {
         let mut b = t
@@ -156,7 +167,28 @@ pub(crate) fn begin(
         let mut op = Operation::new(Opcode::MakeToken);
         op.results.push(tok);
         body.ops.push(op);
-        *b = Some(Tracer {
+        let (file, line) = source;
+        let (dir, base) = match file.rfind('/') {
+            Some(i) => (&file[..i], &file[i + 1..]),
+            None => ("", file),
+        };
+        let debug = vec![
+            DebugAttr::File {
+                name: base.to_string(),
+                dir: dir.to_string(),
+            },
+            DebugAttr::CompileUnit { file: DebugRef(1) },
+            DebugAttr::Subprogram {
+                file: DebugRef(1),
+                line: line as u64,
+                name: name.to_string(),
+                linkage_name: name.to_string(),
+                compile_unit: DebugRef(2),
+                scope_line: line as u64,
+                flags: 0,
+            },
+        ];
+        let mut tr = Tracer {
             func,
             stack: vec![body],
             kernel: name.to_string(),
@@ -164,13 +196,19 @@ pub(crate) fn begin(
             entry_token: tok,
             out_tokens: vec![],
             index_ty,
-        });
+            cur_loc: None,
+            debug,
+            subprogram: DebugRef(3),
+            locs: HashMap::new(),
+        };
+        tr.func.loc = tr.loc_ref(file, line, 0);
+        *b = Some(tr);
         Ok((TraceGuard(()), params))
     })
 }
 
 /// Finish the trace: close the body with `return` and hand back the function, or the first error.
-pub(crate) fn finish(_guard: TraceGuard) -> Result<Function, TraceError> {
+pub(crate) fn finish(_guard: TraceGuard) -> Result<(Function, Vec<DebugAttr>), TraceError> {
     TRACER.with(|t| {
         let tr = t.borrow_mut().take();
         let Some(mut tr) = tr else {
@@ -195,7 +233,45 @@ pub(crate) fn finish(_guard: TraceGuard) -> Result<Function, TraceError> {
         let mut body = tr.stack.pop().unwrap_or_default();
         body.ops.push(Operation::new(Opcode::Return));
         tr.func.body = Some(body);
-        Ok(tr.func)
+        Ok((tr.func, tr.debug))
+    })
+}
+
+/// The directory of this crate's sources, to tell kernel locations from the DSL's own.
+fn own_src_dir() -> &'static str {
+    let f = file!();
+    f.strip_suffix("dsl/trace.rs").unwrap_or(f)
+}
+
+/// Restores the previous source location when dropped.
+pub(crate) struct LocGuard(Option<Option<&'static Location<'static>>>);
+
+impl Drop for LocGuard {
+    fn drop(&mut self) {
+        if let Some(prev) = self.0 {
+            TRACER.with(|t| {
+                if let Ok(mut b) = t.try_borrow_mut()
+                    && let Some(tr) = b.as_mut()
+                {
+                    tr.cur_loc = prev;
+                }
+            });
+        }
+    }
+}
+
+/// Attribute the ops emitted until the guard drops to `loc`, unless `loc` is inside this crate (an internal
+/// call), in which case the kernel location already in effect stays.
+pub(crate) fn at(loc: &'static Location<'static>) -> LocGuard {
+    if loc.file().starts_with(own_src_dir()) {
+        return LocGuard(None);
+    }
+    TRACER.with(|t| match t.try_borrow_mut() {
+        Ok(mut b) => match b.as_mut() {
+            Some(tr) => LocGuard(Some(tr.cur_loc.replace(loc))),
+            None => LocGuard(None),
+        },
+        Err(_) => LocGuard(None),
     })
 }
 
@@ -210,6 +286,9 @@ impl Tracer {
             .into_iter()
             .map(|t| self.func.new_value(t))
             .collect();
+        if let Some(l) = self.cur_loc {
+            op.loc = self.loc_ref(l.file(), l.line(), l.column());
+        }
         let res = op.results.clone();
         if let Some(b) = self.stack.last_mut() {
             b.ops.push(op);
@@ -221,6 +300,22 @@ impl Tracer {
         let r = self.push(op);
         r.first().copied().unwrap_or(ValueId(u32::MAX))
     }
+    /// The `DILoc` for a source position (interned).
+    fn loc_ref(&mut self, file: &'static str, line: u32, col: u32) -> DebugRef {
+        if let Some(r) = self.locs.get(&(file, line, col)) {
+            return *r;
+        }
+        self.debug.push(DebugAttr::Loc {
+            scope: self.subprogram,
+            filename: file.to_string(),
+            line: line as u64,
+            col: col as u64,
+        });
+        let r = DebugRef(self.debug.len() as u64);
+        self.locs.insert((file, line, col), r);
+        r
+    }
+
     /// The type of a value.
     pub(crate) fn ty(&self, v: ValueId) -> Type {
         self.func.value_type(v).cloned().unwrap_or(Type::Token)
