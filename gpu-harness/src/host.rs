@@ -1,0 +1,138 @@
+//! Host-side launch cost of a warm tiny kernel, and device time per kernel inside a CUDA graph.
+
+use std::time::Instant;
+
+use cutile::launch::Launcher;
+use cutile::runtime::{Device, Event, Stream};
+use cutile_examples::run::{Instance, args, instantiate};
+use cutile_examples::timing::Stats;
+use cutile_examples::workload::tiny;
+
+use crate::BoxError;
+use crate::report::{Graph, Host};
+
+/// Launches queued between synchronisations: keeps the driver's queue from filling (a full queue
+/// would make a launch call wait for the GPU).
+const BATCH: usize = 128;
+
+/// Host µs of `n` launch calls made by `launch(i)`, synchronising (untimed) every [`BATCH`] calls.
+fn time_calls(
+    stream: &Stream,
+    n: usize,
+    mut launch: impl FnMut(usize) -> Result<(), BoxError>,
+) -> Result<Stats, BoxError> {
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        if i % BATCH == 0 {
+            stream.synchronize()?;
+        }
+        let t = Instant::now();
+        launch(i)?;
+        samples.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    stream.synchronize()?;
+    Ok(Stats::of(samples))
+}
+
+/// Median host time per warm launch call of the tiny kernel over `n` calls: with the same arguments,
+/// with two argument sets alternating, and the runtime's enqueue of pre-packed arguments alone.
+pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, BoxError> {
+    let w = tiny();
+    let sm = device.sm_count();
+    let mut insts: [Instance; 2] = [
+        instantiate(device, &w, false)?,
+        instantiate(device, &w, false)?,
+    ];
+    let launcher = Launcher::new(w.kernel.clone());
+    // Cold launch first: everything after is warm.
+    launcher.launch(stream, args(&w, &mut insts[0].tensors, sm))?;
+
+    let same = time_calls(stream, n, |_| {
+        let a = args(&w, &mut insts[0].tensors, sm);
+        // SAFETY: the tensors outlive the calls and `time_calls` synchronises before returning.
+        Ok(unsafe { launcher.enqueue(stream, &a) }?)
+    })?;
+    let alternating = time_calls(stream, n, |i| {
+        let a = args(&w, &mut insts[i % 2].tensors, sm);
+        // SAFETY: as above.
+        Ok(unsafe { launcher.enqueue(stream, &a) }?)
+    })?;
+    let a = args(&w, &mut insts[0].tensors, sm);
+    let prepared = launcher.prepare(device, &a)?;
+    let packed = prepared.signature().pack(w.kernel.name(), &a)?;
+    let grid = prepared
+        .signature()
+        .grid(w.kernel.name(), &a)?
+        .ok_or("the tiny kernel has an empty grid")?;
+    let kernel = prepared.runtime_kernel();
+    let runtime = time_calls(stream, n, |_| {
+        // SAFETY: the arguments were packed for this kernel from live tensors that outlive the calls.
+        Ok(unsafe { kernel.enqueue(stream, grid, &packed) }?)
+    })?;
+    Ok(Host {
+        kernel: w.name.clone(),
+        launches: n,
+        same_args_median_us: same.median_us,
+        same_args_p90_us: same.p90_us,
+        alternating_args_median_us: alternating.median_us,
+        alternating_args_p90_us: alternating.p90_us,
+        runtime_enqueue_median_us: runtime.median_us,
+    })
+}
+
+/// Device time per kernel of `per_graph` tiny launches captured into one graph (median of `reps`
+/// replays), and of the same launches queued one by one.
+pub fn graph_time(
+    device: &Device,
+    stream: &Stream,
+    per_graph: usize,
+    reps: usize,
+) -> Result<Graph, BoxError> {
+    let w = tiny();
+    let sm = device.sm_count();
+    let mut inst = instantiate(device, &w, false)?;
+    let launcher = Launcher::new(w.kernel.clone());
+    let a = args(&w, &mut inst.tensors, sm);
+    launcher.prepare(device, &a)?; // module loads must happen outside capture
+    let (start, end) = (Event::new(device)?, Event::new(device)?);
+
+    stream.begin_capture()?;
+    let mut captured = Ok(());
+    for _ in 0..per_graph {
+        // SAFETY: the graph is replayed below while `inst` is alive, and waited for.
+        captured = unsafe { launcher.enqueue(stream, &a) };
+        if captured.is_err() {
+            break;
+        }
+    }
+    let graph = stream.end_capture()?;
+    captured?;
+    let mut in_graph = Vec::new();
+    let mut one_by_one = Vec::new();
+    for _ in 0..reps + 1 {
+        start.record(stream)?;
+        // SAFETY: the captured addresses belong to `inst`, alive until the end of this function.
+        unsafe { graph.launch(stream) }?;
+        end.record(stream)?;
+        end.synchronize()?;
+        in_graph.push(start.elapsed_ms(&end)? as f64 * 1e3 / per_graph as f64);
+
+        start.record(stream)?;
+        for _ in 0..per_graph {
+            // SAFETY: as above.
+            unsafe { launcher.enqueue(stream, &a) }?;
+        }
+        end.record(stream)?;
+        end.synchronize()?;
+        one_by_one.push(start.elapsed_ms(&end)? as f64 * 1e3 / per_graph as f64);
+    }
+    // The first replay uploads the graph; leave it out.
+    in_graph.remove(0);
+    one_by_one.remove(0);
+    Ok(Graph {
+        kernel: w.name.clone(),
+        kernels_per_graph: per_graph,
+        per_kernel_median_us: Stats::of(in_graph).median_us,
+        stream_per_kernel_median_us: Stats::of(one_by_one).median_us,
+    })
+}
