@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use cutile::bundle::BundleWriter;
+use cutile::bundle::{Bundle, BundleWriter};
 use cutile::launch::aot::{compile_into_bundle, print_outcomes};
 use cutile::launch::{Launcher, Plan};
 use cutile::toolchain::{GpuArch, Tileiras};
@@ -26,6 +26,16 @@ pub fn plans(arch: GpuArch, version: &str) -> Result<Vec<(String, Plan)>, BoxErr
         out.push((format!("{} {}", w.name, arch.name()), p));
     }
     Ok(out)
+}
+
+/// The workloads whose launch on `arch` would not find its cubin in `bundle`, computing keys as a
+/// launch does with tileiras `version` (bundles ignore the version). Empty when the bundle covers `run`.
+pub fn missing(bundle: &Bundle, arch: GpuArch, version: &str) -> Result<Vec<String>, BoxError> {
+    Ok(plans(arch, version)?
+        .into_iter()
+        .filter(|(_, p)| bundle.find_key(&p.key).is_none())
+        .map(|(label, p)| format!("{label}: {}", p.key))
+        .collect())
 }
 
 pub fn plan(archs: &[String], bundle: &Path, jobs: Option<usize>) -> Result<ExitCode, BoxError> {
@@ -58,6 +68,14 @@ pub fn plan(archs: &[String], bundle: &Path, jobs: Option<usize>) -> Result<Exit
         std::fs::create_dir_all(dir)?;
     }
     writer.write(bundle)?;
+    // Read it back and look every launch up the way `run` will, where no tileiras is installed.
+    let written = Bundle::open(bundle)?;
+    for &arch in &archs {
+        let gaps = missing(&written, arch, cutile::launch::NO_TOOLCHAIN)?;
+        if !gaps.is_empty() {
+            return Err(format!("the bundle does not cover every launch: {gaps:?}").into());
+        }
+    }
     println!(
         "wrote {} ({} cubins for {} launches)",
         bundle.display(),

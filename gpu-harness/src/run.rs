@@ -10,13 +10,26 @@ use cutile_examples::timing::{FLUSH_BYTES, L2Flush};
 use cutile_examples::workload::{benches, checks};
 
 use crate::report::{self, Report};
-use crate::{BoxError, first, host};
+use crate::{BoxError, first, host, plan};
+use cutile::toolchain::GpuArch;
 
 /// Launches timed per benchmark, host-time launches, kernels per graph, first-launch repetitions.
 const BENCH_ITERS: usize = 50;
 const HOST_LAUNCHES: usize = 10_000;
 const GRAPH_KERNELS: usize = 1000;
 const FIRST_LAUNCH_REPS: usize = 5;
+
+/// Runs one workload or phase, turning a panic into an error so the remaining phases still run.
+fn guarded<T>(f: impl FnOnce() -> Result<T, BoxError>) -> Result<T, BoxError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(format!("panicked: {msg}").into())
+    })
+}
 
 pub fn run(
     bundle_path: &Path,
@@ -51,8 +64,24 @@ pub fn run(
         bundle_entries: b.len(),
         ..Report::default()
     };
+    if let Some(arch) = GpuArch::from_compute_capability(
+        device.compute_capability().0,
+        device.compute_capability().1,
+    ) {
+        for m in plan::missing(&b, arch, &cutile::launch::key_toolchain_version())? {
+            println!("not in the bundle (will fail unless compiled here): {m}");
+            r.errors.push(format!("not in the bundle: {m}"));
+        }
+    }
     bundle::register(b);
-    let on = |p: &str| phases.iter().any(|x| x == p);
+    let started = std::time::Instant::now();
+    let on = |p: &str| {
+        let yes = phases.iter().any(|x| x == p);
+        if yes {
+            eprintln!("-- phase {p} at {:.1} s", started.elapsed().as_secs_f64());
+        }
+        yes
+    };
     println!(
         "gpu-harness on {} ({}), {} bundle entries; phases {phases:?}",
         r.device, r.arch, r.bundle_entries
@@ -60,7 +89,7 @@ pub fn run(
 
     if on("checks") {
         for w in checks() {
-            match check(&device, &stream, &w) {
+            match guarded(|| check(&device, &stream, &w)) {
                 Ok(c) => {
                     println!("{}", c.line());
                     r.checks.push(report::Check {
@@ -82,7 +111,7 @@ pub fn run(
     if on("bench") {
         let mut flush = L2Flush::new(&device, FLUSH_BYTES)?;
         for w in benches() {
-            match bench(&device, &stream, &w, BENCH_ITERS, Some(&mut flush)) {
+            match guarded(|| bench(&device, &stream, &w, BENCH_ITERS, Some(&mut flush))) {
                 Ok(b) => {
                     println!("{}", b.line());
                     r.benches.push(report::Bench {
@@ -105,21 +134,21 @@ pub fn run(
         r.write(out)?;
     }
     if on("host") {
-        match host::host_time(&device, &stream, HOST_LAUNCHES) {
+        match guarded(|| host::host_time(&device, &stream, HOST_LAUNCHES)) {
             Ok(h) => r.host = Some(h),
             Err(e) => r.errors.push(format!("host time: {e}")),
         }
         r.write(out)?;
     }
     if on("graph") {
-        match host::graph_time(&device, &stream, GRAPH_KERNELS, 10) {
+        match guarded(|| host::graph_time(&device, &stream, GRAPH_KERNELS, 10)) {
             Ok(g) => r.graph = Some(g),
             Err(e) => r.errors.push(format!("graph: {e}")),
         }
         r.write(out)?;
     }
     if on("first") {
-        match first::measure(&device, bundle_path, FIRST_LAUNCH_REPS) {
+        match guarded(|| first::measure(&device, bundle_path, FIRST_LAUNCH_REPS)) {
             Ok(f) => r.first_launch = f,
             Err(e) => r.errors.push(format!("first launch: {e}")),
         }
