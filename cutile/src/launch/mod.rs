@@ -21,10 +21,10 @@
 //! - **Grid**: the tiles of the first output's own partition, ceil(extent / tile) per axis (x, y, z),
 //!   unless [`LaunchArgs::grid`] overrides it (persistent kernels).
 //! - **Warm path**: a process-wide map from a short stack-built key (kernel identity, options, device,
-//!   index type, per-argument kind, element type and layout facts — see [`key`]) to the loaded kernel and
+//!   index type, per-argument kind, element type and layout facts, built on the stack) to the loaded kernel and
 //!   its [`Signature`]; a hit builds no IR or bytecode, only packs the arguments and calls the driver.
-//! - **Cold path**: [`plan`] (specialize → signature → [`CacheKey`](crate::cache::CacheKey)) →
-//!   [`runtime::load_kernel`](crate::runtime::load_kernel) (memory → registered bundles → disk cache →
+//! - **Cold path**: [`plan`] (specialize → signature → [`CacheKey`]) →
+//!   [`runtime::load_kernel`] (memory → registered bundles → disk cache →
 //!   tileiras). The AOT tools call the same [`plan`] ([`compile_aot`]), so their keys are the launcher's.
 //! - **Sync, async, graphs**: [`Launcher::launch`] waits (or only records, inside graph capture);
 //!   [`Launcher::launch_async`] returns a guard that holds the borrows until it is waited on or dropped;
