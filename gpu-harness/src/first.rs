@@ -49,7 +49,7 @@ struct ChildTimes {
     origin: String,
 }
 
-/// Child: device, test data, then the timed first launch; prints [`ChildTimes`] as JSON.
+/// Child: device, test data, then the timed first launch; prints its wall-clock times as one JSON line.
 pub fn child(case_name: &str, bundle_path: Option<&Path>, t0_us: u64) -> Result<(), BoxError> {
     let main_us = now_us();
     let w = case(case_name)?;
