@@ -171,7 +171,8 @@ fn large_arrays_use_i64_indices() {
     match cutile::toolchain::Tileiras::discover() {
         Ok(t) => {
             let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
-            s.compile(&t, &req).unwrap_or_else(|e| panic!("{e}\n{}", s.ir_text()));
+            s.compile(&t, &req)
+                .unwrap_or_else(|e| panic!("{e}\n{}", s.ir_text()));
         }
         Err(e) => eprintln!("SKIPPED (compile part): tileiras not found ({e})"),
     }
