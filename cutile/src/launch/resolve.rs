@@ -2,6 +2,7 @@
 //! machine), the compile step handed to the kernel cache, and the mapping of lookup failures to
 //! [`LaunchError`]s that name the missing key and how to produce a bundle for it.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::error::LaunchError;
@@ -9,7 +10,7 @@ use super::plan::{NO_TOOLCHAIN, Plan};
 use crate::bundle::{self, BundleSet};
 use crate::cache::{CacheError, KernelCache};
 use crate::runtime::{self, Device, RuntimeError};
-use crate::toolchain::{Tileiras, ToolchainError};
+use crate::toolchain::{SearchEnv, Tileiras, ToolchainError, Version, locate};
 
 /// The tileiras this process compiles with, discovered and validated on first use.
 pub fn toolchain() -> Result<&'static Tileiras, &'static ToolchainError> {
@@ -17,12 +18,72 @@ pub fn toolchain() -> Result<&'static Tileiras, &'static ToolchainError> {
     TC.get_or_init(Tileiras::discover).as_ref()
 }
 
-/// The tileiras version that goes into this process's cache keys: the discovered one, else
-/// [`NO_TOOLCHAIN`].
+/// The tileiras version that goes into this process's cache keys: that of the tileiras the search
+/// finds, else [`NO_TOOLCHAIN`]. Resolved once per process.
+///
+/// Validating tileiras runs it three times (tens of ms), which a new process with a warm disk cache
+/// should not pay before its first launch. So the version is remembered next to the disk cache, in a
+/// file named after the executable's path, size and modification time; tileiras itself is validated
+/// only when a kernel must actually be compiled ([`toolchain`]).
 pub fn key_toolchain_version() -> String {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(resolve_version).clone()
+}
+
+fn resolve_version() -> String {
+    let Ok(found) = locate(&SearchEnv::from_process()) else {
+        return NO_TOOLCHAIN.to_string();
+    };
+    let memo = version_memo_path(&found.tileiras);
+    if let Some(v) = memo
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|v| v.trim().to_string())
+        .filter(|v| v.parse::<Version>().is_ok())
+    {
+        return v;
+    }
     match toolchain() {
-        Ok(t) => t.version().to_string(),
+        Ok(t) => {
+            let v = t.version().to_string();
+            if let Some(p) = memo {
+                write_memo(&p, &v);
+            }
+            v
+        }
         Err(_) => NO_TOOLCHAIN.to_string(),
+    }
+}
+
+/// `<disk cache dir>/tileiras-<hash of path, size, mtime>.version`, when the disk cache is on.
+fn version_memo_path(tileiras: &Path) -> Option<PathBuf> {
+    let dir = KernelCache::global().ok()?.disk()?.dir().to_path_buf();
+    let real = std::fs::canonicalize(tileiras).ok()?;
+    let meta = std::fs::metadata(&real).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    let mut h = blake3::Hasher::new();
+    h.update(real.as_os_str().as_encoded_bytes());
+    h.update(&meta.len().to_le_bytes());
+    h.update(&mtime.to_le_bytes());
+    Some(dir.join(format!("tileiras-{}.version", &h.finalize().to_hex()[..16])))
+}
+
+/// Best effort: a memo that cannot be written only costs the next process a validation.
+fn write_memo(path: &Path, version: &str) {
+    use std::io::Write;
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    if let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir)
+        && tmp.write_all(version.as_bytes()).is_ok()
+    {
+        let _ = tmp.persist(path);
     }
 }
 
