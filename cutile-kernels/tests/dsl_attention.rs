@@ -6,6 +6,8 @@
 //! A GPU machine without tileiras runs the GPU test from cubins saved by `compile_sm90` on a machine with
 //! it: set `CUTILE_KERNELS_CUBINS=<dir>` on both.
 
+#![allow(clippy::unwrap_used)]
+
 use cutile::dsl::{Kernel, Specialized, TensorMeta};
 use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
