@@ -184,6 +184,7 @@ fn unbf(v: &[bf16]) -> Vec<f32> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn elementwise_and_rows() {
     let Some((d, s)) = gpu() else { return };
     let (a, b) = (data(N as usize, 1), data(N as usize, 2));
@@ -254,6 +255,7 @@ fn elementwise_and_rows() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn gemm_bf16() {
     let Some((d, s)) = gpu() else { return };
     let a = unbf(&bf(&data((GM * GK) as usize, 6)));
@@ -281,6 +283,7 @@ fn gemm_bf16() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn flash_attention_bf16() {
     let Some((d, s)) = gpu() else { return };
     let n = (BH * SEQ * HD) as usize;
@@ -454,6 +457,7 @@ fn precompile_probes_sm90() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn probe_3d() {
     let Some((d, s)) = gpu() else { return };
     let n = (BH * SEQ * HD) as usize;

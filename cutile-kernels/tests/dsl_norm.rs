@@ -424,6 +424,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn gpu_matches_reference() {
     let Some((dev, stream)) = gpu_device() else {
         return;

@@ -28,6 +28,7 @@ use cutile::runtime::{Device, Stream, Tensor};
 const N: i64 = 1_000_003;
 
 #[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn vadd_sync_async_and_graph() {
     let device = match Device::new(0) {
         Ok(d) => d,
