@@ -1,9 +1,9 @@
 //! (being written)
-pub mod toolchain;
 pub mod bundle;
 pub mod cache;
-pub mod runtime;
 pub mod core;
 pub mod dsl;
 pub mod launch;
-pub use cutile_macros::{entry, module};
+pub mod runtime;
+pub mod toolchain;
+pub use cutile_macros::{entry, foreign, module};

@@ -7,9 +7,13 @@
 //!   IR builder and the kernel-as-value API (see `kernel.rs`).
 //! - `#[cutile::entry(hints…)]` marks a launchable kernel inside such a module; on its own it is an error.
 //!
+//! - `#[cutile::foreign(name = "symbol")]` on a body-less `unsafe fn`: a tile-library function callable from
+//!   kernels (see `foreign.rs`); inside a module, constant string arguments of calls are checked and wrapped.
+//!
 //! The crate depends only on syn/quote/proc-macro2; generated code refers to `::cutile::…`.
 
 mod assigned;
+mod foreign;
 mod hints;
 mod kernel;
 mod recursion;
@@ -50,6 +54,15 @@ pub fn module(attr: TokenStream, item: TokenStream) -> TokenStream {
             let errs = errors.iter().map(syn::Error::to_compile_error);
             quote!(#(#errs)* #shell).into()
         }
+    }
+}
+
+/// A foreign tile function (implemented by a tile library). See `foreign.rs`.
+#[proc_macro_attribute]
+pub fn foreign(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match foreign::expand(attr.into(), item.into()) {
+        Ok(ts) => ts.into(),
+        Err(e) => foreign::error_tokens(e).into(),
     }
 }
 
@@ -103,10 +116,14 @@ fn expand_module(m: ItemMod, source_hash: u64) -> Result<TokenStream2, Failure> 
     let mut errors = vec![];
     errors.extend(recursion::check(&items));
     let mut out = vec![];
+    let str_params = foreign::str_params(&items);
     for item in items {
         match item {
             Item::Fn(mut f) => {
                 let entry_attr = f.attrs.iter().find(|a| is_entry_attr(a)).cloned();
+                let mut strs = foreign::ConstStrs::new(&str_params, &f);
+                syn::visit_mut::VisitMut::visit_block_mut(&mut strs, &mut f.block);
+                errors.extend(strs.errors);
                 let mut rw = rewrite::Rewriter::new();
                 rw.rewrite_block(&mut f.block);
                 errors.extend(rw.errors);

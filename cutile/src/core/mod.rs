@@ -37,6 +37,8 @@
 //!   the assigned variables carried automatically (see [`control`]);
 //! - hints: [`assume_div_by`], [`assume_bounded`], and per-kernel `#[cutile::entry(num_worker_warps = 8,
 //!   occupancy = 2, num_cta_in_cga = 2, sm_100(num_worker_warps = 4))]`;
+//! - foreign tile functions (tile libraries): `#[cutile::foreign]` declarations, called in `unsafe`
+//!   blocks (see [`foreign`]);
 //! - debugging: `print!`/`println!` with `{}` placeholders and `assert!` (device conditions are checked
 //!   on the GPU; host conditions while specializing).
 //!
@@ -47,6 +49,7 @@ pub mod arith;
 pub mod control;
 pub mod debug;
 pub mod elem;
+pub mod foreign;
 pub mod memory;
 pub mod shape;
 pub mod tensor;
@@ -61,6 +64,7 @@ pub use cutile_ir::Padding;
 pub use elem::{
     ElementType, Float, HostConst, Int, MmaOperand, Numeric, bf16, f8e4m3fn, f8e5m2, f16, tf32,
 };
+pub use foreign::{ForeignResults, ForeignStr, ForeignValue};
 pub use memory::{AtomicMode, GatherIndex, assume_bounded, assume_div_by};
 pub use shape::{DYN, MmaShapes, ReduceAxis, S0, S1, S2, S3, S4, SameRank, Shape, Transpose};
 pub use tensor::{
@@ -76,6 +80,7 @@ pub mod __rt {
     pub use super::arith::{DeviceCmp, DeviceLogic};
     pub use super::control::{branch, for_range, while_loop};
     pub use super::debug::{device_assert, print};
+    pub use super::foreign::{__foreign_str, ForeignCall};
     pub use crate::dsl::kernel::{
         HintInfo, Kernel, KernelBuilder, KernelInfo, ParamDecl, ParamInfo, ParamKind,
         SpecializeError,

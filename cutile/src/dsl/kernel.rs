@@ -414,7 +414,10 @@ impl KernelBuilder {
             if let FunctionKind::Entry { hints: h } = &mut t.func.kind {
                 *h = hints.clone();
             }
-            emit_prologue(t, &decls, &params, &tensor_metas, index_ty)
+            let handles = emit_prologue(t, &decls, &params, &tensor_metas, index_ty);
+            // One more hidden token slot after the outputs' orders foreign calls among themselves.
+            t.out_tokens.push(t.entry_token);
+            handles
         });
         Ok(KernelBuilder {
             info,
@@ -470,9 +473,11 @@ impl KernelBuilder {
             kernel: self.info.name.to_string(),
             message: "finish called twice".into(),
         })?;
-        let (func, debug): (Function, _) = trace::finish(guard).map_err(SpecializeError::Trace)?;
+        let (func, debug, externs): (Function, _, _) =
+            trace::finish(guard).map_err(SpecializeError::Trace)?;
         let mut module = Module::new();
         module.functions.push(func);
+        module.functions.extend(externs);
         module.debug_attrs = debug;
         // A structural check here turns a DSL bug into a clear error instead of an opaque tileiras one.
         cutile_ir::verify::verify_module(&module, cutile_ir::V13_5).map_err(|e| {

@@ -105,6 +105,8 @@ pub(crate) struct Tracer {
     debug: Vec<DebugAttr>,
     subprogram: DebugRef,
     locs: HashMap<(&'static str, u32, u32), DebugRef>,
+    /// Extern declarations of the foreign functions called so far (one per symbol).
+    externs: Vec<Function>,
 }
 
 thread_local! {
@@ -200,6 +202,7 @@ pub(crate) fn begin(
             debug,
             subprogram: DebugRef(3),
             locs: HashMap::new(),
+            externs: vec![],
         };
         tr.func.loc = tr.loc_ref(file, line, 0);
         *b = Some(tr);
@@ -207,8 +210,11 @@ pub(crate) fn begin(
     })
 }
 
-/// Finish the trace: close the body with `return` and hand back the function, or the first error.
-pub(crate) fn finish(_guard: TraceGuard) -> Result<(Function, Vec<DebugAttr>), TraceError> {
+/// Finish the trace: close the body with `return` and hand back the function, its debug attributes and the
+/// extern declarations of the foreign functions it calls, or the first error.
+pub(crate) fn finish(
+    _guard: TraceGuard,
+) -> Result<(Function, Vec<DebugAttr>, Vec<Function>), TraceError> {
     TRACER.with(|t| {
         let tr = t.borrow_mut().take();
         let Some(mut tr) = tr else {
@@ -233,7 +239,7 @@ pub(crate) fn finish(_guard: TraceGuard) -> Result<(Function, Vec<DebugAttr>), T
         let mut body = tr.stack.pop().unwrap_or_default();
         body.ops.push(Operation::new(Opcode::Return));
         tr.func.body = Some(body);
-        Ok((tr.func, tr.debug))
+        Ok((tr.func, tr.debug, tr.externs))
     })
 }
 
@@ -314,6 +320,66 @@ impl Tracer {
         let r = DebugRef(self.debug.len() as u64);
         self.locs.insert((file, line, col), r);
         r
+    }
+
+    /// Record the extern declaration `f`; a symbol declared twice must have one signature.
+    pub(crate) fn declare_extern(&mut self, f: Function) -> Result<(), String> {
+        match self.externs.iter().find(|d| d.name == f.name) {
+            None => {
+                self.externs.push(f);
+                Ok(())
+            }
+            Some(d)
+                if d.param_types == f.param_types
+                    && d.result_types == f.result_types
+                    && d.arg_attrs == f.arg_attrs
+                    && d.kind == f.kind =>
+            {
+                Ok(())
+            }
+            Some(d) => Err(format!(
+                "foreign function `{}` is called with two signatures in one kernel ({} and {}); one module \
+                 can declare a symbol only once, so call it with one set of operand types and constant \
+                 parameter kinds",
+                f.name,
+                sig_text(d),
+                sig_text(&f)
+            )),
+        }
+    }
+    /// Record an error at the kernel location being traced.
+    pub(crate) fn fail_here(&mut self, message: String) {
+        match self.cur_loc {
+            Some(l) => self.fail(l, message),
+            None => self.fail(Location::caller(), message),
+        }
+    }
+    /// One token after every pending access (outputs' tokens and the foreign-call token).
+    pub(crate) fn join_all_tokens(&mut self) -> ValueId {
+        let mut toks: Vec<ValueId> = vec![];
+        for &t in &self.out_tokens {
+            if !toks.contains(&t) {
+                toks.push(t);
+            }
+        }
+        match toks.as_slice() {
+            [] => self.entry_token,
+            [one] => *one,
+            _ => {
+                let mut op = Operation::new(Opcode::JoinTokens);
+                op.operands[0] = toks;
+                self.push(Op {
+                    op,
+                    result_types: vec![Type::Token],
+                })[0]
+            }
+        }
+    }
+    /// Order every later access (on any output, and every later foreign call) after `tok`.
+    pub(crate) fn order_all_after(&mut self, tok: ValueId) {
+        for t in &mut self.out_tokens {
+            *t = tok;
+        }
     }
 
     /// The type of a value.
@@ -420,6 +486,15 @@ impl Tracer {
             },
         )
     }
+}
+
+/// `(params) -> (results)` of a declaration, for messages.
+fn sig_text(f: &Function) -> String {
+    format!(
+        "({}) -> ({})",
+        cutile_ir::verify::text::types_text(&f.param_types),
+        cutile_ir::verify::text::types_text(&f.result_types)
+    )
 }
 
 /// What a loop region needs to remember to thread the hidden tokens.

@@ -200,6 +200,12 @@ pub fn read_module_with_version(bytes: &[u8]) -> Result<(Module, Version, bool),
             .map_err(|e| e.within("Func section"))?;
         module.functions.push(f);
     }
+    // nvcc 13.5 (`--tilebc`) pads the Func section's content with 0xCB up to the next section's
+    // alignment, inside the section length; such padding is not a function.
+    let mut tail = c.clone();
+    if tail.rest().iter().all(|&b| b == 0xCB) {
+        c = tail;
+    }
     c.expect_end("the last function")
         .map_err(|e| e.within("Func section"))?;
     module.debug_attrs = debug.attrs;

@@ -1910,7 +1910,18 @@ fn check_preview_call(c: &Ck<'_>) -> R {
     let FunctionKind::ExternDecl { const_params } = &f.kind else {
         return Err(format!("@{callee} is not an extern declaration"));
     };
-    let args: Vec<Type> = c.group("operands")?.into_iter().cloned().collect();
+    let mut args: Vec<Type> = c.group("operands")?.into_iter().cloned().collect();
+    let mut rs: Vec<Type> = c.results()?.into_iter().cloned().collect();
+    // Tile C++'s calling convention (`nvcc --tilebc`): two ordering tokens lead the operands and the
+    // results; they are not parameters of the declaration.
+    if args.len() >= 2
+        && args[..2] == [Type::Token, Type::Token]
+        && rs.len() >= 2
+        && rs[..2] == [Type::Token, Type::Token]
+    {
+        args.drain(..2);
+        rs.drain(..2);
+    }
     if args != f.param_types {
         return Err(format!(
             "argument types ({}) do not match @{callee}'s parameters ({})",
@@ -1918,7 +1929,6 @@ fn check_preview_call(c: &Ck<'_>) -> R {
             types_text(&f.param_types)
         ));
     }
-    let rs: Vec<Type> = c.results()?.into_iter().cloned().collect();
     if rs != f.result_types {
         return Err(format!(
             "result types ({}) do not match @{callee}'s results ({})",
