@@ -246,3 +246,121 @@ fn bytecode_has_preview_flag_and_tileirdisasm_reads_it() {
         Err(e) => eprintln!("SKIPPED (tileirdisasm part): no toolchain ({e})"),
     }
 }
+
+mod host {
+    use super::*;
+    use cutile::launch::{CompileOptions, LaunchError, TileLibrarySpec, plan};
+    use cutile::toolchain::GpuArch;
+    use std::path::PathBuf;
+
+    fn sample(name: &str) -> PathBuf {
+        PathBuf::from("/work/shared/data/tileir-samples/preview").join(name)
+    }
+
+    fn key_with(options: &CompileOptions) -> Result<cutile::launch::Plan, LaunchError> {
+        plan(
+            &kernels::calls::kernel(),
+            &metas(),
+            GpuArch::Sm90,
+            options,
+            cutile::launch::NO_TOOLCHAIN,
+        )
+    }
+
+    #[test]
+    fn foreign_calls_without_a_library_name_the_functions() {
+        let err = key_with(&CompileOptions::default()).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, LaunchError::NoTileLibrary { .. }), "{msg}");
+        for f in ["`ext`", "`lib.scale$v1`", "`acc`"] {
+            assert!(msg.contains(f), "{msg}");
+        }
+    }
+
+    #[test]
+    fn missing_library_file_is_named() {
+        let o =
+            CompileOptions::default().tile_library(TileLibrarySpec::new("/nonexistent/x.tilelib"));
+        let err = key_with(&o).unwrap_err();
+        assert!(matches!(err, LaunchError::TileLibrary { .. }), "{err}");
+        assert!(err.to_string().contains("/nonexistent/x.tilelib"), "{err}");
+    }
+
+    #[test]
+    fn libraries_are_canonical_sorted_deduplicated_and_keyed_by_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, dep) = (
+            dir.path().join("a.tilelib"),
+            dir.path().join("b.tilelib"),
+            dir.path().join("d.bin"),
+        );
+        std::fs::copy(sample("lib1.tilelib"), &a).unwrap();
+        std::fs::copy(sample("lib2.tilelib"), &b).unwrap();
+        std::fs::write(&dep, b"v1").unwrap();
+        let spec_b = TileLibrarySpec::new(dir.path().join("./b.tilelib")).dependency(&dep);
+        let o = CompileOptions::default()
+            .tile_library(spec_b.clone())
+            .tile_library(TileLibrarySpec::new(&a))
+            .tile_library(spec_b.clone());
+        let p = key_with(&o).unwrap();
+        let canon = |p: &PathBuf| std::fs::canonicalize(p).unwrap();
+        assert_eq!(p.libraries.link, [canon(&a), canon(&b), canon(&dep)]);
+        let r = p.request();
+        assert_eq!(r.preview, [cutile::toolchain::PreviewFeature::Simt]);
+        let args: Vec<String> = r
+            .option_args()
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let joined = args.join(" ");
+        assert!(joined.contains("--preview=simt -l "), "{joined}");
+        // Same paths, other dependency content → other key; a setting → other key.
+        let k1 = p.key.clone();
+        std::fs::write(&dep, b"v2").unwrap();
+        let k2 = key_with(&o).unwrap().key;
+        assert_ne!(k1, k2);
+        let o3 = CompileOptions::default()
+            .tile_library(spec_b.setting("variant", "fast"))
+            .tile_library(TileLibrarySpec::new(&a));
+        assert_ne!(key_with(&o3).unwrap().key, k2);
+        // Order and duplicates do not matter.
+        let o4 = CompileOptions::default()
+            .tile_library(TileLibrarySpec::new(&a))
+            .tile_library(TileLibrarySpec::new(&b).dependency(&dep));
+        assert_eq!(key_with(&o4).unwrap().key, k2);
+    }
+
+    #[test]
+    fn kernels_without_foreign_calls_link_nothing() {
+        #[cutile::module]
+        mod plain {
+            use cutile::core::*;
+            #[cutile::entry]
+            pub fn copy(x: &Tensor<f32, S1<DYN>>, y: &mut Tensor<f32, S1<16>>) {
+                y.store(x.load_tile::<S1<16>>(block_id_x()));
+            }
+        }
+        let lib =
+            CompileOptions::default().tile_library(TileLibrarySpec::new("/nonexistent/x.tilelib"));
+        let with = plan(
+            &plain::copy::kernel(),
+            &metas(),
+            GpuArch::Sm90,
+            &lib,
+            cutile::launch::NO_TOOLCHAIN,
+        )
+        .unwrap();
+        let without = plan(
+            &plain::copy::kernel(),
+            &metas(),
+            GpuArch::Sm90,
+            &Default::default(),
+            cutile::launch::NO_TOOLCHAIN,
+        )
+        .unwrap();
+        assert!(with.libraries.link.is_empty());
+        assert!(with.request().preview.is_empty() && with.request().libraries.is_empty());
+        assert_eq!(with.key, without.key);
+    }
+}

@@ -459,6 +459,7 @@ fn launch_and_aot_paths_agree_on_keys() {
     let o1 = cutile::launch::CompileOptions {
         opt_level: 1,
         line_info: false,
+        ..Default::default()
     };
     let l1 = Launcher::with_options(kernels::vadd::kernel::<f32, 1024>(), o1);
     assert_ne!(plan(&l1, &a).unwrap().key, key(4096, PTR));

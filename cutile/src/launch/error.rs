@@ -20,6 +20,26 @@ pub(crate) fn kind_name(kind: ParamKind) -> &'static str {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LaunchError {
+    /// The kernel calls foreign tile functions but no tile library is configured.
+    #[error(
+        "kernel `{kernel}` calls the foreign tile function(s) {} but no tile library is configured; add the \
+         library that implements them with `CompileOptions::tile_library(TileLibrarySpec::new(path))` or \
+         `cutile::launch::add_default_tile_library`",
+        functions.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+    )]
+    NoTileLibrary {
+        kernel: String,
+        functions: Vec<String>,
+    },
+
+    /// A configured tile library (or one of its dependencies) cannot be read.
+    #[error("tile library {}: {source}; check the path given to `TileLibrarySpec`", path.display())]
+    TileLibrary {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// The argument list is longer or shorter than the kernel's parameter list.
     #[error("kernel `{kernel}` takes {expected} arguments ({params}) but {got} were given")]
     ArgCount {

@@ -187,6 +187,15 @@ fn header(
     out.extend(&kernel_id.to_le_bytes());
     out.push(options.opt_level);
     out.push(options.line_info as u8);
+    if !options.tile_libraries.is_empty() {
+        // Distinguish library sets in the in-memory key (their contents are in the full key).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in format!("{:?}", options.tile_libraries).bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        out.extend(&h.to_le_bytes());
+    }
+    out.extend(&super::libraries::defaults_generation().to_le_bytes());
     out.extend(&(device as u32).to_le_bytes());
     out.push(index_type.tag() as u8);
     out.push(n_args.min(255) as u8);

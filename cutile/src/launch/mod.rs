@@ -34,6 +34,7 @@ pub mod aot;
 mod args;
 mod error;
 mod key;
+pub mod libraries;
 mod packed;
 mod plan;
 mod resolve;
@@ -48,6 +49,9 @@ pub use args::{
     base_align, ir_dtype,
 };
 pub use error::LaunchError;
+pub use libraries::{
+    TileLibrarySpec, add_default_tile_library, default_tile_libraries, set_default_tile_libraries,
+};
 pub use plan::{CompileOptions, NO_TOOLCHAIN, Plan, compile_aot, kernel_identity, plan};
 pub use resolve::{key_toolchain_version, resolve_cubin, toolchain};
 pub use signature::{ParamLayout, Signature, overlaps};
@@ -127,7 +131,7 @@ impl Launcher {
     }
 
     pub fn options(&self) -> CompileOptions {
-        self.options
+        self.options.clone()
     }
 
     /// Resolves (specializes, looks up or compiles, loads) the kernel for these arguments on `device`

@@ -14,22 +14,26 @@
 use cutile_ir::ScalarType;
 
 use super::error::LaunchError;
+use super::libraries::{ResolvedLibraries, TileLibrarySpec, foreign_functions, resolve};
 use super::signature::{ParamLayout, Signature};
 use crate::cache::{CacheKey, KeyParts, to_hex};
 use crate::dsl::{Kernel, LayoutFacts, ParamKind, Specialized, TensorMeta};
-use crate::toolchain::{CompileRequest, GpuArch, Tileiras};
+use crate::toolchain::{CompileRequest, GpuArch, PreviewFeature, Tileiras};
 
 /// The tileiras version recorded in keys made where no tileiras is installed. Bundle lookups ignore the
 /// version, so such keys still find AOT cubins.
 pub const NO_TOOLCHAIN: &str = "none";
 
 /// Compile options that change a cubin (and so are part of its key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
     /// tileiras `--opt-level` (0–3).
     pub opt_level: u8,
     /// tileiras `--lineinfo`.
     pub line_info: bool,
+    /// Tile libraries linked into kernels that call foreign functions (besides the process defaults,
+    /// [`add_default_tile_library`](super::add_default_tile_library)).
+    pub tile_libraries: Vec<TileLibrarySpec>,
 }
 
 impl Default for CompileOptions {
@@ -37,11 +41,18 @@ impl Default for CompileOptions {
         CompileOptions {
             opt_level: 3,
             line_info: false,
+            tile_libraries: vec![],
         }
     }
 }
 
 impl CompileOptions {
+    /// Also link `library` into kernels with foreign calls.
+    pub fn tile_library(mut self, library: TileLibrarySpec) -> CompileOptions {
+        self.tile_libraries.push(library);
+        self
+    }
+
     /// The tileiras request for `arch` (native host ISA, no preview, no libraries).
     pub fn request(&self, arch: GpuArch) -> CompileRequest {
         let mut r = CompileRequest::new(arch);
@@ -78,6 +89,8 @@ pub struct Plan {
     pub key: CacheKey,
     pub arch: GpuArch,
     pub options: CompileOptions,
+    /// The tile libraries this kernel links (none unless it calls foreign functions).
+    pub libraries: ResolvedLibraries,
 }
 
 impl Plan {
@@ -86,10 +99,20 @@ impl Plan {
         self.specialized.entry
     }
 
+    /// The tileiras request: the options, plus `--preview=simt -l …` when the kernel calls foreign functions.
+    pub fn request(&self) -> CompileRequest {
+        let mut r = self.options.request(self.arch);
+        if !self.libraries.link.is_empty() {
+            r.preview.push(PreviewFeature::Simt);
+            r.libraries = self.libraries.link.clone();
+        }
+        r
+    }
+
     /// Compile with `tileiras` (the cubin the key names, when tileiras's version is the key's).
     pub fn compile(&self, tileiras: &Tileiras) -> Result<Vec<u8>, LaunchError> {
         self.specialized
-            .compile(tileiras, &self.options.request(self.arch))
+            .compile(tileiras, &self.request())
             .map(|c| c.bytes)
             .map_err(|source| LaunchError::Compile {
                 key: self.key.to_string(),
@@ -113,7 +136,25 @@ pub fn plan(
     let signature = Signature::from_specialized(kernel, &specialized, &ranks)?;
     let source_hash = content_hash(kernel, &specialized)?;
     let specialization = specialization_string(kernel, &specialized, &signature);
-    let options_fp = options.fingerprint(arch)?;
+    let foreign = foreign_functions(&specialized.module);
+    let libraries = if foreign.is_empty() {
+        ResolvedLibraries::default()
+    } else {
+        let l = resolve(&options.tile_libraries)?;
+        if l.link.is_empty() {
+            return Err(LaunchError::NoTileLibrary {
+                kernel: kernel.info.name.to_string(),
+                functions: foreign,
+            });
+        }
+        l
+    };
+    let mut options_fp = options.fingerprint(arch)?;
+    if !libraries.link.is_empty() {
+        options_fp.push_str(" --preview=simt libraries[");
+        options_fp.push_str(&libraries.fingerprint);
+        options_fp.push(']');
+    }
     let identity = kernel_identity(kernel);
     let key = CacheKey::new(KeyParts {
         kernel: &identity,
@@ -128,7 +169,8 @@ pub fn plan(
         signature,
         key,
         arch,
-        options: *options,
+        options: options.clone(),
+        libraries,
     })
 }
 
