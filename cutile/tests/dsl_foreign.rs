@@ -364,3 +364,121 @@ mod host {
         assert_eq!(with.key, without.key);
     }
 }
+
+/// The same declarations as `foreign_fixtures/calls.cu` (Tile C++), called in the same order.
+#[cutile::module]
+pub mod oracle {
+    use cutile::core::*;
+
+    #[cutile::foreign]
+    pub unsafe fn ext_in(x: Scalar<f32>);
+    #[cutile::foreign]
+    pub unsafe fn ext_ret(x: Scalar<f32>, y: Scalar<i32>) -> Scalar<f32>;
+    #[cutile::foreign]
+    pub unsafe fn ext_nt<const N: i32, T: ElementType>(
+        x: Scalar<f32>,
+        y: Scalar<i32>,
+    ) -> Scalar<f32>;
+
+    #[cutile::entry]
+    pub fn k(x: Scalar<f32>, y: Scalar<i32>) {
+        unsafe {
+            ext_in(x);
+            let a = ext_ret(x, y);
+            let b = ext_nt::<8, i16>(a, y);
+            ext_in(b);
+        }
+    }
+}
+
+/// One call as the reader sees it: callee, constant arguments, operand and result types, and which operands
+/// are zero constants.
+#[derive(Debug, PartialEq)]
+struct CallShape {
+    callee: String,
+    const_args: Vec<Attribute>,
+    operands: Vec<Type>,
+    results: Vec<Type>,
+    zero_operands: Vec<bool>,
+}
+
+fn call_shapes(m: &cutile_ir::Module) -> Vec<CallShape> {
+    let f = m
+        .functions
+        .iter()
+        .find(|f| matches!(f.kind, FunctionKind::Entry { .. }))
+        .unwrap();
+    let body = f.body.as_ref().unwrap();
+    let mut calls = vec![];
+    calls_in(body, &mut calls);
+    let is_zero = |v: cutile_ir::ValueId| {
+        body.ops.iter().any(|o| {
+            o.opcode == Opcode::Constant
+                && o.results.contains(&v)
+                && matches!(o.attr("value"), Some(cutile_ir::OpAttr::Dense(b)) if b.iter().all(|x| *x == 0))
+        })
+    };
+    calls
+        .iter()
+        .map(|c| CallShape {
+            callee: match c.attr("callee") {
+                Some(cutile_ir::OpAttr::Str(s)) => s.clone(),
+                other => panic!("{other:?}"),
+            },
+            const_args: match c.attr("const_args") {
+                Some(cutile_ir::OpAttr::TaggedArray(a)) => a.clone(),
+                other => panic!("{other:?}"),
+            },
+            operands: c.operands[0]
+                .iter()
+                .map(|v| f.value_type(*v).unwrap().clone())
+                .collect(),
+            results: c
+                .results
+                .iter()
+                .map(|v| f.value_type(*v).unwrap().clone())
+                .collect(),
+            zero_operands: c.operands[0].iter().map(|v| is_zero(*v)).collect(),
+        })
+        .collect()
+}
+
+#[test]
+fn calls_match_tile_cpp_through_nvcc() {
+    let fixture = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/foreign_fixtures/calls.tilebc"
+    ))
+    .unwrap();
+    let (theirs, version, preview) =
+        cutile_ir::bytecode::read_module_with_version(&fixture).unwrap();
+    assert!(preview && version.to_string() == "13.5");
+    let s = oracle::k::kernel().specialize(&[]).unwrap();
+    let ours_bc = s.bytecode(cutile_ir::V13_5).unwrap();
+    let ours = cutile_ir::bytecode::read_module(&ours_bc).unwrap();
+    let (a, b) = (call_shapes(&ours), call_shapes(&theirs));
+    assert_eq!(a.len(), 4);
+    assert_eq!(a, b, "ours:\n{}", s.ir_text());
+    // Tile C++ emits no declaration; ours must describe exactly the tile operands and results nvcc passes:
+    // parameters `in`, the zero-filled trailing operands `out`.
+    assert!(
+        !theirs
+            .functions
+            .iter()
+            .any(|f| matches!(f.kind, FunctionKind::ExternDecl { .. }))
+    );
+    for c in &b {
+        let d = ours.functions.iter().find(|f| f.name == c.callee).unwrap();
+        assert_eq!(d.param_types, c.operands[2..], "{}", c.callee);
+        assert_eq!(d.result_types, c.results[2..], "{}", c.callee);
+        let want: Vec<Access> = c.zero_operands[2..]
+            .iter()
+            .map(|z| if *z { Access::Out } else { Access::In })
+            .collect();
+        assert_eq!(access(d), want, "{}", c.callee);
+        let FunctionKind::ExternDecl { const_params } = &d.kind else {
+            panic!()
+        };
+        assert_eq!(const_params.len(), c.const_args.len());
+    }
+}

@@ -16,10 +16,9 @@ fn sample_libraries() -> Result<(), Box<dyn std::error::Error>> {
         let report = inspect(&common::read(name))?;
         insta::assert_snapshot!(format!("inspect_json_{name}"), report.to_json());
         insta::assert_snapshot!(format!("inspect_text_{name}"), report.to_string());
-        insta::assert_snapshot!(
-            format!("declare_{name}"),
-            parses(&declare(&report.interface, name))
-        );
+        let decls = declare(&report.interface, name);
+        common::check_declared_fixture(&name.replace('.', "_"), parses(&decls));
+        insta::assert_snapshot!(format!("declare_{name}"), parses(&decls));
     }
     Ok(())
 }
@@ -38,6 +37,7 @@ fn preview_samples_with_results() -> Result<(), Box<dyn std::error::Error>> {
         insta::assert_snapshot!(format!("inspect_text_{name}"), report.to_string());
         let decls = declare(&report.interface, name);
         assert_eq!(decls.declared, vec!["ext".to_string()], "{name}");
+        common::check_declared_fixture(&name.replace('.', "_"), parses(&decls));
         insta::assert_snapshot!(format!("declare_{name}"), parses(&decls));
     }
     Ok(())
@@ -198,5 +198,6 @@ fn declare_mapping_rules() {
             "mismatched_results"
         ]
     );
+    common::check_declared_fixture("mapping_rules", parses(&decls));
     insta::assert_snapshot!("declare_mapping_rules", parses(&decls));
 }

@@ -383,6 +383,7 @@ fn built_interface_round_trip() -> Result<(), Box<dyn std::error::Error>> {
         syn::parse_file(&decls.source).is_ok(),
         "generated source parses"
     );
+    common::check_declared_fixture("built_tilelib", &decls.source);
     insta::assert_snapshot!("declare_built", decls.source);
     Ok(())
 }

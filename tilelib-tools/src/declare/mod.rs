@@ -3,7 +3,10 @@
 //!
 //! Mapping: `index` constant parameters become `const N: i32` generics, `!preview$Datatype` ones `T:
 //! ElementType` generics, `!preview$shape` ones `S: Shape` generics, `!preview$string` ones `&str` parameters;
-//! `in` operands become parameters, `inout` operands `#[inout] &mut` parameters, `out` operands the return value.
+//! `in` operands become parameters, `inout` operands `#[inout]` parameters; the results are the updated `inout`
+//! operands, then the `out` operands (the order tileiras binds results in). When the interface orders the
+//! constant parameters differently from the DSL's default (strings first, then generics), the attribute lists
+//! them with `const_args = "…"`.
 //! Functions that cannot be spelled in the DSL (element types it lacks, ranks above 4, symbolic extents that
 //! are expressions, results that do not bind to the out/inout operands) are left out with a reason, both in
 //! [`Declarations::skipped`] and as a comment in the generated source. The spelling itself is in [`syntax`].
@@ -88,8 +91,15 @@ fn function(f: &ForeignFunction, rust_name: &str, library: &str) -> Result<Strin
     let mut params = Vec::new();
     // Symbolic extents may name index parameters; map each to its Rust identifier.
     let mut index_names = Vec::new();
+    let (mut interface_order, mut str_order, mut generic_order) = (vec![], vec![], vec![]);
     for c in &f.const_params {
         let id = unique(syntax::identifier(&c.name), &mut names);
+        interface_order.push(id.clone());
+        if c.kind == ConstKind::String {
+            str_order.push(id.clone());
+        } else {
+            generic_order.push(id.clone());
+        }
         match c.kind {
             ConstKind::Index => {
                 generics.push(syntax::index_generic(&id));
@@ -100,7 +110,10 @@ fn function(f: &ForeignFunction, rust_name: &str, library: &str) -> Result<Strin
             ConstKind::String => params.push(syntax::string_param(&id)),
         }
     }
+    str_order.extend(generic_order);
+    let const_args = (str_order != interface_order).then_some(interface_order);
     let mut results = Vec::new();
+    let mut outs = Vec::new();
     let mut operand_lines = Vec::new();
     for op in &f.operands {
         let ty = rust_type(&op.ty, &index_names)
@@ -112,14 +125,18 @@ fn function(f: &ForeignFunction, rust_name: &str, library: &str) -> Result<Strin
                 &ty,
                 false,
             )),
-            Access::InOut => params.push(syntax::param(
-                &unique(op.name.clone(), &mut names),
-                &ty,
-                true,
-            )),
-            Access::Out => results.push(ty),
+            Access::InOut => {
+                params.push(syntax::param(
+                    &unique(op.name.clone(), &mut names),
+                    &ty,
+                    true,
+                ));
+                results.push(ty);
+            }
+            Access::Out => outs.push(ty),
         }
     }
+    results.extend(outs);
     let mut doc = vec![
         format!("Foreign tile function `{}` of `{library}`.", f.symbol),
         String::new(),
@@ -133,8 +150,10 @@ fn function(f: &ForeignFunction, rust_name: &str, library: &str) -> Result<Strin
         doc.push(format!("Constant parameters: {}.", consts.join(", ")));
     }
     doc.push(format!("Operands: {}.", operand_lines.join("; ")));
-    if f.operands.iter().any(|o| o.access == Access::Out) {
-        doc.push("`out` operands are returned, in order.".to_string());
+    if f.operands.iter().any(|o| o.access != Access::In) {
+        doc.push(
+            "Returns the updated `inout` operands, then the `out` operands, in order.".to_string(),
+        );
     }
     doc.extend([
         String::new(),
@@ -152,6 +171,7 @@ fn function(f: &ForeignFunction, rust_name: &str, library: &str) -> Result<Strin
     Ok(syntax::function(
         &doc,
         &f.symbol,
+        const_args.as_deref(),
         rust_name,
         &generics,
         &params,

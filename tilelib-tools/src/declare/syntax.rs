@@ -2,7 +2,8 @@
 //! DSL's syntax changes. [`super`] decides *what* to declare; this module decides *how it is written*.
 //!
 //! Current spelling (cutile's `core` module): tiles are `Tile<E, S>` with `E` an element type (`f32`, `f16`,
-//! `bool`, …) and `S` a type-level shape `S0`, `S1<A>` … `S4<A, B, C, D>` of `i32` extents; element-type
+//! `bool`, …) and `S` a type-level shape `S1<A>` … `S4<A, B, C, D>` of `i32` extents, rank-0 tiles are
+//! `Scalar<E>`; element-type
 //! parameters are bounded by `ElementType`, shape parameters by `Shape`.
 
 use cutile_ir::ScalarType;
@@ -10,17 +11,27 @@ use cutile_ir::ScalarType;
 /// Lines placed after the generated file's header comment.
 pub const PRELUDE: &str = "#![allow(non_snake_case, non_upper_case_globals, clippy::too_many_arguments)]\n\n\
      #[allow(unused_imports)]\n\
-     use cutile::core::{ElementType, S0, S1, S2, S3, S4, Shape, Tile, bf16, f16, f8e4m3fn, f8e5m2, tf32};\n";
+     use cutile::core::{\n         ElementType, S1, S2, S3, S4, Scalar, Shape, Tile, bf16, f16, f8e4m3fn, f8e5m2, tf32,\n     };\n";
 
 /// The largest tile rank a type-level shape can spell.
 pub const MAX_RANK: usize = 4;
 
 /// The attribute that marks a body-less `unsafe fn` as a foreign tile function implemented under `symbol`.
-pub fn foreign_attr(symbol: &str) -> String {
-    format!("#[cutile::foreign(name = {})]", string_literal(symbol))
+/// `const_args` lists the constant parameters in interface order when it differs from the DSL's default
+/// order (the `&str` parameters, then the generic parameters, each in declaration order).
+pub fn foreign_attr(symbol: &str, const_args: Option<&[String]>) -> String {
+    match const_args {
+        None => format!("#[cutile::foreign(name = {})]", string_literal(symbol)),
+        Some(order) => format!(
+            "#[cutile::foreign(name = {}, const_args = {})]",
+            string_literal(symbol),
+            string_literal(&order.join(", "))
+        ),
+    }
 }
 
-/// The attribute marking a parameter whose tile the foreign function reads and replaces.
+/// The attribute marking a parameter whose tile the foreign function reads and replaces (its new value is
+/// returned first among the results).
 pub const INOUT_ATTR: &str = "#[inout]";
 
 /// The Rust element type of a Tile IR scalar type, if the DSL has one.
@@ -53,9 +64,13 @@ pub fn shape_type(dims: &[String]) -> String {
     }
 }
 
-/// A tile type from its element type and shape type.
+/// A tile type from its element type and shape type; rank 0 is the DSL's scalar, `Scalar<E>`.
 pub fn tile_type(elem: &str, shape: &str) -> String {
-    format!("Tile<{elem}, {shape}>")
+    if shape == "S0" {
+        format!("Scalar<{elem}>")
+    } else {
+        format!("Tile<{elem}, {shape}>")
+    }
 }
 
 /// Generic parameter for an `index` constant parameter.
@@ -73,16 +88,17 @@ pub fn shape_generic(name: &str) -> String {
     format!("{name}: Shape")
 }
 
-/// Ordinary parameter for a `!preview$string` constant parameter (the macro requires a literal at call sites).
+/// Ordinary parameter for a `!preview$string` constant parameter (call sites pass a literal, a `const`, an
+/// associated const, or a local bound to one of these; the macro checks it).
 pub fn string_param(name: &str) -> String {
     format!("{name}: &str")
 }
 
-/// A parameter, with its attribute for inout operands. An inout tile is taken by `&mut`: the foreign function
-/// replaces it with the matching result, and the reference lets rustc see that the caller's tile changes.
+/// A parameter, with its attribute for inout operands. Operands are passed by value; an inout operand's
+/// updated tile is one of the results (the updated inout operands come first, then the out operands).
 pub fn param(name: &str, ty: &str, inout: bool) -> String {
     if inout {
-        format!("{INOUT_ATTR} {name}: &mut {ty}")
+        format!("{INOUT_ATTR} {name}: {ty}")
     } else {
         format!("{name}: {ty}")
     }
@@ -101,6 +117,7 @@ pub fn return_type(results: &[String]) -> Option<String> {
 pub fn function(
     doc: &[String],
     symbol: &str,
+    const_args: Option<&[String]>,
     rust_name: &str,
     generics: &[String],
     params: &[String],
@@ -113,7 +130,7 @@ pub fn function(
             out.push('\n');
         }
     }
-    out.push_str(&foreign_attr(symbol));
+    out.push_str(&foreign_attr(symbol, const_args));
     out.push('\n');
     let generics = if generics.is_empty() {
         String::new()
@@ -228,7 +245,7 @@ mod tests {
         let params: Vec<String> = (0..6)
             .map(|i| format!("arg{i}: Tile<f32, S2<128, 128>>"))
             .collect();
-        let text = function(&[], "f", "f", &[], &params, None);
+        let text = function(&[], "f", None, "f", &[], &params, None);
         assert!(
             text.contains("pub unsafe fn f(\n    arg0: Tile<f32, S2<128, 128>>,\n"),
             "{text}"

@@ -99,3 +99,24 @@ pub fn elf_with_sections(sections: &[(&str, &[u8])]) -> Vec<u8> {
     }
     out
 }
+
+/// Compare generated declarations with their committed copy in `cutile/tests/foreign_fixtures/declared/`,
+/// which cutile's `dsl_foreign_declared` test compiles and calls from a kernel. With
+/// `UPDATE_FOREIGN_FIXTURES=1` the copy is rewritten instead.
+pub fn check_declared_fixture(name: &str, source: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../cutile/tests/foreign_fixtures/declared")
+        .join(format!("{name}.rs"));
+    if std::env::var_os("UPDATE_FOREIGN_FIXTURES").is_some() {
+        std::fs::write(&path, source).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == source,
+        "{} is not what `tilelib declare` generates now; regenerate with \
+         `UPDATE_FOREIGN_FIXTURES=1 cargo test -p tilelib-tools` and check that cutile's \
+         dsl_foreign_declared test still compiles",
+        path.display()
+    );
+}
