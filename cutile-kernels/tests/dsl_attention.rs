@@ -8,15 +8,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cutile::dsl::{Kernel, Specialized, TensorMeta};
+mod common;
+use common::*;
+use cutile::dsl::{Kernel, TensorMeta};
 use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::attention::{attention_reference, kernels as a};
 use half::{bf16, f16};
-
-fn t(dtype: ScalarType, shape: &[i64]) -> TensorMeta {
-    TensorMeta::contiguous(dtype, shape)
-}
 
 /// q, k, v, o of a `[slices, seq, d]` launch.
 fn arrays_3d(dtype: ScalarType, slices: i64, seq: i64, d: i64) -> Vec<TensorMeta> {
@@ -329,58 +327,6 @@ fn gpu_cases() -> Vec<GpuCase> {
             )
         },
     ]
-}
-
-/// Deterministic values in [-1, 1).
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
-/// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after
-/// printing why) when neither has it.
-fn gpu_cubin(name: &str, s: &Specialized) -> Option<Vec<u8>> {
-    if let Ok(t) = cutile::toolchain::Tileiras::discover() {
-        let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
-        let c = s
-            .compile(&t, &req)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        return Some(c.bytes);
-    }
-    let path = std::env::var_os("CUTILE_KERNELS_CUBINS")
-        .map(|d| std::path::PathBuf::from(d).join(format!("{name}.sm_90.cubin")));
-    match path.as_ref().map(std::fs::read) {
-        Some(Ok(bytes)) => Some(bytes),
-        _ => {
-            eprintln!("SKIPPED: {name}: no tileiras and no saved cubin ({path:?})");
-            None
-        }
-    }
-}
-
-/// Device 0 and a stream, or `None` after printing why the GPU test is skipped.
-fn gpu_device() -> Option<(Device, Stream)> {
-    if !cutile::runtime::is_available() {
-        eprintln!("SKIPPED: no CUDA driver");
-        return None;
-    }
-    match Device::new(0) {
-        Ok(d) => {
-            let s = Stream::new(&d).expect("create a stream");
-            Some((d, s))
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: no usable CUDA device ({e})");
-            None
-        }
-    }
 }
 
 /// Append an array's pointer, extents and strides (i32 index type) to `args`.
