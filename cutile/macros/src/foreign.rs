@@ -98,6 +98,13 @@ impl Const {
 /// Expand `#[cutile::foreign(…)]` on a body-less `unsafe fn`.
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let args: Args = syn::parse2(attr)?;
+    if let Ok(f) = syn::parse2::<syn::ItemFn>(item.clone()) {
+        return Err(syn::Error::new(
+            f.block.span(),
+            "a foreign tile function has no body (the tile library implements it): end the declaration \
+             with `;`",
+        ));
+    }
     let f: ForeignItemFn = syn::parse2(item.clone()).map_err(|_| {
         syn::Error::new(
             item.span(),

@@ -119,6 +119,8 @@ fn expand_module(m: ItemMod, source_hash: u64) -> Result<TokenStream2, Failure> 
     let str_params = foreign::str_params(&items);
     for item in items {
         match item {
+            // A foreign declaration written with a body: left to `#[cutile::foreign]`, which rejects it.
+            Item::Fn(f) if f.attrs.iter().any(foreign::is_foreign_attr) => out.push(quote!(#f)),
             Item::Fn(mut f) => {
                 let entry_attr = f.attrs.iter().find(|a| is_entry_attr(a)).cloned();
                 let mut strs = foreign::ConstStrs::new(&str_params, &f);
