@@ -185,6 +185,55 @@ fn basic_jobs() -> Vec<CompileJob> {
     jobs
 }
 
+/// The row-softmax variants for wide bf16 rows (`crate::softmax`): more worker warps on whole-row tiles,
+/// the online (chunked) form with 2048-wide chunks, and 4 rows per block for 1024-wide rows; each on its
+/// benchmark shapes and a ragged one.
+fn softmax_variant_jobs() -> Vec<CompileJob> {
+    use crate::softmax::kernels as s;
+    use half::bf16;
+    let spec = |p: &str, x: &[i64]| format!("{p} elem=bf16 rows={} cols={}", x[0], x[1]);
+    let mut jobs = Vec::new();
+    for x in [&[8192i64, 8192][..], &[4096, 4096], &[1000, 1023]] {
+        let (bn, k8, k16) = match x[1] {
+            8192 => (
+                8192,
+                s::row_softmax_w8::kernel::<bf16, 8192>(),
+                s::row_softmax_w16::kernel::<bf16, 8192>(),
+            ),
+            4096 => (
+                4096,
+                s::row_softmax_w8::kernel::<bf16, 4096>(),
+                s::row_softmax_w16::kernel::<bf16, 4096>(),
+            ),
+            _ => (
+                1024,
+                s::row_softmax_w8::kernel::<bf16, 1024>(),
+                s::row_softmax_w16::kernel::<bf16, 1024>(),
+            ),
+        };
+        let p = format!("BN={bn}");
+        jobs.push(dsl_job("row_softmax_w8", spec(&p, x), k8, BF16, &[x; 2]));
+        jobs.push(dsl_job("row_softmax_w16", spec(&p, x), k16, BF16, &[x; 2]));
+        jobs.push(dsl_job(
+            "row_softmax_online",
+            spec("BN=2048", x),
+            s::row_softmax_online::kernel::<bf16, 2048>(),
+            BF16,
+            &[x; 2],
+        ));
+    }
+    for x in [&[32768i64, 1024][..], &[1000, 1023]] {
+        jobs.push(dsl_job(
+            "row_softmax_rows",
+            spec("TM=4 BN=1024", x),
+            s::row_softmax_rows::kernel::<bf16, 4, 1024>(),
+            BF16,
+            &[x; 2],
+        ));
+    }
+    jobs
+}
+
 /// RMSNorm / LayerNorm (`crate::norm`): whole-row tiles for 1024-wide rows, looped 2048-wide chunks for
 /// 8192-wide ones (the fastest chunk width measured on an H200).
 fn norm_jobs() -> Vec<CompileJob> {
@@ -277,6 +326,7 @@ fn attention_jobs() -> Vec<CompileJob> {
 pub fn compile_jobs() -> Vec<CompileJob> {
     let mut jobs = ir_builder_jobs();
     jobs.extend(basic_jobs());
+    jobs.extend(softmax_variant_jobs());
     jobs.extend(norm_jobs());
     jobs.extend(attention_jobs());
     jobs

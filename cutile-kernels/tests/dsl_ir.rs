@@ -34,6 +34,26 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
             vec![t(BF16, &[64, 1000]); 2],
         ),
         (
+            "row_softmax_w8_bf16_1024",
+            s::row_softmax_w8::kernel::<half::bf16, 1024>(),
+            vec![t(BF16, &[64, 1000]); 2],
+        ),
+        (
+            "row_softmax_w16_bf16_8192",
+            s::row_softmax_w16::kernel::<half::bf16, 8192>(),
+            vec![t(BF16, &[64, 8192]); 2],
+        ),
+        (
+            "row_softmax_online_bf16_2048",
+            s::row_softmax_online::kernel::<half::bf16, 2048>(),
+            vec![t(BF16, &[64, 8191]); 2],
+        ),
+        (
+            "row_softmax_rows_f32_4x1024",
+            s::row_softmax_rows::kernel::<f32, 4, 1024>(),
+            vec![t(F32, &[1001, 1000]); 2],
+        ),
+        (
             "gemm_bf16_128x128x64",
             g::gemm::kernel::<half::bf16, 128, 128, 64>(),
             vec![

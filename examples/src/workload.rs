@@ -205,14 +205,96 @@ macro_rules! pow2_kernel {
     };
 }
 
-/// Row softmax of a `rows x cols` matrix, one row per block (tile `1 x row_tile(cols)`), or `None` for
-/// rows wider than 8192.
+/// A row-softmax kernel form (`cutile_kernels::softmax`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SoftmaxForm {
+    /// `row_softmax`: one row per block, the whole row in one `1 x row_tile(cols)` tile.
+    Plain,
+    /// `row_softmax_w8`: as `Plain` with 8 worker warps.
+    Warps8,
+    /// `row_softmax_w16`: as `Plain` with 16 worker warps.
+    Warps16,
+    /// `row_softmax_online`: the row in chunks of up to 2048, explicit grid `(rows, 1, 1)`.
+    Online,
+    /// `row_softmax_rows`: `TM` rows per block, `TM x row_tile(cols)` tile with `TM · row_tile ≤ 4096`.
+    Rows,
+}
+
+impl SoftmaxForm {
+    /// The forms other than `Plain`, benchmarked beside it.
+    pub const VARIANTS: [SoftmaxForm; 4] = [
+        SoftmaxForm::Warps8,
+        SoftmaxForm::Warps16,
+        SoftmaxForm::Online,
+        SoftmaxForm::Rows,
+    ];
+
+    /// The workload name's kernel part.
+    pub fn name(self) -> &'static str {
+        match self {
+            SoftmaxForm::Plain => "softmax",
+            SoftmaxForm::Warps8 => "softmax_w8",
+            SoftmaxForm::Warps16 => "softmax_w16",
+            SoftmaxForm::Online => "softmax_online",
+            SoftmaxForm::Rows => "softmax_rows",
+        }
+    }
+}
+
+/// Widest chunk of the online form (2048 was the best chunk of the looped norms on an H200).
+const SOFTMAX_CHUNK: i64 = 2048;
+
+/// `row_softmax_rows::kernel::<E, TM, BN>()` for the rows-per-block `TM` that keeps `TM x BN` at 4096
+/// elements or fewer (at most 4 rows).
+macro_rules! rows_kernel {
+    ($dt:expr, $bn:expr) => {
+        match $dt {
+            Dt::F32 => rows_kernel!(@tile f32, $bn),
+            Dt::BF16 => rows_kernel!(@tile bf16, $bn),
+            Dt::F16 => None,
+        }
+    };
+    (@tile $e:ty, $bn:expr) => {{
+        use softmax::kernels::row_softmax_rows as k;
+        match $bn {
+            128 => Some((4, k::kernel::<$e, 4, 128>())),
+            256 => Some((4, k::kernel::<$e, 4, 256>())),
+            512 => Some((4, k::kernel::<$e, 4, 512>())),
+            1024 => Some((4, k::kernel::<$e, 4, 1024>())),
+            2048 => Some((2, k::kernel::<$e, 2, 2048>())),
+            4096 => Some((1, k::kernel::<$e, 1, 4096>())),
+            8192 => Some((1, k::kernel::<$e, 1, 8192>())),
+            _ => None,
+        }
+    }};
+}
+
+/// Row softmax of a `rows x cols` matrix with `row_softmax` (one row per block, tile
+/// `1 x row_tile(cols)`), or `None` for rows wider than 8192.
 pub fn softmax(dt: Dt, rows: i64, cols: i64) -> Option<Workload> {
+    softmax_form(SoftmaxForm::Plain, dt, rows, cols)
+}
+
+/// Row softmax of a `rows x cols` matrix with the kernel `form`, or `None` for rows wider than 8192
+/// (whole-row forms) or an element type the kernels are not instantiated for.
+pub fn softmax_form(form: SoftmaxForm, dt: Dt, rows: i64, cols: i64) -> Option<Workload> {
+    use softmax::kernels as s;
     let bn = row_tile(cols);
-    let kernel = pow2_kernel!(dt, bn, softmax::kernels::row_softmax)?;
+    let mut grid = GridRule::Derived;
+    let kernel = match form {
+        SoftmaxForm::Plain => pow2_kernel!(dt, bn, s::row_softmax)?,
+        SoftmaxForm::Warps8 => pow2_kernel!(dt, bn, s::row_softmax_w8)?,
+        SoftmaxForm::Warps16 => pow2_kernel!(dt, bn, s::row_softmax_w16)?,
+        SoftmaxForm::Online => {
+            // The kernel's grid is one block per row, not the tiles of its output.
+            grid = GridRule::Fixed((u32::try_from(rows).ok()?, 1, 1));
+            pow2_kernel!(dt, bn.min(SOFTMAX_CHUNK), s::row_softmax_online)?
+        }
+        SoftmaxForm::Rows => rows_kernel!(dt, bn)?.1,
+    };
     let c = cols as usize;
     Some(Workload {
-        name: format!("softmax {} {rows}x{cols}", dt.name()),
+        name: format!("{} {} {rows}x{cols}", form.name(), dt.name()),
         kernel,
         params: vec![
             Param::In(TensorSpec {
@@ -225,7 +307,7 @@ pub fn softmax(dt: Dt, rows: i64, cols: i64) -> Option<Workload> {
             }),
             Param::Out(zeros(dt, &[rows, cols])),
         ],
-        grid: GridRule::Derived,
+        grid,
         reference: Some(Box::new(move |i, _| {
             all(softmax::row_softmax_reference(&i[0], c))
         })),
@@ -388,6 +470,10 @@ pub fn checks() -> Vec<Workload> {
         w.extend(norm(dt, 1000, 1023, false, false));
         w.extend(norm(dt, 1000, 1023, true, false));
     }
+    for form in SoftmaxForm::VARIANTS {
+        w.extend(softmax_form(form, Dt::BF16, 1000, 1023));
+        w.extend(softmax_form(form, Dt::F32, 4097, 129));
+    }
     w.extend(norm(Dt::BF16, 300, 8191, false, true));
     w.extend(norm(Dt::BF16, 300, 8191, true, true));
     for causal in [false, true] {
@@ -408,6 +494,11 @@ pub fn benches() -> Vec<Workload> {
     w.extend(softmax(Dt::BF16, 4096, 4096));
     w.extend(softmax(Dt::BF16, 32768, 1024));
     w.extend(softmax(Dt::F32, 8192, 8192));
+    for form in SoftmaxForm::VARIANTS {
+        for (rows, cols) in [(8192, 8192), (4096, 4096), (32768, 1024)] {
+            w.extend(softmax_form(form, Dt::BF16, rows, cols));
+        }
+    }
     w.extend(norm(Dt::BF16, 16384, 8192, false, true));
     w.extend(norm(Dt::BF16, 8192, 1024, false, false));
     w.extend(norm(Dt::BF16, 16384, 8192, true, true));
