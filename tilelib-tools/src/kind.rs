@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// `"\x7fTileIR\0"`, the Tile IR bytecode magic.
-pub const TILEIR_MAGIC: &[u8; 8] = b"\x7fTileIR\0";
+pub const TILEIR_MAGIC: &[u8; 8] = &cutile_ir::bytecode::MAGIC;
 /// Fatbinary magic 0xBA55ED50, stored little-endian.
 pub const FATBIN_MAGIC: [u8; 4] = [0x50, 0xED, 0x55, 0xBA];
 /// LTOIR magic 0x7F4E43ED, stored little-endian (`ED 43 4E 7F`); found in the output of

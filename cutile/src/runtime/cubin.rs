@@ -27,7 +27,6 @@ fn malformed(reason: impl Into<String>) -> CubinError {
     }
 }
 
-const TILEIR_MAGIC: &[u8; 8] = b"\x7fTileIR\0";
 const EM_CUDA: u16 = 190;
 /// OSABI of the current CUDA ELF flavour (tileiras 13.x, ABI version 8); it stores the SM in bits 8..16.
 const OSABI_CUDA_V2: u8 = 0x41;
@@ -127,7 +126,7 @@ struct Section {
 
 /// Validates `image` as a CUDA ELF and lists its kernels and their parameter layouts.
 pub fn inspect(image: &[u8]) -> Result<CubinInfo, CubinError> {
-    if image.starts_with(TILEIR_MAGIC) {
+    if image.starts_with(&cutile_ir::bytecode::MAGIC) {
         return Err(CubinError::TileIrBytecode);
     }
     if !image.starts_with(b"\x7fELF") {

@@ -126,9 +126,8 @@ pub(crate) fn parse_help_gpu_names(help: &str) -> Vec<GpuArch> {
 
 /// Reads the (major, minor) version from a Tile IR bytecode header, if the magic is there.
 pub(crate) fn bytecode_header_version(bytecode: &[u8]) -> Option<Version> {
-    const MAGIC: &[u8; 8] = b"\x7fTileIR\0";
     let header = bytecode.get(..10)?;
-    if &header[..8] != MAGIC {
+    if header[..8] != cutile_ir::bytecode::MAGIC {
         return None;
     }
     Some(Version::new(u32::from(header[8]), u32::from(header[9])))
