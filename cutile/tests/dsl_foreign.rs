@@ -2,7 +2,7 @@
 //! constant parameters and symbolic constant arguments, zero-filled outputs, token ordering through loops and
 //! helpers), bytecode that `tileirdisasm --preview=simt` reads, and trace-time errors.
 
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::missing_safety_doc)]
 
 use cutile::dsl::TensorMeta;
 use cutile_ir::ScalarType::*;
@@ -121,14 +121,14 @@ fn declarations_and_calls() {
     let ext = decl("ext");
     assert!(ext.private && ext.body.is_none(), "{text}");
     assert_eq!(access(ext), [Access::In]);
-    assert_eq!(ext.param_types, [t16.clone()]);
+    assert_eq!(ext.param_types, std::slice::from_ref(&t16));
     let scale = decl("lib.scale$v1");
     assert_eq!(access(scale), [Access::In, Access::In, Access::Out]);
     assert_eq!(
         scale.param_types,
         [t16.clone(), Type::scalar_tile(F32), t16.clone()]
     );
-    assert_eq!(scale.result_types, [t16.clone()]);
+    assert_eq!(scale.result_types, std::slice::from_ref(&t16));
     let FunctionKind::ExternDecl { const_params } = &scale.kind else {
         panic!("{text}")
     };
