@@ -18,11 +18,6 @@
 pub mod kernels {
     use cutile::core::*;
 
-    const NO_TMA: Hints = Hints {
-        latency: None,
-        allow_tma: Some(false),
-    };
-
     /// `y[r, :] = softmax(x[r, :])`; `BN` must be at least the row length (a power of two).
     #[cutile::entry]
     pub fn row_softmax<E: Float, const BN: i32>(
@@ -32,12 +27,12 @@ pub mod kernels {
         let row = block_id_x();
         let t = x
             .partition_padded::<S2<1, BN>>(Padding::NegInf)
-            .load_with((row, 0), NO_TMA)
+            .load_with((row, 0), Hints::NO_TMA)
             .cast::<f32>();
         let m = t.amax::<1>();
         let e = (t - m.broadcast()).exp();
         let s = e.sum::<1>();
-        y.store_with((e / s.broadcast()).cast::<E>(), NO_TMA);
+        y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
     }
 
     /// `row_softmax` with 8 worker warps per block.
@@ -49,12 +44,12 @@ pub mod kernels {
         let row = block_id_x();
         let t = x
             .partition_padded::<S2<1, BN>>(Padding::NegInf)
-            .load_with((row, 0), NO_TMA)
+            .load_with((row, 0), Hints::NO_TMA)
             .cast::<f32>();
         let m = t.amax::<1>();
         let e = (t - m.broadcast()).exp();
         let s = e.sum::<1>();
-        y.store_with((e / s.broadcast()).cast::<E>(), NO_TMA);
+        y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
     }
 
     /// `row_softmax` with 16 worker warps per block.
@@ -66,12 +61,12 @@ pub mod kernels {
         let row = block_id_x();
         let t = x
             .partition_padded::<S2<1, BN>>(Padding::NegInf)
-            .load_with((row, 0), NO_TMA)
+            .load_with((row, 0), Hints::NO_TMA)
             .cast::<f32>();
         let m = t.amax::<1>();
         let e = (t - m.broadcast()).exp();
         let s = e.sum::<1>();
-        y.store_with((e / s.broadcast()).cast::<E>(), NO_TMA);
+        y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
     }
 
     /// Online softmax for long rows. Grid `(rows, 1, 1)` (explicit): block `r` walks row `r` in `1 x BN`
@@ -119,12 +114,12 @@ pub mod kernels {
         let tile = block_id_x();
         let t = x
             .partition_padded::<S2<TM, BN>>(Padding::NegInf)
-            .load_with((tile, 0), NO_TMA)
+            .load_with((tile, 0), Hints::NO_TMA)
             .cast::<f32>();
         let m = t.amax::<1>();
         let e = (t - m.broadcast()).exp();
         let s = e.sum::<1>();
-        y.store_with((e / s.broadcast()).cast::<E>(), NO_TMA);
+        y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
     }
 }
 
