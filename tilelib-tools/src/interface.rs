@@ -10,7 +10,7 @@ use serde::{Serialize, Serializer};
 use std::fmt;
 
 /// The key of the access attribute in an extern declaration's per-parameter dictionary.
-pub const ACCESS_KEY: &str = "cuda_tile.preview$access";
+pub const ACCESS_KEY: &str = cutile_ir::ACCESS_ATTR;
 
 /// Everything a tile library's interface declares.
 #[derive(Clone, Debug, PartialEq, Serialize)]

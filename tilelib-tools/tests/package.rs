@@ -4,12 +4,10 @@
 
 mod common;
 
-use cutile_ir::{
-    Access, Attribute, DebugRef, Function, FunctionKind, Module, PreviewType, ScalarType, Type,
-};
+use cutile_ir::{Access, Attribute, Function, Module, PreviewType, ScalarType, Type};
 use std::path::{Path, PathBuf};
 use tilelib_tools::container::{self, TileLib};
-use tilelib_tools::interface::{ACCESS_KEY, ConstKind};
+use tilelib_tools::interface::ConstKind;
 use tilelib_tools::kind::FileKind;
 use tilelib_tools::package::{self, PackageError};
 
@@ -264,30 +262,14 @@ fn extern_decl(
     params: &[(Type, Access)],
     results: &[Type],
 ) -> Function {
-    Function {
-        name: name.to_string(),
-        kind: FunctionKind::ExternDecl {
-            const_params: consts
-                .iter()
-                .map(|(n, t)| Attribute::ConstParam {
-                    name: n.to_string(),
-                    ty: Type::Preview(t.clone()),
-                })
-                .collect(),
-        },
-        param_types: params.iter().map(|(t, _)| t.clone()).collect(),
-        result_types: results.to_vec(),
-        private: true,
-        arg_attrs: params
-            .iter()
-            .map(|(_, a)| {
-                Attribute::Dictionary(vec![(ACCESS_KEY.to_string(), Attribute::Access(*a))])
-            })
-            .collect(),
-        body: None,
-        loc: DebugRef(0),
-        values: params.iter().map(|(t, _)| t.clone()).collect(),
-    }
+    let const_params = consts
+        .iter()
+        .map(|(n, t)| Attribute::ConstParam {
+            name: n.to_string(),
+            ty: Type::Preview(t.clone()),
+        })
+        .collect();
+    Function::new_extern_decl(name, params, results, const_params)
 }
 
 /// A several-function interface written by cutile-ir, packaged by tileiras, then inspected and declared.

@@ -13,6 +13,9 @@ use crate::types::Type;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ValueId(pub u32);
 
+/// The argument-attribute key carrying a foreign function parameter's access mode.
+pub const ACCESS_ATTR: &str = "cuda_tile.preview$access";
+
 /// A debug-info reference: 0 is "unknown location"; n ≥ 1 is `Module::debug_attrs[n - 1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct DebugRef(pub u64);
@@ -159,6 +162,32 @@ impl Function {
         f.body = Some(Block { args, ops: vec![] });
         f
     }
+    /// A foreign function declaration (`preview$func extern`): private, no body, one
+    /// `{cuda_tile.preview$access = …}` dictionary per parameter, `const_params` as [`Attribute::ConstParam`]s.
+    pub fn new_extern_decl(
+        name: impl Into<String>,
+        params: &[(Type, crate::attr::Access)],
+        results: &[Type],
+        const_params: Vec<Attribute>,
+    ) -> Function {
+        Function {
+            name: name.into(),
+            kind: FunctionKind::ExternDecl { const_params },
+            param_types: params.iter().map(|(t, _)| t.clone()).collect(),
+            result_types: results.to_vec(),
+            private: true,
+            arg_attrs: params
+                .iter()
+                .map(|(_, a)| {
+                    Attribute::Dictionary(vec![(ACCESS_ATTR.to_string(), Attribute::Access(*a))])
+                })
+                .collect(),
+            body: None,
+            loc: DebugRef(0),
+            values: vec![],
+        }
+    }
+
     /// Allocate a value of type `ty`.
     pub fn new_value(&mut self, ty: Type) -> ValueId {
         self.values.push(ty);

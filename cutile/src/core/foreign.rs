@@ -13,7 +13,7 @@
 //! memory token and afterwards orders every later access after the call, so calls are ordered like
 //! memory accesses, also through loops and `if`s (the tokens are threaded like the outputs' tokens).
 
-use cutile_ir::{Access, Attribute, Function, FunctionKind, OpAttr, Opcode, PreviewType, Type};
+use cutile_ir::{Access, Attribute, Function, OpAttr, Opcode, PreviewType, Type};
 
 use super::elem::{ElementType, HostNum};
 use super::shape::Shape;
@@ -282,25 +282,5 @@ pub(crate) fn extern_decl(
     results: &[Type],
     const_params: &[Attribute],
 ) -> Function {
-    Function {
-        name: symbol.to_string(),
-        kind: FunctionKind::ExternDecl {
-            const_params: const_params.to_vec(),
-        },
-        param_types: params.iter().map(|(t, _)| t.clone()).collect(),
-        result_types: results.to_vec(),
-        private: true,
-        arg_attrs: params
-            .iter()
-            .map(|(_, a)| {
-                Attribute::Dictionary(vec![(
-                    "cuda_tile.preview$access".into(),
-                    Attribute::Access(*a),
-                )])
-            })
-            .collect(),
-        body: None,
-        loc: cutile_ir::DebugRef(0),
-        values: vec![],
-    }
+    Function::new_extern_decl(symbol, params, results, const_params.to_vec())
 }

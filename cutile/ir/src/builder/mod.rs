@@ -96,7 +96,7 @@ pub use memory::{
 };
 
 use crate::attr::{Access, Attribute};
-use crate::ir::{DebugRef, Function, FunctionKind, Global, Module};
+use crate::ir::{Function, Global, Module};
 use crate::types::{PreviewType, ScalarType, Type};
 use crate::verify::text::type_text;
 
@@ -221,33 +221,19 @@ impl ModuleBuilder {
                 "constant parameters must be of kind Datatype, Shape, String or Index".into(),
             ));
         }
-        self.module.functions.push(Function {
-            name: name.to_string(),
-            kind: FunctionKind::ExternDecl {
-                const_params: const_params
-                    .iter()
-                    .map(|(n, k)| Attribute::ConstParam {
-                        name: n.to_string(),
-                        ty: Type::Preview(k.clone()),
-                    })
-                    .collect(),
-            },
-            param_types: params.iter().map(|(t, _)| t.clone()).collect(),
-            result_types: results.to_vec(),
-            private: true,
-            arg_attrs: params
-                .iter()
-                .map(|(_, a)| {
-                    Attribute::Dictionary(vec![(
-                        "cuda_tile.preview$access".into(),
-                        Attribute::Access(*a),
-                    )])
-                })
-                .collect(),
-            body: None,
-            loc: DebugRef(0),
-            values: vec![],
-        });
+        let const_params = const_params
+            .iter()
+            .map(|(n, k)| Attribute::ConstParam {
+                name: n.to_string(),
+                ty: Type::Preview(k.clone()),
+            })
+            .collect();
+        self.module.functions.push(Function::new_extern_decl(
+            name,
+            params,
+            results,
+            const_params,
+        ));
         Ok(())
     }
 
