@@ -197,8 +197,9 @@ fn compile_sm90() {
     }
 }
 
+/// Not a check: prints the IR of every case for inspection.
 #[test]
-#[ignore]
+#[ignore = "manual tool: cargo test -p cutile --test dsl_control dump -- --ignored --nocapture"]
 fn dump() {
     for (name, k, arrays) in cases() {
         println!("// {name}\n{}", k.specialize(&arrays).unwrap().ir_text());
