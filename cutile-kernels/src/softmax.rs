@@ -18,9 +18,8 @@
 pub mod kernels {
     use cutile::core::*;
 
-    /// `y[r, :] = softmax(x[r, :])`; `BN` must be at least the row length (a power of two).
-    #[cutile::entry]
-    pub fn row_softmax<E: Float, const BN: i32>(
+    /// The whole-row body shared by the entries that differ only in hints (device helpers are inlined).
+    fn softmax_row<E: Float, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         y: &mut Tensor<E, S2<1, BN>>,
     ) {
@@ -33,6 +32,15 @@ pub mod kernels {
         let e = (t - m.broadcast()).exp();
         let s = e.sum::<1>();
         y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
+    }
+
+    /// `y[r, :] = softmax(x[r, :])`; `BN` must be at least the row length (a power of two).
+    #[cutile::entry]
+    pub fn row_softmax<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        y: &mut Tensor<E, S2<1, BN>>,
+    ) {
+        softmax_row(x, y);
     }
 
     /// `row_softmax` with 8 worker warps per block.
@@ -41,15 +49,7 @@ pub mod kernels {
         x: &Tensor<E, S2<DYN, DYN>>,
         y: &mut Tensor<E, S2<1, BN>>,
     ) {
-        let row = block_id_x();
-        let t = x
-            .partition_padded::<S2<1, BN>>(Padding::NegInf)
-            .load_with((row, 0), Hints::NO_TMA)
-            .cast::<f32>();
-        let m = t.amax::<1>();
-        let e = (t - m.broadcast()).exp();
-        let s = e.sum::<1>();
-        y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
+        softmax_row(x, y);
     }
 
     /// `row_softmax` with 16 worker warps per block.
@@ -58,15 +58,7 @@ pub mod kernels {
         x: &Tensor<E, S2<DYN, DYN>>,
         y: &mut Tensor<E, S2<1, BN>>,
     ) {
-        let row = block_id_x();
-        let t = x
-            .partition_padded::<S2<1, BN>>(Padding::NegInf)
-            .load_with((row, 0), Hints::NO_TMA)
-            .cast::<f32>();
-        let m = t.amax::<1>();
-        let e = (t - m.broadcast()).exp();
-        let s = e.sum::<1>();
-        y.store_with((e / s.broadcast()).cast::<E>(), Hints::NO_TMA);
+        softmax_row(x, y);
     }
 
     /// Online softmax for long rows. Grid `(rows, 1, 1)` (explicit): block `r` walks row `r` in `1 x BN`
