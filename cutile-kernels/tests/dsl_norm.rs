@@ -114,36 +114,14 @@ fn looped_kernels_loop_over_column_tiles() {
 
 #[test]
 fn compile_sm90() {
-    let tileiras = match cutile::toolchain::Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("SKIPPED: tileiras not found ({e})");
-            return;
-        }
-    };
-    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
     let gpu = gpu_cases().into_iter().map(|c| {
         let arrays = c.arrays();
-        (c.name, c.kernel, arrays, false)
+        (c.name, c.kernel, arrays)
     });
-    let save = std::env::var_os("CUTILE_KERNELS_CUBINS").map(std::path::PathBuf::from);
-    for (name, k, arrays, _) in cases().into_iter().chain(gpu) {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let cubin = s
-            .compile(&tileiras, &req)
-            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
-        if let Some(dir) = &save {
-            std::fs::create_dir_all(dir).expect("create the cubin directory");
-            std::fs::write(dir.join(format!("{name}.sm_90.cubin")), &cubin.bytes)
-                .expect("write a cubin");
-        }
-    }
-}
-
-fn close(a: &[f32], b: &[f32], tol: f32) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
+    let all = cases()
+        .into_iter()
+        .map(|(name, k, arrays, _)| (name, k, arrays));
+    compile_all_sm90(all.chain(gpu));
 }
 
 #[test]

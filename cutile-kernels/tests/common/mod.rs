@@ -1,7 +1,8 @@
-//! Helpers shared by the kernel-family test files: array metadata, deterministic data, and the GPU plumbing
-//! (a cubin from tileiras or a saved directory; device + stream, or a printed reason the test is skipped).
+//! Helpers shared by the kernel-family test files: array metadata, deterministic data, tolerance checks, the
+//! sm_90 compile loop, and the GPU plumbing (a cubin from tileiras or a saved directory; device + stream, or a
+//! printed reason the test is skipped).
 
-use cutile::dsl::{Specialized, TensorMeta};
+use cutile::dsl::{Kernel, Specialized, TensorMeta};
 use cutile::runtime::{Device, Stream};
 use cutile_ir::ScalarType;
 
@@ -57,6 +58,38 @@ pub fn gpu_device() -> Option<(Device, Stream)> {
         Err(e) => {
             eprintln!("SKIPPED: no usable CUDA device ({e})");
             None
+        }
+    }
+}
+
+/// Whether `a` and `b` agree element-wise within `tol` (absolute).
+pub fn close(a: &[f32], b: &[f32], tol: f32) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
+}
+
+/// Specialize and compile every case for sm_90 with the real tileiras (printing SKIPPED when it is not
+/// installed); with `CUTILE_KERNELS_CUBINS=<dir>` also save each cubin there for a GPU machine without it.
+pub fn compile_all_sm90(cases: impl IntoIterator<Item = (&'static str, Kernel, Vec<TensorMeta>)>) {
+    let tileiras = match cutile::toolchain::Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("SKIPPED: tileiras not found ({e})");
+            return;
+        }
+    };
+    let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
+    let save = std::env::var_os("CUTILE_KERNELS_CUBINS").map(std::path::PathBuf::from);
+    for (name, k, arrays) in cases {
+        let s = k
+            .specialize(&arrays)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let cubin = s
+            .compile(&tileiras, &req)
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+        if let Some(dir) = &save {
+            std::fs::create_dir_all(dir).expect("create the cubin directory");
+            std::fs::write(dir.join(format!("{name}.sm_90.cubin")), &cubin.bytes)
+                .expect("write a cubin");
         }
     }
 }
