@@ -1,9 +1,13 @@
 //! The compile catalog: every kernel specialization the workspace ships, as a job that builds its Tile IR
-//! module without a GPU. `cargo xtask kernels` compiles each for a list of architectures; AOT bundles and CI
-//! compile tests draw from the same list, so a kernel added here is checked everywhere.
+//! module without a GPU. The DSL jobs are not written here: they are what the families' host APIs plan
+//! for their representative calls, so the catalog compiles exactly what the ops launch.
+//! `cargo xtask kernels` compiles each job for a list of architectures.
 
+use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
 use cutile_ir::{Module, samples};
+
+use crate::op::{CallSpec, Target, describe};
 
 /// Error of a job's IR build.
 pub type BuildError = Box<dyn std::error::Error + Send + Sync>;
@@ -105,229 +109,79 @@ fn ir_builder_jobs() -> Vec<CompileJob> {
     jobs
 }
 
-/// A DSL job: `kernel` specialized for contiguous arrays of `shapes`.
-fn dsl_job(
-    name: &'static str,
-    specialization: String,
-    kernel: cutile::dsl::Kernel,
-    dtype: ScalarType,
-    shapes: &[&[i64]],
-) -> CompileJob {
-    let arrays: Vec<_> = shapes
-        .iter()
-        .map(|s| cutile::dsl::TensorMeta::contiguous(dtype, s))
-        .collect();
-    CompileJob::dsl(name, specialization, kernel, arrays)
+/// Every family's representative calls (see each family's `representative_calls`).
+pub fn representative_calls() -> Vec<CallSpec> {
+    let mut calls = crate::vector_add::representative_calls();
+    calls.extend(crate::softmax::representative_calls());
+    calls.extend(crate::norm::representative_calls());
+    calls.extend(crate::gemm::representative_calls());
+    calls.extend(crate::attention::representative_calls());
+    calls
 }
 
-/// Vector add, saxpy, row softmax and GEMM (plain and persistent). Each is declared for tile-aligned shapes
-/// and for ragged ones (odd extents give other layout facts, hence other specializations).
-fn basic_jobs() -> Vec<CompileJob> {
-    use crate::gemm::kernels as g;
-    use crate::softmax::kernels as s;
-    use crate::vector_add::kernels as v;
-    use half::bf16;
+/// The DSL jobs of `calls` as the host API plans them for an sm_90 device (the default configuration,
+/// or every tuning candidate with `all_candidates`), one job per distinct specialization.
+pub fn dsl_jobs(calls: &[CallSpec], all_candidates: bool) -> Result<Vec<CompileJob>, BuildError> {
+    let target = Target::planning(GpuArch::Sm90);
+    let mut seen = std::collections::HashSet::new();
     let mut jobs = Vec::new();
-    for n in [1i64 << 20, 1_000_003] {
-        let spec = |e: ScalarType| format!("B=1024 elem={e} n={n}");
-        let x: &[i64] = &[n];
-        jobs.push(dsl_job(
-            "vadd",
-            spec(F32),
-            v::vadd::kernel::<f32, 1024>(),
-            F32,
-            &[x; 3],
-        ));
-        jobs.push(dsl_job(
-            "vadd",
-            spec(BF16),
-            v::vadd::kernel::<bf16, 1024>(),
-            BF16,
-            &[x; 3],
-        ));
-        jobs.push(dsl_job(
-            "saxpy",
-            spec(F32),
-            v::saxpy::kernel::<f32, 1024>(),
-            F32,
-            &[x; 2],
-        ));
-    }
-    for (rows, cols) in [(4096i64, 1024i64), (1000, 1023)] {
-        let x: &[i64] = &[rows, cols];
-        for e in [F32, BF16] {
-            let spec = format!("BN=1024 elem={e} rows={rows} cols={cols}");
-            let k = match e {
-                F32 => s::row_softmax::kernel::<f32, 1024>(),
-                _ => s::row_softmax::kernel::<bf16, 1024>(),
-            };
-            jobs.push(dsl_job("row_softmax", spec, k, e, &[x; 2]));
+    for call in calls {
+        let planned = call.plan(&target, all_candidates)?;
+        for launch in &planned.launches {
+            // SAFETY: described operands only feed specialization; nothing is launched.
+            let args = unsafe { describe(launch, &planned.operands) };
+            let metas = args.tensor_metas();
+            let key = cutile::launch::plan(
+                &launch.kernel,
+                &metas,
+                target.arch,
+                &cutile::launch::CompileOptions::default(),
+                cutile::launch::NO_TOOLCHAIN,
+            )?
+            .key;
+            if !seen.insert(key) {
+                continue;
+            }
+            let spec = format!("{} [{}]", launch.config, call.label());
+            jobs.push(CompileJob::dsl(
+                launch.kernel.name(),
+                spec,
+                launch.kernel.clone(),
+                metas,
+            ));
         }
     }
-    for (m, n, k) in [(4096i64, 4096i64, 4096i64), (1000, 1023, 517)] {
-        let shapes: [&[i64]; 3] = [&[m, k], &[k, n], &[m, n]];
-        let spec = format!("128x128x64 elem=bf16 {m}x{n}x{k}");
-        jobs.push(dsl_job(
-            "gemm",
-            spec.clone(),
-            g::gemm::kernel::<bf16, 128, 128, 64>(),
-            BF16,
-            &shapes,
-        ));
-        jobs.push(dsl_job(
-            "gemm_persistent",
-            spec,
-            g::gemm_persistent::kernel::<bf16, 128, 128, 64>(),
-            BF16,
-            &shapes,
-        ));
-    }
-    jobs
+    Ok(jobs)
 }
 
-/// The row-softmax variants for wide bf16 rows (`crate::softmax`): more worker warps on whole-row tiles,
-/// the online (chunked) form with 2048-wide chunks, and 4 rows per block for 1024-wide rows; each on its
-/// benchmark shapes and a ragged one.
-fn softmax_variant_jobs() -> Vec<CompileJob> {
-    use crate::softmax::kernels as s;
-    use half::bf16;
-    let spec = |p: &str, x: &[i64]| format!("{p} elem=bf16 rows={} cols={}", x[0], x[1]);
-    let mut jobs = Vec::new();
-    for x in [&[8192i64, 8192][..], &[4096, 4096], &[1000, 1023]] {
-        let (bn, k8, k16) = match x[1] {
-            8192 => (
-                8192,
-                s::row_softmax_w8::kernel::<bf16, 8192>(),
-                s::row_softmax_w16::kernel::<bf16, 8192>(),
-            ),
-            4096 => (
-                4096,
-                s::row_softmax_w8::kernel::<bf16, 4096>(),
-                s::row_softmax_w16::kernel::<bf16, 4096>(),
-            ),
-            _ => (
-                1024,
-                s::row_softmax_w8::kernel::<bf16, 1024>(),
-                s::row_softmax_w16::kernel::<bf16, 1024>(),
-            ),
-        };
-        let p = format!("BN={bn}");
-        jobs.push(dsl_job("row_softmax_w8", spec(&p, x), k8, BF16, &[x; 2]));
-        jobs.push(dsl_job("row_softmax_w16", spec(&p, x), k16, BF16, &[x; 2]));
-        jobs.push(dsl_job(
-            "row_softmax_online",
-            spec("BN=2048", x),
-            s::row_softmax_online::kernel::<bf16, 2048>(),
-            BF16,
-            &[x; 2],
-        ));
-    }
-    for x in [&[32768i64, 1024][..], &[1000, 1023]] {
-        jobs.push(dsl_job(
-            "row_softmax_rows",
-            spec("TM=4 BN=1024", x),
-            s::row_softmax_rows::kernel::<bf16, 4, 1024>(),
-            BF16,
-            &[x; 2],
-        ));
-    }
-    jobs
-}
-
-/// RMSNorm / LayerNorm (`crate::norm`): whole-row tiles for 1024-wide rows, looped 2048-wide chunks for
-/// 8192-wide ones (the fastest chunk width measured on an H200).
-fn norm_jobs() -> Vec<CompileJob> {
-    use crate::norm::kernels as n;
-    use half::bf16;
-    let (short, long): (&[i64], &[i64]) = (&[8192, 1024], &[16384, 8192]);
-    let spec = |bn: i32, elem: ScalarType, x: &[i64]| {
-        format!("BN={bn} elem={elem} rows={} cols={}", x[0], x[1])
-    };
-    vec![
-        dsl_job(
-            "rms_norm",
-            spec(1024, BF16, short),
-            n::rms_norm::kernel::<bf16, 1024>(),
-            BF16,
-            &[short, &[1024], short],
-        ),
-        dsl_job(
-            "rms_norm",
-            spec(1024, F32, short),
-            n::rms_norm::kernel::<f32, 1024>(),
-            F32,
-            &[short, &[1024], short],
-        ),
-        dsl_job(
-            "layer_norm",
-            spec(1024, BF16, short),
-            n::layer_norm::kernel::<bf16, 1024>(),
-            BF16,
-            &[short, &[1024], &[1024], short],
-        ),
-        dsl_job(
-            "rms_norm_looped",
-            spec(2048, BF16, long),
-            n::rms_norm_looped::kernel::<bf16, 2048>(),
-            BF16,
-            &[long, &[8192], long],
-        ),
-        dsl_job(
-            "layer_norm_looped",
-            spec(2048, BF16, long),
-            n::layer_norm_looped::kernel::<bf16, 2048>(),
-            BF16,
-            &[long, &[8192], &[8192], long],
-        ),
-    ]
-}
-
-/// Flash attention forward (`crate::attention`): BM=64, BN=128, D=64/128, causal and not.
-fn attention_jobs() -> Vec<CompileJob> {
-    use crate::attention::kernels as a;
-    use half::bf16;
-    let mut jobs = Vec::new();
-    for causal in [false, true] {
-        let spec = |d: i64| format!("BM=64 BN=128 D={d} causal={causal} elem=bf16");
-        let (k128, k64, k4d) = match causal {
-            false => (
-                a::flash_attention::kernel::<bf16, 64, 128, 128, false>(),
-                a::flash_attention::kernel::<bf16, 64, 128, 64, false>(),
-                a::flash_attention_4d::kernel::<bf16, 64, 128, 128, false>(),
-            ),
-            true => (
-                a::flash_attention::kernel::<bf16, 64, 128, 128, true>(),
-                a::flash_attention::kernel::<bf16, 64, 128, 64, true>(),
-                a::flash_attention_4d::kernel::<bf16, 64, 128, 128, true>(),
-            ),
-        };
-        let (s128, s64): (&[i64], &[i64]) = (&[128, 4096, 128], &[128, 4096, 64]);
-        jobs.push(dsl_job(
-            "flash_attention",
-            spec(128),
-            k128,
-            BF16,
-            &[s128; 4],
-        ));
-        jobs.push(dsl_job("flash_attention", spec(64), k64, BF16, &[s64; 4]));
-        let s4: &[i64] = &[4, 32, 4096, 128];
-        jobs.push(dsl_job(
-            "flash_attention_4d",
-            spec(128),
-            k4d,
-            BF16,
-            &[s4; 4],
-        ));
-    }
-    jobs
-}
-
-/// Every compile job of the workspace.
+/// Every compile job of the workspace: the IR-builder samples and the default configuration of every
+/// representative call (what CI compiles for four archs).
 pub fn compile_jobs() -> Vec<CompileJob> {
     let mut jobs = ir_builder_jobs();
-    jobs.extend(basic_jobs());
-    jobs.extend(softmax_variant_jobs());
-    jobs.extend(norm_jobs());
-    jobs.extend(attention_jobs());
+    match dsl_jobs(&representative_calls(), false) {
+        Ok(j) => jobs.extend(j),
+        Err(e) => jobs.push(CompileJob::new(
+            "catalog",
+            "planning".into(),
+            "dsl",
+            move || Err(e.to_string().into()),
+        )),
+    }
+    jobs
+}
+
+/// [`compile_jobs`] plus every tuning candidate of every representative call (`cargo xtask kernels
+/// --full`).
+pub fn compile_jobs_full() -> Vec<CompileJob> {
+    let mut jobs = ir_builder_jobs();
+    match dsl_jobs(&representative_calls(), true) {
+        Ok(j) => jobs.extend(j),
+        Err(e) => jobs.push(CompileJob::new(
+            "catalog",
+            "planning".into(),
+            "dsl",
+            move || Err(e.to_string().into()),
+        )),
+    }
     jobs
 }

@@ -1,9 +1,37 @@
-//! `cutile-kernels`: the catalog of production tile kernels and the list of specializations the workspace
-//! compiles ([`catalog`]).
+//! `cutile-kernels`: prebuilt tile kernels called like torch ops.
+//!
+//! One folder per family; each holds its DSL kernels (`dsl.rs`), its host API (`mod.rs`: the ops, and
+//! `plan`, the launches of a call without a device), its configuration choice (`config.rs`: the default
+//! table and the tuner's candidates), its CPU reference (`reference.rs`) and its tests:
+//!
+//! | family | ops |
+//! |---|---|
+//! | [`vector_add`] | [`vector_add::add`], [`vector_add::axpy`] |
+//! | [`softmax`] | [`softmax::softmax`] |
+//! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`] |
+//! | [`gemm`] | [`gemm::gemm`] |
+//! | [`attention`] | [`attention::attention`] |
+//!
+//! [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
+//! of ops by name that AOT bundles and the GPU runner use); [`catalog`] lists the compile jobs of
+//! `cargo xtask kernels`, drawn from the families' plans.
 
 pub mod attention;
 pub mod catalog;
 pub mod gemm;
 pub mod norm;
+pub mod op;
 pub mod softmax;
 pub mod vector_add;
+
+pub use op::OpError;
+
+/// The relative L2 error an op's output may have against its f64/f32 reference, per output element
+/// type: about 4 ulps of the type's rounding, what a correctly written kernel reaches.
+pub fn tolerance(dtype: cutile_ir::ScalarType) -> f64 {
+    match dtype {
+        cutile_ir::ScalarType::BF16 => 1e-2,
+        cutile_ir::ScalarType::F16 => 2e-3,
+        _ => 1e-5,
+    }
+}

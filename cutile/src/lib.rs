@@ -6,4 +6,5 @@ pub mod dsl;
 pub mod launch;
 pub mod runtime;
 pub mod toolchain;
+pub mod tune;
 pub use cutile_macros::{entry, foreign, module};

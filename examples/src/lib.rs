@@ -6,7 +6,7 @@
 //!   CPU reference, throughput metric) and the catalog of workloads ([`workload::suite`]);
 //! - [`run`]: running a workload on a GPU — correctness against the reference, CUDA-event benchmarks
 //!   with an L2 flush — and describing its launch without a GPU (for AOT planning);
-//! - [`timing`]: events, medians, the L2 flush.
+//! - timing: in `cutile::runtime::timing` (events, medians, the L2 flush).
 //!
 //! Examples need a GPU: without a CUDA driver each prints `skipped: no CUDA driver` and exits 0
 //! ([`gpu_or_skip`]). Kernels come from tileiras when it is installed, else from registered AOT bundles
@@ -14,7 +14,7 @@
 
 pub mod data;
 pub mod run;
-pub mod timing;
+
 pub mod workload;
 
 use cutile::runtime::{Device, RuntimeError, Stream};
@@ -74,7 +74,8 @@ fn example(
         println!("{}", r.line());
         ok &= r.pass;
     }
-    let mut flush = timing::L2Flush::new(&device, timing::FLUSH_BYTES)?;
+    let mut flush =
+        cutile::runtime::timing::L2Flush::new(&device, cutile::runtime::timing::FLUSH_BYTES)?;
     for w in &benches {
         let r = run::bench(&device, &stream, w, 50, Some(&mut flush))?;
         println!("{}", r.line());

@@ -8,8 +8,8 @@ use cutile_ir::ScalarType;
 
 use crate::BoxError;
 use crate::data::{DevTensor, Dt, rel_l2, uniform};
-use crate::timing::{L2Flush, Stats, time_device};
 use crate::workload::{GridRule, Init, Metric, Param, TensorSpec, Workload};
+use cutile::runtime::timing::{L2Flush, Stats, time_device};
 
 /// A workload's tensors on a device (parameter order, tensors only) and, when kept, the host copies of
 /// every tensor with initial data (inputs, and outputs the kernel also reads such as saxpy's `y`) as
@@ -255,7 +255,7 @@ pub fn bench(
     let stats = time_device(stream, 5, iters, flush, || {
         // SAFETY: the tensors live in `inst` until after `time_device` returns, and it waits for every
         // launch (end event) before the next one is queued.
-        unsafe { launcher.enqueue(stream, &a) }.map_err(|e: LaunchError| e.into())
+        unsafe { launcher.enqueue(stream, &a) }.map_err(|e: LaunchError| -> BoxError { e.into() })
     })?;
     stream.synchronize()?;
     let secs = stats.median_us * 1e-6;

@@ -3,9 +3,9 @@
 use std::time::Instant;
 
 use cutile::launch::Launcher;
+use cutile::runtime::timing::Stats;
 use cutile::runtime::{Device, Event, Stream};
 use cutile_examples::run::{Instance, args, instantiate};
-use cutile_examples::timing::Stats;
 use cutile_examples::workload::tiny;
 
 use crate::BoxError;

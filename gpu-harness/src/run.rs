@@ -4,9 +4,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use cutile::bundle::{self, Bundle};
+use cutile::runtime::timing::{FLUSH_BYTES, L2Flush};
 use cutile::runtime::{Device, RuntimeError, Stream};
 use cutile_examples::run::{bench, check};
-use cutile_examples::timing::{FLUSH_BYTES, L2Flush};
 use cutile_examples::workload::{benches, checks};
 
 use crate::report::{self, Report};

@@ -126,6 +126,29 @@ pub trait TensorArgMut: TensorArg {}
 #[derive(Debug)]
 pub struct TensorRefParts<'a>(pub(crate) TensorRef<'a>);
 
+impl<'a> TensorRefParts<'a> {
+    /// Element type.
+    pub fn dtype(&self) -> ScalarType {
+        self.0.dtype
+    }
+    /// Extents, outermost first.
+    pub fn shape(&self) -> &'a [i64] {
+        self.0.shape
+    }
+    /// Strides in elements.
+    pub fn strides(&self) -> &'a [i64] {
+        self.0.strides
+    }
+    /// Device address of element 0.
+    pub fn ptr(&self) -> u64 {
+        self.0.ptr
+    }
+    /// Ordinal of the device holding the memory.
+    pub fn device(&self) -> usize {
+        self.0.device
+    }
+}
+
 macro_rules! tensor_arg {
     ($($ty:ty),*) => {$(
         impl<T: DeviceElement> sealed::Sealed for $ty {}

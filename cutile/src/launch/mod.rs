@@ -316,7 +316,20 @@ pub struct Pending<'a> {
     _borrows: PhantomData<&'a mut ()>,
 }
 
-impl Pending<'_> {
+impl<'a> Pending<'a> {
+    /// A guard for work already queued on `stream` (by [`Launcher::enqueue`]): ops that make several
+    /// launches return one guard for all of them.
+    ///
+    /// # Safety
+    /// Every borrow the queued work relies on must outlive `'a`, as for [`Launcher::launch_async`].
+    pub unsafe fn for_enqueued(stream: &'a Stream) -> Pending<'a> {
+        Pending {
+            stream,
+            done: false,
+            _borrows: PhantomData,
+        }
+    }
+
     /// Waits for the kernel (and everything queued before it on the stream). Inside graph capture
     /// there is nothing to wait for.
     pub fn wait(mut self) -> Result<(), LaunchError> {

@@ -20,6 +20,7 @@ mod memory;
 mod module;
 mod stream;
 mod tensor;
+pub mod timing;
 
 pub use args::{DevicePointer, KernelArgs, KernelParam, ParamSlot};
 pub use cubin::CubinError;

@@ -31,13 +31,3 @@ pub mod kernels {
         y.store((alpha * tx + ty).cast::<E>());
     }
 }
-
-/// CPU reference of `vadd`.
-pub fn vadd_reference(a: &[f32], b: &[f32]) -> Vec<f32> {
-    a.iter().zip(b).map(|(x, y)| x + y).collect()
-}
-
-/// CPU reference of `saxpy`.
-pub fn saxpy_reference(alpha: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
-    x.iter().zip(y).map(|(x, y)| alpha * x + y).collect()
-}

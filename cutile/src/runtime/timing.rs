@@ -1,9 +1,7 @@
 //! Device timing with CUDA events: warm-up, then the median (and spread) of many timed launches, each
 //! optionally preceded by an L2 flush (a device copy of a buffer larger than the cache).
 
-use cutile::runtime::{Device, Event, Stream, Tensor};
-
-use crate::BoxError;
+use super::{Device, Event, RuntimeError, Stream, Tensor};
 
 /// Bytes written by one L2 flush: 256 MiB, five times the H200's 50 MiB L2.
 pub const FLUSH_BYTES: usize = 256 << 20;
@@ -16,7 +14,7 @@ pub struct L2Flush {
 }
 
 impl L2Flush {
-    pub fn new(device: &Device, bytes: usize) -> Result<L2Flush, BoxError> {
+    pub fn new(device: &Device, bytes: usize) -> Result<L2Flush, RuntimeError> {
         let shape = [bytes as i64];
         Ok(L2Flush {
             src: Tensor::zeros(device, &shape)?,
@@ -26,7 +24,7 @@ impl L2Flush {
 
     /// Copies the buffer (on the legacy stream, which the runtime's blocking streams wait for) and
     /// waits for it, so the next timed launch starts with a cold L2.
-    pub fn run(&mut self) -> Result<(), BoxError> {
+    pub fn run(&mut self) -> Result<(), RuntimeError> {
         let src = self.src.view();
         self.dst.copy_from(&src)?;
         self.dst.device().synchronize()?;
@@ -73,13 +71,13 @@ impl Stats {
 
 /// Times `launch` (which must only enqueue work on `stream`) with events: `warmup` untimed runs, then
 /// `iters` timed ones, each after `flush` when given.
-pub fn time_device(
+pub fn time_device<E: From<RuntimeError>>(
     stream: &Stream,
     warmup: usize,
     iters: usize,
     mut flush: Option<&mut L2Flush>,
-    mut launch: impl FnMut() -> Result<(), BoxError>,
-) -> Result<Stats, BoxError> {
+    mut launch: impl FnMut() -> Result<(), E>,
+) -> Result<Stats, E> {
     let device = stream.device();
     let (start, end) = (Event::new(device)?, Event::new(device)?);
     let mut samples = Vec::with_capacity(iters);

@@ -1,0 +1,289 @@
+//! Scaled dot-product attention forward, as `torch.nn.functional.scaled_dot_product_attention` without
+//! a mask: `o = softmax(q kᵀ · scale) v`, f16 and bf16, head dimension 64 or 128, optionally causal
+//! (aligned at position 0), grouped-query (`k`/`v` with fewer heads dividing `q`'s).
+//!
+//! Layouts: `[batch, heads, seq, D]` (any strides, so `[batch, seq, heads, D]` storage is a permuted
+//! view) or `[batch·heads, seq, D]`.
+//!
+//! - `dsl`: the flash-attention kernels;
+//! - [`config`]: tile sizes per head dimension;
+//! - [`reference`]: the CPU reference;
+//! - [`plan`]: the launches of a call, without a device.
+
+pub mod config;
+mod dsl;
+pub mod reference;
+
+pub use config::AttentionConfig;
+pub use dsl::kernels;
+pub use reference::attention_reference;
+
+use cutile::launch::{Pending, TensorArg, TensorArgMut};
+use cutile::runtime::Stream;
+use cutile_ir::ScalarType;
+
+use crate::op::ceil_div;
+use crate::op::tuning;
+use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, mma_kernel};
+
+/// The op's name.
+pub const OP: &str = "attention";
+/// Element types with a kernel.
+pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16];
+
+/// Options of [`attention`].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AttentionOptions {
+    /// Mask keys after the query (query `i` sees keys `0..=i`).
+    pub causal: bool,
+    /// Softmax scale; `None` is `1/sqrt(D)`.
+    pub scale: Option<f32>,
+}
+
+/// `o = attention(q, k, v)`, queued on `stream`. `q`/`o`: `[B, H, S_q, D]` (or `[BH, S_q, D]`),
+/// `k`/`v`: `[B, H_kv, S_k, D]` with `H_kv` dividing `H` (3-D: `[BH, S_k, D]`).
+pub fn attention<'a>(
+    stream: &'a Stream,
+    q: &'a impl TensorArg,
+    k: &'a impl TensorArg,
+    v: &'a impl TensorArg,
+    options: &AttentionOptions,
+    o: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    let operands = [
+        Operand::of("q", q),
+        Operand::of("k", k),
+        Operand::of("v", v),
+        Operand::of("o", &*o),
+    ];
+    let target = Target::of(stream.device())?;
+    let Some(call) = Call::new(&operands, &target, options)? else {
+        // SAFETY: nothing was queued.
+        return Ok(unsafe { Pending::for_enqueued(stream) });
+    };
+    let candidates = [config::choose(call.d)];
+    let class = format!("{} D={} causal={}", call.dtype, call.d, call.causal);
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`o` exclusively).
+    unsafe {
+        tuning::run_tuned(stream, &operands, 3, OP, class, &candidates, false, |c| {
+            launches(c, &call)
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Call {
+    dtype: ScalarType,
+    d: i64,
+    causal: bool,
+    scale: f32,
+    /// `[B·H]` (3-D) or `[B, H]` (4-D) leading extents of q, and seq_q.
+    lead: Vec<i64>,
+    seq_q: i64,
+    ops: [Operand; 4],
+}
+
+impl Call {
+    fn new(
+        operands: &[Operand],
+        target: &Target,
+        options: &AttentionOptions,
+    ) -> Result<Option<Call>, OpError> {
+        let [q, k, v, o] = operands else {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: format!("takes 4 tensors (q, k, v, o), got {}", operands.len()),
+            });
+        };
+        q.expect_dtype(OP, DTYPES)?;
+        for t in [k, v, o] {
+            t.expect_same_dtype(OP, q)?;
+        }
+        for t in [q, k, v, o] {
+            target.expect_device(OP, t)?;
+        }
+        let rank = q.rank();
+        if rank != 3 && rank != 4 {
+            return Err(OpError::Rank {
+                op: OP,
+                arg: "q",
+                expected: "3 ([BH, S, D]) or 4 ([B, H, S, D])".into(),
+                shape: q.shape.clone(),
+            });
+        }
+        for t in [k, v, o] {
+            t.expect_rank(OP, rank)?;
+        }
+        o.expect_same_shape(OP, q)?;
+        v.expect_same_shape(OP, k)?;
+        let d = q.shape[rank - 1];
+        if !config::HEAD_DIMS.contains(&d) {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: format!(
+                    "head dimension {d}; the kernels take {:?}",
+                    config::HEAD_DIMS
+                ),
+            });
+        }
+        let shape_err = |what: &str, l: i64, r: i64| OpError::Shape {
+            op: OP,
+            what: what.into(),
+            left: l.to_string(),
+            right: r.to_string(),
+        };
+        if k.shape[rank - 1] != d {
+            return Err(shape_err(
+                "`k`'s head dimension vs `q`'s",
+                k.shape[rank - 1],
+                d,
+            ));
+        }
+        if q.shape[0] != k.shape[0] {
+            return Err(shape_err(
+                "batch (axis 0) of `k` vs `q`",
+                k.shape[0],
+                q.shape[0],
+            ));
+        }
+        if rank == 4 {
+            let (h, hkv) = (q.shape[1], k.shape[1]);
+            if hkv == 0 || h % hkv != 0 {
+                return Err(shape_err(
+                    "`k`'s heads must divide `q`'s heads (grouped-query attention)",
+                    hkv,
+                    h,
+                ));
+            }
+        }
+        let seq_q = q.shape[rank - 2];
+        let seq_k = k.shape[rank - 2];
+        if q.numel() == 0 {
+            return Ok(None);
+        }
+        if seq_k == 0 {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: "`k` has no keys (seq_k = 0): softmax over an empty set is undefined".into(),
+            });
+        }
+        let scale = options.scale.unwrap_or(1.0 / (d as f32).sqrt());
+        if !(scale.is_finite() && scale > 0.0) {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: format!("scale must be finite and > 0, got {scale}"),
+            });
+        }
+        Ok(Some(Call {
+            dtype: q.dtype,
+            d,
+            causal: options.causal,
+            scale,
+            lead: q.shape[..rank - 2].to_vec(),
+            seq_q,
+            ops: [q.clone(), k.clone(), v.clone(), o.clone()],
+        }))
+    }
+}
+
+/// The launches of a call (`operands` = `[q, k, v, o]`).
+pub fn plan(
+    operands: &[Operand],
+    target: &Target,
+    options: &AttentionOptions,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    match Call::new(operands, target, options)? {
+        None => Ok(Vec::new()),
+        Some(call) => launches(&config::choose(call.d), &call),
+    }
+}
+
+fn launches(cfg: &AttentionConfig, call: &Call) -> Result<Vec<PlannedLaunch>, OpError> {
+    use kernels as k;
+    let four = call.lead.len() == 2;
+    macro_rules! pick {
+        ($k:ident, $bm:literal, $bn:literal) => {
+            mma_kernel!(call.dtype, |E| match (call.d, call.causal) {
+                (64, false) => Some(k::$k::kernel::<E, $bm, $bn, 64, false>()),
+                (64, true) => Some(k::$k::kernel::<E, $bm, $bn, 64, true>()),
+                (128, false) => Some(k::$k::kernel::<E, $bm, $bn, 128, false>()),
+                (128, true) => Some(k::$k::kernel::<E, $bm, $bn, 128, true>()),
+                _ => None,
+            })
+            .flatten()
+        };
+    }
+    let kernel = match (four, cfg.bm, cfg.bn) {
+        (false, 64, 128) => pick!(flash_attention, 64, 128),
+        (true, 64, 128) => pick!(flash_attention_4d, 64, 128),
+        _ => None,
+    }
+    .ok_or_else(|| OpError::Unsupported {
+        op: OP,
+        what: format!(
+            "no {} kernel for configuration `{}`",
+            call.dtype,
+            tuning::Candidate::name(cfg)
+        ),
+    })?;
+    let slices: i64 = call.lead.iter().product();
+    let q_tiles = ceil_div(call.seq_q, cfg.bm);
+    let grid = (
+        u32::try_from(slices).map_err(|_| OpError::Unsupported {
+            op: OP,
+            what: format!("{slices} batch·heads exceed the grid"),
+        })?,
+        u32::try_from(q_tiles).map_err(|_| OpError::Unsupported {
+            op: OP,
+            what: format!("{q_tiles} query tiles exceed the grid"),
+        })?,
+        1,
+    );
+    let [q, kk, v, o] = &call.ops;
+    Ok(vec![PlannedLaunch {
+        kernel,
+        args: vec![
+            PlannedArg::whole(0, q, false),
+            PlannedArg::whole(1, kk, false),
+            PlannedArg::whole(2, v, false),
+            PlannedArg::F32(call.scale),
+            PlannedArg::whole(3, o, true),
+        ],
+        grid: Some(grid),
+        config: tuning::Candidate::name(cfg),
+    }])
+}
+
+/// The calls the catalog compiles (`cargo xtask kernels`), the GPU runner checks and benchmarks, and the
+/// examples run: the benchmark shapes and ragged ones, per element type.
+pub fn representative_calls() -> Vec<crate::op::CallSpec> {
+    let c = |op: &str, dtype: &str, shapes: &[&[i64]], causal: bool| crate::op::CallSpec {
+        op: op.into(),
+        dtype: dtype.into(),
+        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+        causal,
+    };
+    let mut calls = Vec::new();
+    for causal in [false, true] {
+        calls.push(c(
+            OP,
+            "bf16",
+            &[&[4, 32, 4096, 128], &[4, 32, 4096, 128]],
+            causal,
+        ));
+        calls.push(c(
+            OP,
+            "bf16",
+            &[&[2, 8, 777, 128], &[2, 2, 777, 128]],
+            causal,
+        ));
+        calls.push(c(OP, "bf16", &[&[8, 1000, 64], &[8, 1000, 64]], causal));
+        calls.push(c(
+            OP,
+            "f16",
+            &[&[2, 8, 777, 128], &[2, 2, 777, 128]],
+            causal,
+        ));
+    }
+    calls
+}

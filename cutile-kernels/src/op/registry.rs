@@ -1,0 +1,281 @@
+//! Every op by name, with how to plan a call of it from a [`CallSpec`] (op, element type, input shapes):
+//! what `cargo xtask aot --ops .. --shapes ..` and the GPU runner use to know which kernels a set of host
+//! calls needs, without a device.
+//!
+//! A bundle built from the plans of some calls serves every call of the same *class*: the kernel cache
+//! key holds the element type, each extent's and stride's power-of-two divisibility up to 16, the
+//! index width (i32 unless an extent needs i64) and the configuration the family chose, not the extents
+//! themselves (a 1000x1023 and a 2024x4095 softmax share their cubin).
+
+use cutile::launch::{Launcher, Plan};
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType;
+
+use super::{OpError, Operand, PlannedLaunch, Target, describe};
+use crate::{attention, gemm, norm, softmax, vector_add};
+
+/// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CallSpec {
+    pub op: String,
+    /// `f32`, `f16` or `bf16`.
+    pub dtype: String,
+    pub shapes: Vec<Vec<i64>>,
+    /// Attention only.
+    #[serde(default)]
+    pub causal: bool,
+}
+
+/// An op in the registry.
+#[derive(Debug, Clone, Copy)]
+pub struct OpInfo {
+    pub name: &'static str,
+    pub family: &'static str,
+    /// What [`CallSpec::shapes`] lists for this op.
+    pub inputs: &'static str,
+    plan: fn(&CallSpec, ScalarType, &Target, bool) -> Result<PlannedCall, OpError>,
+}
+
+/// A call's described operands and its launches.
+#[derive(Debug, Clone)]
+pub struct PlannedCall {
+    pub operands: Vec<Operand>,
+    pub launches: Vec<PlannedLaunch>,
+}
+
+/// Parses an element type name.
+pub fn parse_dtype(s: &str) -> Option<ScalarType> {
+    Some(match s.to_ascii_lowercase().as_str() {
+        "f32" | "float32" | "float" => ScalarType::F32,
+        "f16" | "float16" | "half" => ScalarType::F16,
+        "bf16" | "bfloat16" => ScalarType::BF16,
+        _ => return None,
+    })
+}
+
+fn shapes<const N: usize>(op: &'static str, spec: &CallSpec) -> Result<[Vec<i64>; N], OpError> {
+    <[Vec<i64>; N]>::try_from(spec.shapes.clone()).map_err(|s| OpError::Unsupported {
+        op,
+        what: format!("a call spec lists {N} input shape(s), got {}", s.len()),
+    })
+}
+
+fn d(name: &'static str, i: usize, dt: ScalarType, shape: &[i64]) -> Operand {
+    Operand::described(name, i, dt, shape)
+}
+
+fn plan_softmax(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [x] = shapes(softmax::OP, spec)?;
+    let operands = vec![d("x", 0, dt, &x), d("y", 1, dt, &x)];
+    let launches = softmax::plan(&operands, t, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_norm(
+    op: &'static str,
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [x] = shapes(op, spec)?;
+    let cols = [x.last().copied().unwrap_or(1)];
+    let mut operands = vec![d("x", 0, dt, &x), d("w", 1, dt, &cols)];
+    if op == norm::LAYER_NORM {
+        operands.push(d("b", 2, dt, &cols));
+    }
+    operands.push(d("y", operands.len(), dt, &x));
+    let launches = norm::plan(op, &operands, t, 1e-5, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_rms(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    plan_norm(norm::RMS_NORM, spec, dt, t, all)
+}
+
+fn plan_ln(spec: &CallSpec, dt: ScalarType, t: &Target, all: bool) -> Result<PlannedCall, OpError> {
+    plan_norm(norm::LAYER_NORM, spec, dt, t, all)
+}
+
+fn plan_gemm(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [a, b] = shapes(gemm::OP, spec)?;
+    let c = [
+        a.first().copied().unwrap_or(0),
+        b.get(1).copied().unwrap_or(0),
+    ];
+    let operands = vec![d("a", 0, dt, &a), d("b", 1, dt, &b), d("c", 2, dt, &c)];
+    let launches = gemm::plan(&operands, t, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_attention(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [q, k] = shapes(attention::OP, spec)?;
+    let operands = vec![
+        d("q", 0, dt, &q),
+        d("k", 1, dt, &k),
+        d("v", 2, dt, &k),
+        d("o", 3, dt, &q),
+    ];
+    let options = attention::AttentionOptions {
+        causal: spec.causal,
+        scale: None,
+    };
+    let launches = attention::plan(&operands, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_add(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [a] = shapes(vector_add::ADD, spec)?;
+    let operands = vec![d("a", 0, dt, &a), d("b", 1, dt, &a), d("c", 2, dt, &a)];
+    let launches = vector_add::plan_add(&operands, t)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_axpy(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [x] = shapes(vector_add::AXPY, spec)?;
+    let operands = vec![d("x", 0, dt, &x), d("y", 1, dt, &x)];
+    let launches = vector_add::plan_axpy(&operands, t, 1.0)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+/// Every op of the catalog.
+pub fn ops() -> &'static [OpInfo] {
+    &[
+        OpInfo {
+            name: vector_add::ADD,
+            family: "vector_add",
+            inputs: "[a]",
+            plan: plan_add,
+        },
+        OpInfo {
+            name: vector_add::AXPY,
+            family: "vector_add",
+            inputs: "[x]",
+            plan: plan_axpy,
+        },
+        OpInfo {
+            name: softmax::OP,
+            family: "softmax",
+            inputs: "[x]",
+            plan: plan_softmax,
+        },
+        OpInfo {
+            name: norm::RMS_NORM,
+            family: "norm",
+            inputs: "[x]",
+            plan: plan_rms,
+        },
+        OpInfo {
+            name: norm::LAYER_NORM,
+            family: "norm",
+            inputs: "[x]",
+            plan: plan_ln,
+        },
+        OpInfo {
+            name: gemm::OP,
+            family: "gemm",
+            inputs: "[a, b]",
+            plan: plan_gemm,
+        },
+        OpInfo {
+            name: attention::OP,
+            family: "attention",
+            inputs: "[q, k] (v has k's shape)",
+            plan: plan_attention,
+        },
+    ]
+}
+
+/// The registry entry of `name`.
+pub fn find(name: &str) -> Result<&'static OpInfo, OpError> {
+    ops()
+        .iter()
+        .find(|o| o.name == name)
+        .ok_or_else(|| OpError::UnknownOp {
+            name: name.into(),
+            known: ops().iter().map(|o| o.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+impl CallSpec {
+    /// A short label, e.g. `softmax bf16 [8192, 8192]`.
+    pub fn label(&self) -> String {
+        let shapes: Vec<String> = self.shapes.iter().map(|s| format!("{s:?}")).collect();
+        format!(
+            "{} {} {}{}",
+            self.op,
+            self.dtype,
+            shapes.join(" "),
+            if self.causal { " causal" } else { "" }
+        )
+    }
+
+    /// The call's described operands and launches on `target` (every candidate's with `all_candidates`).
+    pub fn plan(&self, target: &Target, all_candidates: bool) -> Result<PlannedCall, OpError> {
+        let info = find(&self.op)?;
+        let dt = parse_dtype(&self.dtype).ok_or_else(|| OpError::Unsupported {
+            op: info.name,
+            what: format!(
+                "unknown element type `{}`; use f32, f16 or bf16",
+                self.dtype
+            ),
+        })?;
+        (info.plan)(self, dt, target, all_candidates)
+    }
+}
+
+/// The launcher plans (specialization + cache key) of every launch the calls make on `arch`, labelled
+/// `call: config arch`: exactly what a bundle must hold to serve them.
+pub fn launcher_plans(
+    calls: &[CallSpec],
+    arch: GpuArch,
+    toolchain_version: &str,
+    all_candidates: bool,
+) -> Result<Vec<(String, Plan)>, OpError> {
+    let target = Target::planning(arch);
+    let mut out = Vec::new();
+    for call in calls {
+        let planned = call.plan(&target, all_candidates)?;
+        for launch in &planned.launches {
+            // SAFETY: described operands only feed specialization and keys; nothing is launched.
+            let args = unsafe { describe(launch, &planned.operands) };
+            let plan =
+                Launcher::new(launch.kernel.clone()).plan_for(&args, arch, toolchain_version)?;
+            out.push((
+                format!("{}: {} {}", call.label(), launch.config, arch.name()),
+                plan,
+            ));
+        }
+    }
+    Ok(out)
+}
