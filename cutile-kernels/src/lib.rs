@@ -26,6 +26,11 @@ pub mod vector_add;
 
 pub use op::OpError;
 
+/// The README's quick-start snippets, compiled as doc tests so they keep working.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The relative L2 error an op's output may have against its f64/f32 reference, per output element
 /// type: about 4 ulps of the type's rounding, what a correctly written kernel reaches.
 pub fn tolerance(dtype: cutile_ir::ScalarType) -> f64 {
