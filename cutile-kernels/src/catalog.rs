@@ -282,6 +282,129 @@ fn norm_jobs() -> Vec<CompileJob> {
     ]
 }
 
+/// The gather / persistent softmax and norm kernels (cuTile Python's fast forms): the bf16 benchmark shapes
+/// plus one ragged shape each. Whole-row gathers take `BN` = the row width; rows of 131072 use the online
+/// (chunked) softmax.
+fn gather_jobs() -> Vec<CompileJob> {
+    use crate::norm::kernels as n;
+    use crate::softmax::kernels as s;
+    use half::bf16;
+    let spec = |kind: &str, bn: i32, x: &[i64]| {
+        format!("{kind} BN={bn} elem=bf16 rows={} cols={}", x[0], x[1])
+    };
+    let mut jobs = vec![];
+    let sm: [(&[i64], cutile::dsl::Kernel, i32); 6] = [
+        (
+            &[8192, 8192],
+            s::softmax_gather::kernel::<bf16, 8192>(),
+            8192,
+        ),
+        (
+            &[4096, 4096],
+            s::softmax_gather::kernel::<bf16, 4096>(),
+            4096,
+        ),
+        (
+            &[32768, 1024],
+            s::softmax_gather::kernel::<bf16, 1024>(),
+            1024,
+        ),
+        (
+            &[1024, 32768],
+            s::softmax_gather::kernel::<bf16, 32768>(),
+            32768,
+        ),
+        (&[37, 1000], s::softmax_gather::kernel::<bf16, 1024>(), 1024),
+        (
+            &[16, 131072],
+            s::softmax_gather_online::kernel::<bf16, 4096>(),
+            4096,
+        ),
+    ];
+    for (x, k, bn) in sm {
+        let name = if x[1] == 131072 {
+            "softmax_gather_online"
+        } else {
+            "softmax_gather"
+        };
+        jobs.push(dsl_job(name, spec("", bn, x), k, BF16, &[x, x]));
+    }
+    jobs.push(dsl_job(
+        "softmax_gather_online",
+        spec("", 2048, &[37, 5000]),
+        s::softmax_gather_online::kernel::<bf16, 2048>(),
+        BF16,
+        &[&[37, 5000], &[37, 5000]],
+    ));
+    let norms: [(&[i64], i32); 4] = [
+        (&[16384, 8192], 8192),
+        (&[8192, 1024], 1024),
+        (&[4096, 4096], 4096),
+        (&[37, 1000], 1024),
+    ];
+    for (x, bn) in norms {
+        let w: &[i64] = &x[1..];
+        let (rms, ln, lp) = match bn {
+            8192 => (
+                n::rms_norm_gather::kernel::<bf16, 8192>(),
+                n::layer_norm_gather::kernel::<bf16, 8192>(),
+                (n::layer_norm_persistent::kernel::<bf16, 2, 8192>(), 2),
+            ),
+            4096 => (
+                n::rms_norm_gather::kernel::<bf16, 4096>(),
+                n::layer_norm_gather::kernel::<bf16, 4096>(),
+                (n::layer_norm_persistent::kernel::<bf16, 4, 4096>(), 4),
+            ),
+            _ => (
+                n::rms_norm_gather::kernel::<bf16, 1024>(),
+                n::layer_norm_gather::kernel::<bf16, 1024>(),
+                (n::layer_norm_persistent::kernel::<bf16, 16, 1024>(), 16),
+            ),
+        };
+        jobs.push(dsl_job(
+            "rms_norm_gather",
+            spec("", bn, x),
+            rms,
+            BF16,
+            &[x, w, x],
+        ));
+        jobs.push(dsl_job(
+            "layer_norm_gather",
+            spec("", bn, x),
+            ln,
+            BF16,
+            &[x, w, w, x],
+        ));
+        jobs.push(dsl_job(
+            "layer_norm_persistent",
+            spec(&format!("TM={}", lp.1), bn, x),
+            lp.0,
+            BF16,
+            &[x, w, w, x],
+        ));
+    }
+    for (x, w) in [
+        (&[16384i64, 8192][..], &[8192i64][..]),
+        (&[37, 5000], &[5000]),
+    ] {
+        jobs.push(dsl_job(
+            "rms_norm_gather_looped",
+            spec("", 2048, x),
+            n::rms_norm_gather_looped::kernel::<bf16, 2048>(),
+            BF16,
+            &[x, w, x],
+        ));
+        jobs.push(dsl_job(
+            "layer_norm_gather_looped",
+            spec("", 2048, x),
+            n::layer_norm_gather_looped::kernel::<bf16, 2048>(),
+            BF16,
+            &[x, w, w, x],
+        ));
+    }
+    jobs
+}
+
 /// Flash attention forward (`crate::attention`): BM=64, BN=128, D=64/128, causal and not.
 fn attention_jobs() -> Vec<CompileJob> {
     use crate::attention::kernels as a;
@@ -328,6 +451,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     jobs.extend(basic_jobs());
     jobs.extend(softmax_variant_jobs());
     jobs.extend(norm_jobs());
+    jobs.extend(gather_jobs());
     jobs.extend(attention_jobs());
     jobs
 }

@@ -247,7 +247,9 @@ pub mod kernels {
         let lat = Hints::with_latency(1);
         let mut sq = zeros::<f32, S1<BN>>();
         for j in 0..chunks {
-            let t = x.gather_with((r, lane + j * BN), None, 0.0, lat).cast::<f32>();
+            let t = x
+                .gather_with((r, lane + j * BN), None, 0.0, lat)
+                .cast::<f32>();
             sq = fma(t, t, sq);
         }
         let inv = (sq.sum::<0>() / n + eps).rsqrt().broadcast::<S1<BN>>();

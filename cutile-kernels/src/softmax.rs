@@ -157,7 +157,12 @@ pub mod kernels {
         let mut l = zeros::<f32, S1<1>>();
         for j in 0..chunks {
             let t = x
-                .gather_with((r, lane + j * BN), None, f32::NEG_INFINITY, Hints::with_latency(1))
+                .gather_with(
+                    (r, lane + j * BN),
+                    None,
+                    f32::NEG_INFINITY,
+                    Hints::with_latency(1),
+                )
                 .cast::<f32>();
             let m_new = m.max(t.amax::<0>());
             let shift = select(m_new == f32::NEG_INFINITY, 0.0, m_new);

@@ -193,8 +193,10 @@ fn inventory(ops: &[Operation]) -> Inventory {
                 _ => "-".into(),
             };
             let ftz = op.attr("flush_to_zero").is_some();
-            inv.math
-                .insert(format!("{} rounding={rounding} ftz={ftz}", op.opcode.mnemonic()));
+            inv.math.insert(format!(
+                "{} rounding={rounding} ftz={ftz}",
+                op.opcode.mnemonic()
+            ));
         }
         if op.opcode == Opcode::Reduce {
             let dim = match op.attr("dim") {
@@ -283,7 +285,10 @@ fn compare_branches(ours: &IrModule, exact: &str, ragged: &str) {
             .cloned()
             .collect::<Vec<_>>(),
     );
-    assert!(outside.memory.is_empty(), "memory ops outside the branch: {outside:?}");
+    assert!(
+        outside.memory.is_empty(),
+        "memory ops outside the branch: {outside:?}"
+    );
     for (region, fixture) in [(&ifs[0].regions[0], exact), (&ifs[0].regions[1], ragged)] {
         let m = theirs(fixture);
         let (their_body, their_hints) = entry(&m);
@@ -297,14 +302,30 @@ fn compare_branches(ours: &IrModule, exact: &str, ragged: &str) {
 #[test]
 fn softmax_gather_matches_cutile() {
     for (dt, meta, fixture) in [
-        (BF16, sm::softmax_gather::kernel::<bf16, 8192>(), "softmax_gather_bf16_8192x8192"),
-        (F16, sm::softmax_gather::kernel::<f16, 8192>(), "softmax_gather_f16_8192x8192"),
-        (F32, sm::softmax_gather::kernel::<f32, 8192>(), "softmax_gather_f32_8192x8192"),
+        (
+            BF16,
+            sm::softmax_gather::kernel::<bf16, 8192>(),
+            "softmax_gather_bf16_8192x8192",
+        ),
+        (
+            F16,
+            sm::softmax_gather::kernel::<f16, 8192>(),
+            "softmax_gather_f16_8192x8192",
+        ),
+        (
+            F32,
+            sm::softmax_gather::kernel::<f32, 8192>(),
+            "softmax_gather_f32_8192x8192",
+        ),
     ] {
         compare_branches(
             &ours(meta, sm_arrays(dt, 8192, 8192)),
             fixture,
-            if dt == BF16 { "softmax_gather_bf16_37x1000" } else { fixture_masked_softmax() },
+            if dt == BF16 {
+                "softmax_gather_bf16_37x1000"
+            } else {
+                fixture_masked_softmax()
+            },
         );
     }
     for (rows, cols) in [(4096, 4096), (32768, 1024), (1024, 32768), (16, 131072)] {
@@ -322,7 +343,10 @@ fn softmax_gather_matches_cutile() {
     }
     // The ragged specialization has the same two branches.
     compare_branches(
-        &ours(sm::softmax_gather::kernel::<bf16, 1024>(), sm_arrays(BF16, 37, 1000)),
+        &ours(
+            sm::softmax_gather::kernel::<bf16, 1024>(),
+            sm_arrays(BF16, 37, 1000),
+        ),
         "softmax_gather_bf16_32768x1024",
         "softmax_gather_bf16_37x1000",
     );
@@ -352,7 +376,11 @@ fn rms_norm_gather_matches_cutile() {
         (F16, n::rms_norm_gather::kernel::<f16, 1024>()),
         (F32, n::rms_norm_gather::kernel::<f32, 1024>()),
     ] {
-        let name = if dt == F16 { "rmsnorm_row_f16_8192x1024" } else { "rmsnorm_row_f32_8192x1024" };
+        let name = if dt == F16 {
+            "rmsnorm_row_f16_8192x1024"
+        } else {
+            "rmsnorm_row_f32_8192x1024"
+        };
         compare_branches(
             &ours(k, rms_arrays(dt, 8192, 1024)),
             name,
@@ -365,7 +393,10 @@ fn rms_norm_gather_matches_cutile() {
 fn layer_norm_gather_matches_rms_norm_gather_pattern() {
     // cuTile's reference set has no gather LayerNorm; its memory pattern must be cuTile's gather RMSNorm's
     // with one more gather (the bias), and its math the same full-precision forms.
-    let m = ours(n::layer_norm_gather::kernel::<bf16, 1024>(), ln_arrays(BF16, 8192, 1024));
+    let m = ours(
+        n::layer_norm_gather::kernel::<bf16, 1024>(),
+        ln_arrays(BF16, 8192, 1024),
+    );
     let (body, _) = entry(&m);
     let iff = body.ops.iter().find(|o| o.opcode == Opcode::If).unwrap();
     for (region, fixture) in [
@@ -384,11 +415,36 @@ fn layer_norm_gather_matches_rms_norm_gather_pattern() {
 #[test]
 fn layer_norm_persistent_matches_cutile() {
     for (dt, rows, cols, k) in [
-        (BF16, 16384, 8192, n::layer_norm_persistent::kernel::<bf16, 2, 8192>()),
-        (BF16, 4096, 4096, n::layer_norm_persistent::kernel::<bf16, 4, 4096>()),
-        (BF16, 8192, 1024, n::layer_norm_persistent::kernel::<bf16, 16, 1024>()),
-        (F16, 8192, 1024, n::layer_norm_persistent::kernel::<f16, 16, 1024>()),
-        (F32, 8192, 1024, n::layer_norm_persistent::kernel::<f32, 16, 1024>()),
+        (
+            BF16,
+            16384,
+            8192,
+            n::layer_norm_persistent::kernel::<bf16, 2, 8192>(),
+        ),
+        (
+            BF16,
+            4096,
+            4096,
+            n::layer_norm_persistent::kernel::<bf16, 4, 4096>(),
+        ),
+        (
+            BF16,
+            8192,
+            1024,
+            n::layer_norm_persistent::kernel::<bf16, 16, 1024>(),
+        ),
+        (
+            F16,
+            8192,
+            1024,
+            n::layer_norm_persistent::kernel::<f16, 16, 1024>(),
+        ),
+        (
+            F32,
+            8192,
+            1024,
+            n::layer_norm_persistent::kernel::<f32, 16, 1024>(),
+        ),
     ] {
         let name = format!(
             "layernorm_persist_{}_{rows}x{cols}",
@@ -421,27 +477,52 @@ fn long_row_gather_kernels_use_cutiles_fast_forms() {
         .ops,
     );
     assert!(o.math.is_superset(&sm_ref.math), "{o:?}");
-    assert!(o.math.iter().all(|m| !m.starts_with("exp ") || m.contains("rounding=approx")), "{o:?}");
+    assert!(
+        o.math
+            .iter()
+            .all(|m| !m.starts_with("exp ") || m.contains("rounding=approx")),
+        "{o:?}"
+    );
     assert_eq!(o.loops.len(), 2, "{o:?}");
     let rms_ref = inventory(&entry(&theirs("rmsnorm_row_bf16_37x1000")).0.ops);
     for (name, m) in [
         (
             "rms",
-            ours(n::rms_norm_gather_looped::kernel::<bf16, 2048>(), rms_arrays(BF16, 64, 5000)),
+            ours(
+                n::rms_norm_gather_looped::kernel::<bf16, 2048>(),
+                rms_arrays(BF16, 64, 5000),
+            ),
         ),
         (
             "ln",
-            ours(n::layer_norm_gather_looped::kernel::<bf16, 2048>(), ln_arrays(BF16, 64, 5000)),
+            ours(
+                n::layer_norm_gather_looped::kernel::<bf16, 2048>(),
+                ln_arrays(BF16, 64, 5000),
+            ),
         ),
     ] {
         let o = inventory(&entry(&m).0.ops);
         let allowed: BTreeSet<&String> = rms_ref.memory.iter().collect();
-        assert!(o.memory.iter().all(|x| allowed.contains(x)), "{name}: {o:?}");
+        assert!(
+            o.memory.iter().all(|x| allowed.contains(x)),
+            "{name}: {o:?}"
+        );
         assert_eq!(o.loops.len(), 2, "{name}: {o:?}");
     }
-    for m in [&sm_ref] {
-        assert!(m.memory.iter().all(|x| x.starts_with("load_ptr_tko") || x.starts_with("store_ptr_tko")));
-    }
+    assert!(
+        sm_ref
+            .memory
+            .iter()
+            .all(|x| x.starts_with("load_ptr_tko") || x.starts_with("store_ptr_tko"))
+    );
+}
+
+#[test]
+fn softmax_reference_with_neg_inf_entries() {
+    // -inf entries get probability 0; the rest is the softmax of the finite entries.
+    let inf = f32::NEG_INFINITY;
+    let got = softmax::row_softmax_reference(&[inf, 0.0, inf, 0.0], 4);
+    assert!(close(&got, &[0.0, 0.5, 0.0, 0.5], 1e-7), "{got:?}");
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -526,22 +607,134 @@ fn gpu_cases() -> Vec<GpuCase> {
     };
     use Family::*;
     vec![
-        c("g_softmax_gather_f32", sm::softmax_gather::kernel::<f32, 1024>(), Softmax, F32, 1000, None),
-        c("g_softmax_gather_f16", sm::softmax_gather::kernel::<f16, 1024>(), Softmax, F16, 1000, None),
-        c("g_softmax_gather_bf16", sm::softmax_gather::kernel::<bf16, 1024>(), Softmax, BF16, 1000, None),
-        c("g_softmax_gather_bf16_exact", sm::softmax_gather::kernel::<bf16, 1024>(), Softmax, BF16, 1024, None),
-        c("g_softmax_online_f32", sm::softmax_gather_online::kernel::<f32, 2048>(), Softmax, F32, 5000, None),
-        c("g_softmax_online_bf16", sm::softmax_gather_online::kernel::<bf16, 2048>(), Softmax, BF16, 5000, None),
-        c("g_rms_gather_f32", n::rms_norm_gather::kernel::<f32, 1024>(), Rms, F32, 1000, None),
-        c("g_rms_gather_f16", n::rms_norm_gather::kernel::<f16, 1024>(), Rms, F16, 1000, None),
-        c("g_rms_gather_bf16_exact", n::rms_norm_gather::kernel::<bf16, 1024>(), Rms, BF16, 1024, None),
-        c("g_rms_gather_looped_bf16", n::rms_norm_gather_looped::kernel::<bf16, 2048>(), Rms, BF16, 5000, None),
-        c("g_ln_gather_f32", n::layer_norm_gather::kernel::<f32, 1024>(), Ln, F32, 1000, None),
-        c("g_ln_gather_bf16", n::layer_norm_gather::kernel::<bf16, 1024>(), Ln, BF16, 1000, None),
-        c("g_ln_gather_f16_exact", n::layer_norm_gather::kernel::<f16, 1024>(), Ln, F16, 1024, None),
-        c("g_ln_gather_looped_f32", n::layer_norm_gather_looped::kernel::<f32, 2048>(), Ln, F32, 5000, None),
-        c("g_ln_persistent_f32", n::layer_norm_persistent::kernel::<f32, 4, 1024>(), Ln, F32, 1000, Some(3)),
-        c("g_ln_persistent_bf16", n::layer_norm_persistent::kernel::<bf16, 2, 1024>(), Ln, BF16, 1000, Some(5)),
+        c(
+            "g_softmax_gather_f32",
+            sm::softmax_gather::kernel::<f32, 1024>(),
+            Softmax,
+            F32,
+            1000,
+            None,
+        ),
+        c(
+            "g_softmax_gather_f16",
+            sm::softmax_gather::kernel::<f16, 1024>(),
+            Softmax,
+            F16,
+            1000,
+            None,
+        ),
+        c(
+            "g_softmax_gather_bf16",
+            sm::softmax_gather::kernel::<bf16, 1024>(),
+            Softmax,
+            BF16,
+            1000,
+            None,
+        ),
+        c(
+            "g_softmax_gather_bf16_exact",
+            sm::softmax_gather::kernel::<bf16, 1024>(),
+            Softmax,
+            BF16,
+            1024,
+            None,
+        ),
+        c(
+            "g_softmax_online_f32",
+            sm::softmax_gather_online::kernel::<f32, 2048>(),
+            Softmax,
+            F32,
+            5000,
+            None,
+        ),
+        c(
+            "g_softmax_online_bf16",
+            sm::softmax_gather_online::kernel::<bf16, 2048>(),
+            Softmax,
+            BF16,
+            5000,
+            None,
+        ),
+        c(
+            "g_rms_gather_f32",
+            n::rms_norm_gather::kernel::<f32, 1024>(),
+            Rms,
+            F32,
+            1000,
+            None,
+        ),
+        c(
+            "g_rms_gather_f16",
+            n::rms_norm_gather::kernel::<f16, 1024>(),
+            Rms,
+            F16,
+            1000,
+            None,
+        ),
+        c(
+            "g_rms_gather_bf16_exact",
+            n::rms_norm_gather::kernel::<bf16, 1024>(),
+            Rms,
+            BF16,
+            1024,
+            None,
+        ),
+        c(
+            "g_rms_gather_looped_bf16",
+            n::rms_norm_gather_looped::kernel::<bf16, 2048>(),
+            Rms,
+            BF16,
+            5000,
+            None,
+        ),
+        c(
+            "g_ln_gather_f32",
+            n::layer_norm_gather::kernel::<f32, 1024>(),
+            Ln,
+            F32,
+            1000,
+            None,
+        ),
+        c(
+            "g_ln_gather_bf16",
+            n::layer_norm_gather::kernel::<bf16, 1024>(),
+            Ln,
+            BF16,
+            1000,
+            None,
+        ),
+        c(
+            "g_ln_gather_f16_exact",
+            n::layer_norm_gather::kernel::<f16, 1024>(),
+            Ln,
+            F16,
+            1024,
+            None,
+        ),
+        c(
+            "g_ln_gather_looped_f32",
+            n::layer_norm_gather_looped::kernel::<f32, 2048>(),
+            Ln,
+            F32,
+            5000,
+            None,
+        ),
+        c(
+            "g_ln_persistent_f32",
+            n::layer_norm_persistent::kernel::<f32, 4, 1024>(),
+            Ln,
+            F32,
+            1000,
+            Some(3),
+        ),
+        c(
+            "g_ln_persistent_bf16",
+            n::layer_norm_persistent::kernel::<bf16, 2, 1024>(),
+            Ln,
+            BF16,
+            1000,
+            Some(5),
+        ),
     ]
 }
 

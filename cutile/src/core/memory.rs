@@ -248,7 +248,13 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         mask: Option<Tile<bool, T>>,
     ) {
         let _at = crate::dsl::trace::at(::std::panic::Location::caller());
-        self.scatter_impl(&idx.per_axis(), values, mask.map(|m| m.v), true, Hints::default());
+        self.scatter_impl(
+            &idx.per_axis(),
+            values,
+            mask.map(|m| m.v),
+            true,
+            Hints::default(),
+        );
     }
 
     /// [`scatter`](Self::scatter) with hints for the store (`latency`; `allow_tma` is a specialization
