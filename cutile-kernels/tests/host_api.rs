@@ -235,9 +235,10 @@ fn leading_axes_flatten_into_rows() {
 fn configuration_follows_the_shape_class() {
     use softmax::config::{Variant, choose};
     let t = target();
-    // Rows wider than a whole-row tile take the online form; a whole-row tile otherwise.
-    assert_eq!(choose(&t, BF16, 16, 131072).variant, Variant::Online);
-    assert_eq!(choose(&t, F32, 1000, 1023).variant, Variant::WholeRow);
+    // Rows wider than a whole-row gather take the chunked gather form; a whole-row gather otherwise.
+    assert_eq!(choose(&t, BF16, 16, 131072).variant, Variant::GatherOnline);
+    assert_eq!(choose(&t, BF16, 16, 32768).variant, Variant::Gather);
+    assert_eq!(choose(&t, F32, 1000, 1023).variant, Variant::Gather);
     assert_eq!(choose(&t, F32, 1000, 1023).bn, 1024);
     assert_eq!(choose(&t, BF16, 3, 100).bn, 128);
     // Same class, same choice; every candidate list starts with the default and has no duplicates.
@@ -258,12 +259,17 @@ fn configuration_follows_the_shape_class() {
     }
     assert_eq!(
         norm::config::choose("rms_norm", 1023).variant,
-        norm::Variant::WholeRow
+        norm::Variant::Gather
     );
     assert_eq!(
-        norm::config::choose("rms_norm", 8191).variant,
-        norm::Variant::Looped
+        norm::config::choose("rms_norm", 8193).variant,
+        norm::Variant::GatherLooped
     );
+    assert_eq!(
+        norm::config::choose("layer_norm", 8192).variant,
+        norm::Variant::Persistent
+    );
+    assert_eq!(norm::config::choose("layer_norm", 8192).tm, 2);
     // GEMM: persistent once there is a 128x128 tile per SM, one tile per block below.
     assert!(gemm::config::choose(&t, 4096, 4096).persistent);
     assert!(!gemm::config::choose(&t, 64, 4096).persistent);

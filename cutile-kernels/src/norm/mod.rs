@@ -85,7 +85,7 @@ fn run<'a>(
             class,
             &candidates,
             true,
-            |c| launches(c, &call),
+            |c| launches(c, &call, &target),
         )
     }
 }
@@ -203,12 +203,12 @@ pub fn plan(
     };
     let mut out = Vec::new();
     for c in &configs {
-        out.extend(launches(c, &call)?);
+        out.extend(launches(c, &call, target)?);
     }
     Ok(out)
 }
 
-fn launches(cfg: &NormConfig, call: &Call) -> Result<Vec<PlannedLaunch>, OpError> {
+fn launches(cfg: &NormConfig, call: &Call, target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
     use kernels as k;
     let dt = call.x.dtype;
     let layer = call.op == LAYER_NORM;
@@ -217,6 +217,16 @@ fn launches(cfg: &NormConfig, call: &Call) -> Result<Vec<PlannedLaunch>, OpError
         (Variant::WholeRow, true) => pow2_float_kernel!(dt, cfg.bn, k::layer_norm),
         (Variant::Looped, false) => pow2_float_kernel!(dt, cfg.bn, k::rms_norm_looped),
         (Variant::Looped, true) => pow2_float_kernel!(dt, cfg.bn, k::layer_norm_looped),
+        (Variant::Gather, false) => pow2_float_kernel!(dt, cfg.bn, k::rms_norm_gather),
+        (Variant::Gather, true) => pow2_float_kernel!(dt, cfg.bn, k::layer_norm_gather),
+        (Variant::GatherLooped, false) => {
+            pow2_float_kernel!(dt, cfg.bn, k::rms_norm_gather_looped)
+        }
+        (Variant::GatherLooped, true) => {
+            pow2_float_kernel!(dt, cfg.bn, k::layer_norm_gather_looped)
+        }
+        (Variant::Persistent, true) => persistent_kernel(dt, cfg.tm, cfg.bn),
+        (Variant::Persistent, false) => None,
     }
     .ok_or_else(|| OpError::Unsupported {
         op: call.op,
@@ -231,10 +241,16 @@ fn launches(cfg: &NormConfig, call: &Call) -> Result<Vec<PlannedLaunch>, OpError
     }
     args.push(PlannedArg::F32(call.eps));
     args.push(PlannedArg::view(call.vectors.len() + 1, &call.y, true));
+    let rows = call.x.shape[0];
     let grid = match cfg.variant {
         // One block per row; the chunked output's tile count would repeat rows.
-        Variant::Looped => Some((grid_rows(call.op, call.x.shape[0])?, 1, 1)),
-        Variant::WholeRow => None,
+        Variant::Looped | Variant::GatherLooped => Some((grid_rows(call.op, rows)?, 1, 1)),
+        Variant::WholeRow | Variant::Gather => None,
+        // One block per SM at most, each looping over row groups.
+        Variant::Persistent => {
+            let steps = crate::op::ceil_div(rows, cfg.tm);
+            Some((steps.clamp(1, target.sm_count as i64) as u32, 1, 1))
+        }
     };
     Ok(vec![PlannedLaunch {
         kernel,
@@ -270,4 +286,16 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         }
     }
     calls
+}
+
+fn persistent_kernel(dt: cutile_ir::ScalarType, tm: i64, bn: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::layer_norm_persistent as k;
+    crate::op::float_kernel!(dt, |E| match (tm, bn) {
+        (16, 1024) => Some(k::kernel::<E, 16, 1024>()),
+        (8, 2048) => Some(k::kernel::<E, 8, 2048>()),
+        (4, 4096) => Some(k::kernel::<E, 4, 4096>()),
+        (2, 8192) => Some(k::kernel::<E, 2, 8192>()),
+        _ => None,
+    })
+    .flatten()
 }

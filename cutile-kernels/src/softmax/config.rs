@@ -4,14 +4,17 @@
 //! The shape class a configuration is chosen for is (element type, row-length bucket = the power-of-two
 //! tile the row needs, rows ≥ 4096 or not): within a class the same configuration is best.
 
-use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType;
 
 use crate::op::tuning::Candidate;
 use crate::op::{Target, row_tile};
 
-/// Widest row a whole-row tile holds.
+/// Widest row a whole-row view-load tile holds.
 pub const MAX_TILE: i64 = 8192;
+/// Widest row the whole-row gather form takes (wider rows go chunked).
+pub const MAX_GATHER: i64 = 32768;
+/// Chunk width of the chunked gather form.
+pub const GATHER_CHUNK: i64 = 4096;
 /// Chunk width of the online (looped) form.
 pub const CHUNK: i64 = 2048;
 
@@ -28,6 +31,12 @@ pub enum Variant {
     Online,
     /// `row_softmax_rows`: `TM` rows per block.
     Rows,
+    /// `softmax_gather`: one block per row, the row gathered (masked only when ragged), approximate
+    /// `exp` and `div` with flush-to-zero: cuTile Python's fastest form.
+    Gather,
+    /// `softmax_gather_online`: the gather form in `BN`-wide chunks with a running max and sum, for
+    /// rows wider than a whole-row gather; grid `(rows, 1, 1)`.
+    GatherOnline,
 }
 
 /// A configuration: the variant and its tile.
@@ -48,6 +57,8 @@ impl Candidate for SoftmaxConfig {
             Variant::Warps16 => "row_softmax_w16",
             Variant::Online => "row_softmax_online",
             Variant::Rows => "row_softmax_rows",
+            Variant::Gather => "softmax_gather",
+            Variant::GatherOnline => "softmax_gather_online",
         };
         match self.variant {
             Variant::Rows => format!("{k} TM={} BN={}", self.tm, self.bn),
@@ -72,8 +83,8 @@ fn cfg(variant: Variant, bn: i64) -> SoftmaxConfig {
 
 /// The tuning/shape class of a call.
 pub fn class(dtype: ScalarType, rows: i64, cols: i64) -> String {
-    let bucket = if cols > MAX_TILE {
-        "cols>8192".to_string()
+    let bucket = if cols > MAX_GATHER {
+        format!("cols>{MAX_GATHER}")
     } else {
         format!("cols<={}", row_tile(cols))
     };
@@ -86,41 +97,37 @@ pub fn class(dtype: ScalarType, rows: i64, cols: i64) -> String {
 }
 
 /// The default configuration (the table).
+///
+/// The gather forms with approximate `exp`/`div` are cuTile Python's fastest on an H200 (3801 GB/s at
+/// bf16 8192², against 1396 for a whole-row view load; anchors.md): whole-row up to 32768 columns,
+/// chunked beyond. The older forms stay as tuning candidates.
 pub fn choose(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> SoftmaxConfig {
-    let _ = (target.arch == GpuArch::Sm90, rows);
-    if cols > MAX_TILE {
-        return cfg(Variant::Online, CHUNK);
+    let _ = (target, dtype, rows);
+    if cols > MAX_GATHER {
+        return cfg(Variant::GatherOnline, GATHER_CHUNK);
     }
-    let bn = row_tile(cols);
-    // H200 (docs/h200-results.md, run 3): bf16 8192-wide rows are fastest in the chunked online form
-    // (2085 GB/s against 1427 whole-row), 4096-wide with 16 warps (1825 against 1568), 1024-wide and
-    // shorter as one whole-row tile (2251); f32 rows as one tile (3753 at 8192).
-    match (dtype, bn) {
-        (ScalarType::F32, _) => cfg(Variant::WholeRow, bn),
-        (_, 8192) => cfg(Variant::Online, CHUNK),
-        (_, 4096) => cfg(Variant::Warps16, bn),
-        _ => cfg(Variant::WholeRow, bn),
-    }
+    cfg(Variant::Gather, row_tile(cols))
 }
 
 /// Every configuration that handles the call, the default first.
 pub fn candidates(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> Vec<SoftmaxConfig> {
     let default = choose(target, dtype, rows, cols);
     let mut all = vec![default];
+    let bn = row_tile(cols);
+    if cols <= MAX_GATHER {
+        all.push(cfg(Variant::Gather, bn));
+    }
+    for chunk in [2048, GATHER_CHUNK, 8192] {
+        if chunk < bn {
+            all.push(cfg(Variant::GatherOnline, chunk));
+        }
+    }
     if cols <= MAX_TILE {
-        let bn = row_tile(cols);
-        for v in [
-            Variant::WholeRow,
-            Variant::Warps8,
-            Variant::Warps16,
-            Variant::Rows,
-        ] {
+        for v in [Variant::WholeRow, Variant::Warps16, Variant::Rows] {
             all.push(cfg(v, bn));
         }
     }
-    for chunk in [1024, CHUNK] {
-        all.push(cfg(Variant::Online, chunk.min(row_tile(cols))));
-    }
+    all.push(cfg(Variant::Online, CHUNK.min(bn)));
     let mut seen = std::collections::HashSet::new();
     all.retain(|c| seen.insert(*c));
     all

@@ -12,6 +12,17 @@
 //!   and storing `exp(x - m) / l`. Registers stay bounded by the chunk; explicit grid `(rows, 1, 1)`;
 //! - `row_softmax_rows`: `TM` rows per block (a `TM x BN` tile), for short rows where one row per block
 //!   gives too little work per block.
+//!
+//! Gather forms, after cuTile Python's fastest softmax (`ct_softmax_gather` in the shared reference
+//! kernels; IR compared in `tests/softmax_norm_reference.rs`, differences in `docs/softmax-norm-ir-diff.md`):
+//! - `softmax_gather`: one block per row, the row read with a pointer gather (`load_ptr_tko`, no TMA, no
+//!   tensor view), math in f32 with approximate `exp` and approximate flush-to-zero division, written back
+//!   with a scatter. When the row is exactly `BN` wide (and the block's row exists in `x` and `y`) the
+//!   gather and scatter are unmasked, as cuTile's `check_bounds=False`; otherwise the masked branch runs
+//!   (ragged widths, padding lanes read -inf). Grid `(rows, 1, 1)`, which is also the grid the launcher
+//!   derives from `y`'s `1 x BN` tiles when `BN` ≥ the row length;
+//! - `softmax_gather_online`: rows wider than a whole-row tile (e.g. 131072): `1 x BN` chunks gathered
+//!   twice, a running max / sum in the first pass; explicit grid `(rows, 1, 1)`.
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -93,6 +104,82 @@ pub mod kernels {
             let out = ((t - mb).exp() / lb).cast::<E>();
             // SAFETY: block `r` writes only chunks of row `r`, so no two blocks write the same elements.
             unsafe { y.store_at((row, j), out) };
+        }
+    }
+
+    /// Softmax of one f32 row held as a 1-D tile, with approximate `exp` and division (cuTile's fast form).
+    fn softmax_fast<const BN: i32>(t: Tile<f32, S1<BN>>) -> Tile<f32, S1<BN>> {
+        let m = t.amax::<0>();
+        let e = (t - m.broadcast()).exp_approx();
+        let s = e.sum::<0>();
+        e.div_approx_ftz(s.broadcast())
+    }
+
+    /// Gather softmax, one block per row. Grid `(rows, 1, 1)`; `BN` is a power of two ≥ the row length.
+    #[cutile::entry]
+    pub fn softmax_gather<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        y: &mut Tensor<E, S2<1, BN>>,
+    ) {
+        let row = block_id_x();
+        let r = row.splat::<S1<BN>>();
+        let c = iota::<BN>();
+        if x.dim(1) == BN && y.dim(1) == BN && row < x.dim(0) && row < y.dim(0) {
+            // SAFETY: rows `row < rows` and columns `0..BN == cols` of both arrays exist.
+            let t = unsafe { x.gather_unchecked((r, c), Hints::default()) };
+            let out = softmax_fast(t.cast::<f32>()).cast::<E>();
+            // SAFETY: as above; block `row` writes only row `row`, so no two blocks write the same elements.
+            unsafe { y.scatter_unchecked((r, c), out, Hints::default()) };
+        } else {
+            // Padding lanes read -inf: they never win the max and add exp(-inf) = 0 to the sum.
+            let t = x.gather((r, c), None, f32::NEG_INFINITY);
+            let out = softmax_fast(t.cast::<f32>()).cast::<E>();
+            // SAFETY: block `row` writes only row `row` (bounds-masked).
+            unsafe { y.scatter((r, c), out, None) };
+        }
+    }
+
+    /// Online gather softmax for rows wider than one tile. Grid `(rows, 1, 1)` (explicit): block `r` gathers
+    /// row `r` in `BN`-wide chunks (any row length ≥ 1), folding each into a running max `m` and sum `l`,
+    /// then writes `exp(x - m) / l` chunk by chunk with scatters. Approximate `exp` and division. A chunk
+    /// (or row prefix) of only -inf entries keeps `m = -inf`; the shift used in `exp` is then 0, so no
+    /// `-inf - -inf` NaN arises (a row of only -inf gives NaN, like the reference and torch).
+    #[cutile::entry(occupancy = 8)]
+    pub fn softmax_gather_online<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        y: &mut Tensor<E, S2<1, BN>>,
+    ) {
+        let row = block_id_x();
+        let r = row.splat::<S1<BN>>();
+        let lane = iota::<BN>();
+        let chunks = (x.dim(1) + (BN - 1)) / BN;
+        let mut m = full::<f32, S1<1>>(f32::NEG_INFINITY);
+        let mut l = zeros::<f32, S1<1>>();
+        for j in 0..chunks {
+            let t = x
+                .gather_with(
+                    (r, lane + j * BN),
+                    None,
+                    f32::NEG_INFINITY,
+                    Hints::with_latency(1),
+                )
+                .cast::<f32>();
+            let m_new = m.max(t.amax::<0>());
+            let shift = select(m_new == f32::NEG_INFINITY, 0.0, m_new);
+            let p = (t - shift.broadcast()).exp_approx().sum::<0>();
+            l = fma(l, (m - shift).exp_approx(), p);
+            m = m_new;
+        }
+        let shift = select(m == f32::NEG_INFINITY, 0.0, m).broadcast::<S1<BN>>();
+        let lb = l.broadcast::<S1<BN>>();
+        for j in 0..chunks {
+            let c = lane + j * BN;
+            let t = x
+                .gather_with((r, c), None, f32::NEG_INFINITY, Hints::with_latency(1))
+                .cast::<f32>();
+            let out = (t - shift).exp_approx().div_approx_ftz(lb).cast::<E>();
+            // SAFETY: block `r` writes only row `r` (bounds-masked), so no two blocks write the same elements.
+            unsafe { y.scatter_with((r, c), out, None, Hints::with_latency(1)) };
         }
     }
 

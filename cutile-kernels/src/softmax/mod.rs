@@ -144,11 +144,17 @@ fn launches(
         Warps16 => pow2_float_kernel!(dt, cfg.bn, k::row_softmax_w16),
         Online => pow2_float_kernel!(dt, cfg.bn, k::row_softmax_online),
         Rows => rows_kernel(dt, cfg.tm, cfg.bn),
+        Gather => match cfg.bn {
+            16384 => crate::op::float_kernel!(dt, |E| k::softmax_gather::kernel::<E, 16384>()),
+            32768 => crate::op::float_kernel!(dt, |E| k::softmax_gather::kernel::<E, 32768>()),
+            bn => pow2_float_kernel!(dt, bn, k::softmax_gather),
+        },
+        GatherOnline => pow2_float_kernel!(dt, cfg.bn, k::softmax_gather_online),
     }
     .ok_or_else(missing)?;
     let grid = match cfg.variant {
         // One block per row, whatever the chunk count.
-        Online => Some((grid_rows(OP, rows)?, 1, 1)),
+        Online | GatherOnline => Some((grid_rows(OP, rows)?, 1, 1)),
         _ => None,
     };
     Ok(vec![PlannedLaunch {

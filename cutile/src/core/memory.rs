@@ -15,7 +15,7 @@ use cutile_ir::{
 use super::elem::{ElementType, HostConst, HostNum};
 use super::shape::Shape;
 use super::shape::rank::{R1, R2, R3};
-use super::tensor::Tensor;
+use super::tensor::{Hints, Tensor};
 use super::value::{Scalar, Tile, Token, tile_type};
 use crate::dsl::trace::{self, Op};
 
@@ -52,6 +52,22 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         idx: &[ValueId],
         user_mask: Option<ValueId>,
     ) -> (ValueId, ValueId) {
+        let (ptrs, mask) = self.pointers_checked::<T>(idx, user_mask, true);
+        let mask = mask.unwrap_or_else(|| {
+            let bool_ty = tile_type(ScalarType::I1, T::DIMS);
+            super::arith::splat_const(ScalarType::I1, &bool_ty, HostNum::Bool(true))
+        });
+        (ptrs, mask)
+    }
+
+    /// Pointers to the elements at `idx`, and the and of `user_mask` with (when `bounds`) the array-bounds
+    /// mask; `None` when there is nothing to mask.
+    fn pointers_checked<T: Shape>(
+        &self,
+        idx: &[ValueId],
+        user_mask: Option<ValueId>,
+        bounds: bool,
+    ) -> (ValueId, Option<ValueId>) {
         use super::arith::{Bin, binary, compare, splat_const, splat_value};
         let ity = trace::with(|t| t.index_ty);
         let dims = T::DIMS;
@@ -67,7 +83,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         };
         for (k, &i) in idx.iter().enumerate() {
             let wide = super::tileops::convert(i, ScalarType::I32, ity, dims);
-            if let Some(&extent) = self.dims.get(k) {
+            if bounds && let Some(&extent) = self.dims.get(k) {
                 let zero = splat_const(ity, &off_ty, HostNum::Int(0));
                 let lo = compare(
                     ComparisonPredicate::GreaterThanOrEqual,
@@ -92,8 +108,6 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
             });
         }
         let offset = offset.unwrap_or_else(|| splat_const(ity, &off_ty, HostNum::Int(0)));
-        let mask =
-            mask.unwrap_or_else(|| splat_const(ScalarType::I1, &bool_ty, HostNum::Bool(true)));
         let base = self.base;
         let ptr_ty = Type::pointer_tile(
             E::SCALAR,
@@ -135,10 +149,69 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         padding: impl HostConst,
     ) -> Tile<E, T> {
         let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        self.gather_impl(
+            &idx.per_axis(),
+            mask.map(|m| m.v),
+            Some(padding.host_num()),
+            true,
+            Hints::default(),
+        )
+    }
+
+    /// [`gather`](Self::gather) with hints for the load (`latency`; `allow_tma` is a specialization error
+    /// because pointer loads never use the TMA). cuTile's `ct.gather(…, latency=L)`.
+    #[track_caller]
+    pub fn gather_with<T: Shape>(
+        &self,
+        idx: impl GatherIndex<S::Rank, T>,
+        mask: Option<Tile<bool, T>>,
+        padding: impl HostConst,
+        hints: Hints,
+    ) -> Tile<E, T> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        self.gather_impl(
+            &idx.per_axis(),
+            mask.map(|m| m.v),
+            Some(padding.host_num()),
+            true,
+            hints,
+        )
+    }
+
+    /// Load the elements at `idx` with no mask at all (no bounds check, no padding): cuTile's
+    /// `ct.gather(…, check_bounds=False)`, a plain `load_ptr_tko` without mask operands.
+    ///
+    /// # Safety
+    /// Every index must be inside the array (`0 <= idx_k < extent_k` on every axis); otherwise the load
+    /// reads memory outside the argument.
+    #[track_caller]
+    pub unsafe fn gather_unchecked<T: Shape>(
+        &self,
+        idx: impl GatherIndex<S::Rank, T>,
+        hints: Hints,
+    ) -> Tile<E, T> {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        self.gather_impl(&idx.per_axis(), None, None, false, hints)
+    }
+
+    fn gather_impl<T: Shape>(
+        &self,
+        idx: &[ValueId],
+        mask: Option<ValueId>,
+        padding: Option<HostNum>,
+        bounds: bool,
+        hints: Hints,
+    ) -> Tile<E, T> {
         super::value::check_tile_dims(T::DIMS, "gather");
-        let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
+        let hints = pointer_hints(hints, "gather (load_ptr_tko)");
+        let (ptrs, mask) = self.pointers_checked::<T>(idx, mask, bounds);
         let ty = Tile::<E, T>::ir_type();
-        let pad = super::arith::splat_const(E::SCALAR, &ty, padding.host_num());
+        let pad = match (mask, padding) {
+            (Some(_), Some(p)) => Some(super::arith::splat_const(E::SCALAR, &ty, p)),
+            // A masked load needs a padding value: masked-off lanes read zero.
+            (Some(_), None) => Some(super::arith::splat_const(E::SCALAR, &ty, HostNum::Int(0))),
+            (None, _) => None,
+        };
         let slot = self.out_slot;
         trace::with(|t| {
             let tok = slot
@@ -153,7 +226,12 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                 .operand("token", tok)
                 .result(ty)
                 .result(Type::Token);
-            op = op.operand("mask", mask).operand("paddingValue", pad);
+            if let Some(h) = hints {
+                op = op.attr("optimization_hints", h);
+            }
+            if let (Some(m), Some(p)) = (mask, pad) {
+                op = op.operand("mask", m).operand("paddingValue", p);
+            }
             Tile::from_value(t.push(op)[0])
         })
     }
@@ -170,7 +248,57 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         mask: Option<Tile<bool, T>>,
     ) {
         let _at = crate::dsl::trace::at(::std::panic::Location::caller());
-        let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
+        self.scatter_impl(
+            &idx.per_axis(),
+            values,
+            mask.map(|m| m.v),
+            true,
+            Hints::default(),
+        );
+    }
+
+    /// [`scatter`](Self::scatter) with hints for the store (`latency`; `allow_tma` is a specialization
+    /// error). cuTile's `ct.scatter(…, latency=L)`.
+    ///
+    /// # Safety
+    /// As [`scatter`](Self::scatter).
+    #[track_caller]
+    pub unsafe fn scatter_with<T: Shape>(
+        &mut self,
+        idx: impl GatherIndex<S::Rank, T>,
+        values: Tile<E, T>,
+        mask: Option<Tile<bool, T>>,
+        hints: Hints,
+    ) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        self.scatter_impl(&idx.per_axis(), values, mask.map(|m| m.v), true, hints);
+    }
+
+    /// Store `values` at the elements `idx` with no mask (cuTile's `ct.scatter(…, check_bounds=False)`).
+    ///
+    /// # Safety
+    /// As [`scatter`](Self::scatter), and every index must be inside the array on every axis.
+    #[track_caller]
+    pub unsafe fn scatter_unchecked<T: Shape>(
+        &mut self,
+        idx: impl GatherIndex<S::Rank, T>,
+        values: Tile<E, T>,
+        hints: Hints,
+    ) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        self.scatter_impl(&idx.per_axis(), values, None, false, hints);
+    }
+
+    fn scatter_impl<T: Shape>(
+        &mut self,
+        idx: &[ValueId],
+        values: Tile<E, T>,
+        mask: Option<ValueId>,
+        bounds: bool,
+        hints: Hints,
+    ) {
+        let hints = pointer_hints(hints, "scatter (store_ptr_tko)");
+        let (ptrs, mask) = self.pointers_checked::<T>(idx, mask, bounds);
         let slot = self.out_slot;
         trace::with(|t| {
             let tok = slot
@@ -185,7 +313,12 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                 .operand("value", values.v)
                 .operand("token", tok)
                 .result(Type::Token);
-            op = op.operand("mask", mask);
+            if let Some(h) = hints {
+                op = op.attr("optimization_hints", h);
+            }
+            if let Some(m) = mask {
+                op = op.operand("mask", m);
+            }
             let r = t.push1(op);
             if let Some(s) = slot
                 && let Some(st) = t.out_tokens.get_mut(s)
@@ -251,6 +384,20 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         };
         self.atomic(mode, idx, values, mask)
     }
+}
+
+/// The hints attribute of a pointer load/store: `latency` only; `allow_tma` fails the specialization,
+/// naming the op, since pointer accesses never use the tensor memory accelerator.
+#[track_caller]
+fn pointer_hints(h: Hints, op: &str) -> Option<OpAttr> {
+    if let Some(tma) = h.allow_tma {
+        trace::fail(format!(
+            "{op}: the `allow_tma` hint ({tma}) applies only to tile loads/stores through a partition; \
+             pointer accesses never use the TMA (give only `latency`)"
+        ));
+        return None;
+    }
+    h.attr()
 }
 
 pub use cutile_ir::AtomicRmwMode as AtomicMode;

@@ -13,6 +13,9 @@
 //! | [`Partition<E, T>`] | `partition_view` with optional [`Padding`] |
 //! | [`Token`] | `token` (ordering of memory operations) |
 //!
+//! Opt-in fast math on f32 ([`ApproxFloat`]): [`Tile::exp_approx`], [`Tile::exp2_ftz`],
+//! [`Tile::div_approx`], [`Tile::div_approx_ftz`] (see [`approx`]).
+//!
 //! Element types ([`ElementType`]): `bool, i8, i16, i32, i64, f16, bf16, f32, f64` and the markers
 //! [`tf32`], [`f8e4m3fn`], [`f8e5m2`]. Categories: [`Numeric`] (arithmetic), [`Float`] (math functions),
 //! [`Int`] (bitwise, shifts), [`MmaOperand`] (`mma` input/accumulator pairs).
@@ -45,6 +48,7 @@
 //! Not supported inside kernels (a `compile_error!` with the span): closures stored in variables,
 //! recursion, indexing (`x[i]`), `loop`, `break`/`continue`/`return`, `?`, `async`.
 
+pub mod approx;
 pub mod arith;
 pub mod control;
 pub mod debug;
@@ -56,6 +60,7 @@ pub mod tensor;
 pub mod tileops;
 pub mod value;
 
+pub use approx::ApproxFloat;
 pub use arith::{
     DeviceCmp, DeviceLogic, Operand, ScalarOperand, fma, full, iota, scalar, select, select_scalar,
     zeros,

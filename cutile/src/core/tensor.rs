@@ -57,7 +57,15 @@ impl Hints {
         allow_tma: Some(false),
     };
 
-    fn attr(&self) -> Option<OpAttr> {
+    /// Only a latency hint (the `latency=` of cuTile's loads, stores, gathers and scatters).
+    pub const fn with_latency(latency: i32) -> Hints {
+        Hints {
+            latency: Some(latency),
+            allow_tma: None,
+        }
+    }
+
+    pub(crate) fn attr(&self) -> Option<OpAttr> {
         if self.latency.is_none() && self.allow_tma.is_none() {
             return None;
         }
@@ -319,6 +327,23 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         let idx = idx.index_values();
         let p = self.make_partition::<S>(None);
         store_view(p.view, tile.v, idx, self.out_slot, Hints::default());
+    }
+
+    /// [`store_at`](Self::store_at) with load/store hints.
+    ///
+    /// # Safety
+    /// As [`store_at`](Self::store_at).
+    #[track_caller]
+    pub unsafe fn store_at_with(
+        &mut self,
+        idx: impl TileIndex<S::Rank>,
+        tile: Tile<E, S>,
+        hints: Hints,
+    ) {
+        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let idx = idx.index_values();
+        let p = self.make_partition::<S>(None);
+        store_view(p.view, tile.v, idx, self.out_slot, hints);
     }
 }
 
