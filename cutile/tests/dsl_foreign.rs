@@ -242,6 +242,13 @@ fn bytecode_has_preview_flag_and_tileirdisasm_reads_it() {
             );
             assert!(text.contains("preview$call @acc"), "{text}");
             assert!(text.contains("preview$access<inout>"), "{text}");
+            // Our printer shows the DSL's foreign declarations and calls (constant parameters of every kind,
+            // string/datatype/index constant arguments) exactly as tileirdisasm does.
+            let (ours, theirs) = (
+                cutile_ir::print::normalize(&s.ir_text()),
+                cutile_ir::print::normalize(&text),
+            );
+            assert_eq!(ours, theirs, "ours:\n{ours}\ntileirdisasm:\n{theirs}");
         }
         Err(e) => eprintln!("SKIPPED (tileirdisasm part): no toolchain ({e})"),
     }

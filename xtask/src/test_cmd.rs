@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the README's test command and what CI runs. Installs the toolchain on first use, points
-//! every test at it (`CUTILE_TILEIRAS`), runs the workspace's tests, then compiles the whole kernel catalog for
-//! the CI architectures with the real tileiras. GPU tests report themselves as skipped on machines without one.
+//! every test at it (`CUTILE_TILEIRAS`; `CUTILE_REQUIRE_TOOLS=1` so tool-dependent tests fail rather than
+//! skip), runs the workspace's tests, then compiles the whole kernel catalog for the CI architectures with the
+//! real tileiras. GPU tests report themselves as skipped on machines without one.
 
 use std::process::Command;
 
@@ -22,7 +23,9 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let mut cmd = Command::new(cargo);
     cmd.args(["test", "--workspace", "--all-targets"])
         .args(&args.cargo_args)
-        .env("CUTILE_TILEIRAS", tileiras.path());
+        .env("CUTILE_TILEIRAS", tileiras.path())
+        // The toolchain was just ensured, so a test that needs a tool must not pass by skipping.
+        .env("CUTILE_REQUIRE_TOOLS", "1");
     if let Some(d) = &tileiras.info().tileirdisasm {
         cmd.env("CUTILE_TILEIRDISASM", d);
     }

@@ -36,6 +36,7 @@ fn hand_built_modules_print_like_tileirdisasm_of_their_bytecode() {
     let cases = [
         ("arith", print_common::arith_module()),
         ("control_flow", print_common::control_flow_module()),
+        ("preview_const", print_common::preview_const_module()),
     ];
     for (name, module) in cases {
         let bytes = write_module(&module, V13_5).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -120,6 +120,17 @@ pub enum WriteError {
 }
 
 impl WriteError {
+    /// Whether the module only fails because its content needs a newer version than the target (an op,
+    /// attribute or operand added later, or preview content below the latest version): writing at a newer
+    /// version would succeed where this failed.
+    pub fn is_version_limit(&self) -> bool {
+        match self {
+            WriteError::TooNew { .. } | WriteError::PreviewNeedsLatest { .. } => true,
+            WriteError::InFunction { source, .. } => source.is_version_limit(),
+            _ => false,
+        }
+    }
+
     pub(crate) fn in_function(self, name: &str) -> WriteError {
         WriteError::InFunction {
             function: name.to_string(),

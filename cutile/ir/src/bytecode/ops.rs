@@ -563,8 +563,10 @@ impl Reader<'_> {
         }
         let loc = cx.debug.next(at)?;
 
-        // Result types; a slot newer than the file gets a fresh token value so the model matches newer versions.
-        let mut result_types = vec![];
+        // Result types, each with whether the file numbers it. A token slot newer than the file gets a fresh
+        // token value so the model matches newer versions; that value has no index in the file, so it must not
+        // enter the value scope (it would shift every later value index by one).
+        let mut result_types: Vec<(crate::types::Type, bool)> = vec![];
         match s.results {
             ResultSpec::Fixed(slots) | ResultSpec::Counted(slots) => {
                 if matches!(s.results, ResultSpec::Counted(_)) {
@@ -579,16 +581,16 @@ impl Reader<'_> {
                 }
                 for slot in slots {
                     if active(slot.since, v) {
-                        result_types.push(self.ty(c)?);
+                        result_types.push((self.ty(c)?, true));
                     } else if slot.name.contains("token") {
-                        result_types.push(crate::types::Type::Token);
+                        result_types.push((crate::types::Type::Token, false));
                     }
                 }
             }
             ResultSpec::Variadic => {
                 let n = c.count(1, "result type")?;
                 for _ in 0..n {
-                    result_types.push(self.ty(c)?);
+                    result_types.push((self.ty(c)?, true));
                 }
             }
         }
@@ -733,9 +735,11 @@ impl Reader<'_> {
 
         let results = result_types
             .into_iter()
-            .map(|t| {
+            .map(|(t, in_file)| {
                 let val = cx.f.new_value(t);
-                cx.scope.push(val);
+                if in_file {
+                    cx.scope.push(val);
+                }
                 val
             })
             .collect();

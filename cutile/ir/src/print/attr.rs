@@ -205,15 +205,23 @@ pub(crate) fn attr_without_type(a: &Attribute) -> String {
     }
 }
 
-/// `<arch = {key = value, …}, …>`.
+/// Entries of a dictionary in the order MLIR keeps them: sorted by key (byte order), whatever order they were
+/// built or read in. The sort is stable, so duplicate keys keep their relative order.
+fn sorted_by_key<T>(items: &[(String, T)]) -> Vec<&(String, T)> {
+    let mut v: Vec<&(String, T)> = items.iter().collect();
+    v.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    v
+}
+
+/// `<arch = {key = value, …}, …>`, both levels sorted by key as tileirdisasm prints them.
 pub(crate) fn hints_text(h: &OptimizationHints) -> String {
     let mut s = String::from("<");
-    for (i, (arch, dict)) in h.by_arch.iter().enumerate() {
+    for (i, (arch, dict)) in sorted_by_key(&h.by_arch).into_iter().enumerate() {
         if i > 0 {
             s.push_str(", ");
         }
         let _ = write!(s, "{} = {{", key(arch));
-        for (j, (k, v)) in dict.iter().enumerate() {
+        for (j, (k, v)) in sorted_by_key(dict).into_iter().enumerate() {
             if j > 0 {
                 s.push_str(", ");
             }
@@ -275,7 +283,7 @@ impl Display for Attribute {
             }
             Attribute::Dictionary(items) => {
                 f.write_char('{')?;
-                for (i, (k, v)) in items.iter().enumerate() {
+                for (i, (k, v)) in sorted_by_key(items).into_iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
@@ -296,13 +304,8 @@ impl Display for Attribute {
                 }
             }
             Attribute::Access(a) => write!(f, "#cuda_tile<preview$access<{}>>", a.name()),
-            Attribute::ConstParam { name, ty } => {
-                write!(
-                    f,
-                    "#cuda_tile.preview$const_param<{}, {ty}>",
-                    escape_string(name)
-                )
-            }
+            // As an extern declaration's `<[name: kind, …]>` list shows it.
+            Attribute::ConstParam { name, ty } => write!(f, "{}: {ty}", key(name)),
             Attribute::ExprInt(v) => write!(f, "{v}"),
             Attribute::ExprVar(n) => f.write_str(n),
             Attribute::ExprBinary { op, lhs, rhs } => write!(f, "({lhs} {} {rhs})", expr_op(*op)),

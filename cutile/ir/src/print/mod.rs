@@ -22,9 +22,15 @@ pub use normalize::normalize;
 use crate::ir::{Function, Global, Module};
 use attr::{dense_shape, dense_text, escape_string, symbol};
 
-/// The whole module: globals, then every function, each ending in a newline.
+/// The whole module: the producer comment (if the file has a Producer section), globals, then every
+/// function, each ending in a newline.
 pub fn print_module(module: &Module) -> String {
     let mut out = String::new();
+    if let Some(p) = &module.producer {
+        out.push_str("// Producer: ");
+        out.push_str(p);
+        out.push('\n');
+    }
     for g in &module.globals {
         out.push_str(&print_global(g));
         out.push('\n');

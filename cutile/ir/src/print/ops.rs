@@ -165,12 +165,11 @@ impl<'a> FnPrinter<'a> {
                 self.out.push_str("}\n");
             }
             FunctionKind::ExternDecl { const_params } => {
-                let _ = write!(self.out, "preview$func extern {name}{sig}");
-                if !const_params.is_empty() {
-                    let cp: Vec<String> = const_params.iter().map(|a| a.to_string()).collect();
-                    let _ = write!(self.out, " const_params = [{}]", cp.join(", "));
-                }
-                self.out.push_str(" \n");
+                let _ = writeln!(
+                    self.out,
+                    "preview$func extern {name}{}{sig} ",
+                    const_list(const_params)
+                );
             }
             FunctionKind::ExternImpl {
                 sym_name,
@@ -905,8 +904,8 @@ impl<'a> FnPrinter<'a> {
         l
     }
 
-    /// `preview$call @f(%a, %b) : (!cuda_tile.tile<…>, …) -> !cuda_tile.tile<…>` (MLIR's generic function
-    /// type, hence the dialect prefixes).
+    /// `preview$call @f<[16, "lower", f32]>(%a, %b) : (!cuda_tile.tile<…>, …) -> !cuda_tile.tile<…>` (MLIR's
+    /// generic function type, hence the dialect prefixes); the constant arguments follow the callee.
     fn preview_call(&self, op: &Operation) -> String {
         let callee = match op.attr("callee") {
             Some(OpAttr::Str(s)) => symbol(s),
@@ -924,12 +923,11 @@ impl<'a> FnPrinter<'a> {
         } else {
             format!("({})", outs.join(", "))
         };
+        let consts = match op.attr("const_args") {
+            Some(OpAttr::TaggedArray(a)) => const_list(a),
+            _ => String::new(),
+        };
         let mut attrs = Vec::new();
-        if let Some(OpAttr::TaggedArray(a)) = op.attr("const_args")
-            && !a.is_empty()
-        {
-            attrs.push(format!("const_args = {}", Attribute::Array(a.clone())));
-        }
         for n in ["arg_attrs", "res_attrs"] {
             if let Some(OpAttr::TaggedArray(a)) = op.attr(n) {
                 attrs.push(format!("{n} = {}", Attribute::Array(a.clone())));
@@ -941,7 +939,7 @@ impl<'a> FnPrinter<'a> {
             format!(" {{{}}}", attrs.join(", "))
         };
         format!(
-            "preview$call {callee}({}){dict} : ({}) -> {res}",
+            "preview$call {callee}{consts}({}){dict} : ({}) -> {res}",
             self.vs(args),
             ins.join(", ")
         )
@@ -1122,6 +1120,15 @@ impl<'a> FnPrinter<'a> {
         }
         self.out.push('\n');
     }
+}
+
+/// `<[a, b, …]>` after a callee or extern declaration name: its constant arguments (`16`, `"lower"`, `f32`) or
+/// constant parameters (`size: index`); nothing when there are none.
+fn const_list(items: &[Attribute]) -> String {
+    if items.is_empty() {
+        return String::new();
+    }
+    format!("<{}>", Attribute::Array(items.to_vec()))
 }
 
 /// An op attribute in the generic form.

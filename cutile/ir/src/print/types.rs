@@ -170,9 +170,9 @@ impl Display for Type {
                 }
             }
             Type::Preview(p) => f.write_str(match p {
-                PreviewType::Datatype => "!preview$Datatype",
-                PreviewType::Shape => "!preview$shape",
-                PreviewType::String => "!preview$string",
+                PreviewType::Datatype => "!cuda_tile<preview$Datatype>",
+                PreviewType::Shape => "!cuda_tile<preview$shape>",
+                PreviewType::String => "!cuda_tile<preview$string>",
                 PreviewType::Index => "index",
                 PreviewType::None => "none",
             }),

@@ -486,3 +486,68 @@ pub fn disassemble(tool: &Path, name: &str, bytes: &[u8], preview: bool) -> Resu
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// An entry calling two extern declarations with constant parameters of every kind (index, string,
+/// datatype, shape), the way `#[cutile::foreign]` lowers foreign calls: two leading ordering tokens, constant
+/// arguments as symbolic expressions.
+pub fn preview_const_module() -> Module {
+    use Opcode::*;
+    let sf = Type::scalar_tile(ScalarType::F32);
+    let f4 = Type::tile(ScalarType::F32, &[4]);
+    let cp = |name: &str, kind: PreviewType| Attribute::ConstParam {
+        name: name.into(),
+        ty: Type::Preview(kind),
+    };
+    let decl = Function::new_extern_decl(
+        "lib_fn",
+        &[(f4.clone(), Access::In), (f4.clone(), Access::Out)],
+        std::slice::from_ref(&f4),
+        vec![
+            cp("size", PreviewType::Index),
+            cp("direction", PreviewType::String),
+            cp("dtype", PreviewType::Datatype),
+            cp("shape", PreviewType::Shape),
+        ],
+    );
+    let decl2 = Function::new_extern_decl(
+        "plain_fn",
+        &[(sf.clone(), Access::InOut)],
+        std::slice::from_ref(&sf),
+        vec![],
+    );
+    let (mut b, args) = Fb::new("caller", vec![sf.clone()]);
+    let tok = b.op1(MakeToken, &Type::Token, &[], &[]);
+    let zero = b.constant(&f4, f32s(&[0.0]));
+    let r = b.op(
+        PreviewCall,
+        &[Type::Token, Type::Token, f4.clone()],
+        &[
+            ("callee", OpAttr::Str("lib_fn".into())),
+            (
+                "const_args",
+                OpAttr::TaggedArray(vec![
+                    Attribute::ExprInt(16),
+                    Attribute::ExprConstStr("lower".into()),
+                    Attribute::ConcreteType(Type::Scalar(ScalarType::F32)),
+                    Attribute::SymbolicTuple(vec![Attribute::ExprInt(4), Attribute::ExprInt(-2)]),
+                ]),
+            ),
+        ],
+        &[("operands", &[tok, tok, zero, zero])],
+    );
+    let j = b.op1(JoinTokens, &Type::Token, &[], &[("tokens", &r[..2])]);
+    b.op(
+        PreviewCall,
+        &[Type::Token, Type::Token, sf.clone()],
+        &[
+            ("callee", OpAttr::Str("plain_fn".into())),
+            ("const_args", OpAttr::TaggedArray(vec![])),
+        ],
+        &[("operands", &[j, j, args[0]])],
+    );
+    b.ret();
+    let mut m = b.finish();
+    m.functions.push(decl);
+    m.functions.push(decl2);
+    m
+}
