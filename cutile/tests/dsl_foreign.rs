@@ -261,7 +261,9 @@ mod host {
     use std::path::PathBuf;
 
     fn sample(name: &str) -> PathBuf {
-        PathBuf::from("/work/shared/data/tileir-samples/preview").join(name)
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/data/tileir-samples/preview")
+            .join(name)
     }
 
     fn key_with(options: &CompileOptions) -> Result<cutile::launch::Plan, LaunchError> {

@@ -10,7 +10,7 @@ own front end (`cuda.tile._compile.compile_tile`, bytecode only, no tileiras), w
 infers at launch from contiguous torch tensors (16-byte aligned base, unit last stride, extents and strides
 divisible by the largest power of two <= 16 dividing them), and writes the text form printed by
 `tileirdisasm` as `<name>.mlir`, keeping the bytecode as `<name>.tilebc` (what the tests read). The kernels are copied from the project's
-`/work/shared/bench/reference/ct_kernels.py` (the forms measured in `docs/anchors.md`), with the launch
+`../shared/bench/reference/ct_kernels.py` (beside the checkout) (the forms measured in `docs/anchors.md`), with the launch
 arguments `bench.py` uses.
 """
 import math

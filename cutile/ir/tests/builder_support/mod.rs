@@ -7,13 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-const DEFAULT_TILEIRAS: &str = "/root/.cache/cutile/toolchain/13.5.37/nvidia/cu13/bin/tileiras";
+/// The default install of `cargo xtask toolchain`: `$CUTILE_TOOLCHAIN_DIR`, else
+/// `$HOME/.cache/cutile/toolchain/13.5.37` (cutile-ir cannot use `cutile::toolchain`, which depends on it).
+pub fn default_bin_dir() -> Option<PathBuf> {
+    let root = match std::env::var_os("CUTILE_TOOLCHAIN_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/cutile/toolchain/13.5.37"),
+    };
+    Some(root.join("nvidia/cu13/bin"))
+}
 
 /// tileiras from `CUTILE_TILEIRAS` or the default install, if it exists.
 pub fn tileiras() -> Option<PathBuf> {
-    let p = std::env::var_os("CUTILE_TILEIRAS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_TILEIRAS));
+    let p = match std::env::var_os("CUTILE_TILEIRAS") {
+        Some(p) => PathBuf::from(p),
+        None => default_bin_dir()?.join("tileiras"),
+    };
     p.is_file().then_some(p)
 }
 
