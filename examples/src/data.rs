@@ -1,7 +1,8 @@
-//! Element types picked at run time, device tensors of them, seeded host data, and error norms.
+//! Element types picked at run time, device tensors of them, seeded host data, host-side axis swaps,
+//! and error norms.
 
-use cutile::launch::LaunchArgs;
-use cutile::runtime::{Device, Result, Tensor};
+use cutile::runtime::{Device, DeviceElement, Result, Tensor};
+use cutile_ir::ScalarType;
 use half::{bf16, f16};
 
 /// A floating-point element type of a workload.
@@ -13,11 +14,29 @@ pub enum Dt {
 }
 
 impl Dt {
+    /// The type a call spec names (`f32`, `f16`, `bf16`, and their long spellings).
+    pub fn parse(name: &str) -> Option<Dt> {
+        Some(match cutile_kernels::op::registry::parse_dtype(name)? {
+            ScalarType::F32 => Dt::F32,
+            ScalarType::BF16 => Dt::BF16,
+            ScalarType::F16 => Dt::F16,
+            _ => return None,
+        })
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Dt::F32 => "f32",
             Dt::BF16 => "bf16",
             Dt::F16 => "f16",
+        }
+    }
+
+    pub fn scalar(self) -> ScalarType {
+        match self {
+            Dt::F32 => ScalarType::F32,
+            Dt::BF16 => ScalarType::BF16,
+            Dt::F16 => ScalarType::F16,
         }
     }
 
@@ -28,13 +47,10 @@ impl Dt {
         }
     }
 
-    /// Largest accepted relative L2 error of a result stored in this type.
+    /// Largest accepted relative L2 error of a result stored in this type
+    /// (`cutile_kernels::tolerance`).
     pub fn tolerance(self) -> f64 {
-        match self {
-            Dt::F32 => 1e-5,
-            Dt::BF16 => 1e-2,
-            Dt::F16 => 2e-3,
-        }
+        cutile_kernels::tolerance(self.scalar())
     }
 
     /// `data` rounded to this type, as the device holds it.
@@ -47,68 +63,100 @@ impl Dt {
     }
 }
 
-/// A device tensor of a run-time element type.
+/// The tensors of one op call on a device, all of one run-time element type (ops take one type).
 #[derive(Debug)]
-pub enum DevTensor {
-    F32(Tensor<f32>),
-    BF16(Tensor<bf16>),
-    F16(Tensor<f16>),
+pub enum DevTensors {
+    F32(Vec<Tensor<f32>>),
+    BF16(Vec<Tensor<bf16>>),
+    F16(Vec<Tensor<f16>>),
 }
 
-impl DevTensor {
-    /// Uploads `data` (converted to `dt`) as a contiguous tensor of `shape`.
-    pub fn upload(device: &Device, dt: Dt, data: &[f32], shape: &[i64]) -> Result<DevTensor> {
+fn upload<T: DeviceElement>(
+    device: &Device,
+    data: &[(Vec<f32>, Vec<i64>)],
+    conv: impl Fn(f32) -> T,
+) -> Result<Vec<Tensor<T>>> {
+    data.iter()
+        .map(|(d, shape)| {
+            let v: Vec<T> = d.iter().map(|&x| conv(x)).collect();
+            Tensor::from_host(device, &v, shape)
+        })
+        .collect()
+}
+
+impl DevTensors {
+    /// Uploads each `(data, shape)` (converted to `dt`) as a contiguous tensor.
+    pub fn upload(device: &Device, dt: Dt, data: &[(Vec<f32>, Vec<i64>)]) -> Result<DevTensors> {
         Ok(match dt {
-            Dt::F32 => DevTensor::F32(Tensor::from_host(device, data, shape)?),
-            Dt::BF16 => {
-                let v: Vec<bf16> = data.iter().map(|&x| bf16::from_f32(x)).collect();
-                DevTensor::BF16(Tensor::from_host(device, &v, shape)?)
-            }
-            Dt::F16 => {
-                let v: Vec<f16> = data.iter().map(|&x| f16::from_f32(x)).collect();
-                DevTensor::F16(Tensor::from_host(device, &v, shape)?)
-            }
+            Dt::F32 => DevTensors::F32(upload(device, data, |x| x)?),
+            Dt::BF16 => DevTensors::BF16(upload(device, data, bf16::from_f32)?),
+            Dt::F16 => DevTensors::F16(upload(device, data, f16::from_f32)?),
         })
     }
 
-    pub fn zeros(device: &Device, dt: Dt, shape: &[i64]) -> Result<DevTensor> {
-        Ok(match dt {
-            Dt::F32 => DevTensor::F32(Tensor::zeros(device, shape)?),
-            Dt::BF16 => DevTensor::BF16(Tensor::zeros(device, shape)?),
-            Dt::F16 => DevTensor::F16(Tensor::zeros(device, shape)?),
-        })
+    pub fn len(&self) -> usize {
+        match self {
+            DevTensors::F32(v) => v.len(),
+            DevTensors::BF16(v) => v.len(),
+            DevTensors::F16(v) => v.len(),
+        }
     }
 
-    pub fn to_f32(&self) -> Result<Vec<f32>> {
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Tensor `i` read back as f32 (its storage order).
+    pub fn to_f32(&self, i: usize) -> std::result::Result<Vec<f32>, crate::BoxError> {
+        let missing = || -> crate::BoxError { format!("no tensor {i}").into() };
         Ok(match self {
-            DevTensor::F32(t) => t.to_host()?,
-            DevTensor::BF16(t) => t.to_host()?.iter().map(|v| v.to_f32()).collect(),
-            DevTensor::F16(t) => t.to_host()?.iter().map(|v| v.to_f32()).collect(),
+            DevTensors::F32(v) => v.get(i).ok_or_else(missing)?.to_host()?,
+            DevTensors::BF16(v) => v
+                .get(i)
+                .ok_or_else(missing)?
+                .to_host()?
+                .iter()
+                .map(|x| x.to_f32())
+                .collect(),
+            DevTensors::F16(v) => v
+                .get(i)
+                .ok_or_else(missing)?
+                .to_host()?
+                .iter()
+                .map(|x| x.to_f32())
+                .collect(),
         })
-    }
-
-    /// Appends this tensor as a kernel input.
-    pub fn input<'a>(&'a self, args: LaunchArgs<'a>) -> LaunchArgs<'a> {
-        match self {
-            DevTensor::F32(t) => args.input(t),
-            DevTensor::BF16(t) => args.input(t),
-            DevTensor::F16(t) => args.input(t),
-        }
-    }
-
-    /// Appends this tensor as a kernel output.
-    pub fn output<'a>(&'a mut self, args: LaunchArgs<'a>) -> LaunchArgs<'a> {
-        match self {
-            DevTensor::F32(t) => args.output(t),
-            DevTensor::BF16(t) => args.output(t),
-            DevTensor::F16(t) => args.output(t),
-        }
     }
 }
 
 /// `n` seeded values uniform in `[low, high)`.
 pub fn uniform(n: usize, low: f64, high: f64, seed: u64) -> Vec<f32> {
     cutile::runtime::fill::uniform::<f32>(n, low, high, seed)
+}
+
+/// Row-major `data` of `shape` with axes `a` and `b` swapped: the new data and shape.
+pub fn swap_axes(data: &[f32], shape: &[i64], a: usize, b: usize) -> (Vec<f32>, Vec<i64>) {
+    let rank = shape.len();
+    let mut out_shape = shape.to_vec();
+    out_shape.swap(a, b);
+    let in_strides = cutile_kernels::op::contiguous_strides(shape);
+    let mut src_strides = in_strides.clone();
+    src_strides.swap(a, b);
+    let n = data.len();
+    let mut out = Vec::with_capacity(n);
+    let mut idx = vec![0i64; rank];
+    for _ in 0..n {
+        let src: i64 = idx.iter().zip(&src_strides).map(|(i, s)| i * s).sum();
+        out.push(data[src as usize]);
+        for ax in (0..rank).rev() {
+            idx[ax] += 1;
+            if idx[ax] < out_shape[ax] {
+                break;
+            }
+            idx[ax] = 0;
+        }
+    }
+    (out, out_shape)
 }
 
 /// `‖got - want‖₂ / ‖want‖₂` in f64 (the absolute norm when `want` is all zeros); infinite when the

@@ -1,12 +1,15 @@
 //! Shared parts of the example programs (`src/bin/*`) and of the GPU harness (`gpu-harness`):
 //!
 //! - [`data`]: element types chosen at run time ([`data::Dt`]), device tensors of them
-//!   ([`data::DevTensor`]), seeded host data, relative L2 error and per-type tolerances;
-//! - [`workload`]: one kernel launch as data ([`workload::Workload`]: kernel, parameters, grid rule,
-//!   CPU reference, throughput metric) and the catalog of workloads ([`workload::suite`]);
-//! - [`run`]: running a workload on a GPU — correctness against the reference, CUDA-event benchmarks
-//!   with an L2 flush — and describing its launch without a GPU (for AOT planning);
+//!   ([`data::DevTensors`]), seeded host data, axis swaps and relative L2 error;
+//! - [`workload`]: one host-API call as data ([`workload::Workload`]: a `CallSpec` from the families'
+//!   `representative_calls()` or built for a shape, its storage layout, inputs, CPU reference, metric
+//!   and the launcher plans a bundle needs for it); the check and benchmark lists;
+//! - [`run`]: calling the family's host op on device tensors ([`run::call`]), the correctness check
+//!   against the reference and the CUDA-event benchmark of the call;
 //! - timing: in `cutile::runtime::timing` (events, medians, the L2 flush).
+//!
+//! No kernel, tile, variant or grid is chosen here: the host API chooses (each family's `config.rs`).
 //!
 //! Examples need a GPU: without a CUDA driver each prints `skipped: no CUDA driver` and exits 0
 //! ([`gpu_or_skip`]). Kernels come from tileiras when it is installed, else from registered AOT bundles
@@ -39,6 +42,15 @@ pub fn gpu_or_skip(program: &str) -> Result<Option<(Device, Stream)>, BoxError> 
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Runs the example program of `ops`: [`workload::checks`] and [`workload::benches`] of those ops.
+pub fn example_ops(program: &str, ops: &[&str]) {
+    example_main(
+        program,
+        workload::of_ops(workload::checks(), ops),
+        workload::of_ops(workload::benches(), ops),
+    );
 }
 
 /// Runs `workloads` as an example program: each is checked against its CPU reference, then timed; the

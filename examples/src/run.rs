@@ -1,141 +1,143 @@
-//! Running a [`Workload`]: its tensors on a device, its launch arguments (from real tensors, or from
-//! descriptions for planning without a GPU), a correctness check against the CPU reference, and a
-//! CUDA-event benchmark.
+//! Running a [`Workload`] through its family's host API: its tensors on a device, one call of the op
+//! (`cutile_kernels::softmax::softmax(&stream, &x, &mut y)` and so on, with views where the workload's
+//! layout asks), a correctness check against the CPU reference, and a CUDA-event benchmark of the call.
 
-use cutile::launch::{LaunchArgs, LaunchError, Launcher};
-use cutile::runtime::{Device, Stream};
-use cutile_ir::ScalarType;
+use cutile::launch::Pending;
+use cutile::runtime::timing::{L2Flush, Stats, time_device};
+use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
+use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
 
 use crate::BoxError;
-use crate::data::{DevTensor, Dt, rel_l2, uniform};
-use crate::workload::{GridRule, Init, Metric, Param, TensorSpec, Workload};
-use cutile::runtime::timing::{L2Flush, Stats, time_device};
+use crate::data::{DevTensors, rel_l2};
+use crate::workload::{ALPHA, EPS, HostTensor, Layout, Metric, Workload};
 
-/// A workload's tensors on a device (parameter order, tensors only) and, when kept, the host copies of
-/// every tensor with initial data (inputs, and outputs the kernel also reads such as saxpy's `y`) as
-/// the device holds them: what the reference takes.
+/// A workload's tensors on a device (inputs in storage layout, the output last) and, when kept, the
+/// logical host inputs (what the reference takes).
 #[derive(Debug)]
 pub struct Instance {
-    pub tensors: Vec<DevTensor>,
-    pub host_inputs: Vec<Vec<f32>>,
-}
-
-fn host_data(t: &TensorSpec) -> Vec<f32> {
-    let n = t.shape.iter().product::<i64>().max(0) as usize;
-    match t.init {
-        Init::Uniform { low, high, seed } => t.dt.round(&uniform(n, low, high, seed)),
-        Init::Zeros => vec![0.0; n],
-    }
+    pub tensors: DevTensors,
+    pub host_inputs: Vec<HostTensor>,
 }
 
 /// Allocates and fills the workload's tensors; `keep_host` keeps the input data for a reference.
 pub fn instantiate(device: &Device, w: &Workload, keep_host: bool) -> Result<Instance, BoxError> {
-    let mut tensors = Vec::new();
-    let mut host_inputs = Vec::new();
-    for p in &w.params {
-        let t = match p {
-            Param::In(t) | Param::Out(t) => t,
-            Param::Scalar(_) => continue,
-        };
-        let dev = match t.init {
-            Init::Zeros => DevTensor::zeros(device, t.dt, &t.shape)?,
-            Init::Uniform { .. } => {
-                let data = host_data(t);
-                let d = DevTensor::upload(device, t.dt, &data, &t.shape)?;
-                if keep_host {
-                    host_inputs.push(data);
-                }
-                d
-            }
-        };
-        tensors.push(dev);
-    }
+    let inputs = w.inputs()?;
+    let stored = w.storage(&inputs)?;
+    let tensors = DevTensors::upload(device, w.dt()?, &stored)?;
     Ok(Instance {
         tensors,
-        host_inputs,
+        host_inputs: if keep_host { inputs } else { Vec::new() },
     })
 }
 
-fn grid_of(w: &Workload, sm_count: u32) -> Option<cutile::runtime::Grid> {
-    match w.grid {
-        GridRule::Derived => None,
-        GridRule::Fixed(g) => Some(g),
-        GridRule::PerSm => Some((sm_count.max(1), 1, 1)),
-    }
+/// What to do with the op's [`Pending`] guard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// Wait for the work (and report its errors).
+    Wait,
+    /// Leave the work queued: only for callers that synchronize the stream themselves while the
+    /// tensors are alive (timing with events).
+    Detach,
 }
 
-/// The launch arguments of `w` over its device tensors.
-pub fn args<'a>(w: &Workload, tensors: &'a mut [DevTensor], sm_count: u32) -> LaunchArgs<'a> {
-    let mut a = LaunchArgs::new();
-    let mut it = tensors.iter_mut();
-    for p in &w.params {
-        match p {
-            Param::Scalar(v) => a = a.scalar(*v),
-            Param::In(_) => {
-                if let Some(t) = it.next() {
-                    a = t.input(a);
-                }
-            }
-            Param::Out(_) => {
-                if let Some(t) = it.next() {
-                    a = t.output(a);
-                }
+fn finish(p: Pending<'_>, after: After) -> Result<(), BoxError> {
+    match after {
+        After::Wait => p.wait()?,
+        // The guard only waits in `drop`; forgetting it leaves the queued work to the caller, who
+        // keeps the tensors alive and synchronizes (see `After::Detach`).
+        After::Detach => std::mem::forget(p),
+    }
+    Ok(())
+}
+
+fn call_typed<T: DeviceElement>(
+    stream: &Stream,
+    w: &Workload,
+    ts: &mut [Tensor<T>],
+    after: After,
+) -> Result<(), BoxError> {
+    let (o, ins) = ts
+        .split_last_mut()
+        .ok_or_else(|| format!("{}: no tensors", w.name))?;
+    let need = |n: usize| -> Result<(), BoxError> {
+        if ins.len() < n {
+            return Err(format!("{}: {} inputs, the op takes {n}", w.name, ins.len()).into());
+        }
+        Ok(())
+    };
+    match (w.op(), w.layout) {
+        (vector_add::ADD, _) => {
+            need(2)?;
+            finish(vector_add::add(stream, &ins[0], &ins[1], o)?, after)
+        }
+        // `o` is `y`, updated in place.
+        (vector_add::AXPY, _) => {
+            need(1)?;
+            finish(vector_add::axpy(stream, ALPHA, &ins[0], o)?, after)
+        }
+        (softmax::OP, _) => {
+            need(1)?;
+            finish(softmax::softmax(stream, &ins[0], o)?, after)
+        }
+        (norm::RMS_NORM, _) => {
+            need(2)?;
+            finish(norm::rms_norm(stream, &ins[0], &ins[1], EPS, o)?, after)
+        }
+        (norm::LAYER_NORM, _) => {
+            need(3)?;
+            finish(
+                norm::layer_norm(stream, &ins[0], &ins[1], &ins[2], EPS, o)?,
+                after,
+            )
+        }
+        (gemm::OP, Layout::TransposedB) => {
+            need(2)?;
+            let b = ins[1].transpose(0, 1)?;
+            finish(gemm::gemm(stream, &ins[0], &b, o)?, after)
+        }
+        (gemm::OP, _) => {
+            need(2)?;
+            finish(gemm::gemm(stream, &ins[0], &ins[1], o)?, after)
+        }
+        (attention::OP, layout) => {
+            need(3)?;
+            let options = attention::AttentionOptions {
+                causal: w.call.causal,
+                scale: None,
+            };
+            if layout == Layout::Bshd {
+                let (q, k, v) = (
+                    ins[0].transpose(1, 2)?,
+                    ins[1].transpose(1, 2)?,
+                    ins[2].transpose(1, 2)?,
+                );
+                let mut ov = o.transpose_mut(1, 2)?;
+                finish(
+                    attention::attention(stream, &q, &k, &v, &options, &mut ov)?,
+                    after,
+                )
+            } else {
+                finish(
+                    attention::attention(stream, &ins[0], &ins[1], &ins[2], &options, o)?,
+                    after,
+                )
             }
         }
-    }
-    match grid_of(w, sm_count) {
-        Some(g) => a.grid(g),
-        None => a,
+        (other, _) => Err(format!("{}: unknown op {other}", w.name).into()),
     }
 }
 
-/// Shapes and row-major strides of `w`'s tensors: storage for [`describe`].
-pub fn layouts(w: &Workload) -> Vec<(Vec<i64>, Vec<i64>)> {
-    w.params
-        .iter()
-        .filter_map(|p| match p {
-            Param::In(t) | Param::Out(t) => {
-                let strides =
-                    cutile::dsl::TensorMeta::contiguous(ScalarType::F32, &t.shape).strides;
-                Some((t.shape.clone(), strides))
-            }
-            Param::Scalar(_) => None,
-        })
-        .collect()
-}
-
-fn ir_type(dt: Dt) -> ScalarType {
-    match dt {
-        Dt::F32 => ScalarType::F32,
-        Dt::BF16 => ScalarType::BF16,
-        Dt::F16 => ScalarType::F16,
-    }
-}
-
-/// The launch arguments of `w` as descriptions at 256-byte aligned made-up addresses (what fresh
-/// allocations give): for planning and AOT compiles without a GPU. Never launch them.
-pub fn describe<'a>(w: &Workload, layouts: &'a [(Vec<i64>, Vec<i64>)]) -> LaunchArgs<'a> {
-    let mut a = LaunchArgs::new();
-    let mut it = layouts.iter().enumerate();
-    for p in &w.params {
-        let (t, output) = match p {
-            Param::Scalar(v) => {
-                a = a.scalar(*v);
-                continue;
-            }
-            Param::In(t) => (t, false),
-            Param::Out(t) => (t, true),
-        };
-        if let Some((i, (shape, strides))) = it.next() {
-            let ptr = 0x7000_0000_0000u64 + ((i as u64) << 36);
-            // SAFETY: descriptions only feed specialization and key computation; callers never launch
-            // them (documented above).
-            a = unsafe { a.raw_tensor(output, ir_type(t.dt), shape, strides, ptr, 0) };
-        }
-    }
-    match grid_of(w, 132) {
-        Some(g) => a.grid(g),
-        None => a,
+/// One call of the workload's host op on `inst`'s tensors.
+pub fn call(
+    stream: &Stream,
+    w: &Workload,
+    inst: &mut Instance,
+    after: After,
+) -> Result<(), BoxError> {
+    match &mut inst.tensors {
+        DevTensors::F32(t) => call_typed(stream, w, t, after),
+        DevTensors::BF16(t) => call_typed(stream, w, t, after),
+        DevTensors::F16(t) => call_typed(stream, w, t, after),
     }
 }
 
@@ -153,7 +155,7 @@ pub struct CheckResult {
 impl CheckResult {
     pub fn line(&self) -> String {
         format!(
-            "{:<40} rel L2 {:.2e} (tol {:.0e}, {} values) {}",
+            "{:<56} rel L2 {:.2e} (tol {:.0e}, {} values) {}",
             self.name,
             self.rel_err,
             self.tolerance,
@@ -163,37 +165,15 @@ impl CheckResult {
     }
 }
 
-/// Launches `w` once and compares its output with the CPU reference.
+/// Calls the host op once and compares its output with the CPU reference.
 pub fn check(device: &Device, stream: &Stream, w: &Workload) -> Result<CheckResult, BoxError> {
     let mut inst = instantiate(device, w, true)?;
-    let launcher = Launcher::new(w.kernel.clone());
-    launcher.launch(stream, args(w, &mut inst.tensors, device.sm_count()))?;
-    let out_index = w
-        .params
-        .iter()
-        .filter(|p| !matches!(p, Param::Scalar(_)))
-        .position(|p| matches!(p, Param::Out(_)))
-        .ok_or("workload without an output")?;
-    let mut got = inst.tensors[out_index].to_f32()?;
-    let scalars: Vec<f32> = w
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            Param::Scalar(v) => Some(*v),
-            _ => None,
-        })
-        .collect();
-    let reference = w.reference.as_ref().ok_or("workload without a reference")?;
-    let want = reference(&inst.host_inputs, &scalars);
+    call(stream, w, &mut inst, After::Wait)?;
+    let stored = inst.tensors.to_f32(inst.tensors.len() - 1)?;
+    let mut got = w.output_logical(stored)?;
+    let want = w.reference(&inst.host_inputs)?;
     if let Some(rows) = &want.rows {
-        let width = w
-            .params
-            .iter()
-            .find_map(|p| match p {
-                Param::Out(t) => t.shape.last().copied(),
-                _ => None,
-            })
-            .unwrap_or(1) as usize;
+        let width = w.output_shape()?.last().copied().unwrap_or(1) as usize;
         got = rows
             .iter()
             .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
@@ -224,7 +204,7 @@ pub struct BenchResult {
 impl BenchResult {
     pub fn line(&self) -> String {
         format!(
-            "{:<40} {:>10.2} µs median ({:.2}–{:.2}, n={}) {:>9.1} {}{}",
+            "{:<56} {:>10.2} µs median ({:.2}–{:.2}, n={}) {:>9.1} {}{}",
             self.name,
             self.stats.median_us,
             self.stats.min_us,
@@ -237,8 +217,9 @@ impl BenchResult {
     }
 }
 
-/// Times `iters` launches of `w` (after 5 warm-up launches), flushing L2 first when `w` is memory-bound
-/// and a flush buffer is given.
+/// Times `iters` host-op calls of `w` (after a waited first call and 5 warm-up calls), flushing L2
+/// first when `w` is memory-bound and a flush buffer is given. The timed span is what the call
+/// enqueues (CUDA events around it), not the host wait.
 pub fn bench(
     device: &Device,
     stream: &Stream,
@@ -247,19 +228,19 @@ pub fn bench(
     flush: Option<&mut L2Flush>,
 ) -> Result<BenchResult, BoxError> {
     let mut inst = instantiate(device, w, false)?;
-    let launcher = Launcher::new(w.kernel.clone());
-    let a = args(w, &mut inst.tensors, device.sm_count());
-    launcher.prepare(device, &a)?;
-    let flush = if w.flush_l2 { flush } else { None };
+    // Loads modules (and tunes, when tuning is on) outside the timed calls.
+    call(stream, w, &mut inst, After::Wait)?;
+    let flush = if w.memory_bound() { flush } else { None };
     let flushed = flush.is_some();
     let stats = time_device(stream, 5, iters, flush, || {
-        // SAFETY: the tensors live in `inst` until after `time_device` returns, and it waits for every
-        // launch (end event) before the next one is queued.
-        unsafe { launcher.enqueue(stream, &a) }.map_err(|e: LaunchError| -> BoxError { e.into() })
+        // Detach: `time_device` records its end event after this call and waits for it before the
+        // next call or returning, and `inst` outlives it, so the queued work never outlives its
+        // tensors.
+        call(stream, w, &mut inst, After::Detach)
     })?;
     stream.synchronize()?;
     let secs = stats.median_us * 1e-6;
-    let (throughput, unit) = match w.metric {
+    let (throughput, unit) = match w.metric()? {
         Metric::Bytes(b) => (b / secs / 1e9, "GB/s"),
         Metric::Flops(f) => (f / secs / 1e12, "TFLOP/s"),
     };

@@ -9,12 +9,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use cutile::bundle::{self, Bundle};
 use cutile::cache::{DEFAULT_MAX_DISK_BYTES, DiskCache, KernelCache};
-use cutile::launch::{Launcher, key_toolchain_version};
+use cutile::launch::key_toolchain_version;
 use cutile::runtime::{Device, Stream};
 use cutile::toolchain::GpuArch;
-use cutile_examples::data::Dt;
-use cutile_examples::run::{args, describe, instantiate, layouts};
-use cutile_examples::workload::{Workload, softmax, tiny};
+use cutile_examples::run::{After, call, instantiate};
+use cutile_examples::workload::{Workload, call as spec, tiny};
 use serde::{Deserialize, Serialize};
 
 use crate::BoxError;
@@ -27,13 +26,19 @@ fn now_us() -> u64 {
         .unwrap_or(0)
 }
 
-/// The cases a child can run (each also in the planned suite, so the bundle holds it).
+/// The cases a child can run, as host-API calls (each also in the planned suite, so the bundle holds
+/// it).
 pub const CASES: [&str; 2] = ["vadd", "softmax"];
 
 fn case(name: &str) -> Result<Workload, BoxError> {
     match name {
         "vadd" => Ok(tiny()),
-        "softmax" => softmax(Dt::BF16, 1000, 1023).ok_or_else(|| "no softmax workload".into()),
+        "softmax" => Ok(Workload::new(spec(
+            cutile_kernels::softmax::OP,
+            "bf16",
+            &[&[1000, 1023]],
+            false,
+        ))),
         other => Err(format!("unknown first-launch case {other:?}; known: {CASES:?}").into()),
     }
 }
@@ -62,8 +67,7 @@ pub fn child(case_name: &str, bundle_path: Option<&Path>, t0_us: u64) -> Result<
     if let Some(p) = bundle_path {
         bundle::register(Bundle::open(p)?);
     }
-    Launcher::new(w.kernel.clone())
-        .launch(&stream, args(&w, &mut inst.tensors, device.sm_count()))?;
+    call(&stream, &w, &mut inst, After::Wait)?;
     let done_us = now_us();
     let s = KernelCache::global()?.stats();
     let origin = if s.bundle_hits > 0 {
@@ -87,19 +91,16 @@ pub fn child(case_name: &str, bundle_path: Option<&Path>, t0_us: u64) -> Result<
     Ok(())
 }
 
-/// Writes the cubins of `w` from `bundle` into a disk cache at `dir`, under the key a launch on this
-/// machine computes (its tileiras version, or none).
+/// Writes the cubins of `w`'s launches from `bundle` into a disk cache at `dir`, under the keys a call
+/// on this machine computes (its tileiras version, or none).
 fn seed_disk(w: &Workload, arch: GpuArch, bundle: &Bundle, dir: &Path) -> Result<(), BoxError> {
-    let l = layouts(w);
-    let plan = Launcher::new(w.kernel.clone()).plan_for(
-        &describe(w, &l),
-        arch,
-        &key_toolchain_version(),
-    )?;
-    let cubin = bundle
-        .find_key(&plan.key)
-        .ok_or_else(|| format!("the bundle lacks {}", plan.key))?;
-    DiskCache::new(dir, DEFAULT_MAX_DISK_BYTES).write(&plan.key, cubin)?;
+    let disk = DiskCache::new(dir, DEFAULT_MAX_DISK_BYTES);
+    for (label, plan) in w.plans(arch, &key_toolchain_version(), false)? {
+        let cubin = bundle
+            .find_key(&plan.key)
+            .ok_or_else(|| format!("the bundle lacks {label}: {}", plan.key))?;
+        disk.write(&plan.key, cubin)?;
+    }
     Ok(())
 }
 

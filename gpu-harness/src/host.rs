@@ -2,14 +2,48 @@
 
 use std::time::Instant;
 
-use cutile::launch::Launcher;
+use cutile::dsl::Kernel;
+use cutile::launch::{LaunchArgs, Launcher};
 use cutile::runtime::timing::Stats;
-use cutile::runtime::{Device, Event, Stream};
-use cutile_examples::run::{Instance, args, instantiate};
+use cutile::runtime::{Device, Event, Stream, Tensor};
 use cutile_examples::workload::tiny;
+use cutile_kernels::op::Target;
 
 use crate::BoxError;
 use crate::report::{Graph, Host};
+
+/// The tiny call's kernel, launched directly (below the host API, to measure the launcher alone): the
+/// kernel `add f32 [1024]` plans to, so the bundle (planned from the same call) holds it.
+fn tiny_kernel(device: &Device) -> Result<Kernel, BoxError> {
+    let w = tiny();
+    let planned = w.call.plan(&Target::of(device)?, false)?;
+    let launch = planned
+        .launches
+        .first()
+        .ok_or("the tiny call plans no launch")?;
+    Ok(launch.kernel.clone())
+}
+
+/// The tiny call's tensors (`c = a + b`, 1024 f32 each).
+#[derive(Debug)]
+struct Instance {
+    a: Tensor<f32>,
+    b: Tensor<f32>,
+    c: Tensor<f32>,
+}
+
+fn instantiate(device: &Device) -> Result<Instance, BoxError> {
+    let n = [1024i64];
+    Ok(Instance {
+        a: Tensor::random(device, &n, 1)?,
+        b: Tensor::random(device, &n, 2)?,
+        c: Tensor::zeros(device, &n)?,
+    })
+}
+
+fn args(i: &mut Instance) -> LaunchArgs<'_> {
+    LaunchArgs::new().input(&i.a).input(&i.b).output(&mut i.c)
+}
 
 /// Launches queued between synchronisations: keeps the driver's queue from filling (a full queue
 /// would make a launch call wait for the GPU).
@@ -37,40 +71,36 @@ fn time_calls(
 /// Median host time per warm launch call of the tiny kernel over `n` calls: with the same arguments,
 /// with two argument sets alternating, and the runtime's enqueue of pre-packed arguments alone.
 pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, BoxError> {
-    let w = tiny();
-    let sm = device.sm_count();
-    let mut insts: [Instance; 2] = [
-        instantiate(device, &w, false)?,
-        instantiate(device, &w, false)?,
-    ];
-    let launcher = Launcher::new(w.kernel.clone());
+    let kernel = tiny_kernel(device)?;
+    let mut insts: [Instance; 2] = [instantiate(device)?, instantiate(device)?];
+    let launcher = Launcher::new(kernel.clone());
     // Cold launch first: everything after is warm.
-    launcher.launch(stream, args(&w, &mut insts[0].tensors, sm))?;
+    launcher.launch(stream, args(&mut insts[0]))?;
 
     let same = time_calls(stream, n, |_| {
-        let a = args(&w, &mut insts[0].tensors, sm);
+        let a = args(&mut insts[0]);
         // SAFETY: the tensors outlive the calls and `time_calls` synchronises before returning.
         Ok(unsafe { launcher.enqueue(stream, &a) }?)
     })?;
     let alternating = time_calls(stream, n, |i| {
-        let a = args(&w, &mut insts[i % 2].tensors, sm);
+        let a = args(&mut insts[i % 2]);
         // SAFETY: as above.
         Ok(unsafe { launcher.enqueue(stream, &a) }?)
     })?;
-    let a = args(&w, &mut insts[0].tensors, sm);
+    let a = args(&mut insts[0]);
     let prepared = launcher.prepare(device, &a)?;
-    let packed = prepared.signature().pack(w.kernel.name(), &a)?;
+    let packed = prepared.signature().pack(kernel.name(), &a)?;
     let grid = prepared
         .signature()
-        .grid(w.kernel.name(), &a)?
+        .grid(kernel.name(), &a)?
         .ok_or("the tiny kernel has an empty grid")?;
-    let kernel = prepared.runtime_kernel();
+    let rt = prepared.runtime_kernel();
     let runtime = time_calls(stream, n, |_| {
         // SAFETY: the arguments were packed for this kernel from live tensors that outlive the calls.
-        Ok(unsafe { kernel.enqueue(stream, grid, &packed) }?)
+        Ok(unsafe { rt.enqueue(stream, grid, &packed) }?)
     })?;
     Ok(Host {
-        kernel: w.name.clone(),
+        kernel: tiny().name,
         launches: n,
         same_args_median_us: same.median_us,
         same_args_p90_us: same.p90_us,
@@ -88,11 +118,9 @@ pub fn graph_time(
     per_graph: usize,
     reps: usize,
 ) -> Result<Graph, BoxError> {
-    let w = tiny();
-    let sm = device.sm_count();
-    let mut inst = instantiate(device, &w, false)?;
-    let launcher = Launcher::new(w.kernel.clone());
-    let a = args(&w, &mut inst.tensors, sm);
+    let mut inst = instantiate(device)?;
+    let launcher = Launcher::new(tiny_kernel(device)?);
+    let a = args(&mut inst);
     launcher.prepare(device, &a)?; // module loads must happen outside capture
     let (start, end) = (Event::new(device)?, Event::new(device)?);
 
@@ -130,7 +158,7 @@ pub fn graph_time(
     in_graph.remove(0);
     one_by_one.remove(0);
     Ok(Graph {
-        kernel: w.name.clone(),
+        kernel: tiny().name,
         kernels_per_graph: per_graph,
         per_kernel_median_us: Stats::of(in_graph).median_us,
         stream_per_kernel_median_us: Stats::of(one_by_one).median_us,

@@ -23,11 +23,13 @@
 //! Without a CUDA driver, `run` prints `skipped: no CUDA driver` and exits 3, or 0 with `--allow-skip`.
 //! Exit status 1 means a check failed or a phase reported errors.
 
+pub mod aot;
 pub mod first;
 pub mod host;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod tune;
 
 /// Error type of the harness: anything printable.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gpu_harness::{first, plan, run};
+use gpu_harness::{first, plan, run, tune};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -47,6 +47,26 @@ enum Command {
         )]
         phases: Vec<String>,
     },
+    /// GPU machine: tune every benchmark call (CUTILE_TUNE=force) and report default, winner and
+    /// speed-up per call under --out (tune.json, tune.md, tuning.json).
+    Tune {
+        #[arg(long)]
+        bundle: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        /// Only these ops (comma-separated), e.g. `softmax,rms_norm`.
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Exit 0 (after printing "skipped") when there is no CUDA driver.
+        #[arg(long)]
+        allow_skip: bool,
+    },
+    /// Write the benchmark calls `run` times as JSON (what `ci/gpu/peers.py --calls` reads).
+    Calls {
+        /// The folder to write `bench-calls.json` into.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Child mode of `run`: one first launch in a fresh process, reported as a JSON line.
     #[command(hide = true)]
     FirstLaunch {
@@ -71,6 +91,17 @@ fn main() -> ExitCode {
             allow_skip,
             phases,
         } => run::run(&bundle, &out, allow_skip, &phases),
+        Command::Tune {
+            bundle,
+            out,
+            ops,
+            allow_skip,
+        } => tune::tune(&bundle, &out, &ops, allow_skip),
+        Command::Calls { out } => run::write_bench_calls(&out, &cutile_examples::workload::benches())
+            .map(|p| {
+                println!("{}", p.display());
+                ExitCode::SUCCESS
+            }),
         Command::FirstLaunch {
             case,
             bundle,

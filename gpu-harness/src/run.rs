@@ -7,7 +7,7 @@ use cutile::bundle::{self, Bundle};
 use cutile::runtime::timing::{FLUSH_BYTES, L2Flush};
 use cutile::runtime::{Device, RuntimeError, Stream};
 use cutile_examples::run::{bench, check};
-use cutile_examples::workload::{benches, checks};
+use cutile_examples::workload::{Workload, benches, checks};
 
 use crate::report::{self, Report};
 use crate::{BoxError, first, host, plan};
@@ -109,6 +109,8 @@ pub fn run(
         r.write(out)?;
     }
     if on("bench") {
+        let path = write_bench_calls(out, &benches())?;
+        println!("benchmark calls: {}", path.display());
         let mut flush = L2Flush::new(&device, FLUSH_BYTES)?;
         for w in benches() {
             match guarded(|| bench(&device, &stream, &w, BENCH_ITERS, Some(&mut flush))) {
@@ -161,4 +163,35 @@ pub fn run(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One benchmark call as `ci/gpu/peers.py` reads it.
+#[derive(Debug, serde::Serialize)]
+struct BenchCall<'a> {
+    name: &'a str,
+    op: &'a str,
+    dtype: &'a str,
+    shapes: &'a [Vec<i64>],
+    causal: bool,
+    layout: String,
+}
+
+/// Writes the benchmark calls to `dir/bench-calls.json` (the list `peers.py --calls` times with torch
+/// and Triton).
+pub fn write_bench_calls(dir: &Path, ws: &[Workload]) -> Result<std::path::PathBuf, BoxError> {
+    let calls: Vec<BenchCall<'_>> = ws
+        .iter()
+        .map(|w| BenchCall {
+            name: &w.name,
+            op: &w.call.op,
+            dtype: &w.call.dtype,
+            shapes: &w.call.shapes,
+            causal: w.call.causal,
+            layout: format!("{:?}", w.layout),
+        })
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("bench-calls.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&calls)?)?;
+    Ok(path)
 }
