@@ -105,3 +105,43 @@ pub fn parse_shapes(text: &str) -> Result<Vec<CallSpec>, BoxError> {
     }
     Ok(file.call)
 }
+
+/// The calls of `cargo xtask aot`: those of the `shapes` file, or every family's
+/// `representative_calls()`; then only those of `ops` when it is not empty. An unknown op is an error.
+pub fn select_calls(ops: &[String], shapes: Option<&Path>) -> Result<Vec<CallSpec>, BoxError> {
+    for op in ops {
+        cutile_kernels::op::registry::find(op)?;
+    }
+    let calls = match shapes {
+        Some(p) => read_shapes(p)?,
+        None => cutile_kernels::catalog::representative_calls(),
+    };
+    let calls: Vec<CallSpec> = calls
+        .into_iter()
+        .filter(|c| ops.is_empty() || ops.contains(&c.op))
+        .collect();
+    if calls.is_empty() {
+        return Err(format!("no call of ops {ops:?} to compile").into());
+    }
+    Ok(calls)
+}
+
+/// The launcher plans of `calls` on each of `archs` with tileiras `version` (every tuning candidate's
+/// with `all_candidates`): `launcher_plans` per arch.
+pub fn plans_for_calls(
+    calls: &[CallSpec],
+    archs: &[cutile::toolchain::GpuArch],
+    version: &str,
+    all_candidates: bool,
+) -> Result<Vec<(String, Plan)>, BoxError> {
+    let mut out = Vec::new();
+    for &arch in archs {
+        out.extend(cutile_kernels::op::registry::launcher_plans(
+            calls,
+            arch,
+            version,
+            all_candidates,
+        )?);
+    }
+    Ok(out)
+}

@@ -1,19 +1,20 @@
-//! `cargo xtask aot --arch sm_90[,sm_100…] -o FILE [--filter STR]`: compiles the DSL specializations the
-//! compile catalog declares (`cutile_kernels::catalog`, jobs with a kernel and arrays) for each
-//! architecture into one AOT bundle. Keys come from `cutile::launch::plan`, the function launches use,
-//! so a machine without tileiras finds these cubins by registering the bundle (`CUTILE_BUNDLE=FILE`).
+//! `cargo xtask aot --arch sm_90[,sm_100…] -o FILE [--ops softmax,rms_norm] [--shapes shapes.toml]
+//! [--candidates] [--jobs N]`: compiles the kernels a set of host-API calls launches into one AOT
+//! bundle. The calls are those of the shapes file (`[[call]] op = "softmax" dtype = "bf16" shapes =
+//! [[8192, 8192]] causal = false`, see `docs/shapes.toml`) or every family's `representative_calls()`,
+//! filtered by `--ops`. Their launches come from the host API's planner
+//! (`cutile_kernels::op::registry::launcher_plans`, every tuning candidate's with `--candidates`), so the
+//! keys are the ones the ops compute; after writing, the bundle is re-opened and every planned call is
+//! looked up as a machine without tileiras looks it up (`CUTILE_BUNDLE=FILE`).
 //!
-//! Layout facts (extent/stride divisibility, base alignment) are part of a specialization: a bundle
-//! serves launches whose arrays have the facts of the declared ones (the catalog declares aligned and
-//! ragged shapes of each kernel).
+//! A bundle serves every call of the same class as a planned one: same element type, config choice and
+//! power-of-two divisibility (up to 16) of extents and strides, not the same extents.
 
 use std::path::PathBuf;
 
-use cutile::bundle::BundleWriter;
-use cutile::launch::aot::{compile_into_bundle, print_outcomes};
-use cutile::launch::{CompileOptions, Plan, plan};
+use cutile::launch::NO_TOOLCHAIN;
 use cutile::toolchain::GpuArch;
-use cutile_kernels::catalog::compile_jobs;
+use gpu_harness::aot::{build_bundle, plans_for_calls, select_calls};
 
 use crate::BoxError;
 
@@ -25,9 +26,15 @@ pub struct Args {
     /// The bundle file to write.
     #[arg(short = 'o', long = "out")]
     pub out: PathBuf,
-    /// Only kernels whose catalog name contains this string.
+    /// Only calls of these ops (comma-separated registry names, e.g. `softmax,rms_norm`).
+    #[arg(long, value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// A TOML file of `[[call]]` tables (op, dtype, shapes, causal) instead of the representative calls.
     #[arg(long)]
-    pub filter: Option<String>,
+    pub shapes: Option<PathBuf>,
+    /// Also compile every tuning candidate of each call (for `CUTILE_TUNE=on|force` runs).
+    #[arg(long)]
+    pub candidates: bool,
     /// Parallel tileiras processes (default: number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -39,56 +46,31 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         .iter()
         .map(|a| a.parse::<GpuArch>())
         .collect::<Result<Vec<_>, _>>()?;
+    let calls = select_calls(&args.ops, args.shapes.as_deref())?;
     let tileiras = crate::toolchain_cmd::ensure_toolchain()?;
     let version = tileiras.version().to_string();
-    let options = CompileOptions::default();
-    let mut plans: Vec<(String, Plan)> = Vec::new();
-    let mut skipped = 0;
-    for job in compile_jobs() {
-        if args
-            .filter
-            .as_deref()
-            .is_some_and(|f| !job.kernel.contains(f))
-        {
-            continue;
-        }
-        let Some((kernel, arrays)) = job.dsl_spec() else {
-            skipped += 1; // IR-builder samples have no launcher
-            continue;
-        };
-        for &arch in &archs {
-            let label = format!("{} [{}] {}", job.kernel, job.specialization, arch.name());
-            let p = plan(kernel, arrays, arch, &options, &version)
-                .map_err(|e| format!("{label}: {e}"))?;
-            plans.push((label, p));
-        }
-    }
-    if plans.is_empty() {
-        return Err("no DSL kernel of the catalog matches the filter".into());
-    }
-    eprintln!(
-        "compiling {} specializations ({skipped} non-DSL catalog jobs skipped) with tileiras {version}",
-        plans.len()
-    );
+    let plans = plans_for_calls(&calls, &archs, &version, args.candidates)?;
+    let verify = plans_for_calls(&calls, &archs, NO_TOOLCHAIN, args.candidates)?;
     let threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let mut writer = BundleWriter::new();
-    let outcomes = compile_into_bundle(&plans, &tileiras, threads, &mut writer);
-    let failed = print_outcomes(&outcomes);
-    if failed > 0 {
-        return Err(format!("{failed} specializations failed; no bundle written").into());
-    }
-    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    writer.write(&args.out)?;
-    let bytes = std::fs::metadata(&args.out)?.len();
+    eprintln!(
+        "compiling {} launches of {} calls{} with tileiras {version} on {threads} threads",
+        plans.len(),
+        calls.len(),
+        if args.candidates {
+            " (every tuning candidate)"
+        } else {
+            ""
+        }
+    );
+    let built = build_bundle(&plans, &verify, &tileiras, threads, &args.out)?;
     println!(
-        "wrote {} ({} cubins, {:.1} MiB); use it with CUTILE_BUNDLE={}",
+        "wrote {} ({} cubins for {} launches, {:.1} MiB; every call found on re-open); use it with CUTILE_BUNDLE={}",
         args.out.display(),
-        writer.len(),
-        bytes as f64 / (1 << 20) as f64,
+        built.cubins,
+        built.launches,
+        built.bytes as f64 / (1 << 20) as f64,
         args.out.display()
     );
     Ok(())

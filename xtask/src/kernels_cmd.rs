@@ -9,7 +9,7 @@ use std::time::Instant;
 use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
 use cutile_ir::Version;
 use cutile_ir::bytecode::write_module;
-use cutile_kernels::catalog::{CompileJob, compile_jobs};
+use cutile_kernels::catalog::{CompileJob, compile_jobs, compile_jobs_full};
 
 use crate::BoxError;
 
@@ -32,6 +32,10 @@ pub struct Args {
     /// Parallel tileiras processes (default: number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Every tuning candidate of every representative call too (`catalog::compile_jobs_full`), not only
+    /// the default configurations.
+    #[arg(long)]
+    pub full: bool,
 }
 
 /// One row of the result table.
@@ -51,7 +55,12 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         .collect::<Result<Vec<_>, _>>()?;
     let version: Version = args.bytecode.parse()?;
     let tileiras = crate::toolchain_cmd::ensure_toolchain()?;
-    let jobs: Vec<CompileJob> = compile_jobs()
+    let all = if args.full {
+        compile_jobs_full()
+    } else {
+        compile_jobs()
+    };
+    let jobs: Vec<CompileJob> = all
         .into_iter()
         .filter(|j| args.filter.as_deref().is_none_or(|f| j.kernel.contains(f)))
         .collect();

@@ -51,6 +51,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             filter: None,
             out: None,
             jobs: None,
+            full: false,
         })?;
     }
     Ok(())
