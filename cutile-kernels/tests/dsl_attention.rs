@@ -109,7 +109,7 @@ fn compile_sm90() {
     let all = cases()
         .into_iter()
         .map(|(name, k, arrays, _)| (name, k, arrays));
-    compile_all_sm90(all.chain(gpu));
+    compile_all_sm90("compile_sm90", all.chain(gpu));
 }
 
 /// Values `v[s, j, c] = s + j · c / 10`, so column means have closed forms.
@@ -141,8 +141,20 @@ fn reference_uniform_scores_average_the_values() {
             let want_causal: Vec<f32> = (0..d)
                 .map(|c| s as f32 + i as f32 / 2.0 * c as f32 / 10.0)
                 .collect();
-            assert!(close(&full[row..row + d], &want_full, 1e-5), "{s} {i}");
-            assert!(close(&causal[row..row + d], &want_causal, 1e-5), "{s} {i}");
+            assert_all_close(
+                &format!("full {s} {i}"),
+                &full[row..row + d],
+                &want_full,
+                1e-5,
+                0.0,
+            );
+            assert_all_close(
+                &format!("causal {s} {i}"),
+                &causal[row..row + d],
+                &want_causal,
+                1e-5,
+                0.0,
+            );
         }
     }
 }
@@ -156,9 +168,9 @@ fn reference_sharp_scores_pick_the_matching_key() {
         .collect();
     let v = ramp_values(1, seq, d);
     let out = attention_reference(&eye, &eye, &v, seq, seq, d, 100.0, false);
-    assert!(close(&out, &v, 1e-6), "{out:?}");
+    assert_all_close("sharp scores", &out, &v, 1e-6, 0.0);
     let out = attention_reference(&eye, &eye, &v, seq, seq, d, 100.0, true);
-    assert!(close(&out, &v, 1e-6), "{out:?}");
+    assert_all_close("sharp scores", &out, &v, 1e-6, 0.0);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -402,7 +414,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
 #[test]
 #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn gpu_matches_reference() {
-    let Some((dev, stream)) = gpu_device() else {
+    let Some((dev, stream)) = gpu_device("gpu_matches_reference") else {
         return;
     };
     // 16-bit outputs of values in [-1, 1], P rounded to 16 bits before the P·V mma.

@@ -11,6 +11,7 @@ use cutile::dsl::{Kernel, TensorMeta};
 use cutile::runtime::{Device, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
+use cutile_testkit::{assert_all_close, data};
 use half::bf16;
 
 const N: i64 = 1_000_003;
@@ -82,9 +83,12 @@ fn specializations() -> Vec<(Kernel, Vec<TensorMeta>)> {
 
 /// Compile `specs` for sm_90; with `DSL_GPU_BUNDLE` set, add them to that bundle file.
 fn precompile(specs: Vec<(Kernel, Vec<TensorMeta>)>) {
-    let Ok(tileiras) = cutile::toolchain::Tileiras::discover() else {
-        eprintln!("SKIPPED: tileiras not found");
-        return;
+    let tileiras = match cutile::toolchain::Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip("precompile_sm90", &format!("tileiras not found ({e})"));
+            return;
+        }
     };
     let path = std::env::var_os("DSL_GPU_BUNDLE");
     let mut bundle = cutile::bundle::BundleWriter::new();
@@ -121,59 +125,19 @@ fn precompile_sm90() {
 
 fn gpu() -> Option<(Device, Stream)> {
     if !cutile::runtime::is_available() {
-        eprintln!("SKIPPED: no CUDA driver");
+        cutile_testkit::skip_no_gpu("dsl_gpu", "no CUDA driver");
         return None;
     }
     match Device::count() {
         Ok(n) if n > 0 => {}
         _ => {
-            eprintln!("SKIPPED: no CUDA device");
+            cutile_testkit::skip_no_gpu("dsl_gpu", "no CUDA device");
             return None;
         }
     }
     let d = Device::new(0).expect("device 0");
     let s = Stream::new(&d).expect("stream");
     Some((d, s))
-}
-
-/// Deterministic values in [-1, 1).
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn close(name: &str, got: &[f32], want: &[f32], atol: f32, rtol: f32) {
-    assert_eq!(got.len(), want.len(), "{name}: length");
-    // NaN never compares as within tolerance, so it is always reported.
-    let within = |g: f32, w: f32| (g - w).abs() <= atol + rtol * w.abs();
-    let bad: Vec<usize> = (0..got.len())
-        .filter(|&i| !within(got[i], want[i]))
-        .collect();
-    if let Some(&i) = bad.first() {
-        let shown: Vec<String> = bad
-            .iter()
-            .take(8)
-            .map(|&j| format!("[{j}] {} vs {}", got[j], want[j]))
-            .collect();
-        panic!(
-            "{name}: {} of {} elements differ; first: element {i} is {} but should be {}; {}",
-            bad.len(),
-            got.len(),
-            got[i],
-            want[i],
-            shown.join(", ")
-        );
-    }
-    println!("{name}: ok ({} elements)", got.len());
 }
 
 fn bf(v: &[f32]) -> Vec<bf16> {
@@ -194,7 +158,7 @@ fn elementwise_and_rows() {
     vector_add::kernels::vadd::<f32, 1024>(&ta, &tb, &mut tc)
         .launch(&s)
         .unwrap();
-    close(
+    assert_all_close(
         "vadd",
         &tc.to_host().unwrap(),
         &vector_add::vadd_reference(&a, &b),
@@ -206,7 +170,7 @@ fn elementwise_and_rows() {
     vector_add::kernels::saxpy::<f32, 1024>(1.5, &ta, &mut ty)
         .launch(&s)
         .unwrap();
-    close(
+    assert_all_close(
         "saxpy",
         &ty.to_host().unwrap(),
         &vector_add::saxpy_reference(1.5, &a, &b),
@@ -220,7 +184,7 @@ fn elementwise_and_rows() {
     softmax::kernels::row_softmax::<f32, 1024>(&tx, &mut out)
         .launch(&s)
         .unwrap();
-    close(
+    assert_all_close(
         "row_softmax",
         &out.to_host().unwrap(),
         &softmax::row_softmax_reference(&x, COLS as usize),
@@ -235,7 +199,7 @@ fn elementwise_and_rows() {
     norm::kernels::rms_norm::<f32, 1024>(&tx, &tw, 1e-5, &mut out)
         .launch(&s)
         .unwrap();
-    close(
+    assert_all_close(
         "rms_norm",
         &out.to_host().unwrap(),
         &norm::rms_norm_reference(&x, &w, 1e-5, COLS as usize),
@@ -245,7 +209,7 @@ fn elementwise_and_rows() {
     norm::kernels::layer_norm::<f32, 1024>(&tx, &tw, &tbias, 1e-5, &mut out)
         .launch(&s)
         .unwrap();
-    close(
+    assert_all_close(
         "layer_norm",
         &out.to_host().unwrap(),
         &norm::layer_norm_reference(&x, &w, &bias, 1e-5, COLS as usize),
@@ -267,13 +231,13 @@ fn gemm_bf16() {
     gemm::kernels::gemm::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
         .launch(&s)
         .unwrap();
-    close("gemm", &unbf(&tc.to_host().unwrap()), &want, 2e-2, 1e-2);
+    assert_all_close("gemm", &unbf(&tc.to_host().unwrap()), &want, 2e-2, 1e-2);
     let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
     gemm::kernels::gemm_persistent::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
         .grid((d.sm_count().min(4), 1, 1))
         .launch(&s)
         .unwrap();
-    close(
+    assert_all_close(
         "gemm_persistent",
         &unbf(&tc.to_host().unwrap()),
         &want,
@@ -324,7 +288,7 @@ fn flash_attention_bf16() {
                 causal,
             ));
         }
-        close(
+        assert_all_close(
             if causal {
                 "flash_attention causal"
             } else {
@@ -465,13 +429,16 @@ fn probe_3d() {
     let tx = Tensor::from_host(&d, &x, &[BH, SEQ, HD]).unwrap();
     let mut ty = Tensor::<f32>::zeros(&d, &[BH, SEQ, HD]).unwrap();
     probes::copy3::<64>(&tx, &mut ty).launch(&s).unwrap();
-    let r1 = std::panic::catch_unwind(|| close("copy3", &ty.to_host().unwrap(), &x, 0.0, 0.0));
+    let r1 = std::panic::catch_unwind(|| {
+        assert_all_close("copy3", &ty.to_host().unwrap(), &x, 0.0, 0.0)
+    });
     let mut ty = Tensor::<f32>::zeros(&d, &[BH, SEQ, HD]).unwrap();
     probes::copy3_reshaped::<64>(&tx, &mut ty)
         .launch(&s)
         .unwrap();
-    let r2 =
-        std::panic::catch_unwind(|| close("copy3_reshaped", &ty.to_host().unwrap(), &x, 0.0, 0.0));
+    let r2 = std::panic::catch_unwind(|| {
+        assert_all_close("copy3_reshaped", &ty.to_host().unwrap(), &x, 0.0, 0.0)
+    });
     // Flash attention with a sequence that is a multiple of the tiles.
     let n = (BH * 256 * HD) as usize;
     let (q, k, v) = (
@@ -502,7 +469,9 @@ fn probe_3d() {
             false,
         ));
     }
-    let r3 = std::panic::catch_unwind(|| close("flash_attention seq 256", &got, &want, 2e-2, 2e-2));
+    let r3 = std::panic::catch_unwind(|| {
+        assert_all_close("flash_attention seq 256", &got, &want, 2e-2, 2e-2)
+    });
     // The first kernel version on a ragged sequence, zero-initialized output, repeated.
     let n = (BH * SEQ * HD) as usize;
     let (q, k, v) = (
@@ -536,7 +505,10 @@ fn probe_3d() {
             .unwrap();
         let got = unbf(&to.to_host().unwrap());
         r4.push(
-            std::panic::catch_unwind(|| close("flash_v1 seq 200", &got, &want, 2e-2, 2e-2)).is_ok(),
+            std::panic::catch_unwind(|| {
+                assert_all_close("flash_v1 seq 200", &got, &want, 2e-2, 2e-2)
+            })
+            .is_ok(),
         );
     }
     println!("flash_v1 runs ok: {r4:?}");

@@ -121,7 +121,7 @@ fn compile_sm90() {
     let all = cases()
         .into_iter()
         .map(|(name, k, arrays, _)| (name, k, arrays));
-    compile_all_sm90(all.chain(gpu));
+    compile_all_sm90("compile_sm90", all.chain(gpu));
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn rms_norm_reference_known_values() {
     let w = [1.0, 2.0];
     let got = norm::rms_norm_reference(&x, &w, 0.0, 2);
     let r = 12.5f32.sqrt();
-    assert!(close(&got[..2], &[3.0 / r, 8.0 / r], 1e-6), "{got:?}");
+    assert_all_close("rms_norm", &got[..2], &[3.0 / r, 8.0 / r], 1e-6, 0.0);
     let got = norm::rms_norm_reference(&x, &w, 1e-5, 2);
     assert_eq!(&got[2..], &[0.0, 0.0]);
 }
@@ -143,7 +143,7 @@ fn layer_norm_reference_known_values() {
     let got = norm::layer_norm_reference(&x, &[1.0; 4], &[0.5; 4], 0.0, 4);
     let s = 3.5f32.sqrt();
     let want = [-2.0 / s + 0.5, -1.0 / s + 0.5, 0.5, 3.0 / s + 0.5];
-    assert!(close(&got, &want, 1e-6), "{got:?}");
+    assert_all_close("layer_norm", &got, &want, 1e-6, 0.0);
 }
 
 #[test]
@@ -158,7 +158,7 @@ fn layer_norm_reference_large_mean_rows() {
     let a = norm::layer_norm_reference(&base, &w, &b, 1e-5, cols);
     let c = norm::layer_norm_reference(&shifted, &w, &b, 1e-5, cols);
     // f32 inputs near 1e4 keep ~1e-3 absolute precision, i.e. ~2e-3 after normalizing.
-    assert!(close(&a, &c, 5e-3));
+    assert_all_close("shifted rows", &a, &c, 5e-3, 0.0);
     let mean: f64 = a.iter().map(|&v| v as f64).sum::<f64>() / cols as f64;
     let var: f64 = a.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / cols as f64;
     assert!(
@@ -350,7 +350,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
 #[test]
 #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn gpu_matches_reference() {
-    let Some((dev, stream)) = gpu_device() else {
+    let Some((dev, stream)) = gpu_device("gpu_matches_reference") else {
         return;
     };
     let mut failures = vec![];

@@ -2,6 +2,9 @@
 //! no-ops), the configuration choice per shape class, the registry, and that every plan specializes.
 //! The planners are what the ops run before launching, so a refusal here is a refusal there.
 
+// Test code: an unwrap is an assertion.
+#![allow(clippy::unwrap_used)]
+
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::op::{CallSpec, OpError, Operand, Target, ops};
@@ -24,14 +27,11 @@ fn call(op: &str, dtype: &str, shapes: &[&[i64]]) -> CallSpec {
     }
 }
 
+/// What planning an op gives: its launches or the refusal.
+type Planned = Result<Vec<cutile_kernels::op::PlannedLaunch>, OpError>;
+
 /// `(what, result, expected substring of the error)`: each must fail with that text.
-fn expect_errors(
-    cases: Vec<(
-        &str,
-        Result<Vec<cutile_kernels::op::PlannedLaunch>, OpError>,
-        &str,
-    )>,
-) {
+fn expect_errors(cases: Vec<(&str, Planned, &str)>) {
     for (what, result, needle) in cases {
         match result {
             Ok(p) => panic!(

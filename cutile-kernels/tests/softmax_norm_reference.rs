@@ -522,7 +522,7 @@ fn softmax_reference_with_neg_inf_entries() {
     // -inf entries get probability 0; the rest is the softmax of the finite entries.
     let inf = f32::NEG_INFINITY;
     let got = softmax::row_softmax_reference(&[inf, 0.0, inf, 0.0], 4);
-    assert!(close(&got, &[0.0, 0.5, 0.0, 0.5], 1e-7), "{got:?}");
+    assert_all_close("softmax", &got, &[0.0, 0.5, 0.0, 0.5], 1e-7, 0.0);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -534,7 +534,7 @@ fn compile_four_archs() {
     let tileiras = match Tileiras::discover() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("SKIPPED: tileiras not found ({e})");
+            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
             return;
         }
     };
@@ -556,10 +556,13 @@ fn compile_four_archs() {
         }
     }
     // sm_90 cubins of the GPU cases for a GPU machine without tileiras.
-    compile_all_sm90(gpu_cases().into_iter().map(|c| {
-        let a = c.arrays();
-        (c.name, c.kernel, a)
-    }));
+    compile_all_sm90(
+        "compile_four_archs",
+        gpu_cases().into_iter().map(|c| {
+            let a = c.arrays();
+            (c.name, c.kernel, a)
+        }),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -820,7 +823,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
 #[test]
 #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
 fn gpu_matches_reference() {
-    let Some((dev, stream)) = gpu_device() else {
+    let Some((dev, stream)) = gpu_device("gpu_matches_reference") else {
         return;
     };
     let mut failures = vec![];

@@ -183,7 +183,7 @@ fn compile_sm90() {
     let t = match cutile::toolchain::Tileiras::discover() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("SKIPPED: tileiras not found ({e})");
+            cutile_testkit::skip("compile_sm90", &format!("tileiras not found ({e})"));
             return;
         }
     };

@@ -115,7 +115,10 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
 fn trace_verify_compile() {
     let tileiras = cutile::toolchain::Tileiras::discover();
     if let Err(e) = &tileiras {
-        eprintln!("SKIPPED (compile part): tileiras not found ({e})");
+        cutile_testkit::skip(
+            "trace_verify_compile (compile part)",
+            &format!("tileiras not found ({e})"),
+        );
     }
     let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);
     for (name, k, arrays) in cases() {

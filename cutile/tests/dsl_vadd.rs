@@ -35,11 +35,11 @@ fn vadd_ir() {
 }
 
 /// tileiras, or `None` (printing why the test is skipped) when it is not installed.
-fn tileiras() -> Option<cutile::toolchain::Tileiras> {
+fn tileiras(test: &str) -> Option<cutile::toolchain::Tileiras> {
     match cutile::toolchain::Tileiras::discover() {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("SKIPPED: tileiras not found ({e})");
+            cutile_testkit::skip(test, &format!("tileiras not found ({e})"));
             None
         }
     }
@@ -47,7 +47,9 @@ fn tileiras() -> Option<cutile::toolchain::Tileiras> {
 
 #[test]
 fn vadd_compiles_for_sm90() {
-    let Some(t) = tileiras() else { return };
+    let Some(t) = tileiras("vadd_compiles_for_sm90") else {
+        return;
+    };
     let m = TensorMeta::contiguous(ScalarType::F32, &[4096]);
     let s = kernels::vadd::kernel::<f32, 1024>()
         .specialize(&[m.clone(), m.clone(), m])
@@ -97,9 +99,14 @@ fn ops_carry_kernel_source_locations() {
             "no location at line {l} ({needle}); have {lines:?}"
         );
     }
-    let Some(t) = tileiras() else { return };
+    let Some(t) = tileiras("ops_carry_kernel_source_locations") else {
+        return;
+    };
     let Some(disasm) = t.tileirdisasm() else {
-        eprintln!("SKIPPED (disassembly): no tileirdisasm");
+        cutile_testkit::skip(
+            "ops_carry_kernel_source_locations (disassembly)",
+            "no tileirdisasm beside tileiras",
+        );
         return;
     };
     let bc = s.bytecode(cutile_ir::V13_5).expect("encodes");

@@ -14,7 +14,10 @@ fn version_is_memoized_in_the_cache_dir() {
     let v = key_toolchain_version();
     let Ok(t) = toolchain() else {
         assert_eq!(v, NO_TOOLCHAIN);
-        println!("skipped: tileiras not found, keys say `{NO_TOOLCHAIN}`");
+        cutile_testkit::skip(
+            "version_is_memoized_in_the_cache_dir",
+            &format!("tileiras not found, keys say `{NO_TOOLCHAIN}`"),
+        );
         return;
     };
     assert_eq!(v, t.version().to_string());

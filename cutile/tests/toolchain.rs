@@ -693,7 +693,7 @@ fn real_tileiras(test: &str) -> Option<Tileiras> {
     match Tileiras::discover() {
         Ok(t) => Some(t),
         Err(e @ ToolchainError::NotFound { .. }) => {
-            eprintln!("SKIPPED {test}: no tileiras found (run `cargo xtask toolchain`).\n{e}");
+            cutile_testkit::skip(test, &format!("no tileiras found\n{e}"));
             None
         }
         Err(e) => panic!("a tileiras was found but is unusable: {e}"),

@@ -2,6 +2,9 @@
 //! whose timer reports made-up times. The correctness gate must reject a wrong candidate however fast,
 //! the cache must persist winners across tuners, and the modes must do what `CUTILE_TUNE` documents.
 
+// Test code: an unwrap is an assertion.
+#![allow(clippy::unwrap_used)]
+
 use cutile::tune::{
     Choice, Rejection, Trial, TrialError, TuneCache, TuneError, TuneKey, TuneMode, Tuner, tune,
 };

@@ -1,5 +1,5 @@
-//! Helpers shared by the kernel-family test files: array metadata, deterministic data, tolerance checks, the
-//! sm_90 compile loop, and the GPU plumbing (a cubin from tileiras or a saved directory; device + stream, or a
+//! Helpers shared by the kernel-family test files: array metadata, deterministic data and tolerance checks (from
+//! `cutile_testkit`), the sm_90 compile loop, and the GPU plumbing (a cubin from tileiras or a saved directory; device + stream, or a
 //! printed reason the test is skipped).
 
 use cutile::dsl::{Kernel, Specialized, TensorMeta};
@@ -10,18 +10,7 @@ pub fn t(dtype: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dtype, shape)
 }
 
-/// Deterministic values in [-1, 1).
-pub fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
+pub use cutile_testkit::{assert_all_close, data};
 
 /// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after
 /// printing why) when neither has it.
@@ -38,16 +27,20 @@ pub fn gpu_cubin(name: &str, s: &Specialized) -> Option<Vec<u8>> {
     match path.as_ref().map(std::fs::read) {
         Some(Ok(bytes)) => Some(bytes),
         _ => {
-            eprintln!("SKIPPED: {name}: no tileiras and no saved cubin ({path:?})");
+            cutile_testkit::skip(
+                name,
+                &format!("no tileiras and no saved cubin ({path:?}; set CUTILE_KERNELS_CUBINS)"),
+            );
             None
         }
     }
 }
 
-/// Device 0 and a stream, or `None` after printing why the GPU test is skipped.
-pub fn gpu_device() -> Option<(Device, Stream)> {
+/// Device 0 and a stream, or `None` after printing why the GPU test is skipped (never a failure: GPU
+/// tests are `#[ignore]`d).
+pub fn gpu_device(test: &str) -> Option<(Device, Stream)> {
     if !cutile::runtime::is_available() {
-        eprintln!("SKIPPED: no CUDA driver");
+        cutile_testkit::skip_no_gpu(test, "no CUDA driver");
         return None;
     }
     match Device::new(0) {
@@ -56,24 +49,22 @@ pub fn gpu_device() -> Option<(Device, Stream)> {
             Some((d, s))
         }
         Err(e) => {
-            eprintln!("SKIPPED: no usable CUDA device ({e})");
+            cutile_testkit::skip_no_gpu(test, &format!("no usable CUDA device ({e})"));
             None
         }
     }
 }
 
-/// Whether `a` and `b` agree element-wise within `tol` (absolute).
-pub fn close(a: &[f32], b: &[f32], tol: f32) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() <= tol)
-}
-
-/// Specialize and compile every case for sm_90 with the real tileiras (printing SKIPPED when it is not
+/// Specialize and compile every case for sm_90 with the real tileiras (`cutile_testkit::skip` when it is not
 /// installed); with `CUTILE_KERNELS_CUBINS=<dir>` also save each cubin there for a GPU machine without it.
-pub fn compile_all_sm90(cases: impl IntoIterator<Item = (&'static str, Kernel, Vec<TensorMeta>)>) {
+pub fn compile_all_sm90(
+    test: &str,
+    cases: impl IntoIterator<Item = (&'static str, Kernel, Vec<TensorMeta>)>,
+) {
     let tileiras = match cutile::toolchain::Tileiras::discover() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("SKIPPED: tileiras not found ({e})");
+            cutile_testkit::skip(test, &format!("tileiras not found ({e})"));
             return;
         }
     };

@@ -178,7 +178,10 @@ fn older_samples_written_at_13_5() {
 #[test]
 fn tileirdisasm_text_matches_the_original() {
     let Some(tool) = tileirdisasm() else {
-        println!("SKIPPED: tileirdisasm not found (set CUTILE_TILEIRDISASM)");
+        cutile_testkit::skip(
+            "tileirdisasm_text_matches_the_original",
+            &cutile_testkit::tools::not_found("tileirdisasm"),
+        );
         return;
     };
     let mut compared = 0;
@@ -206,7 +209,10 @@ fn tileirdisasm_text_matches_the_original() {
 #[test]
 fn tileirdisasm_debug_info_matches_the_original() {
     let Some(tool) = tileirdisasm() else {
-        println!("SKIPPED: tileirdisasm not found (set CUTILE_TILEIRDISASM)");
+        cutile_testkit::skip(
+            "tileirdisasm_debug_info_matches_the_original",
+            &cutile_testkit::tools::not_found("tileirdisasm"),
+        );
         return;
     };
     let g = |bytes: &[u8], pre: bool| -> String {

@@ -147,7 +147,10 @@ fn ops_within_their_version_are_written_and_accepted() {
             let text = disasm(&tool, &bytes, false).unwrap_or_else(|e| panic!("{v}: {e}"));
             assert!(text.contains("atan2") && text.contains("insert"), "{text}");
         } else {
-            println!("SKIPPED tileirdisasm check: tileirdisasm not found");
+            cutile_testkit::skip(
+                "ops_within_their_version_are_written_and_accepted (tileirdisasm check)",
+                &cutile_testkit::tools::not_found("tileirdisasm"),
+            );
         }
     }
 }
@@ -386,7 +389,10 @@ fn sample_kernels_from_the_builder_are_accepted() {
                     disasm(t, &bytes, false)
                         .unwrap_or_else(|e| panic!("{} at {v}: {e}", m.functions[0].name));
                 }
-                None => println!("SKIPPED tileirdisasm check: tileirdisasm not found"),
+                None => cutile_testkit::skip(
+                    "sample_kernels_from_the_builder_are_accepted (tileirdisasm check)",
+                    &cutile_testkit::tools::not_found("tileirdisasm"),
+                ),
             }
         }
     }
@@ -396,7 +402,10 @@ fn sample_kernels_from_the_builder_are_accepted() {
 #[test]
 fn preview_expression_tags_match_tileirdisasm() {
     let Some(tool) = tileirdisasm() else {
-        println!("SKIPPED: tileirdisasm not found");
+        cutile_testkit::skip(
+            "preview_expression_tags_match_tileirdisasm",
+            &cutile_testkit::tools::not_found("tileirdisasm"),
+        );
         return;
     };
     let cases = [

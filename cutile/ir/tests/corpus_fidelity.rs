@@ -52,30 +52,12 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// tileirdisasm through the usual discovery (`CUTILE_TILEIRDISASM`, the installed toolchain, `PATH`); `None`
-/// after printing `SKIPPED`, or a panic when `CUTILE_REQUIRE_TOOLS=1` says the tools must be there.
+/// tileirdisasm through the kit's discovery (`CUTILE_TILEIRDISASM`, the installed toolchain, `PATH`); `None`
+/// after `cutile_testkit::skip` (which panics when `CUTILE_REQUIRE_TOOLS=1` says the tools must be there).
 fn tileirdisasm_or_skip(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("CUTILE_TILEIRDISASM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let home =
-                std::env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from);
-            let cached = home.join(".cache/cutile/toolchain/13.5.37/nvidia/cu13/bin/tileirdisasm");
-            cached.is_file().then_some(cached)
-        })
-        .or_else(|| {
-            let path = std::env::var_os("PATH")?;
-            std::env::split_paths(&path)
-                .map(|d| d.join("tileirdisasm"))
-                .find(|p| p.is_file())
-        });
+    let found = cutile_testkit::tools::tileirdisasm();
     if found.is_none() {
-        let why =
-            "tileirdisasm not found (run `cargo xtask toolchain`, or set CUTILE_TILEIRDISASM)";
-        if std::env::var("CUTILE_REQUIRE_TOOLS").is_ok_and(|v| v == "1") {
-            panic!("{test}: {why}, and CUTILE_REQUIRE_TOOLS=1 requires it");
-        }
-        eprintln!("SKIPPED {test}: {why}");
+        cutile_testkit::skip(test, &cutile_testkit::tools::not_found("tileirdisasm"));
     }
     found
 }

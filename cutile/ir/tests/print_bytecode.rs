@@ -28,8 +28,9 @@ fn samples_print_like_tileirdisasm() {
 #[test]
 fn hand_built_modules_print_like_tileirdisasm_of_their_bytecode() {
     let Some(tool) = tileirdisasm() else {
-        eprintln!(
-            "skipped: tileirdisasm not found (set CUTILE_TILEIRDISASM or install the toolchain)"
+        cutile_testkit::skip(
+            "hand_built_modules_print_like_tileirdisasm_of_their_bytecode",
+            &cutile_testkit::tools::not_found("tileirdisasm"),
         );
         return;
     };

@@ -29,7 +29,7 @@ pub fn tileiras(test: &str) -> Option<cutile::toolchain::Tileiras> {
     match cutile::toolchain::Tileiras::discover() {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("SKIPPED {test}: tileiras not available ({e})");
+            cutile_testkit::skip(test, &format!("tileiras not available ({e})"));
             None
         }
     }

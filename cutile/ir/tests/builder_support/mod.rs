@@ -1,5 +1,5 @@
 //! Shared helpers of the builder/verifier test binaries: locating and running tileiras and tileirdisasm
-//! (skipping with a printed message when they are absent) and scratch files.
+//! (through `cutile_testkit`, skipping when they are absent) and scratch files.
 
 #![allow(dead_code)]
 
@@ -7,39 +7,20 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The default install of `cargo xtask toolchain`: `$CUTILE_TOOLCHAIN_DIR`, else
-/// `$HOME/.cache/cutile/toolchain/13.5.37` (cutile-ir cannot use `cutile::toolchain`, which depends on it).
-pub fn default_bin_dir() -> Option<PathBuf> {
-    let root = match std::env::var_os("CUTILE_TOOLCHAIN_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME")?).join(".cache/cutile/toolchain/13.5.37"),
-    };
-    Some(root.join("nvidia/cu13/bin"))
-}
-
-/// tileiras from `CUTILE_TILEIRAS` or the default install, if it exists.
+/// tileiras through the kit's discovery (`CUTILE_TILEIRAS`, the default install, `PATH`), if it exists.
 pub fn tileiras() -> Option<PathBuf> {
-    let p = match std::env::var_os("CUTILE_TILEIRAS") {
-        Some(p) => PathBuf::from(p),
-        None => default_bin_dir()?.join("tileiras"),
-    };
-    p.is_file().then_some(p)
+    cutile_testkit::tools::tileiras()
 }
 
-/// tileirdisasm next to tileiras (or from `CUTILE_TILEIRDISASM`), if it exists.
+/// tileirdisasm through the kit's discovery (`CUTILE_TILEIRDISASM`, beside `CUTILE_TILEIRAS`, the default
+/// install, `PATH`), if it exists.
 pub fn tileirdisasm() -> Option<PathBuf> {
-    let p = match std::env::var_os("CUTILE_TILEIRDISASM") {
-        Some(p) => PathBuf::from(p),
-        None => tileiras()?.with_file_name("tileirdisasm"),
-    };
-    p.is_file().then_some(p)
+    cutile_testkit::tools::tileirdisasm()
 }
 
-/// Print the standard skip notice.
+/// Skip `test` because `tool` is missing (a failure under `CUTILE_REQUIRE_TOOLS=1`).
 pub fn skip(test: &str, tool: &str) {
-    println!(
-        "SKIPPED {test}: {tool} not found (set CUTILE_TILEIRAS to tileiras, with tileirdisasm next to it)"
-    );
+    cutile_testkit::skip(test, &cutile_testkit::tools::not_found(tool));
 }
 
 /// A fresh scratch file path for this process.

@@ -44,27 +44,9 @@ pub fn name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// `tileirdisasm`: env `CUTILE_TILEIRDISASM`, the installed toolchain (`CUTILE_TOOLCHAIN_DIR` or the
-/// default under `$HOME`), then `PATH`.
+/// `tileirdisasm` through the kit's discovery (`CUTILE_TILEIRDISASM`, the installed toolchain, `PATH`).
 pub fn tileirdisasm() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CUTILE_TILEIRDISASM") {
-        return Some(PathBuf::from(p));
-    }
-    let root = match std::env::var_os("CUTILE_TOOLCHAIN_DIR") {
-        Some(d) => Some(PathBuf::from(d)),
-        None => std::env::var_os("HOME")
-            .map(|h| PathBuf::from(h).join(".cache/cutile/toolchain/13.5.37")),
-    };
-    if let Some(cached) = root.map(|r| r.join("nvidia/cu13/bin/tileirdisasm"))
-        && cached.is_file()
-    {
-        return Some(cached);
-    }
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join("tileirdisasm"))
-            .find(|p| p.is_file())
-    })
+    cutile_testkit::tools::tileirdisasm()
 }
 
 /// Disassemble `bytes` (with `--preview=simt` when `preview`); `Err` holds tileirdisasm's stderr.
