@@ -1,5 +1,6 @@
-//! `cargo xtask test`: the README's test command and what CI runs. Installs the toolchain on first use, points
-//! every test at it (`CUTILE_TILEIRAS`; `CUTILE_REQUIRE_TOOLS=1` so tool-dependent tests fail rather than
+//! `cargo xtask test`: the README's test command and what CI runs. First the gates: `cargo fmt --all --check`
+//! and `cargo clippy --workspace --all-targets -- -D warnings` must pass. Then it installs the toolchain on
+//! first use, points every test at it (`CUTILE_TILEIRAS`; `CUTILE_REQUIRE_TOOLS=1` so tool-dependent tests fail rather than
 //! skip), runs the workspace's tests, then compiles the whole kernel catalog for the CI architectures with the
 //! real tileiras. GPU tests report themselves as skipped on machines without one.
 
@@ -15,11 +16,54 @@ pub struct Args {
     /// Skip the catalog compile step.
     #[arg(long)]
     pub no_kernels: bool,
+    /// Skip the formatting and clippy gates (for iterating locally; CI never passes it).
+    #[arg(long)]
+    pub no_gates: bool,
+}
+
+/// The gates run before the tests: the command, and what to do when it fails.
+const GATES: [(&str, &[&str], &str); 2] = [
+    (
+        "formatting",
+        &["fmt", "--all", "--check"],
+        "run `cargo fmt --all` and commit the result",
+    ),
+    (
+        "clippy",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ],
+        "fix the warnings clippy printed above (`cargo clippy --workspace --all-targets -- -D warnings`)",
+    ),
+];
+
+/// Run each gate in order; the first failure names the gate, its command and the fix.
+fn gates(cargo: &std::ffi::OsStr) -> Result<(), BoxError> {
+    for (name, gate_args, fix) in GATES {
+        let shown = format!("cargo {}", gate_args.join(" "));
+        eprintln!("==> {shown}");
+        let status = Command::new(cargo)
+            .args(gate_args)
+            .status()
+            .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+        if !status.success() {
+            return Err(format!("the {name} gate failed (`{shown}`, {status}): {fix}").into());
+        }
+    }
+    Ok(())
 }
 
 pub fn run(args: &Args) -> Result<(), BoxError> {
-    let tileiras = crate::toolchain_cmd::ensure_toolchain()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    if !args.no_gates {
+        gates(&cargo)?;
+    }
+    let tileiras = crate::toolchain_cmd::ensure_toolchain()?;
     let mut cmd = Command::new(cargo);
     cmd.args(["test", "--workspace", "--all-targets"])
         .args(&args.cargo_args)
