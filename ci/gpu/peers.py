@@ -1,44 +1,64 @@
 #!/usr/bin/env python3
-"""Peer timings on the GPU machine, for pairing with gpu-harness in the same run.
+"""Peer timings on the GPU machine, paired call by call with gpu-harness in the same run.
 
-Measures torch (cuBLAS / ATen) and a row-per-program Triton kernel on the shapes our harness benchmarks, with
-triton.testing.do_bench (CUDA events, L2 flushed before every repetition, median), and checks each result
-against a float32 torch reference. Writes one JSON list to argv[1] and prints a short table.
+Reads the benchmark calls the harness times (op, dtype, shapes, causal; written by
+`gpu-harness run` as $OUT/bench-calls.json, or by `gpu-harness calls --out DIR` beforehand) and times,
+for every call, its torch and Triton counterparts with triton.testing.do_bench (CUDA events, L2 flushed
+before every repetition, median):
 
-usage: python3 peers.py OUT.json [--quick]
+  add / axpy          torch.add / Tensor.add_(alpha=)
+  softmax             torch.softmax, the Triton row softmax of tr_kernels.py (num_warps 4, 8, 16)
+  rms_norm            torch.nn.functional.rms_norm, the Triton row RMSNorm of tr_kernels.py
+  layer_norm          torch.nn.functional.layer_norm, the Triton row LayerNorm of tr_kernels.py
+  gemm                torch.matmul (cuBLAS)
+  attention           scaled_dot_product_attention with the cuDNN and the flash backends
+
+Each result is checked against a float32 torch computation (relative L2). The Triton kernels are imported
+at run time from --triton-kernels (default: shared/bench/reference/tr_kernels.py beside the checkout, or
+/work/shared/bench/reference/tr_kernels.py); without the file the Triton rows are reported as skipped.
+
+usage: python3 peers.py OUT.json --calls bench-calls.json [--triton-kernels PATH] [--ops softmax,gemm]
+Rows carry the harness's call name, so the two JSON files join on `name`.
 """
+import argparse
+import importlib.util
 import json
 import math
+import os
 import sys
 
 import torch
+import torch.nn.functional as F
 import triton
-import triton.language as tl
 from triton.testing import do_bench
 
 DEV = torch.device("cuda")
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+EPS = 1e-5   # the harness's norm eps (cutile_examples::workload::EPS)
+ALPHA = 1.5  # the harness's axpy alpha (cutile_examples::workload::ALPHA)
+TRITON_WARPS = (4, 8, 16)
+# A whole row in one Triton block beyond this many elements does not compile in reasonable time.
+TRITON_MAX_BLOCK = 65536
 
 
-@triton.jit
-def _row_softmax(dst, src, src_stride, dst_stride, n_cols, BLOCK: tl.constexpr):
-    # One program per row; the row padded with -inf so padding loses the max and adds exp(-inf) = 0.
-    r = tl.program_id(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK)
-    keep = cols < n_cols
-    v = tl.load(src + r * src_stride + cols, mask=keep, other=-float("inf")).to(tl.float32)
-    e = tl.exp(v - tl.max(v, axis=0))
-    tl.store(dst + r * dst_stride + cols, (e / tl.sum(e, axis=0)).to(dst.dtype.element_ty), mask=keep)
-
-
-def triton_softmax(x, y, warps):
-    rows, cols = x.shape
-    _row_softmax[(rows,)](y, x, x.stride(0), y.stride(0), cols, BLOCK=triton.next_power_of_2(cols),
-                          num_warps=warps)
+def load_triton_kernels(path):
+    candidates = [path] if path else [
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "bench", "reference",
+                     "tr_kernels.py"),
+        "/work/shared/bench/reference/tr_kernels.py",
+    ]
+    for p in candidates:
+        if p and os.path.isfile(p):
+            spec = importlib.util.spec_from_file_location("tr_kernels", p)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod, p
+    return None, None
 
 
 def relerr(out, ref):
     o, r = out.float(), ref.float()
-    return float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r))
+    return float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-30))
 
 
 def timed(fn):
@@ -46,53 +66,169 @@ def timed(fn):
     return med, lo, hi
 
 
-def main():
-    out_path = sys.argv[1]
-    quick = "--quick" in sys.argv
-    rows = []
+def numel(shape):
+    return math.prod(shape)
 
-    def rec(case, impl, ms, lo, hi, err, nbytes=None, flops=None, cfg=None):
-        row = dict(case=case, impl=impl, cfg=cfg, ms=ms, p10=lo, p90=hi, relerr=err)
-        if nbytes:
-            row["GBps"] = nbytes / (ms * 1e-3) / 1e9
-        if flops:
-            row["TFLOPs"] = flops / (ms * 1e-3) / 1e12
-        rows.append(row)
+
+class Recorder:
+    def __init__(self):
+        self.rows = []
+
+    def run(self, call, impl, fn, check, nbytes=None, flops=None, cfg=None):
+        """Runs `fn` once, checks it with `check()` (relative error), then times it."""
+        row = dict(name=call["name"], op=call["op"], dtype=call["dtype"], shapes=call["shapes"],
+                   causal=call.get("causal", False), impl=impl, cfg=cfg)
+        try:
+            fn()
+            torch.cuda.synchronize()
+            row["relerr"] = check()
+            ms, lo, hi = timed(fn)
+            row.update(ms=ms, p10=lo, p90=hi)
+            if nbytes:
+                row["GBps"] = nbytes / (ms * 1e-3) / 1e9
+            if flops:
+                row["TFLOPs"] = flops / (ms * 1e-3) / 1e12
+        except Exception as e:  # one failing peer must not stop the others
+            row["error"] = f"{type(e).__name__}: {e}"[:500]
+        self.rows.append(row)
         print(json.dumps(row), flush=True)
 
-    m, n = (1024, 1024) if quick else (8192, 8192)
-    x = torch.randn(m, n, device=DEV, dtype=torch.bfloat16) * 3
-    y = torch.empty_like(x)
-    ref = torch.softmax(x.float(), dim=-1)
-    nbytes = 2 * x.numel() * x.element_size()
-    case = f"softmax bf16 {m}x{n}"
-    y.copy_(torch.softmax(x, dim=-1))
-    rec(case, "torch.softmax", *timed(lambda: torch.softmax(x, dim=-1)), relerr(y, ref), nbytes=nbytes)
-    for warps in (4, 8, 16):
-        y.fill_(float("nan"))
-        triton_softmax(x, y, warps)
-        torch.cuda.synchronize()
-        rec(case, "triton row", *timed(lambda w=warps: triton_softmax(x, y, w)), relerr(y, ref), nbytes=nbytes,
-            cfg=f"num_warps={warps}")
-    del x, y, ref
+    def skip(self, call, impl, why):
+        row = dict(name=call["name"], op=call["op"], dtype=call["dtype"], shapes=call["shapes"],
+                   causal=call.get("causal", False), impl=impl, skipped=why)
+        self.rows.append(row)
+        print(json.dumps(row), flush=True)
 
-    s = 1024 if quick else 4096
-    a = torch.randn(s, s, device=DEV, dtype=torch.bfloat16)
-    b = torch.randn(s, s, device=DEV, dtype=torch.bfloat16)
-    c = torch.empty(s, s, device=DEV, dtype=torch.bfloat16)
-    ref = a.float() @ b.float()
-    torch.matmul(a, b, out=c)
-    rec(f"gemm bf16 {s}^3", "torch.matmul (cuBLAS)", *timed(lambda: torch.matmul(a, b, out=c)), relerr(c, ref),
-        flops=2 * s ** 3)
 
-    with open(out_path, "w") as f:
+def rand(shape, dt, scale=1.0):
+    return (torch.rand(shape, device=DEV, dtype=torch.float32) * 2 - 1).mul_(scale).to(dt)
+
+
+def bench_call(rec, call, tk):
+    op, dt = call["op"], DTYPES[call["dtype"]]
+    shapes = call["shapes"]
+    esize = torch.tensor([], dtype=dt).element_size()
+    x_shape = shapes[0]
+    if op in ("add", "axpy"):
+        a, b = rand(x_shape, dt), rand(x_shape, dt)
+        nbytes = 3 * numel(x_shape) * esize
+        if op == "add":
+            c = torch.empty_like(a)
+            ref = a.float() + b.float()
+            rec.run(call, "torch.add", lambda: torch.add(a, b, out=c), lambda: relerr(c, ref), nbytes=nbytes)
+        else:
+            y0 = b.clone()
+            ref = ALPHA * a.float() + y0.float()
+            # Timed in place like the harness's axpy; checked on a fresh copy.
+            rec.run(call, "torch add_(alpha)", lambda: b.add_(a, alpha=ALPHA),
+                    lambda: relerr(y0.clone().add_(a, alpha=ALPHA), ref), nbytes=nbytes)
+        return
+    if op in ("softmax", "rms_norm", "layer_norm"):
+        cols = x_shape[-1]
+        x = rand(x_shape, dt, 4.0 if op == "softmax" else 1.0)
+        y = torch.empty_like(x)
+        x2, y2 = x.view(-1, cols), y.view(-1, cols)
+        nbytes = 2 * numel(x_shape) * esize
+        if op == "softmax":
+            ref = torch.softmax(x.float(), dim=-1)
+            rec.run(call, "torch.softmax", lambda: torch.softmax(x, dim=-1),
+                    lambda: relerr(torch.softmax(x, dim=-1), ref), nbytes=nbytes)
+            triton_fn = (lambda w: tk.softmax(x2, y2, w)) if tk else None
+        else:
+            w = rand([cols], dt)
+            if op == "rms_norm":
+                ref = F.rms_norm(x.float(), (cols,), w.float(), EPS)
+                rec.run(call, "torch rms_norm", lambda: F.rms_norm(x, (cols,), w, EPS),
+                        lambda: relerr(F.rms_norm(x, (cols,), w, EPS), ref), nbytes=nbytes)
+                triton_fn = (lambda nw: tk.rmsnorm(x2, w, y2, EPS, nw)) if tk else None
+            else:
+                b = rand([cols], dt)
+                ref = F.layer_norm(x.float(), (cols,), w.float(), b.float(), EPS)
+                rec.run(call, "torch layer_norm", lambda: F.layer_norm(x, (cols,), w, b, EPS),
+                        lambda: relerr(F.layer_norm(x, (cols,), w, b, EPS), ref), nbytes=nbytes)
+                triton_fn = (lambda nw: tk.layernorm(x2, w, b, y2, EPS, nw)) if tk else None
+        if triton_fn is None:
+            rec.skip(call, f"triton {op}", "tr_kernels.py not found (--triton-kernels)")
+        elif triton.next_power_of_2(cols) > TRITON_MAX_BLOCK:
+            rec.skip(call, f"triton {op}", f"a whole row of {cols} exceeds one Triton block of {TRITON_MAX_BLOCK}")
+        else:
+            for nw in TRITON_WARPS:
+                rec.run(call, f"triton {op}", lambda nw=nw: triton_fn(nw), lambda: relerr(y, ref),
+                        nbytes=nbytes, cfg=f"num_warps={nw}")
+        return
+    if op == "gemm":
+        (m, k), (_, n) = shapes[0], shapes[1]
+        a, b = rand([m, k], dt), rand([k, n], dt)
+        c = torch.empty(m, n, device=DEV, dtype=dt)
+        ref = a.float() @ b.float()
+        rec.run(call, "torch.matmul (cuBLAS)", lambda: torch.matmul(a, b, out=c), lambda: relerr(c, ref),
+                flops=2 * m * n * k)
+        return
+    if op == "attention":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        q_shape, k_shape = shapes[0], shapes[1]
+        causal = call.get("causal", False)
+        q, k, v = rand(q_shape, dt), rand(k_shape, dt), rand(k_shape, dt)
+        if len(q_shape) == 3:  # [BH, S, D] → [1, BH, S, D]
+            q, k, v = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0)
+        gqa = q.shape[1] != k.shape[1]
+        sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
+        slices = q.shape[0] * q.shape[1]
+        pairs = sum(min(i + 1, sk) for i in range(sq)) if causal else sq * sk
+        flops = 4 * slices * pairs * d
+
+        def sdpa(qq, kk, vv):
+            return F.scaled_dot_product_attention(qq, kk, vv, is_causal=causal, enable_gqa=gqa)
+
+        kf, vf = k.float(), v.float()
+        if gqa:
+            rep = q.shape[1] // k.shape[1]
+            kf, vf = kf.repeat_interleave(rep, dim=1), vf.repeat_interleave(rep, dim=1)
+        ref = F.scaled_dot_product_attention(q.float(), kf, vf, is_causal=causal)
+        for name, backend in (("sdpa cuDNN", SDPBackend.CUDNN_ATTENTION), ("sdpa flash", SDPBackend.FLASH_ATTENTION)):
+            def fn(backend=backend):
+                with sdpa_kernel(backend):
+                    return sdpa(q, k, v)
+            rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), flops=flops)
+        return
+    rec.skip(call, "-", f"no peer for op {op}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", help="JSON file to write")
+    ap.add_argument("--calls", required=True, help="bench-calls.json written by gpu-harness (run or calls)")
+    ap.add_argument("--triton-kernels", default=None, help="path of tr_kernels.py (imported at run time)")
+    ap.add_argument("--ops", default="", help="only these ops, comma-separated")
+    args = ap.parse_args()
+
+    with open(args.calls) as f:
+        calls = json.load(f)
+    if args.ops:
+        keep = set(args.ops.split(","))
+        calls = [c for c in calls if c["op"] in keep]
+    tk, tk_path = load_triton_kernels(args.triton_kernels)
+    print(f"{len(calls)} calls; triton kernels: {tk_path or 'not found'}", flush=True)
+    rec = Recorder()
+    for call in calls:
+        if call.get("layout", "Contiguous") != "Contiguous":
+            rec.skip(call, "-", "view layouts are not benchmarked")
+            continue
+        bench_call(rec, call, tk)
+        torch.cuda.empty_cache()
+
+    with open(args.out, "w") as f:
         json.dump(dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, triton=triton.__version__,
-                       rows=rows), f, indent=1)
-    print(f"{'case':24} {'impl':24} {'cfg':14} {'ms':>9} {'GB/s':>8} {'TF/s':>7} {'relerr':>9}")
-    for r in rows:
-        print(f"{r['case']:24} {r['impl']:24} {r['cfg'] or '':14} {r['ms']:9.4f} {r.get('GBps', 0):8.1f} "
+                       triton_kernels=tk_path, calls=args.calls, rows=rec.rows), f, indent=1)
+    print(f"{'call':52} {'impl':24} {'cfg':12} {'ms':>9} {'GB/s':>8} {'TF/s':>7} {'relerr':>9}")
+    for r in rec.rows:
+        if "ms" not in r:
+            print(f"{r['name']:52} {r['impl']:24} {'':12} {r.get('error') or r.get('skipped')}")
+            continue
+        print(f"{r['name']:52} {r['impl']:24} {r['cfg'] or '':12} {r['ms']:9.4f} {r.get('GBps', 0):8.1f} "
               f"{r.get('TFLOPs', 0):7.1f} {r['relerr']:9.2e}")
+    return 0 if all("error" not in r for r in rec.rows) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

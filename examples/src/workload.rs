@@ -401,8 +401,11 @@ pub fn extra_checks() -> Vec<Workload> {
             &[&[4, 250, 1023]],
             false,
         )));
+        // Views get shapes no contiguous call of the suite has: a bundle entry is identified by
+        // kernel, specialization text and arch, and the text does not say which stride is the unit
+        // one, so a view and a contiguous call with the same divisibilities could not both be held.
         w.push(Workload::with_layout(
-            call(gemm::OP, dt, &[&[1000, 517], &[517, 1023]], false),
+            call(gemm::OP, dt, &[&[1000, 512], &[512, 1023]], false),
             Layout::TransposedB,
         ));
         for causal in [false, true] {
@@ -410,7 +413,7 @@ pub fn extra_checks() -> Vec<Workload> {
                 call(
                     attention::OP,
                     dt,
-                    &[&[2, 8, 777, 128], &[2, 2, 777, 128]],
+                    &[&[2, 4, 777, 128], &[2, 2, 777, 128]],
                     causal,
                 ),
                 Layout::Bshd,

@@ -15,7 +15,11 @@ fn every_workload_plans() {
     let all = suite();
     let mut names = std::collections::HashSet::new();
     for w in &all {
-        assert!(names.insert(w.name.clone()), "duplicate workload {}", w.name);
+        assert!(
+            names.insert(w.name.clone()),
+            "duplicate workload {}",
+            w.name
+        );
         let plans = w
             .plans(GpuArch::Sm90, NO_TOOLCHAIN, false)
             .unwrap_or_else(|e| panic!("{}: {e}", w.name));
@@ -36,10 +40,7 @@ fn every_workload_plans() {
 #[test]
 fn a_view_plans_other_keys_than_contiguous() {
     let ws = checks();
-    let t = ws
-        .iter()
-        .find(|w| w.layout == Layout::TransposedB)
-        .unwrap();
+    let t = ws.iter().find(|w| w.layout == Layout::TransposedB).unwrap();
     let c = cutile_examples::workload::Workload::new(t.call.clone());
     let kt = t.plans(GpuArch::Sm90, NO_TOOLCHAIN, false).unwrap();
     let kc = c.plans(GpuArch::Sm90, NO_TOOLCHAIN, false).unwrap();
@@ -65,7 +66,10 @@ fn checks_cover_each_op_and_dtype() {
             );
         }
     }
-    assert!(ws.iter().any(|w| w.call.op == "softmax" && w.call.shapes[0].len() >= 3));
+    assert!(
+        ws.iter()
+            .any(|w| w.call.op == "softmax" && w.call.shapes[0].len() >= 3)
+    );
     assert!(ws.iter().any(|w| w.layout == Layout::Bshd && w.call.causal));
 }
 

@@ -97,11 +97,12 @@ fn main() -> ExitCode {
             ops,
             allow_skip,
         } => tune::tune(&bundle, &out, &ops, allow_skip),
-        Command::Calls { out } => run::write_bench_calls(&out, &cutile_examples::workload::benches())
-            .map(|p| {
+        Command::Calls { out } => {
+            run::write_bench_calls(&out, &cutile_examples::workload::benches()).map(|p| {
                 println!("{}", p.display());
                 ExitCode::SUCCESS
-            }),
+            })
+        }
         Command::FirstLaunch {
             case,
             bundle,

@@ -20,18 +20,32 @@ pub fn workloads() -> Vec<Workload> {
 }
 
 /// The launcher plans of every workload on `arch` with tileiras `version`, every tuning candidate
-/// included (labels: `call: config arch`), one per distinct key.
+/// included (labels: `call: config arch`), one per distinct key. Two different keys a bundle cannot
+/// tell apart (same kernel, specialization text and arch) are an error naming both calls.
 pub fn plans(arch: GpuArch, version: &str) -> Result<Vec<(String, Plan)>, BoxError> {
     let mut seen = std::collections::HashSet::new();
+    let mut slots: std::collections::HashMap<(String, String), String> = Default::default();
     let mut out = Vec::new();
     for w in workloads() {
         for (label, p) in w
             .plans(arch, version, true)
             .map_err(|e| format!("{}: {e}", w.name))?
         {
-            if seen.insert(*p.key.id()) {
-                out.push((label, p));
+            if !seen.insert(*p.key.id()) {
+                continue;
             }
+            let slot = (
+                p.key.kernel().to_string(),
+                p.key.specialization().to_string(),
+            );
+            if let Some(other) = slots.insert(slot, label.clone()) {
+                return Err(format!(
+                    "`{label}` and `{other}` need different cubins under one bundle entry \
+                     (same kernel and specialization text); give one of them other shapes"
+                )
+                .into());
+            }
+            out.push((label, p));
         }
     }
     Ok(out)

@@ -51,7 +51,9 @@ pub fn tune(
 ) -> Result<ExitCode, BoxError> {
     std::fs::create_dir_all(out)?;
     let cache = std::path::absolute(out.join("tuning.json"))?;
-    if !env_is("CUTILE_TUNE", "force") || std::env::var_os("CUTILE_TUNE_CACHE") != Some(cache.clone().into()) {
+    if !env_is("CUTILE_TUNE", "force")
+        || std::env::var_os("CUTILE_TUNE_CACHE") != Some(cache.clone().into())
+    {
         let status = Command::new(std::env::current_exe()?)
             .args(std::env::args_os().skip(1))
             .env("CUTILE_TUNE", "force")
@@ -76,7 +78,12 @@ fn changed(
         .collect()
 }
 
-fn run(bundle_path: &Path, out: &Path, ops: &[String], allow_skip: bool) -> Result<ExitCode, BoxError> {
+fn run(
+    bundle_path: &Path,
+    out: &Path,
+    ops: &[String],
+    allow_skip: bool,
+) -> Result<ExitCode, BoxError> {
     let tuner = Tuner::global();
     if tuner.mode() != TuneMode::Force {
         return Err("the tuner is not in force mode (CUTILE_TUNE=force)".into());
@@ -118,7 +125,8 @@ fn run(bundle_path: &Path, out: &Path, ops: &[String], allow_skip: bool) -> Resu
     let mut failed = 0;
     for w in &ws {
         let before = tuner.cache().entries();
-        let r = instantiate(&device, w, false).and_then(|mut inst| call(&stream, w, &mut inst, After::Wait));
+        let r = instantiate(&device, w, false)
+            .and_then(|mut inst| call(&stream, w, &mut inst, After::Wait));
         let new = changed(&before, &tuner.cache().entries());
         let mut t = Tuned {
             call: w.name.clone(),
@@ -147,8 +155,9 @@ fn run(bundle_path: &Path, out: &Path, ops: &[String], allow_skip: bool) -> Resu
                 w.name, e.default, e.winner, e.speedup
             );
         } else {
-            t.note = "not tuned: its class was tuned by an earlier call, or the op has no candidates"
-                .into();
+            t.note =
+                "not tuned: its class was tuned by an earlier call, or the op has no candidates"
+                    .into();
             println!("{:<56} {}", w.name, t.note);
         }
         results.push(t);
@@ -163,7 +172,10 @@ fn run(bundle_path: &Path, out: &Path, ops: &[String], allow_skip: bool) -> Resu
     })
 }
 
-fn write(out: &Path, results: &[Tuned]) -> Result<(std::path::PathBuf, std::path::PathBuf), BoxError> {
+fn write(
+    out: &Path,
+    results: &[Tuned],
+) -> Result<(std::path::PathBuf, std::path::PathBuf), BoxError> {
     let json = out.join("tune.json");
     std::fs::write(&json, serde_json::to_vec_pretty(results)?)?;
     let mut md = String::from("| call | default | winner | speed-up |\n|---|---|---|---|\n");

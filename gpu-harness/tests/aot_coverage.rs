@@ -53,7 +53,10 @@ fn same_class_calls() -> Vec<(CallSpec, CallSpec)> {
     // rows ≡ 8 (mod 16), odd cols.
     for rows in [24i64, 200, 424, 1000, 1304, 2024, 3000, 4088] {
         for cols in [513i64, 555, 777, 901, 1001, 1023] {
-            out.push((soft.clone(), call("softmax", "bf16", &[&[rows, cols]], false)));
+            out.push((
+                soft.clone(),
+                call("softmax", "bf16", &[&[rows, cols]], false),
+            ));
         }
     }
     // Leading dims flattened into 1000 rows (contiguous, so one row stride).
@@ -65,14 +68,23 @@ fn same_class_calls() -> Vec<(CallSpec, CallSpec)> {
     // rows ≡ 4 (mod 8), odd cols.
     for rows in [12i64, 100, 300, 1004, 2020] {
         for cols in [4097i64, 6001, 8191, 12345] {
-            out.push((rms.clone(), call("rms_norm", "bf16", &[&[rows, cols]], false)));
+            out.push((
+                rms.clone(),
+                call("rms_norm", "bf16", &[&[rows, cols]], false),
+            ));
         }
     }
-    out.push((rms.clone(), call("rms_norm", "bf16", &[&[3, 100, 8191]], false)));
+    out.push((
+        rms.clone(),
+        call("rms_norm", "bf16", &[&[3, 100, 8191]], false),
+    ));
     // m ≡ 8 (mod 16), odd k and n.
     for m in [1000i64, 1304, 2024] {
         for (k, n) in [(517i64, 1023i64), (333, 1001), (1001, 777), (2049, 4095)] {
-            out.push((gemm.clone(), call("gemm", "bf16", &[&[m, k], &[k, n]], false)));
+            out.push((
+                gemm.clone(),
+                call("gemm", "bf16", &[&[m, k], &[k, n]], false),
+            ));
         }
     }
     out

@@ -7,7 +7,8 @@
 //! .gpu/gpu-harness run --bundle .gpu/kernels.bundle --out $OUT
 //! ```
 //!
-//! (carry `.gpu`, which git ignores). Results come back as `$OUT/gpu-harness.json` plus the table on
+//! (carry `.gpu`, which git ignores); `tune` instead of `run` makes a tuning run (the bundle holds every
+//! tuning candidate). Results come back as `$OUT/gpu-harness.json` plus the table on
 //! stdout.
 
 use std::path::{Path, PathBuf};
@@ -103,8 +104,10 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
         );
     }
     println!(
-        "device command (carry [\"{}\"]):\n  {} run --bundle {} --out $OUT",
+        "device command (carry [\"{}\"]):\n  {} run --bundle {} --out $OUT\ntuning run:\n  {} tune --bundle {} --out $OUT",
         rel(&dir),
+        rel(&bin),
+        rel(&bundle),
         rel(&bin),
         rel(&bundle)
     );
