@@ -7,7 +7,7 @@
 //! - `source_hash`: BLAKE3 over the kernel's source hash and the specialized module's bytecode (at the
 //!   newest version we write), so any change to the kernel *or* to the DSL's lowering gives a new key;
 //! - `specialization`: readable generic values, index type, per-argument layout facts and non-default
-//!   hints (e.g. `E=f32 B=1024 | idx=i32 | a:f32 base%16 dims%[1] strides%[1] | …`);
+//!   hints (e.g. `E=f32 B=1024 | idx=i32 | a:f32 base%16 dims%[1] strides%[u] (`u`: unit stride) | …`);
 //! - `arch`, the tileiras version (or [`NO_TOOLCHAIN`] where none is installed; bundles ignore it), and
 //!   the fingerprint of the compile options.
 
@@ -223,7 +223,7 @@ fn fmt_facts(f: &LayoutFacts) -> String {
         fmt_divs(
             f.stride_div
                 .iter()
-                .map(|d| d.map_or("1".to_string(), |d| d.to_string()))
+                .map(|d| d.map_or("u".to_string(), |d| d.to_string()))
         ),
     );
     if !f.strides_nonneg {
