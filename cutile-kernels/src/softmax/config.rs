@@ -123,7 +123,12 @@ pub fn candidates(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> V
         }
     }
     if cols <= MAX_TILE {
-        for v in [Variant::WholeRow, Variant::Warps16, Variant::Rows] {
+        for v in [
+            Variant::WholeRow,
+            Variant::Warps8,
+            Variant::Warps16,
+            Variant::Rows,
+        ] {
             all.push(cfg(v, bn));
         }
     }
