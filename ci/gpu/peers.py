@@ -17,8 +17,9 @@ Each result is checked against a float32 torch computation (relative L2). The Tr
 at run time from --triton-kernels (default: shared/bench/reference/tr_kernels.py beside the checkout, or
 /work/shared/bench/reference/tr_kernels.py); without the file the Triton rows are reported as skipped.
 
-usage: python3 peers.py OUT.json --calls bench-calls.json [--triton-kernels PATH] [--ops softmax,gemm]
-Rows carry the harness's call name, so the two JSON files join on `name`.
+usage: python3 peers.py OUT/peers.json --calls OUT/bench-calls.json [--triton-kernels PATH] [--ops softmax,gemm]
+Writes the `cutile-bench` schema (docs/gpu-runner.md): rows carry the harness's call name and impl
+(torch, cublas, triton, cudnn, flash), so `gpu-harness report OUT` pairs them with ours.
 """
 import argparse
 import importlib.util
@@ -43,6 +44,7 @@ TRITON_MAX_BLOCK = 65536
 
 def load_triton_kernels(path):
     candidates = [path] if path else [
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".gpu", "reference", "tr_kernels.py"),
         os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "bench", "reference",
                      "tr_kernels.py"),
         "/work/shared/bench/reference/tr_kernels.py",
@@ -77,7 +79,7 @@ class Recorder:
     def run(self, call, impl, fn, check, nbytes=None, flops=None, cfg=None):
         """Runs `fn` once, checks it with `check()` (relative error), then times it."""
         row = dict(name=call["name"], op=call["op"], dtype=call["dtype"], shapes=call["shapes"],
-                   causal=call.get("causal", False), impl=impl, cfg=cfg)
+                   causal=call.get("causal", False), impl=impl, cfg=cfg, nbytes=nbytes, flops=flops)
         try:
             fn()
             torch.cuda.synchronize()
@@ -115,12 +117,12 @@ def bench_call(rec, call, tk):
         if op == "add":
             c = torch.empty_like(a)
             ref = a.float() + b.float()
-            rec.run(call, "torch.add", lambda: torch.add(a, b, out=c), lambda: relerr(c, ref), nbytes=nbytes)
+            rec.run(call, "torch", lambda: torch.add(a, b, out=c), lambda: relerr(c, ref), nbytes=nbytes)
         else:
             y0 = b.clone()
             ref = ALPHA * a.float() + y0.float()
             # Timed in place like the harness's axpy; checked on a fresh copy.
-            rec.run(call, "torch add_(alpha)", lambda: b.add_(a, alpha=ALPHA),
+            rec.run(call, "torch", lambda: b.add_(a, alpha=ALPHA),
                     lambda: relerr(y0.clone().add_(a, alpha=ALPHA), ref), nbytes=nbytes)
         return
     if op in ("softmax", "rms_norm", "layer_norm"):
@@ -131,29 +133,29 @@ def bench_call(rec, call, tk):
         nbytes = 2 * numel(x_shape) * esize
         if op == "softmax":
             ref = torch.softmax(x.float(), dim=-1)
-            rec.run(call, "torch.softmax", lambda: torch.softmax(x, dim=-1),
+            rec.run(call, "torch", lambda: torch.softmax(x, dim=-1),
                     lambda: relerr(torch.softmax(x, dim=-1), ref), nbytes=nbytes)
             triton_fn = (lambda w: tk.softmax(x2, y2, w)) if tk else None
         else:
             w = rand([cols], dt)
             if op == "rms_norm":
                 ref = F.rms_norm(x.float(), (cols,), w.float(), EPS)
-                rec.run(call, "torch rms_norm", lambda: F.rms_norm(x, (cols,), w, EPS),
+                rec.run(call, "torch", lambda: F.rms_norm(x, (cols,), w, EPS),
                         lambda: relerr(F.rms_norm(x, (cols,), w, EPS), ref), nbytes=nbytes)
                 triton_fn = (lambda nw: tk.rmsnorm(x2, w, y2, EPS, nw)) if tk else None
             else:
                 b = rand([cols], dt)
                 ref = F.layer_norm(x.float(), (cols,), w.float(), b.float(), EPS)
-                rec.run(call, "torch layer_norm", lambda: F.layer_norm(x, (cols,), w, b, EPS),
+                rec.run(call, "torch", lambda: F.layer_norm(x, (cols,), w, b, EPS),
                         lambda: relerr(F.layer_norm(x, (cols,), w, b, EPS), ref), nbytes=nbytes)
                 triton_fn = (lambda nw: tk.layernorm(x2, w, b, y2, EPS, nw)) if tk else None
         if triton_fn is None:
-            rec.skip(call, f"triton {op}", "tr_kernels.py not found (--triton-kernels)")
+            rec.skip(call, "triton", "tr_kernels.py not found (--triton-kernels)")
         elif triton.next_power_of_2(cols) > TRITON_MAX_BLOCK:
-            rec.skip(call, f"triton {op}", f"a whole row of {cols} exceeds one Triton block of {TRITON_MAX_BLOCK}")
+            rec.skip(call, "triton", f"a whole row of {cols} exceeds one Triton block of {TRITON_MAX_BLOCK}")
         else:
             for nw in TRITON_WARPS:
-                rec.run(call, f"triton {op}", lambda nw=nw: triton_fn(nw), lambda: relerr(y, ref),
+                rec.run(call, "triton", lambda nw=nw: triton_fn(nw), lambda: relerr(y, ref),
                         nbytes=nbytes, cfg=f"num_warps={nw}")
         return
     if op == "gemm":
@@ -161,7 +163,7 @@ def bench_call(rec, call, tk):
         a, b = rand([m, k], dt), rand([k, n], dt)
         c = torch.empty(m, n, device=DEV, dtype=dt)
         ref = a.float() @ b.float()
-        rec.run(call, "torch.matmul (cuBLAS)", lambda: torch.matmul(a, b, out=c), lambda: relerr(c, ref),
+        rec.run(call, "cublas", lambda: torch.matmul(a, b, out=c), lambda: relerr(c, ref),
                 flops=2 * m * n * k)
         return
     if op == "attention":
@@ -185,13 +187,60 @@ def bench_call(rec, call, tk):
             rep = q.shape[1] // k.shape[1]
             kf, vf = kf.repeat_interleave(rep, dim=1), vf.repeat_interleave(rep, dim=1)
         ref = F.scaled_dot_product_attention(q.float(), kf, vf, is_causal=causal)
-        for name, backend in (("sdpa cuDNN", SDPBackend.CUDNN_ATTENTION), ("sdpa flash", SDPBackend.FLASH_ATTENTION)):
+        for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
             def fn(backend=backend):
                 with sdpa_kernel(backend):
                     return sdpa(q, k, v)
             rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), flops=flops)
         return
     rec.skip(call, "-", f"no peer for op {op}")
+
+
+SCHEMA_VERSION = 1  # of the `cutile-bench` schema (docs/gpu-runner.md; gpu-harness/src/schema.rs)
+
+
+def smi_env():
+    """Clocks, power limit, driver and temperature of the first visible GPU, from nvidia-smi."""
+    env = {}
+    q = "driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu"
+    try:
+        import subprocess
+        idx = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader,nounits", "-i", idx],
+                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+        f = [x.strip() for x in out.split(",")]
+
+        def num(i):
+            try:
+                return float(f[i])
+            except (IndexError, ValueError):
+                return None
+        env = dict(driver=f[0] or None, sm_clock_mhz=num(1), max_sm_clock_mhz=num(2), mem_clock_mhz=num(3),
+                   power_limit_w=num(4), temperature_c=num(5))
+    except Exception:  # no nvidia-smi: the fields stay empty
+        pass
+    return env
+
+
+def bench_file(rows, tk_path, calls_path):
+    """The rows in the `cutile-bench` schema (one row per implementation and config)."""
+    out = []
+    for r in rows:
+        ms = r.get("ms")
+        err = r.get("error") or r.get("skipped")
+        out.append(dict(
+            name=r["name"], op=r["op"], dtype=r["dtype"], shapes=r["shapes"], causal=r.get("causal", False),
+            layout="Contiguous", impl=r["impl"], cfg=r.get("cfg"),
+            median_us=(ms or 0.0) * 1e3, min_us=(r.get("p10") or 0.0) * 1e3, p90_us=(r.get("p90") or 0.0) * 1e3,
+            samples=0, bytes=r.get("nbytes"), flops=r.get("flops"),
+            throughput=r.get("GBps") or r.get("TFLOPs") or 0.0, unit="GB/s" if r.get("nbytes") else "TFLOP/s",
+            l2_flushed=True, rel_err=r.get("relerr"), error=err if ms is None else None))
+    env = dict(device=torch.cuda.get_device_name(0), arch="sm_%d%d" % torch.cuda.get_device_capability(0),
+               visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+               notes=dict(torch=torch.__version__, triton=triton.__version__, triton_kernels=str(tk_path),
+                          calls=calls_path, timing="triton.testing.do_bench: CUDA events, L2 flushed, median"))
+    env.update(smi_env())
+    return dict(schema="cutile-bench", schema_version=SCHEMA_VERSION, producer="peers.py", env=env, rows=out)
 
 
 def main():
@@ -218,8 +267,7 @@ def main():
         torch.cuda.empty_cache()
 
     with open(args.out, "w") as f:
-        json.dump(dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, triton=triton.__version__,
-                       triton_kernels=tk_path, calls=args.calls, rows=rec.rows), f, indent=1)
+        json.dump(bench_file(rec.rows, tk_path, args.calls), f, indent=1)
     print(f"{'call':52} {'impl':24} {'cfg':12} {'ms':>9} {'GB/s':>8} {'TF/s':>7} {'relerr':>9}")
     for r in rec.rows:
         if "ms" not in r:

@@ -21,7 +21,17 @@ pub struct Instance {
 
 /// Allocates and fills the workload's tensors; `keep_host` keeps the input data for a reference.
 pub fn instantiate(device: &Device, w: &Workload, keep_host: bool) -> Result<Instance, BoxError> {
-    let inputs = w.inputs()?;
+    instantiate_with(device, w, w.inputs()?, keep_host)
+}
+
+/// [`instantiate`] with given logical inputs (as [`Workload::inputs`] returns them) instead of the
+/// workload's own seeded data.
+pub fn instantiate_with(
+    device: &Device,
+    w: &Workload,
+    inputs: Vec<HostTensor>,
+    keep_host: bool,
+) -> Result<Instance, BoxError> {
     let stored = w.storage(&inputs)?;
     let tensors = DevTensors::upload(device, w.dt()?, &stored)?;
     Ok(Instance {
@@ -65,39 +75,51 @@ fn call_typed<T: DeviceElement>(
         }
         Ok(())
     };
+    need(1)?;
+    // The first input as the op sees it: the whole tensor, or the strided slice of its padded storage.
+    let x0 = match w.layout {
+        Layout::Strided { offset, .. } => {
+            let s = ins[0].shape().to_vec();
+            let (axis, stored) = (s.len().saturating_sub(1), s.last().copied().unwrap_or(1));
+            let cols = w.call.shapes.first().and_then(|x| x.last().copied()).unwrap_or(stored);
+            ins[0].slice(axis, offset..offset + cols)?
+        }
+        _ => ins[0].view(),
+    };
+    let x0 = &x0;
     match (w.op(), w.layout) {
         (vector_add::ADD, _) => {
             need(2)?;
-            finish(vector_add::add(stream, &ins[0], &ins[1], o)?, after)
+            finish(vector_add::add(stream, x0, &ins[1], o)?, after)
         }
         // `o` is `y`, updated in place.
         (vector_add::AXPY, _) => {
             need(1)?;
-            finish(vector_add::axpy(stream, ALPHA, &ins[0], o)?, after)
+            finish(vector_add::axpy(stream, ALPHA, x0, o)?, after)
         }
         (softmax::OP, _) => {
             need(1)?;
-            finish(softmax::softmax(stream, &ins[0], o)?, after)
+            finish(softmax::softmax(stream, x0, o)?, after)
         }
         (norm::RMS_NORM, _) => {
             need(2)?;
-            finish(norm::rms_norm(stream, &ins[0], &ins[1], EPS, o)?, after)
+            finish(norm::rms_norm(stream, x0, &ins[1], EPS, o)?, after)
         }
         (norm::LAYER_NORM, _) => {
             need(3)?;
             finish(
-                norm::layer_norm(stream, &ins[0], &ins[1], &ins[2], EPS, o)?,
+                norm::layer_norm(stream, x0, &ins[1], &ins[2], EPS, o)?,
                 after,
             )
         }
         (gemm::OP, Layout::TransposedB) => {
             need(2)?;
             let b = ins[1].transpose(0, 1)?;
-            finish(gemm::gemm(stream, &ins[0], &b, o)?, after)
+            finish(gemm::gemm(stream, x0, &b, o)?, after)
         }
         (gemm::OP, _) => {
             need(2)?;
-            finish(gemm::gemm(stream, &ins[0], &ins[1], o)?, after)
+            finish(gemm::gemm(stream, x0, &ins[1], o)?, after)
         }
         (attention::OP, layout) => {
             need(3)?;
@@ -150,16 +172,26 @@ pub struct CheckResult {
     pub pass: bool,
     /// Compared elements (all, or the sampled rows).
     pub compared: usize,
+    /// Outputs that should have been NaN/±inf (as the reference) and were not, or the reverse.
+    pub mismatched_special: usize,
+    pub first_mismatch: Option<(usize, f32, f32)>,
 }
 
 impl CheckResult {
     pub fn line(&self) -> String {
         format!(
-            "{:<56} rel L2 {:.2e} (tol {:.0e}, {} values) {}",
+            "{:<56} rel L2 {:.2e} (tol {:.0e}, {} values{}) {}",
             self.name,
             self.rel_err,
             self.tolerance,
             self.compared,
+            match self.first_mismatch {
+                Some((i, g, w)) => format!(
+                    ", {} NaN/inf mismatches, first at {i}: got {g}, want {w}",
+                    self.mismatched_special
+                ),
+                None => String::new(),
+            },
             if self.pass { "ok" } else { "FAILED" }
         )
     }
@@ -167,7 +199,19 @@ impl CheckResult {
 
 /// Calls the host op once and compares its output with the CPU reference.
 pub fn check(device: &Device, stream: &Stream, w: &Workload) -> Result<CheckResult, BoxError> {
-    let mut inst = instantiate(device, w, true)?;
+    check_with(device, stream, w, w.inputs()?)
+}
+
+/// [`check`] on given logical inputs. The comparison is NaN-aware ([`compare`]): where the reference
+/// is NaN (torch semantics, e.g. a softmax row of only −inf) the output must be NaN too, where it is
+/// ±inf the output must equal it, and the relative L2 error is taken over the finite rest.
+pub fn check_with(
+    device: &Device,
+    stream: &Stream,
+    w: &Workload,
+    inputs: Vec<HostTensor>,
+) -> Result<CheckResult, BoxError> {
+    let mut inst = instantiate_with(device, w, inputs, true)?;
     call(stream, w, &mut inst, After::Wait)?;
     let stored = inst.tensors.to_f32(inst.tensors.len() - 1)?;
     let mut got = w.output_logical(stored)?;
@@ -179,15 +223,60 @@ pub fn check(device: &Device, stream: &Stream, w: &Workload) -> Result<CheckResu
             .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
             .collect();
     }
-    let rel_err = rel_l2(&got, &want.values);
+    let c = compare(&got, &want.values);
     let tolerance = w.tolerance();
     Ok(CheckResult {
         name: w.name.clone(),
-        rel_err,
+        rel_err: c.rel_err,
         tolerance,
-        pass: rel_err <= tolerance,
+        pass: c.rel_err <= tolerance && c.mismatched_special == 0,
         compared: got.len(),
+        mismatched_special: c.mismatched_special,
+        first_mismatch: c.first_mismatch,
     })
+}
+
+/// A NaN-aware comparison of an output with its reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Relative L2 error over the elements whose reference is finite (a NaN or inf output there
+    /// makes it infinite).
+    pub rel_err: f64,
+    /// Elements whose reference is NaN or ±inf and whose output is not the same special value.
+    pub mismatched_special: usize,
+    /// The first such element: (index, output, reference).
+    pub first_mismatch: Option<(usize, f32, f32)>,
+}
+
+/// Compares `got` with `want` (see [`Comparison`]); different lengths give an infinite error.
+pub fn compare(got: &[f32], want: &[f32]) -> Comparison {
+    if got.len() != want.len() {
+        return Comparison {
+            rel_err: f64::INFINITY,
+            mismatched_special: 0,
+            first_mismatch: None,
+        };
+    }
+    let (mut g, mut w) = (Vec::with_capacity(got.len()), Vec::with_capacity(got.len()));
+    let (mut bad, mut first) = (0, None);
+    for (i, (&a, &b)) in got.iter().zip(want).enumerate() {
+        if b.is_finite() {
+            g.push(a);
+            w.push(b);
+        } else if !(a == b || (a.is_nan() && b.is_nan())) {
+            bad += 1;
+            first.get_or_insert((i, a, b));
+        }
+    }
+    let mut rel_err = rel_l2(&g, &w);
+    if g.iter().any(|v| !v.is_finite()) {
+        rel_err = f64::INFINITY;
+    }
+    Comparison {
+        rel_err,
+        mismatched_special: bad,
+        first_mismatch: first,
+    }
 }
 
 /// Outcome of a benchmark.

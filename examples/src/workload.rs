@@ -29,14 +29,24 @@ pub enum Layout {
     /// 4-D attention: `q`, `k`, `v`, `o` stored `[B, S, H, D]` and passed as `.transpose(1, 2)` views
     /// (`[B, H, S, D]`).
     Bshd,
+    /// The first input (`x`, `a`) stored with its last axis `offset + cols + pad` long (padding filled
+    /// with [`PAD_VALUE`]) and passed as the view `.slice(last, offset..offset + cols)`: a padded row
+    /// stride (`pad > 0`) and/or a start `offset` elements in. Element-wise ops take it only 1-D
+    /// (`pad = 0`: an offset slice of a contiguous buffer).
+    Strided { pad: i64, offset: i64 },
 }
 
+/// What the padding of a [`Layout::Strided`] input holds: a kernel that reads it gets a visibly wrong
+/// result.
+pub const PAD_VALUE: f32 = 7777.0;
+
 impl Layout {
-    fn suffix(self) -> &'static str {
+    fn suffix(self) -> String {
         match self {
-            Layout::Contiguous => "",
-            Layout::TransposedB => " (b = [n,k].T)",
-            Layout::Bshd => " (BSHD view)",
+            Layout::Contiguous => String::new(),
+            Layout::TransposedB => " (b = [n,k].T)".into(),
+            Layout::Bshd => " (BSHD view)".into(),
+            Layout::Strided { pad, offset } => format!(" (x strided: pad {pad}, offset {offset})"),
         }
     }
 }
@@ -203,6 +213,7 @@ impl Workload {
             .map(|(i, (d, s))| match (self.layout, i) {
                 (Layout::TransposedB, 1) => swap_axes(d, s, 0, 1),
                 (Layout::Bshd, _) => swap_axes(d, s, 1, 2),
+                (Layout::Strided { pad, offset }, 0) => pad_last(d, s, pad, offset),
                 _ => (d.clone(), s.clone()),
             })
             .collect();
@@ -339,6 +350,25 @@ impl Workload {
                 };
                 attention::plan(&operands, &target, &options)?
             }
+            Layout::Strided { pad, offset } => {
+                let x = &mut operands[0];
+                let mut stored = x.shape.clone();
+                if let Some(l) = stored.last_mut() {
+                    *l += pad + offset;
+                }
+                x.strides = contiguous_strides(&stored);
+                x.ptr = x.ptr.wrapping_add(offset as u64 * x.elem_bytes());
+                match self.op() {
+                    gemm::OP => gemm::plan(&operands, &target, all_candidates)?,
+                    softmax::OP => softmax::plan(&operands, &target, all_candidates)?,
+                    op @ (norm::RMS_NORM | norm::LAYER_NORM) => {
+                        norm::plan(op, &operands, &target, EPS, all_candidates)?
+                    }
+                    vector_add::ADD => vector_add::plan_add(&operands, &target)?,
+                    vector_add::AXPY => vector_add::plan_axpy(&operands, &target, ALPHA)?,
+                    other => return Err(format!("{other} takes no strided layout").into()),
+                }
+            }
             Layout::Contiguous => Vec::new(),
         };
         let mut out = Vec::new();
@@ -354,6 +384,25 @@ impl Workload {
         }
         Ok(out)
     }
+}
+
+/// `data` of `shape` with its last axis extended to `offset + cols + pad` ([`PAD_VALUE`] around it).
+pub fn pad_last(data: &[f32], shape: &[i64], pad: i64, offset: i64) -> HostTensor {
+    let cols = last(shape).max(1) as usize;
+    let (pad, offset) = (pad.max(0) as usize, offset.max(0) as usize);
+    let width = offset + cols + pad;
+    let mut out = Vec::with_capacity(data.len() / cols * width);
+    for row in data.chunks(cols) {
+        out.extend(std::iter::repeat_n(PAD_VALUE, offset));
+        out.extend_from_slice(row);
+        out.extend(std::iter::repeat_n(PAD_VALUE, pad));
+    }
+    let mut stored = shape.to_vec();
+    match stored.last_mut() {
+        Some(l) => *l = width as i64,
+        None => stored.push(width as i64),
+    }
+    (out, stored)
 }
 
 /// Every family's representative calls (benchmark and ragged shapes).

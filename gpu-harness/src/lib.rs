@@ -31,12 +31,30 @@
 //! Exit status 1 means a check failed or a phase reported errors.
 
 pub mod aot;
+pub mod bench;
+pub mod check;
 pub mod first;
 pub mod host;
+pub mod merge;
 pub mod plan;
+pub mod progress;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod tune;
+pub mod validate;
+
+/// Runs one workload or phase, turning a panic into an error so the remaining ones still run.
+pub fn guarded<T>(f: impl FnOnce() -> Result<T, BoxError>) -> Result<T, BoxError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(format!("panicked: {msg}").into())
+    })
+}
 
 /// Error type of the harness: anything printable.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gpu_harness::{first, plan, run, tune};
+use gpu_harness::{bench, check, first, merge, plan, run, tune, validate};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,7 +30,97 @@ enum Command {
         #[arg(long)]
         jobs: Option<usize>,
     },
-    /// GPU machine: check and benchmark every kernel from the bundle; results under --out.
+    /// GPU: correctness of every host-API op. Property mode (default): `--cases` proptest cases from
+    /// `--seed`, kernels compiled first with tileiras (CUTILE_TILEIRAS), failures shrunk and printed
+    /// with a one-line reproduction. `--fixed`: the fixed ragged checks from `--bundle` (no tileiras).
+    Check {
+        /// Total property cases, spread across the ops.
+        #[arg(long, default_value_t = 200)]
+        cases: usize,
+        /// Seed of the case generator (printed by every run).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Only these ops (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Re-run exactly this case (JSON as printed by a failure).
+        #[arg(long)]
+        case: Option<String>,
+        /// The fixed checks of `run` instead of property cases.
+        #[arg(long)]
+        fixed: bool,
+        /// Register this bundle (the fixed checks need it without tileiras).
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        /// Write `check.json` here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Parallel tileiras processes (default: number of CPUs).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Most runs spent shrinking one failure.
+        #[arg(long, default_value_t = 64)]
+        shrink_steps: usize,
+    },
+    /// GPU: criterion benchmarks (CUDA-event measurement) of every representative call; writes
+    /// `bench.json` and `bench-calls.json` (for ci/gpu/peers.py) under --out.
+    Bench {
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Criterion samples per call (at least 10).
+        #[arg(long, default_value_t = 10)]
+        sample_size: usize,
+        /// Criterion measurement time per call, ms.
+        #[arg(long, default_value_t = 1000)]
+        measurement_ms: u64,
+        /// Criterion warm-up time per call, ms.
+        #[arg(long, default_value_t = 300)]
+        warm_up_ms: u64,
+    },
+    /// Merge `DIR/bench.json` and `DIR/peers.json` into report.json, report.md and plot-<op>.svg
+    /// (or re-render a saved report.json); `--against OLD` diffs two runs per shape.
+    Report {
+        dir: PathBuf,
+        #[arg(long)]
+        against: Option<PathBuf>,
+        /// Relative noise band of the diff (0.05 = ±5%).
+        #[arg(long, default_value_t = 0.05)]
+        noise: f64,
+    },
+    /// GPU node burn-in: a short check and a bench per visible GPU, one process each, against the
+    /// per-arch thresholds and the siblings; node-report.{json,md} under --out; exit 1 on any failure.
+    Validate {
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        /// Property cases per process.
+        #[arg(long, default_value_t = 40)]
+        check_cases: usize,
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Processes per GPU (2 exercises the multi-GPU path on one device).
+        #[arg(long, alias = "simulate-gpus", default_value_t = 1)]
+        processes_per_gpu: usize,
+        /// A thresholds TOML instead of the built-in one of the arch.
+        #[arg(long)]
+        thresholds: Option<PathBuf>,
+        /// Override the thresholds' sibling band (0.10 = 10%).
+        #[arg(long)]
+        sibling_band: Option<f64>,
+        #[arg(long, default_value_t = 10)]
+        sample_size: usize,
+        #[arg(long, default_value_t = 500)]
+        measurement_ms: u64,
+        /// Fixed bundle checks instead of property cases (no tileiras).
+        #[arg(long)]
+        fixed_check: bool,
+    },
+    /// GPU: launch-overhead phases (host time per launch, CUDA graphs, first launch in a new process).
     Run {
         #[arg(long)]
         bundle: PathBuf,
@@ -40,11 +130,7 @@ enum Command {
         #[arg(long)]
         allow_skip: bool,
         /// Phases to run.
-        #[arg(
-            long,
-            value_delimiter = ',',
-            default_value = "checks,bench,host,graph,first"
-        )]
+        #[arg(long, value_delimiter = ',', default_value = "host,graph,first")]
         phases: Vec<String>,
     },
     /// GPU machine: tune every benchmark call (CUTILE_TUNE=force) and report default, winner and
@@ -81,9 +167,95 @@ enum Command {
     },
 }
 
+/// A seed from the clock (printed by `check`, so a run can be repeated).
+fn random_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64 % 1_000_000_007)
+}
+
+/// Property checks compile cold: unless `CUTILE_CACHE_DIR` is set, point it at a fresh folder.
+fn fresh_cache_dir(want: bool) {
+    if !want || std::env::var_os("CUTILE_CACHE_DIR").is_some() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("gpu-harness-cache-{}", std::process::id()));
+    if std::fs::create_dir_all(&dir).is_ok() {
+        // SAFETY: called from `main` before any thread is started.
+        unsafe { std::env::set_var("CUTILE_CACHE_DIR", &dir) };
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Check {
+            cases,
+            seed,
+            ops,
+            case,
+            fixed,
+            bundle,
+            out,
+            jobs,
+            shrink_steps,
+        } => {
+            fresh_cache_dir(!fixed && case.is_none());
+            check::run(&check::CheckArgs {
+                cases,
+                seed: seed.unwrap_or_else(random_seed),
+                ops,
+                case,
+                fixed,
+                bundle,
+                out,
+                jobs,
+                shrink_steps,
+            })
+        }
+        Command::Bench {
+            bundle,
+            out,
+            ops,
+            sample_size,
+            measurement_ms,
+            warm_up_ms,
+        } => bench::run(&bench::BenchArgs {
+            bundle,
+            out,
+            ops,
+            sample_size,
+            measurement_ms,
+            warm_up_ms,
+        }),
+        Command::Report {
+            dir,
+            against,
+            noise,
+        } => merge::report(&dir, against.as_deref(), noise),
+        Command::Validate {
+            bundle,
+            out,
+            check_cases,
+            seed,
+            processes_per_gpu,
+            thresholds,
+            sibling_band,
+            sample_size,
+            measurement_ms,
+            fixed_check,
+        } => validate::run(&validate::ValidateArgs {
+            bundle,
+            out,
+            check_cases,
+            seed: seed.unwrap_or_else(random_seed),
+            processes_per_gpu,
+            thresholds,
+            sibling_band,
+            sample_size,
+            measurement_ms,
+            fixed_check,
+        }),
         Command::Plan { arch, bundle, jobs } => plan::plan(&arch, &bundle, jobs),
         Command::Run {
             bundle,

@@ -1,35 +1,22 @@
-//! `run`: the phases on the GPU machine, each recorded in the report and the JSON rewritten after it.
+//! `run`: the launch-overhead phases on the GPU machine (host time per launch, CUDA graphs, first launch
+//! in a new process), each recorded in the report and the JSON rewritten after it. Correctness is
+//! `check`, throughput `bench`.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use cutile::bundle::{self, Bundle};
-use cutile::runtime::timing::{FLUSH_BYTES, L2Flush};
 use cutile::runtime::{Device, RuntimeError, Stream};
-use cutile_examples::run::{bench, check};
-use cutile_examples::workload::{Workload, benches, checks};
+use cutile_examples::workload::Workload;
 
 use crate::report::{self, Report};
-use crate::{BoxError, first, host, plan};
+use crate::{BoxError, first, guarded, host, plan};
 use cutile::toolchain::GpuArch;
 
-/// Launches timed per benchmark, host-time launches, kernels per graph, first-launch repetitions.
-const BENCH_ITERS: usize = 50;
+/// Host-time launches, kernels per graph, first-launch repetitions.
 const HOST_LAUNCHES: usize = 10_000;
 const GRAPH_KERNELS: usize = 1000;
 const FIRST_LAUNCH_REPS: usize = 5;
-
-/// Runs one workload or phase, turning a panic into an error so the remaining phases still run.
-fn guarded<T>(f: impl FnOnce() -> Result<T, BoxError>) -> Result<T, BoxError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        Err(format!("panicked: {msg}").into())
-    })
-}
 
 pub fn run(
     bundle_path: &Path,
@@ -87,54 +74,6 @@ pub fn run(
         r.device, r.arch, r.bundle_entries
     );
 
-    if on("checks") {
-        for w in checks() {
-            match guarded(|| check(&device, &stream, &w)) {
-                Ok(c) => {
-                    println!("{}", c.line());
-                    r.checks.push(report::Check {
-                        name: c.name,
-                        rel_l2: c.rel_err,
-                        tolerance: c.tolerance,
-                        compared: c.compared,
-                        pass: c.pass,
-                    });
-                }
-                Err(e) => {
-                    println!("{}: ERROR {e}", w.name);
-                    r.errors.push(format!("check {}: {e}", w.name));
-                }
-            }
-        }
-        r.write(out)?;
-    }
-    if on("bench") {
-        let path = write_bench_calls(out, &benches())?;
-        println!("benchmark calls: {}", path.display());
-        let mut flush = L2Flush::new(&device, FLUSH_BYTES)?;
-        for w in benches() {
-            match guarded(|| bench(&device, &stream, &w, BENCH_ITERS, Some(&mut flush))) {
-                Ok(b) => {
-                    println!("{}", b.line());
-                    r.benches.push(report::Bench {
-                        name: b.name,
-                        median_us: b.stats.median_us,
-                        min_us: b.stats.min_us,
-                        p90_us: b.stats.p90_us,
-                        samples: b.stats.samples,
-                        throughput: b.throughput,
-                        unit: b.unit.to_string(),
-                        l2_flushed: b.l2_flushed,
-                    });
-                }
-                Err(e) => {
-                    println!("{}: ERROR {e}", w.name);
-                    r.errors.push(format!("bench {}: {e}", w.name));
-                }
-            }
-        }
-        r.write(out)?;
-    }
     if on("host") {
         match guarded(|| host::host_time(&device, &stream, HOST_LAUNCHES)) {
             Ok(h) => r.host = Some(h),

@@ -18,8 +18,21 @@ use crate::BoxError;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Args {
-    /// Build the GPU harness and its kernel bundle into `.gpu/`.
+    /// Build the GPU harness (+ `.xz`) and its kernel bundle into `.gpu/`; print the device commands.
     Prepare(PrepareArgs),
+    /// Build the harness and run `gpu-harness check ARGS..` here.
+    Check(PassArgs),
+    /// Build the harness and run `gpu-harness bench ARGS..` here.
+    Bench(PassArgs),
+    /// Build the harness and run `gpu-harness validate ARGS..` here.
+    Validate(PassArgs),
+}
+
+/// Arguments passed on to the harness unchanged.
+#[derive(Debug, clap::Args)]
+pub struct PassArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -38,7 +51,41 @@ const TRANSFER_LIMIT: u64 = 64 << 20;
 pub fn run(args: &Args) -> Result<(), BoxError> {
     match args {
         Args::Prepare(a) => prepare(a),
+        Args::Check(p) => pass("check", p),
+        Args::Bench(p) => pass("bench", p),
+        Args::Validate(p) => pass("validate", p),
     }
+}
+
+/// Builds the release harness and returns its path.
+fn build_harness(root: &Path) -> Result<PathBuf, BoxError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("==> cargo build --release -p gpu-harness");
+    let status = Command::new(&cargo)
+        .current_dir(root)
+        .args(["build", "--release", "-p", "gpu-harness"])
+        .status()?;
+    check(status, "building gpu-harness")?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|t| if t.is_absolute() { t } else { root.join(t) })
+        .unwrap_or_else(|| root.join("target"));
+    let built = target.join("release").join("gpu-harness");
+    if !built.is_file() {
+        return Err(format!("the build did not produce {}", built.display()).into());
+    }
+    Ok(built)
+}
+
+fn pass(sub: &str, p: &PassArgs) -> Result<(), BoxError> {
+    let root = workspace_root();
+    let bin = build_harness(&root)?;
+    let status = Command::new(&bin)
+        .current_dir(&root)
+        .arg(sub)
+        .args(&p.args)
+        .status()?;
+    check(status, &format!("gpu-harness {sub}"))
 }
 
 fn workspace_root() -> PathBuf {
@@ -56,21 +103,7 @@ fn check(status: std::process::ExitStatus, what: &str) -> Result<(), BoxError> {
 
 fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
     let root = workspace_root();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("==> cargo build --release -p gpu-harness");
-    let status = Command::new(&cargo)
-        .current_dir(&root)
-        .args(["build", "--release", "-p", "gpu-harness"])
-        .status()?;
-    check(status, "building gpu-harness")?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|t| if t.is_absolute() { t } else { root.join(t) })
-        .unwrap_or_else(|| root.join("target"));
-    let built = target.join("release").join("gpu-harness");
-    if !built.is_file() {
-        return Err(format!("the build did not produce {}", built.display()).into());
-    }
+    let built = build_harness(&root)?;
     let dir = root.join(&args.dir);
     std::fs::create_dir_all(&dir)?;
     let bin = dir.join("gpu-harness");
@@ -87,29 +120,56 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
         .arg(&bundle)
         .status()?;
     check(status, "gpu-harness plan")?;
+    let xz = dir.join("gpu-harness.xz");
+    eprintln!("==> xz -9 -T1 {}", rel_to(&root, &xz));
+    let out = std::fs::File::create(&xz)?;
+    let status = Command::new("xz")
+        .args(["-9", "-T1", "-c"])
+        .arg(&bin)
+        .stdout(out)
+        .status()
+        .map_err(|e| format!("running xz (install xz-utils): {e}"))?;
+    check(status, "xz")?;
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let (b, k) = (size(&bin), size(&bundle));
-    let rel = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
+    let (b, k, z) = (size(&bin), size(&bundle), size(&xz));
+    let rel = |p: &Path| rel_to(&root, p);
+    let mib = |n: u64| n as f64 / (1 << 20) as f64;
     println!(
-        "ready: {} ({:.1} MiB) and {} ({:.1} MiB)",
+        "ready: {} ({:.1} MiB; {} {:.2} MiB) and {} ({:.1} MiB)",
         rel(&bin),
-        b as f64 / (1 << 20) as f64,
+        mib(b),
+        rel(&xz),
+        mib(z),
         rel(&bundle),
-        k as f64 / (1 << 20) as f64
+        mib(k)
     );
-    if b + k > TRANSFER_LIMIT / 2 {
+    if k + z > TRANSFER_LIMIT / 2 {
         eprintln!(
             "warning: {:.1} MiB is over half of the 64 MiB the device tool carries with the checkout",
-            (b + k) as f64 / (1 << 20) as f64
+            mib(k + z)
         );
     }
+    let (d, bu) = (rel(&dir), rel(&bundle));
+    let unpack = format!("xz -dc {d}/gpu-harness.xz > /tmp/gh && chmod +x /tmp/gh");
     println!(
-        "device command (carry [\"{}\"]):\n  {} run --bundle {} --out $OUT\ntuning run:\n  {} tune --bundle {} --out $OUT",
-        rel(&dir),
-        rel(&bin),
-        rel(&bundle),
-        rel(&bin),
-        rel(&bundle)
+        "\ncarry only what a run needs (the uncompressed binary stays here):\n  \
+         bundle-only run, carry [\"{d}/gpu-harness.xz\", \"{bu}\", \"{d}/reference\"]:\n    \
+         set -o pipefail; {unpack} && /tmp/gh check --fixed --bundle {bu} --out $OUT; \
+         /tmp/gh bench --bundle {bu} --out $OUT; \
+         /tmp/gh tune --bundle {bu} --out $OUT/tune; \
+         /tmp/gh run --bundle {bu} --out $OUT; \
+         python3 ci/gpu/peers.py $OUT/peers.json --calls $OUT/bench-calls.json; \
+         /tmp/gh report $OUT\n  \
+         toolchain run (property check with JIT), carry [\"{d}/gpu-harness.xz\", \"{d}/tc\"]:\n    \
+         {unpack} && tar -xJf {d}/tc/tc135.tar.xz -C /tmp && \
+         unset CUDA_HOME CUDA_PATH CUDA_ROOT; \
+         CUTILE_TILEIRAS=/tmp/nvidia/cu13/bin/tileiras /tmp/gh check --cases 300 --seed 1 --out $OUT\n  \
+         node burn-in (one process per GPU; --processes-per-gpu 2 on one H200):\n    \
+         {unpack} && /tmp/gh validate --bundle {bu} --fixed-check --out $OUT --processes-per-gpu 2"
     );
     Ok(())
+}
+
+fn rel_to(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
 }

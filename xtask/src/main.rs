@@ -5,6 +5,7 @@ mod aot_cmd;
 mod gpu_cmd;
 mod ir_cmd;
 mod kernels_cmd;
+mod report_cmd;
 mod test_cmd;
 mod toolchain_cmd;
 
@@ -39,9 +40,12 @@ enum Command {
     Ir(ir_cmd::Args),
     /// Compile the catalog's DSL specializations for some archs into one AOT bundle.
     Aot(aot_cmd::Args),
-    /// GPU-machine runs: `prepare` builds the harness binary and its kernel bundle into `.gpu/`.
+    /// GPU runs: `prepare` builds the harness (+ .xz) and its kernel bundle into `.gpu/`;
+    /// `check|bench|validate` build the harness and run it here (a machine with a GPU).
     #[command(subcommand)]
     Gpu(gpu_cmd::Args),
+    /// Render a results folder (report.md, SVG plots); `--against OLD` diffs two runs.
+    Report(report_cmd::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Command::Ir(args) => ir_cmd::run(&args),
         Command::Aot(args) => aot_cmd::run(&args),
         Command::Gpu(args) => gpu_cmd::run(&args),
+        Command::Report(args) => report_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
