@@ -399,13 +399,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
                 c.causal,
             );
             let out = head(&got, &qm.strides, b, h, c.sq, c.d);
-            for (g, w) in out.iter().zip(&want) {
-                err = err.max(if g.is_nan() {
-                    f32::INFINITY
-                } else {
-                    (g - w).abs()
-                });
-            }
+            err = err.max(max_abs_err(&out, &want));
         }
     }
     Some(err)

@@ -808,16 +808,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
         Family::Rms => norm::rms_norm_reference(&x, &w, eps, cols),
         Family::Ln => norm::layer_norm_reference(&x, &w, &b, eps, cols),
     };
-    Some(
-        got.iter()
-            .zip(&want)
-            .map(|(g, w)| match (g.is_nan(), w.is_nan()) {
-                (true, true) => 0.0,
-                (false, false) => (g - w).abs(),
-                _ => f32::INFINITY,
-            })
-            .fold(0.0, f32::max),
-    )
+    Some(max_abs_err(&got, &want))
 }
 
 #[test]

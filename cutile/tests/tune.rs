@@ -48,9 +48,7 @@ impl Trial for FakeTrial {
         Ok((0..64).map(|i| i as f32 * c.scale).collect())
     }
     fn agrees(&self, r: &Vec<f32>, g: &Vec<f32>) -> bool {
-        r.iter()
-            .zip(g)
-            .all(|(a, b)| (a - b).abs() <= 1e-3 * a.abs().max(1.0))
+        cutile_testkit::all_close(g, r, 1e-3, 1e-3).is_ok()
     }
     fn time(&mut self, c: &Fake) -> Result<f64, TrialError> {
         self.timed.push(c.name);

@@ -1,6 +1,6 @@
 //! Tolerance checks built on `approx`: element-wise [`all_close`] / [`assert_all_close`] (absolute `atol`
 //! first, then `rtol` relative to the larger magnitude, as `approx::relative_eq!`; NaN never matches) and
-//! the relative L2 error [`rel_l2`].
+//! the error summaries [`rel_l2`] and [`max_abs_err`].
 
 use std::fmt;
 
@@ -106,6 +106,22 @@ pub fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
     if e.is_nan() { f64::INFINITY } else { e }
 }
 
+/// The largest |got − want|: infinite for a length mismatch or a NaN on one side only (NaN on both sides,
+/// e.g. a fully masked row, agrees).
+pub fn max_abs_err(got: &[f32], want: &[f32]) -> f32 {
+    if got.len() != want.len() {
+        return f32::INFINITY;
+    }
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| match (g.is_nan(), w.is_nan()) {
+            (true, true) => 0.0,
+            (false, false) => (g - w).abs(),
+            _ => f32::INFINITY,
+        })
+        .fold(0.0, f32::max)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -128,6 +144,9 @@ mod tests {
         assert_eq!(rel_l2(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
         assert!((rel_l2(&[3.0, 0.0], &[4.0, 0.0]) - 0.25).abs() < 1e-12);
         assert_eq!(rel_l2(&[f32::NAN], &[1.0]), f64::INFINITY);
+        assert_eq!(max_abs_err(&[1.0, 5.0], &[1.5, 4.0]), 1.0);
+        assert_eq!(max_abs_err(&[f32::NAN], &[f32::NAN]), 0.0);
+        assert_eq!(max_abs_err(&[f32::NAN], &[0.0]), f32::INFINITY);
     }
 
     #[test]

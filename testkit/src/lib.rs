@@ -12,7 +12,7 @@ pub mod compare;
 pub mod data;
 pub mod tools;
 
-pub use compare::{Mismatch, all_close, assert_all_close, rel_l2};
+pub use compare::{Mismatch, all_close, assert_all_close, max_abs_err, rel_l2};
 pub use data::data;
 
 /// The environment variable that turns tool-missing skips into failures.

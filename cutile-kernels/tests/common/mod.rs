@@ -10,7 +10,7 @@ pub fn t(dtype: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dtype, shape)
 }
 
-pub use cutile_testkit::{assert_all_close, data};
+pub use cutile_testkit::{assert_all_close, data, max_abs_err};
 
 /// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after
 /// printing why) when neither has it.
