@@ -2,6 +2,8 @@
 //! no-ops), the configuration choice per shape class, the registry, and that every plan specializes.
 //! The planners are what the ops run before launching, so a refusal here is a refusal there.
 
+#![allow(clippy::unwrap_used)]
+
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::op::{CallSpec, OpError, Operand, Target, ops};
@@ -24,14 +26,11 @@ fn call(op: &str, dtype: &str, shapes: &[&[i64]]) -> CallSpec {
     }
 }
 
+/// A planner's answer.
+type PlanResult = Result<Vec<cutile_kernels::op::PlannedLaunch>, OpError>;
+
 /// `(what, result, expected substring of the error)`: each must fail with that text.
-fn expect_errors(
-    cases: Vec<(
-        &str,
-        Result<Vec<cutile_kernels::op::PlannedLaunch>, OpError>,
-        &str,
-    )>,
-) {
+fn expect_errors(cases: Vec<(&str, PlanResult, &str)>) {
     for (what, result, needle) in cases {
         match result {
             Ok(p) => panic!(
@@ -354,7 +353,8 @@ fn fused_and_per_head_norm_bad_calls_are_typed_errors() {
             1e-5,
         )
     };
-    let heads = |x: Operand, w: Operand, y: Operand| norm::plan_rms_norm_heads(&[x, w, y], &t, 1e-6, false);
+    let heads =
+        |x: Operand, w: Operand, y: Operand| norm::plan_rms_norm_heads(&[x, w, y], &t, 1e-6, false);
     let mut q_in_qkv = d("x", 0, BF16, &[16, 8, 128]);
     q_in_qkv.strides = vec![12 * 128, 128, 1];
     let mut tokens_interleaved = d("x", 0, BF16, &[2, 16, 8, 128]);
@@ -392,7 +392,11 @@ fn fused_and_per_head_norm_bad_calls_are_typed_errors() {
         ),
         (
             "add_rms_norm operand count",
-            norm::plan_add_rms_norm(&[x.clone(), w.clone(), d("y", 2, BF16, &[4, 100])], &t, 1e-6),
+            norm::plan_add_rms_norm(
+                &[x.clone(), w.clone(), d("y", 2, BF16, &[4, 100])],
+                &t,
+                1e-6,
+            ),
             "takes 5 tensors, got 3",
         ),
         (
@@ -423,7 +427,11 @@ fn fused_and_per_head_norm_bad_calls_are_typed_errors() {
         ),
         (
             "rms_norm_heads rank 2",
-            heads(x.clone(), d("w", 1, BF16, &[100]), d("y", 2, BF16, &[4, 100])),
+            heads(
+                x.clone(),
+                d("w", 1, BF16, &[100]),
+                d("y", 2, BF16, &[4, 100]),
+            ),
             "`x` must have 3 or more ([.., tokens, heads, head_dim]) dimensions, but it has shape [4, 100]",
         ),
         (
@@ -473,8 +481,15 @@ fn fused_and_per_head_norm_bad_calls_are_typed_errors() {
     let cutile_kernels::op::PlannedArg::Tensor { shape, strides, .. } = &plan[0].args[0] else {
         panic!("first argument is not a tensor");
     };
-    assert_eq!((shape.as_slice(), strides.as_slice()), (&[16i64, 8, 128][..], &[1536i64, 128, 1][..]));
-    assert_eq!(plan[0].grid, Some((4, 1, 1)), "16·8 head vectors, 32 per block");
+    assert_eq!(
+        (shape.as_slice(), strides.as_slice()),
+        (&[16i64, 8, 128][..], &[1536i64, 128, 1][..])
+    );
+    assert_eq!(
+        plan[0].grid,
+        Some((4, 1, 1)),
+        "16·8 head vectors, 32 per block"
+    );
 }
 
 #[test]
@@ -494,7 +509,11 @@ fn fused_and_per_head_norms_plan() {
         d("w", 1, BF16, &[64]),
         d("y", 2, BF16, &[0, 8, 64]),
     ];
-    assert!(norm::plan_rms_norm_heads(&e, &t, 1e-6, true).unwrap().is_empty());
+    assert!(
+        norm::plan_rms_norm_heads(&e, &t, 1e-6, true)
+            .unwrap()
+            .is_empty()
+    );
     let e = [
         d("x", 0, F32, &[3, 0, 16]),
         d("w", 1, F32, &[16]),
@@ -503,7 +522,11 @@ fn fused_and_per_head_norms_plan() {
         d("mean", 4, F32, &[3, 0]),
         d("rstd", 5, F32, &[3, 0]),
     ];
-    assert!(norm::plan_layer_norm_stats(&e, &t, 1e-5).unwrap().is_empty());
+    assert!(
+        norm::plan_layer_norm_stats(&e, &t, 1e-5)
+            .unwrap()
+            .is_empty()
+    );
     // Rank-3 statistics flatten to one row axis; the arguments follow the kernel order.
     let ops = [
         d("x", 0, BF16, &[2, 37, 513]),
@@ -562,10 +585,10 @@ fn fused_and_per_head_norms_plan() {
         for cols in [1, 100, 1024, 8192, 9000, 100_000] {
             let c = norm::config::candidates(stem, cols);
             assert_eq!(c[0], norm::config::choose(stem, cols));
-            assert!(c.iter().all(|c| !matches!(
-                c.variant,
-                norm::Variant::WholeRow | norm::Variant::Looped
-            )));
+            assert!(
+                c.iter()
+                    .all(|c| !matches!(c.variant, norm::Variant::WholeRow | norm::Variant::Looped))
+            );
         }
     }
     let h = norm::config::choose_heads(128);

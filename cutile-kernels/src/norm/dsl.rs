@@ -27,6 +27,15 @@
 //!   `(min(SMs · k, ceil(rows / TM)), 1, 1)`;
 //! - `rms_norm_gather_looped` / `layer_norm_gather_looped`: rows wider than a whole-row tile, gathered in
 //!   `BN`-wide chunks twice (as the looped forms above); explicit grid `(rows, 1, 1)`.
+//!
+//! Fused and per-head forms, built the same way (no cuTile counterpart in the fixtures):
+//! - `add_rms_norm_gather` / `add_rms_norm_gather_looped`: residual add + RMSNorm, `h = x + r` rounded to
+//!   `E` (then normalized: the statistics are those of the stored `h`), `y = rms_norm(h) · w`; grids as
+//!   `rms_norm_gather` / `rms_norm_gather_looped`;
+//! - `rms_norm_heads<E, TM, BD>`: per-head RMSNorm over `[T, H, D]` (any token / head strides), `TM`
+//!   consecutive head vectors per block as one `TM x BD` gather; explicit grid `(ceil(T·H / TM), 1, 1)`;
+//! - `layer_norm_stats_gather` / `layer_norm_stats_persistent` / `layer_norm_stats_gather_looped`: the
+//!   LayerNorm forms also writing the f32 per-row `mean` and `rstd = 1 / sqrt(var + eps)`.
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -390,7 +399,10 @@ pub mod kernels {
     // Fused residual add + RMSNorm: `h = x + r` (rounded to `E`, as torch stores it), `y = rms_norm(h) · w`.
 
     /// `a + b` in f32, rounded to the storage type (what a framework stores as the new residual).
-    fn add_round<E: Float, const BN: i32>(a: Tile<E, S1<BN>>, b: Tile<E, S1<BN>>) -> Tile<E, S1<BN>> {
+    fn add_round<E: Float, const BN: i32>(
+        a: Tile<E, S1<BN>>,
+        b: Tile<E, S1<BN>>,
+    ) -> Tile<E, S1<BN>> {
         (a.cast::<f32>() + b.cast::<f32>()).cast::<E>()
     }
 

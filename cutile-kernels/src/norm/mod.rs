@@ -294,9 +294,10 @@ fn stats_view(op: &'static str, s: &Operand) -> Result<Operand, OpError> {
         arg: s.name,
         shape: s.shape.clone(),
         strides: s.strides.clone(),
-        constraint: "its axes cannot be flattened into one row axis with one stride; pass a contiguous \
+        constraint:
+            "its axes cannot be flattened into one row axis with one stride; pass a contiguous \
                      copy"
-            .into(),
+                .into(),
     })?;
     Ok(Operand {
         shape: vec![rows.shape[0]],
