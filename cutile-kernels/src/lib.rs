@@ -8,7 +8,7 @@
 //! |---|---|
 //! | [`vector_add`] | [`vector_add::add`], [`vector_add::axpy`] |
 //! | [`softmax`] | [`softmax::softmax`] |
-//! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`] |
+//! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`], [`norm::add_rms_norm`], [`norm::rms_norm_heads`], [`norm::layer_norm_stats`] |
 //! | [`gemm`] | [`gemm::gemm`] |
 //! | [`attention`] | [`attention::attention`] |
 //!

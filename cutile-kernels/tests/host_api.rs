@@ -307,6 +307,9 @@ fn registry_knows_every_op_and_refuses_unknown_ones() {
         "softmax",
         "rms_norm",
         "layer_norm",
+        "add_rms_norm",
+        "rms_norm_heads",
+        "layer_norm_stats",
         "gemm",
         "attention",
     ] {
@@ -327,4 +330,282 @@ fn registry_knows_every_op_and_refuses_unknown_ones() {
         .plan(&target(), false)
         .unwrap_err();
     assert!(err.to_string().contains("lists 2 input shape(s), got 1"));
+}
+
+#[test]
+fn fused_and_per_head_norm_bad_calls_are_typed_errors() {
+    let t = target();
+    let x = d("x", 0, BF16, &[4, 100]);
+    let w = d("w", 2, BF16, &[100]);
+    let add = |r: Operand, w: Operand, h: Operand, y: Operand| {
+        norm::plan_add_rms_norm(&[x.clone(), r, w, h, y], &t, 1e-6)
+    };
+    let stats = |mean: Operand, rstd: Operand| {
+        norm::plan_layer_norm_stats(
+            &[
+                x.clone(),
+                d("w", 1, BF16, &[100]),
+                d("b", 2, BF16, &[100]),
+                d("y", 3, BF16, &[4, 100]),
+                mean,
+                rstd,
+            ],
+            &t,
+            1e-5,
+        )
+    };
+    let heads =
+        |x: Operand, w: Operand, y: Operand| norm::plan_rms_norm_heads(&[x, w, y], &t, 1e-6, false);
+    let mut q_in_qkv = d("x", 0, BF16, &[16, 8, 128]);
+    q_in_qkv.strides = vec![12 * 128, 128, 1];
+    let mut tokens_interleaved = d("x", 0, BF16, &[2, 16, 8, 128]);
+    tokens_interleaved.strides = vec![8 * 128, 2 * 8 * 128, 128, 1];
+    expect_errors(vec![
+        (
+            "add_rms_norm residual shape",
+            add(
+                d("r", 1, BF16, &[4, 99]),
+                w.clone(),
+                d("h", 3, BF16, &[4, 100]),
+                d("y", 4, BF16, &[4, 100]),
+            ),
+            "`r` must have `x`'s shape: [4, 99] != [4, 100]",
+        ),
+        (
+            "add_rms_norm h dtype",
+            add(
+                d("r", 1, BF16, &[4, 100]),
+                w.clone(),
+                d("h", 3, F32, &[4, 100]),
+                d("y", 4, BF16, &[4, 100]),
+            ),
+            "`h` has element type f32; it must match `x` (bf16)",
+        ),
+        (
+            "add_rms_norm weight length",
+            add(
+                d("r", 1, BF16, &[4, 100]),
+                d("w", 2, BF16, &[101]),
+                d("h", 3, BF16, &[4, 100]),
+                d("y", 4, BF16, &[4, 100]),
+            ),
+            "`w` must have the length of `x`'s last axis: 101 != 100",
+        ),
+        (
+            "add_rms_norm operand count",
+            norm::plan_add_rms_norm(
+                &[x.clone(), w.clone(), d("y", 2, BF16, &[4, 100])],
+                &t,
+                1e-6,
+            ),
+            "takes 5 tensors, got 3",
+        ),
+        (
+            "layer_norm_stats bf16 mean",
+            stats(d("mean", 4, BF16, &[4]), d("rstd", 5, F32, &[4])),
+            "`mean` has element type bf16; the statistics are f32",
+        ),
+        (
+            "layer_norm_stats rstd shape",
+            stats(d("mean", 4, F32, &[4]), d("rstd", 5, F32, &[4, 1])),
+            "`rstd` must have `x`'s leading shape (one per row): [4, 1] != [4]",
+        ),
+        (
+            "layer_norm_stats negative eps",
+            norm::plan_layer_norm_stats(
+                &[
+                    x.clone(),
+                    d("w", 1, BF16, &[100]),
+                    d("b", 2, BF16, &[100]),
+                    d("y", 3, BF16, &[4, 100]),
+                    d("mean", 4, F32, &[4]),
+                    d("rstd", 5, F32, &[4]),
+                ],
+                &t,
+                f32::NAN,
+            ),
+            "eps must be finite",
+        ),
+        (
+            "rms_norm_heads rank 2",
+            heads(
+                x.clone(),
+                d("w", 1, BF16, &[100]),
+                d("y", 2, BF16, &[4, 100]),
+            ),
+            "`x` must have 3 or more ([.., tokens, heads, head_dim]) dimensions, but it has shape [4, 100]",
+        ),
+        (
+            "rms_norm_heads weight length",
+            heads(
+                d("x", 0, BF16, &[16, 8, 128]),
+                d("w", 1, BF16, &[8 * 128]),
+                d("y", 2, BF16, &[16, 8, 128]),
+            ),
+            "`w` must have the length of `x`'s last (head_dim) axis: 1024 != 128",
+        ),
+        (
+            "rms_norm_heads y shape",
+            heads(
+                d("x", 0, F16, &[16, 8, 128]),
+                d("w", 1, F16, &[128]),
+                d("y", 2, F16, &[16, 4, 128]),
+            ),
+            "`y` must have `x`'s shape: [16, 4, 128] != [16, 8, 128]",
+        ),
+        (
+            "rms_norm_heads huge heads",
+            heads(
+                d("x", 0, F32, &[2, 2, 2048]),
+                d("w", 1, F32, &[2048]),
+                d("y", 2, F32, &[2, 2, 2048]),
+            ),
+            "head vectors of 2048 elements exceed the per-head kernel's 1024",
+        ),
+        (
+            "rms_norm_heads tokens not flattenable",
+            heads(
+                tokens_interleaved,
+                d("w", 1, BF16, &[128]),
+                d("y", 2, BF16, &[2, 16, 8, 128]),
+            ),
+            "cannot be flattened into one token axis",
+        ),
+    ]);
+    // `q` viewed out of a fused qkv projection plans, with its strides.
+    let plan = heads(
+        q_in_qkv,
+        d("w", 1, BF16, &[128]),
+        d("y", 2, BF16, &[16, 8, 128]),
+    )
+    .unwrap();
+    let cutile_kernels::op::PlannedArg::Tensor { shape, strides, .. } = &plan[0].args[0] else {
+        panic!("first argument is not a tensor");
+    };
+    assert_eq!(
+        (shape.as_slice(), strides.as_slice()),
+        (&[16i64, 8, 128][..], &[1536i64, 128, 1][..])
+    );
+    assert_eq!(
+        plan[0].grid,
+        Some((4, 1, 1)),
+        "16·8 head vectors, 32 per block"
+    );
+}
+
+#[test]
+fn fused_and_per_head_norms_plan() {
+    let t = target();
+    // Empty tensors: no launch.
+    let e = [
+        d("x", 0, F16, &[0, 16]),
+        d("r", 1, F16, &[0, 16]),
+        d("w", 2, F16, &[16]),
+        d("h", 3, F16, &[0, 16]),
+        d("y", 4, F16, &[0, 16]),
+    ];
+    assert!(norm::plan_add_rms_norm(&e, &t, 1e-6).unwrap().is_empty());
+    let e = [
+        d("x", 0, BF16, &[0, 8, 64]),
+        d("w", 1, BF16, &[64]),
+        d("y", 2, BF16, &[0, 8, 64]),
+    ];
+    assert!(
+        norm::plan_rms_norm_heads(&e, &t, 1e-6, true)
+            .unwrap()
+            .is_empty()
+    );
+    let e = [
+        d("x", 0, F32, &[3, 0, 16]),
+        d("w", 1, F32, &[16]),
+        d("b", 2, F32, &[16]),
+        d("y", 3, F32, &[3, 0, 16]),
+        d("mean", 4, F32, &[3, 0]),
+        d("rstd", 5, F32, &[3, 0]),
+    ];
+    assert!(
+        norm::plan_layer_norm_stats(&e, &t, 1e-5)
+            .unwrap()
+            .is_empty()
+    );
+    // Rank-3 statistics flatten to one row axis; the arguments follow the kernel order.
+    let ops = [
+        d("x", 0, BF16, &[2, 37, 513]),
+        d("w", 1, BF16, &[513]),
+        d("b", 2, BF16, &[513]),
+        d("y", 3, BF16, &[2, 37, 513]),
+        d("mean", 4, F32, &[2, 37]),
+        d("rstd", 5, F32, &[2, 37]),
+    ];
+    let plan = norm::plan_layer_norm_stats(&ops, &t, 1e-5).unwrap();
+    assert_eq!(plan[0].config, "layer_norm_stats_persistent TM=16 BN=1024");
+    assert_eq!(plan[0].grid, Some((5, 1, 1)), "ceil(74 / 16) row tiles");
+    let kinds: Vec<String> = plan[0]
+        .args
+        .iter()
+        .map(|a| match a {
+            cutile_kernels::op::PlannedArg::Tensor {
+                operand,
+                shape,
+                output,
+                ..
+            } => format!("{operand}{shape:?}{}", if *output { "out" } else { "" }),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "0[74, 513]",
+            "1[513]",
+            "2[513]",
+            "F32(1e-5)",
+            "3[74, 513]out",
+            "4[74]out",
+            "5[74]out"
+        ]
+    );
+    // Configuration: as RMSNorm / LayerNorm for the fused row ops; about 4096 elements per block for heads.
+    assert_eq!(
+        norm::config::choose("add_rms_norm", 8192).variant,
+        norm::Variant::Gather
+    );
+    assert_eq!(
+        norm::config::choose("add_rms_norm", 8193).variant,
+        norm::Variant::GatherLooped
+    );
+    assert_eq!(
+        norm::config::choose("layer_norm_stats", 4096).variant,
+        norm::Variant::Persistent
+    );
+    assert_eq!(
+        norm::config::choose("layer_norm_stats", 512).variant,
+        norm::Variant::Gather
+    );
+    for stem in ["add_rms_norm", "layer_norm_stats"] {
+        for cols in [1, 100, 1024, 8192, 9000, 100_000] {
+            let c = norm::config::candidates(stem, cols);
+            assert_eq!(c[0], norm::config::choose(stem, cols));
+            assert!(
+                c.iter()
+                    .all(|c| !matches!(c.variant, norm::Variant::WholeRow | norm::Variant::Looped))
+            );
+        }
+    }
+    let h = norm::config::choose_heads(128);
+    assert_eq!((h.tm, h.bd), (32, 128));
+    let h = norm::config::choose_heads(80);
+    assert_eq!((h.tm, h.bd), (32, 128));
+    let h = norm::config::choose_heads(256);
+    assert_eq!((h.tm, h.bd), (16, 256));
+    assert_eq!(norm::config::candidates_heads(64).len(), 4);
+    // Registry calls of the new ops plan.
+    for (op, shape) in [
+        ("add_rms_norm", &[4i64, 7, 100][..]),
+        ("rms_norm_heads", &[5, 3, 64]),
+        ("layer_norm_stats", &[9, 4096]),
+    ] {
+        let p = call(op, "f16", &[shape]).plan(&t, true).unwrap();
+        assert!(!p.launches.is_empty(), "{op}");
+    }
 }

@@ -1,5 +1,7 @@
-//! Which RMSNorm/LayerNorm kernel and tile a call gets: the default table (measured on an H200) and the
-//! tuner's candidates. Shape class: (element type, row-length bucket).
+//! Which norm kernel and tile a call gets: the default table (measured on an H200) and the tuner's
+//! candidates. Row ops (`rms_norm`, `layer_norm`, `add_rms_norm`, `layer_norm_stats`): shape class
+//! (element type, row-length bucket). Per-head RMSNorm (`rms_norm_heads`): shape class (element type,
+//! head-tile width).
 
 use cutile_ir::ScalarType;
 
@@ -28,13 +30,24 @@ pub enum Variant {
     Persistent,
 }
 
+/// Whether `stem` has the view-load forms (`WholeRow`, `Looped`): only the plain RMSNorm and LayerNorm.
+fn has_view_forms(stem: &str) -> bool {
+    matches!(stem, "rms_norm" | "layer_norm")
+}
+
+/// Whether `stem` has a persistent form: the LayerNorms.
+fn has_persistent(stem: &str) -> bool {
+    matches!(stem, "layer_norm" | "layer_norm_stats")
+}
+
 /// A configuration: the variant, its tile or chunk width and (persistent only) rows per step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NormConfig {
     pub variant: Variant,
     pub bn: i64,
     pub tm: i64,
-    /// The kernel's name stem (`rms_norm` or `layer_norm`), for candidate names.
+    /// The kernel's name stem (`rms_norm`, `layer_norm`, `add_rms_norm` or `layer_norm_stats`), for
+    /// candidate names.
     pub stem: &'static str,
 }
 
@@ -80,14 +93,14 @@ pub fn class(dtype: ScalarType, cols: i64) -> String {
     }
 }
 
-/// The default configuration: the gather form (RMSNorm) or the persistent form (LayerNorm) up to
-/// 8192-wide rows, the looped gather form beyond.
+/// The default configuration: the gather form (RMSNorms) or, from 1024-wide rows, the persistent form
+/// (LayerNorms) up to 8192-wide rows; the looped gather form beyond.
 pub fn choose(stem: &'static str, cols: i64) -> NormConfig {
     if cols > MAX_TILE {
         return cfg(stem, Variant::GatherLooped, CHUNK);
     }
     let bn = row_tile(cols);
-    if stem == "layer_norm" && bn >= 1024 {
+    if has_persistent(stem) && bn >= 1024 {
         cfg(stem, Variant::Persistent, bn)
     } else {
         cfg(stem, Variant::Gather, bn)
@@ -100,10 +113,10 @@ pub fn candidates(stem: &'static str, cols: i64) -> Vec<NormConfig> {
     let bn = row_tile(cols);
     if cols <= MAX_TILE {
         all.push(cfg(stem, Variant::Gather, bn));
-        if stem == "layer_norm" {
+        if has_persistent(stem) {
             all.push(cfg(stem, Variant::Persistent, bn));
         }
-        if bn <= 4096 {
+        if bn <= 4096 && has_view_forms(stem) {
             all.push(cfg(stem, Variant::WholeRow, bn));
         }
     }
@@ -112,8 +125,62 @@ pub fn candidates(stem: &'static str, cols: i64) -> Vec<NormConfig> {
             all.push(cfg(stem, Variant::GatherLooped, chunk));
         }
     }
-    all.push(cfg(stem, Variant::Looped, CHUNK.min(bn)));
+    if has_view_forms(stem) {
+        all.push(cfg(stem, Variant::Looped, CHUNK.min(bn)));
+    }
     let mut seen = std::collections::HashSet::new();
     all.retain(|c| seen.insert(*c));
     all
+}
+
+/// Widest head vector (`D`) the per-head RMSNorm takes (one `TM x BD` tile per block).
+pub const MAX_HEAD_DIM: i64 = 1024;
+
+/// A per-head RMSNorm configuration (`rms_norm_heads`): `TM` head vectors of `BD` lanes per block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HeadsConfig {
+    pub tm: i64,
+    pub bd: i64,
+}
+
+impl Candidate for HeadsConfig {
+    fn name(&self) -> String {
+        format!("rms_norm_heads TM={} BD={}", self.tm, self.bd)
+    }
+}
+
+/// The lanes per head vector: the next power of two ≥ `d` (at least 16).
+pub fn head_tile(d: i64) -> i64 {
+    (d.max(16) as u64).next_power_of_two() as i64
+}
+
+/// Head vectors per block the tuner may pick.
+pub const HEADS_PER_BLOCK: [i64; 4] = [4, 8, 16, 32];
+
+/// The default per-head configuration: about 4096 elements per block (`TM` = 32 head vectors of 64 or
+/// 128, 16 of 256, 8 of 512, 4 of 1024), so short heads still give each block a few KiB to move, and a
+/// decode step (`T` = 1) is still one or a few blocks.
+pub fn choose_heads(d: i64) -> HeadsConfig {
+    let bd = head_tile(d);
+    HeadsConfig {
+        tm: (4096 / bd).clamp(4, 32),
+        bd,
+    }
+}
+
+/// Every per-head configuration for head length `d`, the default first.
+pub fn candidates_heads(d: i64) -> Vec<HeadsConfig> {
+    let first = choose_heads(d);
+    let mut all = vec![first];
+    for tm in HEADS_PER_BLOCK {
+        if tm != first.tm {
+            all.push(HeadsConfig { tm, bd: first.bd });
+        }
+    }
+    all
+}
+
+/// The shape class of a per-head call.
+pub fn class_heads(dtype: ScalarType, d: i64) -> String {
+    format!("{dtype} D<={}", head_tile(d))
 }

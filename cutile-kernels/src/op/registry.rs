@@ -85,11 +85,23 @@ fn plan_norm(
 ) -> Result<PlannedCall, OpError> {
     let [x] = shapes(op, spec)?;
     let cols = [x.last().copied().unwrap_or(1)];
-    let mut operands = vec![d("x", 0, dt, &x), d("w", 1, dt, &cols)];
-    if op == norm::LAYER_NORM {
-        operands.push(d("b", 2, dt, &cols));
+    let lead = &x[..x.len().saturating_sub(1)];
+    let mut operands = vec![d("x", 0, dt, &x)];
+    if op == norm::ADD_RMS_NORM {
+        operands.push(d("r", 1, dt, &x));
+    }
+    operands.push(d("w", operands.len(), dt, &cols));
+    if op == norm::LAYER_NORM || op == norm::LAYER_NORM_STATS {
+        operands.push(d("b", operands.len(), dt, &cols));
+    }
+    if op == norm::ADD_RMS_NORM {
+        operands.push(d("h", operands.len(), dt, &x));
     }
     operands.push(d("y", operands.len(), dt, &x));
+    if op == norm::LAYER_NORM_STATS {
+        operands.push(d("mean", operands.len(), ScalarType::F32, lead));
+        operands.push(d("rstd", operands.len(), ScalarType::F32, lead));
+    }
     let launches = norm::plan(op, &operands, t, 1e-5, all)?;
     Ok(PlannedCall { operands, launches })
 }
@@ -105,6 +117,37 @@ fn plan_rms(
 
 fn plan_ln(spec: &CallSpec, dt: ScalarType, t: &Target, all: bool) -> Result<PlannedCall, OpError> {
     plan_norm(norm::LAYER_NORM, spec, dt, t, all)
+}
+
+fn plan_add_rms(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    plan_norm(norm::ADD_RMS_NORM, spec, dt, t, all)
+}
+
+fn plan_ln_stats(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    plan_norm(norm::LAYER_NORM_STATS, spec, dt, t, all)
+}
+
+fn plan_rms_heads(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [x] = shapes(norm::RMS_NORM_HEADS, spec)?;
+    let head = [x.last().copied().unwrap_or(1)];
+    let operands = vec![d("x", 0, dt, &x), d("w", 1, dt, &head), d("y", 2, dt, &x)];
+    let launches = norm::plan_rms_norm_heads(&operands, t, 1e-6, all)?;
+    Ok(PlannedCall { operands, launches })
 }
 
 fn plan_gemm(
@@ -200,6 +243,24 @@ pub fn ops() -> &'static [OpInfo] {
             family: "norm",
             inputs: "[x]",
             plan: plan_ln,
+        },
+        OpInfo {
+            name: norm::ADD_RMS_NORM,
+            family: "norm",
+            inputs: "[x] (r, h and y have x's shape)",
+            plan: plan_add_rms,
+        },
+        OpInfo {
+            name: norm::RMS_NORM_HEADS,
+            family: "norm",
+            inputs: "[x] ([T, H, D]; w is [D])",
+            plan: plan_rms_heads,
+        },
+        OpInfo {
+            name: norm::LAYER_NORM_STATS,
+            family: "norm",
+            inputs: "[x] (mean and rstd are f32 of x's leading shape)",
+            plan: plan_ln_stats,
         },
         OpInfo {
             name: gemm::OP,
