@@ -2,7 +2,7 @@
 //! check fails listing every offender:
 //! - `src_files_start_with_a_module_doc`: every `.rs` under a `src/` directory opens with a `//!` doc;
 //! - `no_machine_paths`: no tracked source, doc, manifest or script names an absolute path of a particular
-//!   machine (`/root/…`, `/work/…`, a real-looking `/home/<user>/…`);
+//!   machine (anything under `/root` or `/work`, or a real-looking home directory `/home/<user>`);
 //! - `markdown_links_resolve`: relative links in tracked `.md` files name files that exist;
 //! - `every_dsl_entry_is_in_the_catalog`: every `#[cutile::entry]` of `cutile-kernels/src/**/dsl.rs` is a
 //!   kernel of `cutile_kernels::catalog::compile_jobs_full()`, so none is dead code no host API launches.
@@ -99,8 +99,8 @@ fn src_files_start_with_a_module_doc() {
 /// Fake home directories tests use on purpose (e.g. `cutile/src/toolchain/layout.rs`'s `$HOME=/home/u`).
 const FAKE_HOMES: &[&str] = &["u", "user", "me", "someone", "example"];
 
-/// The machine paths in `line`: `/root/`, `/work/`, and `/home/<name>` for a name not in [`FAKE_HOMES`].
-/// (The needles are assembled here so this file does not flag itself.)
+/// The machine paths in `line`: anything under `/root` or `/work`, and `/home/<name>` for a name not in
+/// [`FAKE_HOMES`]. (The needles are assembled at run time so this file does not flag itself.)
 fn machine_paths(line: &str) -> Vec<String> {
     let mut found = Vec::new();
     for dir in ["root", "work"] {
