@@ -250,7 +250,7 @@ fn compile_four_archs() {
     let tileiras = match Tileiras::discover() {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("SKIPPED: tileiras not found ({e})");
+            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
             return;
         }
     };
@@ -276,17 +276,10 @@ mod gpu {
     use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
     use cutile_kernels::op::{Operand, PlannedLaunch, Target, execute};
 
-    /// Max abs difference (NaN against a number counts as infinite).
+    /// Max abs difference (NaN against a number counts as infinite; `cutile_testkit::max_abs_err`).
     fn max_err(got: &[f32], want: &[f32]) -> f32 {
         assert_eq!(got.len(), want.len());
-        got.iter()
-            .zip(want)
-            .map(|(g, w)| match (g.is_nan(), w.is_nan()) {
-                (true, true) => 0.0,
-                (false, false) => (g - w).abs(),
-                _ => f32::INFINITY,
-            })
-            .fold(0.0, f32::max)
+        max_abs_err(got, want)
     }
 
     /// Output tolerance per element type (outputs reach ~6: |x| ≤ 4 normalized, w ≤ 1.5).
@@ -515,7 +508,7 @@ mod gpu {
     #[test]
     #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
     fn gpu_matches_reference() {
-        let Some((dev, stream)) = gpu_device() else {
+        let Some((dev, stream)) = gpu_device("gpu_matches_reference") else {
             return;
         };
         let target = Target::of(&dev).unwrap();

@@ -10,6 +10,8 @@ pub fn t(dtype: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dtype, shape)
 }
 
+// Not every test file uses every helper.
+#[allow(unused_imports)]
 pub use cutile_testkit::{assert_all_close, data, max_abs_err};
 
 /// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after

@@ -31,7 +31,12 @@ impl L2Flush {
         // SAFETY: `dst` is a live allocation of `bytes` bytes on the stream's device, owned by `self`,
         // which outlives the queued write (the caller synchronizes the stream before dropping it).
         unsafe {
-            cudarc::driver::result::memset_d8_async(self.dst.device_ptr(), 0xA5, bytes, stream.raw())
+            cudarc::driver::result::memset_d8_async(
+                self.dst.device_ptr(),
+                0xA5,
+                bytes,
+                stream.raw(),
+            )
         }
         .map_err(super::error::driver_err("cuMemsetD8Async"))
     }
