@@ -17,7 +17,8 @@
 //!
 //! Per input it checks: no panic (caught with `catch_unwind`), no input slower than `--time-limit-ms`, and a
 //! peak of live heap bytes allocated by the reader no larger than `64 × input + 1 MiB` (the bytecode reader
-//! budgets 16× the file; the cap leaves room for the in-memory representation). A watchdog thread turns a
+//! budgets 16× the file; the cap leaves room for the in-memory representation). Bytecode the reader accepts
+//! must also write back and read back equal, as in cutile-ir's `bytecode_fuzz` test. A watchdog thread turns a
 //! hang (10× the time limit) into a saved reproducer and exit status 2; a single allocation request of 1 GiB
 //! or more aborts the process at once with the replay command (a failed allocation cannot be caught).
 //! Findings are saved under `--out`, and any finding makes the command fail.
@@ -172,7 +173,20 @@ impl Target {
     /// matter.
     fn read(self, bytes: &[u8]) -> bool {
         match self {
-            Target::Bytecode => cutile_ir::bytecode::read_module_with_version(bytes).is_ok(),
+            Target::Bytecode => {
+                use cutile_ir::bytecode::{read_module, read_module_with_version, write_module};
+                let Ok((m, v, _)) = read_module_with_version(bytes) else {
+                    return false;
+                };
+                let target = if v.is_writable() { v } else { cutile_ir::V13_5 };
+                if let Ok(out) = write_module(&m, target) {
+                    match read_module(&out) {
+                        Ok(back) => assert!(back == m, "write + read changed an accepted module"),
+                        Err(e) => panic!("our own output does not read back: {e}"),
+                    }
+                }
+                true
+            }
             Target::Tilelib => {
                 let others = tilelib_tools::container::other_sections(bytes);
                 tilelib_tools::container::read(bytes).is_ok() && others.is_ok()
@@ -568,6 +582,7 @@ struct Summary {
     wall: Duration,
     /// Inputs the reader accepted (a measure of how deep the mutations reach).
     accepted: u64,
+    /// Largest peak live heap of one input as a fraction of its cap.
     max_peak_ratio: f64,
     findings: Vec<Finding>,
 }
@@ -599,7 +614,7 @@ fn fuzz_target(
     let max_ratio = Mutex::new(0f64);
     let accepted_total = AtomicU64::new(0);
     let now_ms = || started.elapsed().as_millis() as u64 + 1;
-    std::thread::scope(|s| {
+    let wall = std::thread::scope(|s| {
         // Watchdog: an input running ten times the limit is a hang; save it and stop.
         s.spawn(|| {
             let hang = (limit * 10).as_millis() as u64;
@@ -640,7 +655,7 @@ fn fuzz_target(
                         worker.busy_since.store(now_ms(), Ordering::Relaxed);
                         let o = run_one(target, i, &bytes, limit);
                         worker.busy_since.store(0, Ordering::Relaxed);
-                        ratio = ratio.max(o.peak as f64 / bytes.len().max(1) as f64);
+                        ratio = ratio.max(o.peak as f64 / alloc_cap(bytes.len()) as f64);
                         accepted += o.accepted as u64;
                         if let Some(what) = o.finding {
                             let mut fs = findings.lock().unwrap_or_else(|e| e.into_inner());
@@ -675,11 +690,13 @@ fn fuzz_target(
             let _ = h.join();
         }
         done.store(true, Ordering::Relaxed);
+        // The workers' time, not the watchdog's last sleep.
+        started.elapsed()
     });
     Summary {
         target,
         inputs: iters,
-        wall: started.elapsed(),
+        wall,
         accepted: accepted_total.into_inner(),
         max_peak_ratio: max_ratio.into_inner().unwrap_or_else(|e| e.into_inner()),
         findings: findings.into_inner().unwrap_or_else(|e| e.into_inner()),
@@ -740,7 +757,7 @@ fn fuzz(args: &Args, seed: u64) -> Result<Vec<Summary>, BoxError> {
                 inputs: 1,
                 wall: Duration::ZERO,
                 accepted: o.accepted as u64,
-                max_peak_ratio: peak as f64 / bytes.len().max(1) as f64,
+                max_peak_ratio: peak as f64 / alloc_cap(bytes.len()) as f64,
                 findings: f
                     .map(|what| Finding {
                         target: t,
@@ -777,20 +794,19 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     });
     eprintln!("fuzz seed: {seed} (repeat with --seed {seed})");
     let summaries = fuzz(args, seed)?;
-    let mut total = 0;
-    for s in &summaries {
+    let total: usize = summaries.iter().map(|s| s.findings.len()).sum();
+    for s in summaries.iter().filter(|_| args.replay.is_none()) {
         let secs = s.wall.as_secs_f64();
         println!(
-            "{:<9} {:>9} inputs in {:>7.2} s ({:>9.0} inputs/s), {:>5.1}% accepted, max peak heap {:.1}× input, {} finding(s)",
+            "{:<9} {:>9} inputs in {:>7.2} s ({:>9.0} inputs/s), {:>5.1}% accepted, max peak heap {:.1}% of cap, {} finding(s)",
             s.target.name(),
             s.inputs,
             secs,
             s.inputs as f64 / secs.max(1e-9),
             100.0 * s.accepted as f64 / s.inputs.max(1) as f64,
-            s.max_peak_ratio,
+            100.0 * s.max_peak_ratio,
             s.findings.len()
         );
-        total += s.findings.len();
     }
     if total > 0 {
         for f in summaries.iter().flat_map(|s| &s.findings).take(20) {
