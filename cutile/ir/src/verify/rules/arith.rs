@@ -234,6 +234,10 @@ pub(super) fn check(c: &Ck<'_>) -> R {
             c.same_shape(base, e, "base and exponent")?;
             c.same(base, r, "base and result types")
         }
-        other => Err(format!("no rule of this family for {}", other.mnemonic())),
+        // `check_op` only sends this family its own opcodes.
+        other => Err(format!(
+            "internal error: {} was dispatched to the elementwise arithmetic rules",
+            other.mnemonic()
+        )),
     }
 }

@@ -185,7 +185,11 @@ pub(super) fn check(c: &Ck<'_>) -> R {
             }
             Ok(())
         }
-        other => Err(format!("no rule of this family for {}", other.mnemonic())),
+        // `check_op` only sends this family its own opcodes.
+        other => Err(format!(
+            "internal error: {} was dispatched to the conversion rules",
+            other.mnemonic()
+        )),
     }
 }
 

@@ -65,7 +65,11 @@ pub(super) fn check(c: &Ck<'_>) -> R {
             }
             c.token_result(0)
         }
-        other => Err(format!("no rule of this family for {}", other.mnemonic())),
+        // `check_op` only sends this family its own opcodes.
+        other => Err(format!(
+            "internal error: {} was dispatched to the miscellaneous rules",
+            other.mnemonic()
+        )),
     }
 }
 
