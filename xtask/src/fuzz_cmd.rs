@@ -2,8 +2,9 @@
 //! bytecode reader (`cutile_ir::bytecode::read_module_with_version`), the `.tilelib` container reader
 //! (`tilelib_tools::container`) and the AOT bundle reader (`cutile::bundle::Bundle::from_bytes`).
 //!
-//! This is a generation-based mutational fuzzer on the stable toolchain. cargo-fuzz / libFuzzer need a
-//! nightly compiler (`-Z sanitizer`), which this workspace does not use, so instead every input is made by
+//! This is a generation-based mutational fuzzer that runs on the stable toolchain. cargo-fuzz / libFuzzer
+//! need a nightly compiler (sanitizer-coverage instrumentation via `-Z` flags) and cargo-fuzz itself, while this
+//! workspace and its CI build with stable only; so there is no coverage feedback, and every input is made by
 //! mutating a real file: the bytecode samples (`shared/data/tileir-samples` and the copies under
 //! `cutile/ir/tests`), the `.tilelib` files of the tilelib-tools tests plus containers written in-process, and
 //! bundles written in-process with `BundleWriter`. Mutations: bit flips, bytes replaced by interesting values
