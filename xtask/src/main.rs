@@ -2,6 +2,7 @@
 //! file as `<name>_cmd.rs` with an `Args` struct and a `run` function.
 
 mod aot_cmd;
+mod fuzz_cmd;
 mod gpu_cmd;
 mod ir_cmd;
 mod kernels_cmd;
@@ -46,7 +47,41 @@ enum Command {
     Gpu(gpu_cmd::Args),
     /// Render a results folder (report.md, SVG plots); `--against OLD` diffs two runs.
     Report(report_cmd::Args),
+    /// Hostile-input fuzzing of the bytecode, .tilelib and bundle readers (mutated real files).
+    Fuzz(fuzz_cmd::Args),
 }
+
+/// The system allocator, with per-thread accounting that `cargo xtask fuzz` turns on while a reader runs
+/// (see `fuzz_cmd::account`); otherwise it only checks a thread-local flag.
+struct CountingAlloc;
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the accounting only
+// reads and writes thread-local cells and never allocates.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        fuzz_cmd::account(layout.size(), 0, layout.size());
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        fuzz_cmd::account(layout.size(), 0, layout.size());
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        fuzz_cmd::account(0, layout.size(), 0);
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        fuzz_cmd::account(new_size, layout.size(), new_size);
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -58,6 +93,7 @@ fn main() -> ExitCode {
         Command::Aot(args) => aot_cmd::run(&args),
         Command::Gpu(args) => gpu_cmd::run(&args),
         Command::Report(args) => report_cmd::run(&args),
+        Command::Fuzz(args) => fuzz_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

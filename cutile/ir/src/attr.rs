@@ -81,6 +81,29 @@ impl EnumValue {
     }
 }
 
+/// A Rust enum for one [`EnumKind`], convertible to and from the encoded number.
+pub trait TypedEnum: Copy + Into<EnumValue> + 'static {
+    /// The family it encodes.
+    const KIND: EnumKind;
+    /// The variant with this encoded number, if any.
+    fn from_u8(v: u8) -> Option<Self>;
+    /// Text spelling (as in [`EnumKind::names`]).
+    fn name(self) -> &'static str {
+        self.into().name()
+    }
+}
+
+impl EnumValue {
+    /// This value as the typed enum `E`, if it belongs to `E`'s family and is in range.
+    pub fn typed<E: TypedEnum>(self) -> Option<E> {
+        if self.kind == E::KIND {
+            E::from_u8(self.value)
+        } else {
+            None
+        }
+    }
+}
+
 macro_rules! typed_enum {
     ($(#[$m:meta])* $name:ident : $kind:ident { $($var:ident = $v:expr),* $(,)? }) => {
         $(#[$m])*
@@ -88,6 +111,13 @@ macro_rules! typed_enum {
         pub enum $name { $($var = $v),* }
         impl From<$name> for EnumValue {
             fn from(x: $name) -> EnumValue { EnumValue { kind: EnumKind::$kind, value: x as u8 } }
+        }
+        impl TypedEnum for $name {
+            const KIND: EnumKind = EnumKind::$kind;
+            fn from_u8(v: u8) -> Option<$name> {
+                $(if v == $v { return Some($name::$var); })*
+                None
+            }
         }
     };
 }

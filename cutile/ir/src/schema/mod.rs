@@ -1,7 +1,7 @@
 //! The op schema: for every Tile IR op, how its bytecode is laid out (result form, flags word, attributes in
 //! declaration order, operand groups, regions) and from which bytecode version each part exists.
 //!
-//! The table in `table.rs` transcribes the per-op encoders of bytecode 13.5 (as published with cuTile Python
+//! The table in `table.rs` (one `op_table!` row per op) transcribes the per-op encoders of bytecode 13.5 (as published with cuTile Python
 //! 1.7.0's `encodings.py`), written as data. The writer, the reader, the generic printer and the structural
 //! verifier are all interpreters of this one table, so an op cannot be encoded one way and decoded another.
 //!
@@ -119,17 +119,9 @@ pub struct OpSchema {
     pub regions: u8,
 }
 
+// `Opcode`, `Opcode::from_u32`, `Opcode::mnemonic` and `Opcode::schema` are generated from the rows of
+// `table.rs`.
 impl Opcode {
-    /// The layout of this op.
-    pub fn schema(self) -> &'static OpSchema {
-        // OPS is sorted by opcode and covers every variant; find by scan on a miss of the fast path.
-        OPS.iter()
-            .find(|s| s.op == self)
-            .expect("every Opcode has a schema entry")
-    }
-    pub fn mnemonic(self) -> &'static str {
-        self.schema().mnemonic
-    }
     /// Look an op up by its text name.
     pub fn from_mnemonic(name: &str) -> Option<Opcode> {
         OPS.iter().find(|s| s.mnemonic == name).map(|s| s.op)

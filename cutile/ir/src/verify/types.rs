@@ -133,6 +133,29 @@ pub fn view_info(t: &Type) -> Option<ViewInfo<'_>> {
 /// Names of the pointer attribute values (13.4+): `ptr<T, <multicast>>` is what multimem ops need.
 pub const PTR_ATTR_NAMES: [&str; 3] = ["none", "unicast", "multicast"];
 
+/// The pointer attribute byte of `ptr<T, attr>` (13.4+), typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtrAttr {
+    None = 0,
+    Unicast = 1,
+    Multicast = 2,
+}
+
+impl PtrAttr {
+    pub fn from_u8(v: u8) -> Option<PtrAttr> {
+        match v {
+            0 => Some(PtrAttr::None),
+            1 => Some(PtrAttr::Unicast),
+            2 => Some(PtrAttr::Multicast),
+            _ => None,
+        }
+    }
+    /// Text spelling (as in [`PTR_ATTR_NAMES`]).
+    pub fn name(self) -> &'static str {
+        PTR_ATTR_NAMES[self as usize]
+    }
+}
+
 fn ptr_attr_ok(attr: Option<u8>, t: &Type) -> Result<(), String> {
     match attr {
         Some(a) if a as usize >= PTR_ATTR_NAMES.len() => Err(format!(
