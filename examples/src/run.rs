@@ -81,7 +81,12 @@ fn call_typed<T: DeviceElement>(
         Layout::Strided { offset, .. } => {
             let s = ins[0].shape().to_vec();
             let (axis, stored) = (s.len().saturating_sub(1), s.last().copied().unwrap_or(1));
-            let cols = w.call.shapes.first().and_then(|x| x.last().copied()).unwrap_or(stored);
+            let cols = w
+                .call
+                .shapes
+                .first()
+                .and_then(|x| x.last().copied())
+                .unwrap_or(stored);
             ins[0].slice(axis, offset..offset + cols)?
         }
         _ => ins[0].view(),

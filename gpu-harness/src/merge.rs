@@ -14,7 +14,10 @@ use crate::schema::{BenchFile, COPY_GBPS, OURS, PEAK_TFLOPS, Row};
 /// The best (fastest) row of each (call name, implementation); error rows are dropped.
 pub fn best_rows(rows: &[Row]) -> BTreeMap<(String, String), Row> {
     let mut m: BTreeMap<(String, String), Row> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.error.is_none() && r.median_us > 0.0) {
+    for r in rows
+        .iter()
+        .filter(|r| r.error.is_none() && r.median_us > 0.0)
+    {
         let k = (r.name.clone(), r.implementation.clone());
         if m.get(&k).is_none_or(|o| r.median_us < o.median_us) {
             m.insert(k, r.clone());
@@ -163,12 +166,19 @@ pub fn plots(f: &BenchFile, dir: &Path) -> Result<Vec<PathBuf>, BoxError> {
                 .build_cartesian_2d((lo..hi).log_scale(), 0.0..roof * 1.1)?;
             chart
                 .configure_mesh()
-                .x_desc(if unit == "GB/s" { "bytes moved" } else { "flops" })
+                .x_desc(if unit == "GB/s" {
+                    "bytes moved"
+                } else {
+                    "flops"
+                })
                 .y_desc(unit.as_str())
                 .x_label_formatter(&|x| format!("{x:.0e}"))
                 .draw()?;
             chart
-                .draw_series(LineSeries::new(vec![(lo, roof), (hi, roof)], BLACK.stroke_width(1)))?
+                .draw_series(LineSeries::new(
+                    vec![(lo, roof), (hi, roof)],
+                    BLACK.stroke_width(1),
+                ))?
                 .label(format!("roofline {roof}"))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
             for (i, (imp, mut pts)) in series.into_iter().enumerate() {
@@ -352,9 +362,11 @@ mod tests {
         assert_eq!(by("softmax", "torch").verdict, Verdict::Noise);
         assert_eq!(by("gemm", "cutile").verdict, Verdict::Improvement);
         // A wider band swallows the 10%.
-        assert!(diff(&old, &new, 0.15)
-            .iter()
-            .all(|r| r.verdict != Verdict::Regression));
+        assert!(
+            diff(&old, &new, 0.15)
+                .iter()
+                .all(|r| r.verdict != Verdict::Regression)
+        );
         assert!(diff_markdown(&d, 0.05).contains("REGRESSION"));
     }
 
@@ -383,7 +395,9 @@ mod tests {
     #[test]
     fn report_rerenders_a_saved_folder() {
         let dir = tempfile::tempdir().expect("tmp");
-        golden().write(&dir.path().join("report.json")).expect("write");
+        golden()
+            .write(&dir.path().join("report.json"))
+            .expect("write");
         report(dir.path(), None, 0.05).expect("report");
         assert!(dir.path().join("report.md").is_file());
         assert!(dir.path().join("plot-gemm.svg").is_file());

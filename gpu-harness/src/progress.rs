@@ -14,7 +14,8 @@ fn target() -> ProgressDrawTarget {
 /// A bar of `len` steps labelled `what`. `println` on it prints above the bar (or plainly when hidden).
 pub fn bar(len: u64, what: &str) -> ProgressBar {
     let b = ProgressBar::with_draw_target(Some(len), target());
-    if let Ok(s) = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} {elapsed_precise} eta {eta}")
+    if let Ok(s) =
+        ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} {elapsed_precise} eta {eta}")
     {
         b.set_style(s.progress_chars("=> "));
     }

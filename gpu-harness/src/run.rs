@@ -9,7 +9,7 @@ use cutile::bundle::{self, Bundle};
 use cutile::runtime::{Device, RuntimeError, Stream};
 use cutile_examples::workload::Workload;
 
-use crate::report::{self, Report};
+use crate::report::Report;
 use crate::{BoxError, first, guarded, host, plan};
 use cutile::toolchain::GpuArch;
 

@@ -73,7 +73,9 @@ pub fn below_thresholds(th: &Thresholds, rows: &[Row]) -> Vec<String> {
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.error.is_none()) {
         for rule in &th.rule {
-            if !rule.ops.contains(&r.op) || (!rule.dtypes.is_empty() && !rule.dtypes.contains(&r.dtype)) {
+            if !rule.ops.contains(&r.op)
+                || (!rule.dtypes.is_empty() && !rule.dtypes.contains(&r.dtype))
+            {
                 continue;
             }
             if r.size() < rule.min_work {
@@ -314,7 +316,12 @@ pub fn run(a: &ValidateArgs) -> Result<ExitCode, BoxError> {
     })
 }
 
-fn worker(a: &ValidateArgs, gpu: &str, name: &str, lock: &Mutex<()>) -> (WorkerResult, Vec<Finding>) {
+fn worker(
+    a: &ValidateArgs,
+    gpu: &str,
+    name: &str,
+    lock: &Mutex<()>,
+) -> (WorkerResult, Vec<Finding>) {
     let dir = a.out.join(name);
     let mut w = WorkerResult {
         worker: name.into(),
@@ -343,7 +350,12 @@ fn worker(a: &ValidateArgs, gpu: &str, name: &str, lock: &Mutex<()>) -> (WorkerR
     if a.fixed_check {
         check.push("--fixed".into());
     } else {
-        check.extend(["--cases".into(), a.check_cases.to_string(), "--seed".into(), a.seed.to_string()]);
+        check.extend([
+            "--cases".into(),
+            a.check_cases.to_string(),
+            "--seed".into(),
+            a.seed.to_string(),
+        ]);
     }
     check.extend(bundle.iter().cloned());
     check.extend(out.iter().cloned());
@@ -351,7 +363,10 @@ fn worker(a: &ValidateArgs, gpu: &str, name: &str, lock: &Mutex<()>) -> (WorkerR
         Ok(c) => {
             w.check_exit = c;
             if c != Some(0) {
-                find("check", format!("check exited {c:?}; see {}/check.log", dir.display()));
+                find(
+                    "check",
+                    format!("check exited {c:?}; see {}/check.log", dir.display()),
+                );
             }
         }
         Err(e) => find("process", format!("check: {e}")),
@@ -377,7 +392,10 @@ fn worker(a: &ValidateArgs, gpu: &str, name: &str, lock: &Mutex<()>) -> (WorkerR
         Ok(c) => {
             w.bench_exit = c;
             if c != Some(0) {
-                find("bench", format!("bench exited {c:?}; see {}/bench.log", dir.display()));
+                find(
+                    "bench",
+                    format!("bench exited {c:?}; see {}/bench.log", dir.display()),
+                );
             }
         }
         Err(e) => find("process", format!("bench: {e}")),
@@ -400,7 +418,13 @@ fn node_markdown(r: &NodeReport, band: f64) -> String {
     for w in &r.workers {
         s.push_str(&format!(
             "| {} | {} | {:?} ({} passed) | {} | {:?} | {} |\n",
-            w.worker, w.visible_device, w.check_exit, w.checks_passed, w.checks_failed, w.bench_exit, w.bench_rows
+            w.worker,
+            w.visible_device,
+            w.check_exit,
+            w.checks_passed,
+            w.checks_failed,
+            w.bench_exit,
+            w.bench_rows
         ));
     }
     if !r.findings.is_empty() {
@@ -435,7 +459,11 @@ mod tests {
         let th = Thresholds::parse(builtin("sm_90").expect("sm_90")).expect("parse");
         let mut r = rows();
         // The golden numbers are healthy H200 numbers.
-        assert!(below_thresholds(&th, &r).is_empty(), "{:?}", below_thresholds(&th, &r));
+        assert!(
+            below_thresholds(&th, &r).is_empty(),
+            "{:?}",
+            below_thresholds(&th, &r)
+        );
         r[0].throughput = 100.0; // softmax at 100 GB/s
         r[2].throughput = 50.0; // gemm at 50 TFLOP/s
         let bad = below_thresholds(&th, &r);
