@@ -267,16 +267,23 @@ fn configuration_follows_the_shape_class() {
     );
     assert_eq!(
         norm::config::choose("layer_norm", 8192).variant,
-        norm::Variant::Persistent
+        norm::Variant::GatherLooped
     );
-    assert_eq!(norm::config::choose("layer_norm", 8192).tm, 2);
+    assert_eq!(norm::config::choose("layer_norm", 8192).bn, 2048);
+    assert_eq!(
+        norm::config::choose("layer_norm", 1000).variant,
+        norm::Variant::Gather
+    );
     // GEMM: persistent once there is a 128x128 tile per SM, one tile per block below.
     assert!(gemm::config::choose(&t, 4096, 4096).persistent);
     assert!(!gemm::config::choose(&t, 64, 4096).persistent);
     assert_eq!(gemm::config::choose(&t, 64, 4096).bm, 64);
 }
 
-/// Every candidate of every representative call plans, and specializes (traces) for sm_90.
+/// Every candidate of every representative call plans, specializes (traces) for sm_90 and has a launch
+/// grid the launcher can use (explicit, or derived from an output stored through its tile partition):
+/// a gathered or chunked kernel with neither fails only at launch, so this is checked here, without a
+/// device.
 #[test]
 fn every_candidate_of_every_representative_call_specializes() {
     let t = target();
@@ -289,9 +296,22 @@ fn every_candidate_of_every_representative_call_specializes() {
         for l in &planned.launches {
             // SAFETY: described operands are never launched.
             let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-            cutile::launch::Launcher::new(l.kernel.clone())
+            let plan = cutile::launch::Launcher::new(l.kernel.clone())
                 .plan_for(&args, GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN)
                 .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
+            let grid = plan
+                .signature
+                .grid(l.kernel.name(), &args)
+                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
+            let Some((x, y, z)) = grid else {
+                panic!("{} / {}: no launch grid", c.label(), l.config);
+            };
+            assert!(
+                x >= 1 && y >= 1 && z >= 1,
+                "{} / {}: grid {grid:?}",
+                c.label(),
+                l.config
+            );
             n += 1;
         }
     }
@@ -538,8 +558,8 @@ fn fused_and_per_head_norms_plan() {
         d("rstd", 5, F32, &[2, 37]),
     ];
     let plan = norm::plan_layer_norm_stats(&ops, &t, 1e-5).unwrap();
-    assert_eq!(plan[0].config, "layer_norm_stats_persistent TM=16 BN=1024");
-    assert_eq!(plan[0].grid, Some((5, 1, 1)), "ceil(74 / 16) row tiles");
+    assert_eq!(plan[0].config, "layer_norm_stats_gather BN=1024");
+    assert_eq!(plan[0].grid, Some((74, 1, 1)), "one block per row");
     let kinds: Vec<String> = plan[0]
         .args
         .iter()
@@ -576,7 +596,7 @@ fn fused_and_per_head_norms_plan() {
     );
     assert_eq!(
         norm::config::choose("layer_norm_stats", 4096).variant,
-        norm::Variant::Persistent
+        norm::Variant::GatherLooped
     );
     assert_eq!(
         norm::config::choose("layer_norm_stats", 512).variant,

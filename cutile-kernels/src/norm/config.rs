@@ -100,8 +100,11 @@ pub fn choose(stem: &'static str, cols: i64) -> NormConfig {
         return cfg(stem, Variant::GatherLooped, CHUNK);
     }
     let bn = row_tile(cols);
-    if has_persistent(stem) && bn >= 1024 {
-        cfg(stem, Variant::Persistent, bn)
+    // H200 tuning run (docs/h200-results.md): for LayerNorm the looped gather form beat the persistent
+    // one on 4096- and 8192-wide bf16/f16 rows (x1.25–1.40), and the persistent form lost badly when
+    // there are fewer row groups than SMs (1000 rows: x1.5–5.7 slower than a one-row-per-block form).
+    if has_persistent(stem) && bn > CHUNK {
+        cfg(stem, Variant::GatherLooped, CHUNK)
     } else {
         cfg(stem, Variant::Gather, bn)
     }

@@ -531,9 +531,11 @@ fn launches(cfg: &NormConfig, call: &Call, target: &Target) -> Result<Vec<Planne
     }
     let rows = call.x.shape[0];
     let grid = match cfg.variant {
-        // One block per row; the chunked output's tile count would repeat rows.
-        Variant::Looped | Variant::GatherLooped => Some((grid_rows(call.op, rows)?, 1, 1)),
-        Variant::WholeRow | Variant::Gather => None,
+        // One block per row, given explicitly: gathered forms store through pointers (the launcher
+        // cannot derive a grid from them) and a chunked output's tile count would repeat rows.
+        Variant::WholeRow | Variant::Gather | Variant::Looped | Variant::GatherLooped => {
+            Some((grid_rows(call.op, rows)?, 1, 1))
+        }
         // One block per SM at most, each looping over row groups.
         Variant::Persistent => {
             let steps = crate::op::ceil_div(rows, cfg.tm);

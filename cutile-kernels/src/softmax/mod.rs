@@ -154,8 +154,11 @@ fn launches(
     .ok_or_else(missing)?;
     let grid = match cfg.variant {
         // One block per row, whatever the chunk count.
-        Online | GatherOnline => Some((grid_rows(OP, rows)?, 1, 1)),
-        _ => None,
+        // `TM` rows per block: the tiles of the output.
+        Rows => None,
+        // One block per row, given explicitly: gathered forms store through pointers (the launcher
+        // cannot derive a grid from them) and a chunked output's tile count would repeat rows.
+        _ => Some((grid_rows(OP, rows)?, 1, 1)),
     };
     Ok(vec![PlannedLaunch {
         kernel,
