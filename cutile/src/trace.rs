@@ -246,7 +246,7 @@ pub(crate) fn finish(
 /// The directory of this crate's sources, to tell kernel locations from the DSL's own.
 fn own_src_dir() -> &'static str {
     let f = file!();
-    f.strip_suffix("dsl/trace.rs").unwrap_or(f)
+    f.strip_suffix("trace.rs").unwrap_or(f)
 }
 
 /// Restores the previous source location when dropped.
