@@ -93,7 +93,7 @@ impl Prepared {
     pub fn key(&self) -> &CacheKey {
         &self.key
     }
-    pub fn runtime_kernel(&self) -> &runtime::CuFunction {
+    pub fn function(&self) -> &runtime::CuFunction {
         &self.kernel
     }
 }
