@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};
-use cutile::runtime::{Device, DeviceElement, KernelArgs, CuModule, Stream, Tensor};
+use cutile::runtime::{CuModule, Device, DeviceElement, KernelArgs, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::attention::{attention_reference, kernels as a};
 use half::{bf16, f16};

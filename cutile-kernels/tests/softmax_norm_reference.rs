@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};
-use cutile::runtime::{Device, DeviceElement, KernelArgs, CuModule, Stream, Tensor};
+use cutile::runtime::{CuModule, Device, DeviceElement, KernelArgs, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_ir::{Block, FunctionKind, Module as IrModule, OpAttr, Opcode, Operation};
 use cutile_kernels::norm::{self, kernels as n};

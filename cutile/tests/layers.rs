@@ -318,7 +318,10 @@ fn g() { let _ = "crate::in_string"; crate::h::call(); $crate::not_ours(); }
 "#;
     let got: Vec<_> = crate_refs(src).into_iter().map(|(m, _)| m).collect();
     assert_eq!(got, ["a", "b", "c", "d", "h"]);
-    assert_eq!(crate_refs("use crate::a;\n\nuse crate::b;")[1], ("b".into(), 3));
+    assert_eq!(
+        crate_refs("use crate::a;\n\nuse crate::b;")[1],
+        ("b".into(), 3)
+    );
 }
 
 #[test]
@@ -333,6 +336,9 @@ fn a_wrong_way_edge_and_a_cycle_are_named() {
     m.insert("cache".to_string(), vec![edge("runtime")]);
     let v = violations(&m);
     assert_eq!(v.len(), 1, "{v:?}");
-    assert!(v[0].contains("`runtime` (layer 0) uses `crate::cache`"), "{v:?}");
+    assert!(
+        v[0].contains("`runtime` (layer 0) uses `crate::cache`"),
+        "{v:?}"
+    );
     assert_eq!(cycles(&m), ["cache -> runtime -> cache"]);
 }

@@ -22,11 +22,11 @@ mod flight;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+pub use crate::key::{CacheKey, KeyParts, source_hash, to_hex};
 pub use config::{CacheConfig, DEFAULT_MAX_DISK_BYTES, parse_size};
 pub use disk::{DiskCache, DiskEntry, DiskRead, EntryLock, EvictReport};
 pub use entry::EntryError;
 pub use error::{CacheError, SharedError, StepError};
-pub use crate::key::{CacheKey, KeyParts, source_hash, to_hex};
 
 use crate::bundle::BundleSet;
 use flight::{Claim, SingleFlight};
@@ -213,7 +213,8 @@ impl KernelCache {
             .map(|b| b.find_key(key))
             .transpose()
             .map_err(CacheError::Bundle)?
-            .flatten() {
+            .flatten()
+        {
             bump(&self.counters.bundle_hits);
             *origin = Origin::Bundle;
             return Ok(cubin);

@@ -11,8 +11,8 @@ use cutile_ir::{
 
 pub use super::error::{ArgError, SpecializeError};
 use super::spec::{GenericValue, LayoutFacts, TensorMeta, choose_index_type};
-use crate::trace::{self, Op, TraceGuard};
 use crate::core::{ElementType, Scalar, Shape, Tensor};
+use crate::trace::{self, Op, TraceGuard};
 
 /// How a kernel parameter is passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -15,15 +15,15 @@ pub use spec::{GenericValue, LayoutFacts, TensorMeta, choose_index_type};
 /// Items the `#[cutile::module]` macro's generated code refers to. Not a stable API.
 #[doc(hidden)]
 pub mod __rt {
-    pub use crate::core::arith::{DeviceCmp, DeviceLogic};
-    pub use crate::core::control::{branch, for_range, while_loop};
-    pub use crate::core::debug::{device_assert, print};
-    pub use crate::core::foreign::{__foreign_str, ForeignCall};
     pub use super::kernel::{
         HintInfo, Kernel, KernelBuilder, KernelInfo, ParamDecl, ParamInfo, ParamKind,
         SpecializeError,
     };
     pub use super::spec::{GenericValue, IntoGeneric, TensorMeta};
+    pub use crate::core::arith::{DeviceCmp, DeviceLogic};
+    pub use crate::core::control::{branch, for_range, while_loop};
+    pub use crate::core::debug::{device_assert, print};
+    pub use crate::core::foreign::{__foreign_str, ForeignCall};
     pub use cutile_ir::{Module, OptimizationHints};
 
     #[track_caller]

@@ -51,17 +51,17 @@ pub use args::{
     base_align, ir_dtype,
 };
 pub use error::LaunchError;
-pub use loader::load_kernel;
 pub use libraries::{
     TileLibrarySpec, add_default_tile_library, default_tile_libraries, set_default_tile_libraries,
 };
+pub use loader::load_kernel;
 pub use plan::{CompileOptions, NO_TOOLCHAIN, Plan, compile_aot, kernel_identity, plan};
 pub use resolve::{key_toolchain_version, resolve_cubin, toolchain};
 pub use signature::{ParamLayout, Signature, overlaps};
 pub use typed::{Launch, TensorOf, TensorOfMut};
 
-use crate::key::CacheKey;
 use crate::dsl::{ArgError, Kernel, ParamKind};
+use crate::key::CacheKey;
 use crate::runtime::{self, Device, Stream};
 use crate::toolchain::GpuArch;
 use args::Arg;

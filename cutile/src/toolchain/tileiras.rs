@@ -10,7 +10,9 @@ use super::arch::GpuArch;
 use super::discover::{Located, SearchEnv, SearchSource, locate, unusable_reason};
 use super::error::ToolchainError;
 use super::process::{RunOutcome, run_with_timeout, tool_command};
-use super::version::{TileirasVersion, parse_help_gpu_names, parse_list_versions, parse_tool_version};
+use super::version::{
+    TileirasVersion, parse_help_gpu_names, parse_list_versions, parse_tool_version,
+};
 
 /// Limit for each probe run; they normally take milliseconds.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);

@@ -74,7 +74,11 @@ pub(crate) fn parse_tool_version(text: &str) -> Option<TileirasVersion> {
     let tokens = || text.split(|c: char| c.is_whitespace() || c == ',');
     tokens()
         .filter_map(|t| t.strip_prefix('V'))
-        .find_map(|t| t.parse::<TileirasVersion>().ok().filter(|v| v.patch.is_some()))
+        .find_map(|t| {
+            t.parse::<TileirasVersion>()
+                .ok()
+                .filter(|v| v.patch.is_some())
+        })
         .or_else(|| {
             let mut it = tokens();
             while let Some(t) = it.next() {
@@ -130,7 +134,10 @@ pub(crate) fn bytecode_header_version(bytecode: &[u8]) -> Option<TileirasVersion
     if header[..8] != cutile_ir::bytecode::MAGIC {
         return None;
     }
-    Some(TileirasVersion::new(u32::from(header[8]), u32::from(header[9])))
+    Some(TileirasVersion::new(
+        u32::from(header[8]),
+        u32::from(header[9]),
+    ))
 }
 
 #[cfg(test)]
@@ -197,7 +204,10 @@ mod tests {
     #[test]
     fn header_version() {
         let mut bc = b"\x7fTileIR\0\x0d\x04\0\0".to_vec();
-        assert_eq!(bytecode_header_version(&bc), Some(TileirasVersion::new(13, 4)));
+        assert_eq!(
+            bytecode_header_version(&bc),
+            Some(TileirasVersion::new(13, 4))
+        );
         bc[1] = b'X';
         assert_eq!(bytecode_header_version(&bc), None);
         assert_eq!(bytecode_header_version(b"\x7fTile"), None);
