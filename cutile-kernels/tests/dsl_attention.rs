@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};
-use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
+use cutile::runtime::{CuModule, Device, DeviceElement, KernelArgs, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::attention::{attention_reference, kernels as a};
 use half::{bf16, f16};
@@ -372,7 +372,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
     args = tensor_args(args, tk.device_ptr(), &kvm);
     args = tensor_args(args, tv.device_ptr(), &kvm);
     args = tensor_args(args.arg(scale), to.device_ptr(), &qm);
-    let module = Module::from_cubin(dev, &cubin).expect("load the cubin");
+    let module = CuModule::from_cubin(dev, &cubin).expect("load the cubin");
     let kernel = module.kernel(s.entry).expect("find the kernel");
     let grid = ((c.b * c.h) as u32, ((c.sq + 63) / 64) as u32, 1);
     // SAFETY: every pointer is a live allocation covering its array's largest offset, and the grid has

@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};
-use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
+use cutile::runtime::{CuModule, Device, DeviceElement, KernelArgs, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::norm::{self, kernels as n};
 use half::bf16;
@@ -310,7 +310,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
         args = tensor_args(args, tb.device_ptr(), &[c.cols]);
     }
     args = tensor_args(args.arg(eps), ty.device_ptr(), &[c.rows, c.cols]);
-    let module = Module::from_cubin(dev, &cubin).expect("load the cubin");
+    let module = CuModule::from_cubin(dev, &cubin).expect("load the cubin");
     let kernel = module.kernel(s.entry).expect("find the kernel");
     // SAFETY: every pointer is a live allocation of the shape passed next to it, and the grid has one
     // block per row, as the kernels expect.

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};
-use cutile::runtime::{Device, DeviceElement, KernelArgs, Module, Stream, Tensor};
+use cutile::runtime::{CuModule, Device, DeviceElement, KernelArgs, Stream, Tensor};
 use cutile_ir::ScalarType::{self, *};
 use cutile_ir::{Block, FunctionKind, Module as IrModule, OpAttr, Opcode, Operation};
 use cutile_kernels::norm::{self, kernels as n};
@@ -791,7 +791,7 @@ fn run_case<T: DeviceElement>(c: &GpuCase, dev: &Device, stream: &Stream) -> Opt
         args = args.arg(eps);
     }
     args = tensor_args(args, ty.device_ptr(), &[c.rows, c.cols]);
-    let module = Module::from_cubin(dev, &cubin).expect("load the cubin");
+    let module = CuModule::from_cubin(dev, &cubin).expect("load the cubin");
     let kernel = module.kernel(s.entry).expect("find the kernel");
     let grid = c.grid.unwrap_or(c.rows as u32);
     // SAFETY: every pointer is a live allocation of the shape passed next to it; the grid is one block per

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use cutile::dsl::{SpecializeError, TensorMeta};
+use cutile::dsl::{ArgError, SpecializeError, TensorMeta};
 use cutile_ir::ScalarType::*;
 
 #[cutile::module]
@@ -98,27 +98,27 @@ fn host_assert_fails_specialization() {
 fn array_checks() {
     let k = kernels::copy::kernel::<128>();
     match k.specialize(&[TensorMeta::contiguous(BF16, &[10]), v(10)]) {
-        Err(SpecializeError::DType {
+        Err(SpecializeError::Arg(ArgError::DType {
             declared: F32,
             actual: BF16,
             ..
-        }) => {}
+        })) => {}
         other => panic!("{other:?}"),
     }
     match k.specialize(&[TensorMeta::contiguous(F32, &[10, 10]), v(10)]) {
-        Err(SpecializeError::Rank {
+        Err(SpecializeError::Arg(ArgError::Rank {
             declared: 1,
             actual: 2,
             ..
-        }) => {}
+        })) => {}
         other => panic!("{other:?}"),
     }
     match k.specialize(&[v(10)]) {
-        Err(SpecializeError::TensorCount {
+        Err(SpecializeError::Arg(ArgError::TensorCount {
             expected: 2,
             got: 1,
             ..
-        }) => {}
+        })) => {}
         other => panic!("{other:?}"),
     }
     let fixed = kernels::fixed_cols::kernel::<16>();

@@ -55,7 +55,7 @@ mod kernels {
 
 use cutile::bundle::{Bundle, BundleSet, BundleWriter};
 use cutile::cache::{CacheConfig, KernelCache};
-use cutile::dsl::TensorMeta;
+use cutile::dsl::{ArgError, TensorMeta};
 use cutile::launch::{
     LaunchArgs, LaunchError, Launcher, NO_TOOLCHAIN, ParamLayout, Plan, overlaps,
 };
@@ -190,19 +190,19 @@ fn typed_error_variants() {
     let n = [1000i64];
     let d = [t_in(F32, &n), t_in(BF16, &n), t_out(F32, &n)];
     match plan(&vadd_f32(), &args(&d)) {
-        Err(LaunchError::DType {
+        Err(LaunchError::Arg(ArgError::DType {
             declared, actual, ..
-        }) => assert_eq!((declared, actual), (F32, BF16)),
+        })) => assert_eq!((declared, actual), (F32, BF16)),
         other => panic!("expected a dtype error, got {other:?}"),
     }
     let d = [t_in(F32, &n), t_in(F32, &n)];
     assert!(matches!(
         plan(&vadd_f32(), &args(&d)),
-        Err(LaunchError::ArgCount {
+        Err(LaunchError::Arg(ArgError::Count {
             expected: 3,
             got: 2,
             ..
-        })
+        }))
     ));
 }
 
@@ -384,9 +384,9 @@ fn extents_that_do_not_fit_the_index_type_are_refused() {
     let big = 3_000_000_000i64;
     let d = [t_in(F32, &[big]), t_in(F32, &[big]), t_out(F32, &[big])];
     match p.signature.pack("vadd", &args(&d)) {
-        Err(LaunchError::IndexOverflow {
+        Err(LaunchError::Arg(ArgError::IndexOverflow {
             value, index_type, ..
-        }) => assert_eq!((value, index_type), (big, I32)),
+        })) => assert_eq!((value, index_type), (big, I32)),
         other => panic!("expected an index overflow, got {other:?}"),
     }
 }
@@ -418,7 +418,7 @@ fn overlapping_outputs_are_refused() {
     ];
     let err = check(&p, &args(&bad)).unwrap_err();
     assert!(
-        matches!(err, LaunchError::OverlappingOutput { .. }),
+        matches!(err, LaunchError::Arg(ArgError::OverlappingOutput { .. })),
         "{err}"
     );
 }

@@ -11,8 +11,9 @@
 
 use cutile::bundle::{self, Bundle, BundleWriter};
 use cutile::cache::{CacheKey, KeyParts};
+use cutile::launch::{LaunchError, load_kernel};
 use cutile::runtime::{
-    Device, DeviceElement, Event, KernelArgs, Module, RuntimeError, Stream, Tensor, load_kernel,
+    CuModule, Device, DeviceElement, Event, KernelArgs, RuntimeError, Stream, Tensor,
 };
 use half::{bf16, f16};
 
@@ -215,7 +216,7 @@ fn vadd_from_a_cubin() {
     let Some(cubin) = vadd_cubin(&dev, "vadd_from_a_cubin") else {
         return;
     };
-    let module = Module::from_cubin(&dev, cubin).unwrap();
+    let module = CuModule::from_cubin(&dev, cubin).unwrap();
     assert_eq!(module.kernel_names(), vec![VADD.to_string()]);
     let kernel = module.kernel(VADD).unwrap();
     let stream = Stream::new(&dev).unwrap();
@@ -242,7 +243,7 @@ fn async_launches_events_and_graphs() {
     let Some(cubin) = vadd_cubin(&dev, "async_launches_events_and_graphs") else {
         return;
     };
-    let kernel = Module::from_cubin(&dev, cubin)
+    let kernel = CuModule::from_cubin(&dev, cubin)
         .unwrap()
         .kernel(VADD)
         .unwrap();
@@ -308,7 +309,7 @@ fn launch_errors_are_typed() {
     let Some(cubin) = vadd_cubin(&dev, "launch_errors_are_typed") else {
         return;
     };
-    let module = Module::from_cubin(&dev, cubin).unwrap();
+    let module = CuModule::from_cubin(&dev, cubin).unwrap();
     let msg = module.kernel("nope").unwrap_err().to_string();
     assert!(msg.contains("nope") && msg.contains(VADD), "{msg}");
 
@@ -327,12 +328,12 @@ fn launch_errors_are_typed() {
         .iter()
         .find(|(arch, _)| *arch != dev.arch())
         .unwrap();
-    let err = Module::from_cubin(&dev, other.1).unwrap_err();
+    let err = CuModule::from_cubin(&dev, other.1).unwrap_err();
     assert!(
         matches!(err, RuntimeError::CubinArchMismatch { .. }),
         "{err}"
     );
-    let err = Module::from_cubin(&dev, b"\x7fTileIR\0\x0d\x05\0\0").unwrap_err();
+    let err = CuModule::from_cubin(&dev, b"\x7fTileIR\0\x0d\x05\0\0").unwrap_err();
     assert!(err.to_string().contains("tileiras"), "{err}");
 }
 
@@ -380,5 +381,5 @@ fn kernels_load_from_a_registered_bundle_without_a_compiler() {
         ..key.parts()
     });
     let err = load_kernel(&dev, &wrong_arch, VADD, || Err::<Vec<u8>, _>(NoCompiler)).unwrap_err();
-    assert!(matches!(err, RuntimeError::KeyArchMismatch { .. }), "{err}");
+    assert!(matches!(err, LaunchError::KeyArchMismatch { .. }), "{err}");
 }

@@ -705,7 +705,7 @@ fn real_compile_for_each_tier_arch() {
     let Some(t) = real_tileiras("real_compile_for_each_tier_arch") else {
         return;
     };
-    assert!(t.reads_bytecode_version(cutile::toolchain::Version::new(13, 5)));
+    assert!(t.reads_bytecode_version(cutile::toolchain::TileirasVersion::new(13, 5)));
     for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
         let cubin = t
             .compile(&MINIMAL_MODULE, &CompileRequest::new(arch))

@@ -94,7 +94,7 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
         .signature()
         .grid(kernel.name(), &a)?
         .ok_or("the tiny kernel has an empty grid")?;
-    let rt = prepared.runtime_kernel();
+    let rt = prepared.function();
     let runtime = time_calls(stream, n, |_| {
         // SAFETY: the arguments were packed for this kernel from live tensors that outlive the calls.
         Ok(unsafe { rt.enqueue(stream, grid, &packed) }?)

@@ -269,7 +269,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         #[track_caller]
         #[allow(clippy::too_many_arguments)]
         #vis unsafe fn #ident #generics (#(#params),*) -> #ret #where_clause {
-            let mut __call = ::cutile::core::__rt::ForeignCall::new(#symbol);
+            let mut __call = ::cutile::dsl::__rt::ForeignCall::new(#symbol);
             #(#const_calls)*
             #(#operand_calls)*
             __call.finish::<#ret>()
@@ -421,7 +421,7 @@ impl<'a> ConstStrs<'a> {
 }
 
 fn wrap(e: &Expr, span: Span) -> Expr {
-    syn::parse_quote_spanned! {span=> ::cutile::core::__rt::__foreign_str(const { #e }) }
+    syn::parse_quote_spanned! {span=> ::cutile::dsl::__rt::__foreign_str(const { #e }) }
 }
 
 /// Names assigned by `x = …` / `x += …` anywhere.

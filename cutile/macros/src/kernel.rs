@@ -133,14 +133,14 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
                 let id = &t.ident;
                 generic_names.push(id.to_string());
                 generic_values.push(quote_spanned! {id.span()=>
-                    ::cutile::core::__rt::GenericValue::Type(<#id as ::cutile::core::ElementType>::SCALAR)
+                    ::cutile::dsl::__rt::GenericValue::Type(<#id as ::cutile::core::ElementType>::SCALAR)
                 });
                 turbofish.push(quote!(#id));
             }
             GenericParam::Const(c) => {
                 let id = &c.ident;
                 generic_names.push(id.to_string());
-                generic_values.push(quote!(::cutile::core::__rt::IntoGeneric::into_generic(#id)));
+                generic_values.push(quote!(::cutile::dsl::__rt::IntoGeneric::into_generic(#id)));
                 turbofish.push(quote!(#id));
             }
             GenericParam::Lifetime(_) => {}
@@ -158,7 +158,7 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
         .filter(|a| !crate::is_entry_attr(a))
         .collect();
 
-    let rt = quote!(::cutile::core::__rt);
+    let rt = quote!(::cutile::dsl::__rt);
     let mut decls = vec![];
     let mut shapes = vec![];
     let mut host_params = vec![];
@@ -181,12 +181,12 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
                 shapes.push(quote!(<#shape as ::cutile::core::Shape>::DIMS));
                 if *mutable {
                     host_params.push(
-                        quote!(#id: &'__cutile_a mut impl ::cutile::dsl::TensorArgMut<#elem>),
+                        quote!(#id: &'__cutile_a mut impl ::cutile::launch::TensorOfMut<#elem>),
                     );
                     host_pushes.push(quote!(.output::<#elem>(#id)));
                 } else {
                     host_params
-                        .push(quote!(#id: &'__cutile_a impl ::cutile::dsl::TensorArg<#elem>));
+                        .push(quote!(#id: &'__cutile_a impl ::cutile::launch::TensorOf<#elem>));
                     host_pushes.push(quote!(.input::<#elem>(#id)));
                 }
                 let kind = if *mutable {
@@ -208,7 +208,7 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
                 decls.push(quote_spanned! {ty.span()=> #rt::ParamDecl::scalar::<#elem>() });
                 host_params.push(quote!(#id: #elem));
                 host_pushes.push(quote!(.scalar::<#elem>(#id)));
-                host_bounds.push(quote!(#elem: ::cutile::dsl::HostScalar));
+                host_bounds.push(quote!(#elem: ::cutile::launch::ScalarArg));
                 infos.push(quote!(#rt::ParamInfo { name: #pname, kind: #rt::ParamKind::Scalar }));
                 let _ = is_mut_binding;
                 lets.push(quote!(let #id: ::cutile::core::Scalar<#elem> = __cutile_k.scalar(#i);));
@@ -244,10 +244,10 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
     let launcher = quote! {
         #[doc = #launcher_doc]
         #[allow(clippy::too_many_arguments)]
-        #vis fn #name<'__cutile_a, #generic_params>(#(#host_params),*) -> ::cutile::dsl::Launch<'__cutile_a>
+        #vis fn #name<'__cutile_a, #generic_params>(#(#host_params),*) -> ::cutile::launch::Launch<'__cutile_a>
         where #user_where #(#host_bounds,)*
         {
-            ::cutile::dsl::Launch::new(#name::kernel::<#(#turbofish),*>()) #(#host_pushes)*
+            ::cutile::launch::Launch::new(#name::kernel::<#(#turbofish),*>()) #(#host_pushes)*
         }
     };
 
@@ -265,7 +265,7 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
             use super::*;
 
             /// What the macro recorded about this kernel.
-            pub static INFO: ::cutile::core::__rt::KernelInfo = ::cutile::core::__rt::KernelInfo {
+            pub static INFO: ::cutile::dsl::__rt::KernelInfo = ::cutile::dsl::__rt::KernelInfo {
                 module_path: ::core::module_path!(),
                 name: #name_str,
                 generics: &[#(#generic_names),*],
@@ -288,10 +288,10 @@ pub fn generate(f: &ItemFn, args: &EntryArgs, source_hash: u64) -> Result<TokenS
 
             /// Trace the Tile IR of this kernel for arrays described by `tensors` (in parameter order).
             pub fn build #impl_generics (
-                tensors: &[::cutile::core::__rt::TensorMeta],
-                hints: &::cutile::core::__rt::OptimizationHints,
-            ) -> ::core::result::Result<::cutile::core::__rt::Module, ::cutile::core::__rt::SpecializeError> #where_clause {
-                let __cutile_k = ::cutile::core::__rt::KernelBuilder::begin(&INFO, ::std::vec![#(#decls),*], tensors, hints)?;
+                tensors: &[::cutile::dsl::__rt::TensorMeta],
+                hints: &::cutile::dsl::__rt::OptimizationHints,
+            ) -> ::core::result::Result<::cutile::dsl::__rt::Module, ::cutile::dsl::__rt::SpecializeError> #where_clause {
+                let __cutile_k = ::cutile::dsl::__rt::KernelBuilder::begin(&INFO, ::std::vec![#(#decls),*], tensors, hints)?;
                 #(#lets)*
                 super::#body_fn::<#(#turbofish),*>(#(#call_args),*);
                 __cutile_k.finish()

@@ -1,4 +1,4 @@
-//! The kernel-body rewriter: device control flow becomes calls of `cutile::core::__rt` with the body as a
+//! The kernel-body rewriter: device control flow becomes calls of `cutile::dsl::__rt` with the body as a
 //! closure and the variables it assigns threaded through; comparisons and `&&`/`||` become trait calls that
 //! work on device and host values; `print!`/`println!`/`assert!` become device operations. Rust the DSL
 //! cannot express is rejected with a `compile_error!` at its span.
@@ -24,7 +24,7 @@ impl Rewriter {
     pub fn new() -> Rewriter {
         Rewriter {
             errors: vec![],
-            rt: quote!(::cutile::core::__rt),
+            rt: quote!(::cutile::dsl::__rt),
         }
     }
 

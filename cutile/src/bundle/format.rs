@@ -21,7 +21,7 @@
 //! and any single changed byte is rejected.
 
 use super::{BundleEntry, BundleError};
-use crate::cache::{CacheKey, KeyParts};
+use crate::key::{CacheKey, KeyParts};
 
 pub const MAGIC: &[u8; 8] = b"CUTILEBN";
 pub const FORMAT_VERSION: u32 = 1;

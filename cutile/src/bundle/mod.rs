@@ -4,7 +4,7 @@
 //! specializations and architectures, and opened where the kernels run ([`Bundle::open`]). Registered
 //! bundles ([`register`], or the `CUTILE_BUNDLE=path[:path…]` variable) are consulted by the kernel
 //! lookup chain after the in-memory cache and before the disk cache and the compiler (see
-//! [`crate::cache::KernelCache::get_or_resolve`]).
+//! `cutile::cache::KernelCache::get_or_resolve`).
 //!
 //! Each entry records the full cache key (kernel, source hash, specialization, arch, tileiras version,
 //! options fingerprint, key hex) and the cubin, with a checksum. Reading never panics on malformed
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub use registry::{BundleSet, ENV_VAR, global, register};
 
-use crate::cache::CacheKey;
+use crate::key::CacheKey;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

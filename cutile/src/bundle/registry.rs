@@ -4,7 +4,7 @@ use std::ffi::OsStr;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use super::{Bundle, BundleError};
-use crate::cache::{CacheError, CacheKey};
+use crate::key::CacheKey;
 
 /// Paths of bundles to load at first use, separated like `PATH` (`:` on Unix).
 pub const ENV_VAR: &str = "CUTILE_BUNDLE";
@@ -50,9 +50,9 @@ impl BundleSet {
     /// The first cubin matching `key` (ignoring its tileiras version; see [`Bundle::find_key`]).
     /// Fails if bundles named in [`ENV_VAR`] could not be loaded, so a broken deployment is reported
     /// instead of silently compiling.
-    pub fn find_key(&self, key: &CacheKey) -> Result<Option<Arc<[u8]>>, CacheError> {
+    pub fn find_key(&self, key: &CacheKey) -> Result<Option<Arc<[u8]>>, Arc<BundleError>> {
         if let Some(e) = &self.load_error {
-            return Err(CacheError::Bundle(e.clone()));
+            return Err(e.clone());
         }
         let bundles = self.bundles.read().unwrap_or_else(|p| p.into_inner());
         Ok(bundles.iter().find_map(|b| b.find_key(key)).map(Arc::from))

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use super::entry::{self, EntryError};
 use super::error::CacheError;
-use super::key::CacheKey;
+use crate::key::CacheKey;
 
 const ENTRY_EXT: &str = "entry";
 const LOCK_EXT: &str = "lock";

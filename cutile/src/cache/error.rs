@@ -16,6 +16,11 @@ pub enum CacheError {
     #[error("compiling {key} failed: {source}")]
     Compile { key: String, source: SharedError },
 
+    /// The key reached the compile step on a machine with no compiler ([`StepError::NoCompiler`]); the
+    /// reason says why there is none.
+    #[error("{key} is not cached and cannot be compiled here: {reason}")]
+    NoCompiler { key: String, reason: String },
+
     /// The compile closure panicked; waiting callers are released with this error.
     #[error("compiling {key} panicked; see the panic message above")]
     CompilePanicked { key: String },
@@ -39,6 +44,15 @@ pub enum CacheError {
     /// A bundle named in `CUTILE_BUNDLE` could not be loaded.
     #[error(transparent)]
     Bundle(Arc<BundleError>),
+}
+
+/// Why a compile step (the closure a lookup runs on a miss) produced no cubin.
+#[derive(Debug)]
+pub enum StepError<E> {
+    /// There is no compiler on this machine; the text says why (e.g. tileiras was not found).
+    NoCompiler(String),
+    /// The compiler ran and failed.
+    Failed(E),
 }
 
 impl CacheError {

@@ -2,7 +2,9 @@
 //!
 //! Lookup order ([`KernelCache::get_or_resolve`]): memory → registered AOT bundles → disk → compile.
 //! [`KernelCache::get_or_compile`] is the same without bundles. The compile step is a closure, so this
-//! module knows nothing about the toolchain.
+//! module knows nothing about the toolchain; a step that has no compiler to run says so with
+//! [`StepError::NoCompiler`] ([`KernelCache::lookup`]), and the lookup fails with the typed
+//! [`CacheError::NoCompiler`] for the caller and every waiter.
 //!
 //! - Memory: one fill per key at a time across threads (single flight); a hit never calls the closure;
 //!   a failure reaches every waiter and is not cached.
@@ -16,16 +18,15 @@ mod disk;
 mod entry;
 mod error;
 mod flight;
-mod key;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+pub use crate::key::{CacheKey, KeyParts, source_hash, to_hex};
 pub use config::{CacheConfig, DEFAULT_MAX_DISK_BYTES, parse_size};
 pub use disk::{DiskCache, DiskEntry, DiskRead, EntryLock, EvictReport};
 pub use entry::EntryError;
-pub use error::{CacheError, SharedError};
-pub use key::{CacheKey, KeyParts, source_hash, to_hex};
+pub use error::{CacheError, SharedError, StepError};
 
 use crate::bundle::BundleSet;
 use flight::{Claim, SingleFlight};
@@ -156,6 +157,21 @@ impl KernelCache {
         F: FnOnce() -> Result<Vec<u8>, E>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        self.lookup(key, bundles, || compile().map_err(StepError::Failed))
+    }
+
+    /// [`fetch`](Self::fetch) with a compile step that can report that there is no compiler
+    /// ([`StepError::NoCompiler`], which fails the lookup with [`CacheError::NoCompiler`]).
+    pub fn lookup<E, F>(
+        &self,
+        key: &CacheKey,
+        bundles: Option<&BundleSet>,
+        compile: F,
+    ) -> Result<Fetched, CacheError>
+    where
+        F: FnOnce() -> Result<Vec<u8>, StepError<E>>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let leader = match self.memory.claim(key.id(), || key.to_string()) {
             Claim::Ready(cubin) => {
                 bump(&self.counters.memory_hits);
@@ -190,10 +206,15 @@ impl KernelCache {
         origin: &mut Origin,
     ) -> Result<Arc<[u8]>, CacheError>
     where
-        F: FnOnce() -> Result<Vec<u8>, E>,
+        F: FnOnce() -> Result<Vec<u8>, StepError<E>>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        if let Some(cubin) = bundles.map(|b| b.find_key(key)).transpose()?.flatten() {
+        if let Some(cubin) = bundles
+            .map(|b| b.find_key(key))
+            .transpose()
+            .map_err(CacheError::Bundle)?
+            .flatten()
+        {
             bump(&self.counters.bundle_hits);
             *origin = Origin::Bundle;
             return Ok(cubin);
@@ -252,15 +273,21 @@ impl KernelCache {
 
     fn compile<E, F>(&self, key: &CacheKey, compile: F) -> Result<Arc<[u8]>, CacheError>
     where
-        F: FnOnce() -> Result<Vec<u8>, E>,
+        F: FnOnce() -> Result<Vec<u8>, StepError<E>>,
         E: std::error::Error + Send + Sync + 'static,
     {
         bump(&self.counters.compiles);
         compile().map(Arc::from).map_err(|e| {
             bump(&self.counters.compile_failures);
-            CacheError::Compile {
-                key: key.to_string(),
-                source: Arc::new(e),
+            match e {
+                StepError::NoCompiler(reason) => CacheError::NoCompiler {
+                    key: key.to_string(),
+                    reason,
+                },
+                StepError::Failed(e) => CacheError::Compile {
+                    key: key.to_string(),
+                    source: Arc::new(e),
+                },
             }
         })
     }

@@ -24,7 +24,7 @@ use super::arith::Operand;
 use super::elem::Float;
 use super::shape::Shape;
 use super::value::{Scalar, Tile};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// Element types on which Tile IR allows approximate rounding and flush-to-zero: only `f32`.
 #[diagnostic::on_unimplemented(

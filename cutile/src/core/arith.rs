@@ -14,7 +14,7 @@ use cutile_ir::{
 use super::elem::{ElementType, Float, HostConst, HostNum, Int, Numeric, scalar_bytes};
 use super::shape::Shape;
 use super::value::{Scalar, Tile, tile_type};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// Binary element-wise operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ fn enum_attr(v: impl Into<cutile_ir::EnumValue>) -> OpAttr {
 /// Emit a binary op on two values of IR type `ty` with element type `e`.
 #[track_caller]
 pub(crate) fn binary(k: Bin, e: ScalarType, ty: Type, a: ValueId, b: ValueId) -> ValueId {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let float = e.is_float();
     let rn = || enum_attr(RoundingMode::NearestEven);
     let signed = || enum_attr(Signedness::Signed);
@@ -110,7 +110,7 @@ pub(crate) fn binary(k: Bin, e: ScalarType, ty: Type, a: ValueId, b: ValueId) ->
 /// Emit a unary op.
 #[track_caller]
 pub(crate) fn unary(k: Un, e: ScalarType, ty: Type, a: ValueId) -> ValueId {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let float = e.is_float();
     let op = match (k, float) {
         (Un::Neg, true) => Op::new(Opcode::NegF),
@@ -183,7 +183,7 @@ pub(crate) fn poison(ty: Type) -> ValueId {
 /// A splat constant of type `ty` (a tile of element `e`).
 #[track_caller]
 pub(crate) fn splat_const(e: ScalarType, ty: &Type, v: HostNum) -> ValueId {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let bytes = match scalar_bytes(e, v) {
         Ok(b) => b,
         Err(m) => {
@@ -233,7 +233,7 @@ pub(crate) fn compare(
     a: ValueId,
     b: ValueId,
 ) -> ValueId {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let op = if e.is_float() {
         Op::new(Opcode::CmpF)
             .attr("comparison_predicate", enum_attr(p))
@@ -284,7 +284,7 @@ macro_rules! host_operand {
         impl<E: ElementType, S: Shape> Operand<E, S> for $h {
             #[track_caller]
             fn value_as(self, dims: &'static [i32]) -> ValueId {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 splat_const(E::SCALAR, &tile_type(E::SCALAR, dims), self.host_num())
             }
         }
@@ -298,7 +298,7 @@ macro_rules! binop {
             type Output = Tile<E, S>;
             #[track_caller]
             fn $m(self, rhs: R) -> Tile<E, S> {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let b = rhs.value_as(S::DIMS);
                 Tile::from_value(binary($k, E::SCALAR, Self::ir_type(), self.v, b))
             }
@@ -306,7 +306,7 @@ macro_rules! binop {
         impl<E: $bound, S: Shape, R: Operand<E, S>> ops::$atr<R> for Tile<E, S> {
             #[track_caller]
             fn $am(&mut self, rhs: R) {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 *self = ops::$tr::$m(*self, rhs);
             }
         }
@@ -314,7 +314,7 @@ macro_rules! binop {
             type Output = Tile<E, S>;
             #[track_caller]
             fn $m(self, rhs: Tile<E, S>) -> Tile<E, S> {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let a = splat_value(E::SCALAR, self.v, S::DIMS);
                 Tile::from_value(binary($k, E::SCALAR, Tile::<E, S>::ir_type(), a, rhs.v))
             }
@@ -330,7 +330,7 @@ macro_rules! scalar_rhs {
             type Output = Scalar<E>;
             #[track_caller]
             fn $m(self, rhs: $r) -> Scalar<E> {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let b = ScalarOperand::<E>::scalar_value(rhs);
                 Scalar::from_value(binary($k, E::SCALAR, Self::ir_type(), self.v, b))
             }
@@ -338,7 +338,7 @@ macro_rules! scalar_rhs {
         impl<E: $bound> ops::$atr<$r> for Scalar<E> {
             #[track_caller]
             fn $am(&mut self, rhs: $r) {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 *self = ops::$tr::$m(*self, rhs);
             }
         }
@@ -351,7 +351,7 @@ macro_rules! host_lhs {
             type Output = Tile<E, S>;
             #[track_caller]
             fn $m(self, rhs: Tile<E, S>) -> Tile<E, S> {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let a = splat_const(E::SCALAR, &Tile::<E, S>::ir_type(), self.host_num());
                 Tile::from_value(binary($k, E::SCALAR, Tile::<E, S>::ir_type(), a, rhs.v))
             }
@@ -360,7 +360,7 @@ macro_rules! host_lhs {
             type Output = Scalar<E>;
             #[track_caller]
             fn $m(self, rhs: Scalar<E>) -> Scalar<E> {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let a = splat_const(E::SCALAR, &Scalar::<E>::ir_type(), self.host_num());
                 Scalar::from_value(binary($k, E::SCALAR, Scalar::<E>::ir_type(), a, rhs.v))
             }
@@ -387,7 +387,7 @@ macro_rules! host_scalar_operand {
         impl<E: ElementType> ScalarOperand<E> for $h {
             #[track_caller]
             fn scalar_value(self) -> ValueId {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 splat_const(E::SCALAR, &Scalar::<E>::ir_type(), self.host_num())
             }
         }
@@ -419,7 +419,7 @@ impl<E: Numeric, S: Shape> ops::Neg for Tile<E, S> {
     type Output = Tile<E, S>;
     #[track_caller]
     fn neg(self) -> Self {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Tile::from_value(unary(Un::Neg, E::SCALAR, Self::ir_type(), self.v))
     }
 }
@@ -427,7 +427,7 @@ impl<E: Numeric> ops::Neg for Scalar<E> {
     type Output = Scalar<E>;
     #[track_caller]
     fn neg(self) -> Self {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Scalar::from_value(unary(Un::Neg, E::SCALAR, Self::ir_type(), self.v))
     }
 }
@@ -435,7 +435,7 @@ impl<E: Bits, S: Shape> ops::Not for Tile<E, S> {
     type Output = Tile<E, S>;
     #[track_caller]
     fn not(self) -> Self {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Tile::from_value(unary(Un::Not, E::SCALAR, Self::ir_type(), self.v))
     }
 }
@@ -443,7 +443,7 @@ impl<E: Bits> ops::Not for Scalar<E> {
     type Output = Scalar<E>;
     #[track_caller]
     fn not(self) -> Self {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Scalar::from_value(unary(Un::Not, E::SCALAR, Self::ir_type(), self.v))
     }
 }
@@ -457,7 +457,7 @@ macro_rules! math_methods {
             $(#[$doc])*
             #[track_caller]
             pub fn $name(self) -> Self {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 Tile::from_value(unary($k, E::SCALAR, Self::ir_type(), self.v))
             }
         )*}
@@ -465,7 +465,7 @@ macro_rules! math_methods {
             $(#[$doc])*
             #[track_caller]
             pub fn $name(self) -> Self {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 Scalar::from_value(unary($k, E::SCALAR, Self::ir_type(), self.v))
             }
         )*}
@@ -508,7 +508,7 @@ macro_rules! binary_methods {
             $(#[$doc])*
             #[track_caller]
             pub fn $name(self, rhs: impl Operand<E, S>) -> Self {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let b = rhs.value_as(S::DIMS);
                 Tile::from_value(binary($k, E::SCALAR, Self::ir_type(), self.v, b))
             }
@@ -517,7 +517,7 @@ macro_rules! binary_methods {
             $(#[$doc])*
             #[track_caller]
             pub fn $name(self, rhs: impl ScalarOperand<E>) -> Self {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let b = rhs.scalar_value();
                 Scalar::from_value(binary($k, E::SCALAR, Self::ir_type(), self.v, b))
             }
@@ -541,7 +541,7 @@ impl<E: Numeric, S: Shape> Tile<E, S> {
     /// Absolute value.
     #[track_caller]
     pub fn abs(self) -> Self {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Tile::from_value(unary(Un::Abs, E::SCALAR, Self::ir_type(), self.v))
     }
 }
@@ -549,7 +549,7 @@ impl<E: Numeric> Scalar<E> {
     /// Absolute value.
     #[track_caller]
     pub fn abs(self) -> Self {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Scalar::from_value(unary(Un::Abs, E::SCALAR, Self::ir_type(), self.v))
     }
 }
@@ -561,7 +561,7 @@ pub fn fma<E: Float, S: Shape>(
     b: impl Operand<E, S>,
     c: impl Operand<E, S>,
 ) -> Tile<E, S> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let b = b.value_as(S::DIMS);
     let c = c.value_as(S::DIMS);
     let op = Op::new(Opcode::Fma)
@@ -580,7 +580,7 @@ pub fn select<E: ElementType, S: Shape>(
     a: impl Operand<E, S>,
     b: impl Operand<E, S>,
 ) -> Tile<E, S> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let a = a.value_as(S::DIMS);
     let b = b.value_as(S::DIMS);
     let op = Op::new(Opcode::Select)
@@ -598,7 +598,7 @@ pub fn select_scalar<E: ElementType>(
     a: impl ScalarOperand<E>,
     b: impl ScalarOperand<E>,
 ) -> Scalar<E> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let a = a.scalar_value();
     let b = b.scalar_value();
     let op = Op::new(Opcode::Select)
@@ -612,7 +612,7 @@ pub fn select_scalar<E: ElementType>(
 /// A tile of `S` filled with `value` (converted to `E`; a value `E` cannot hold is a trace error).
 #[track_caller]
 pub fn full<E: ElementType, S: Shape>(value: impl HostConst) -> Tile<E, S> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     super::value::check_tile_dims(S::DIMS, "full");
     Tile::from_value(splat_const(
         E::SCALAR,
@@ -624,14 +624,14 @@ pub fn full<E: ElementType, S: Shape>(value: impl HostConst) -> Tile<E, S> {
 /// A tile of zeros.
 #[track_caller]
 pub fn zeros<E: ElementType, S: Shape>() -> Tile<E, S> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     full(0i32)
 }
 
 /// A device scalar constant.
 #[track_caller]
 pub fn scalar<E: ElementType>(value: impl HostConst) -> Scalar<E> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     Scalar::from_value(splat_const(
         E::SCALAR,
         &Scalar::<E>::ir_type(),
@@ -642,7 +642,7 @@ pub fn scalar<E: ElementType>(value: impl HostConst) -> Scalar<E> {
 /// `[0, 1, …, N-1]` as i32.
 #[track_caller]
 pub fn iota<const N: i32>() -> Tile<i32, super::shape::S1<N>> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     super::value::check_tile_dims(&[N], "iota");
     let op = Op::new(Opcode::Iota).result(Tile::<i32, super::shape::S1<N>>::ir_type());
     Tile::from_value(trace::with(|t| t.push1(op)))
@@ -756,12 +756,12 @@ impl DeviceLogic<Scalar<bool>> for Scalar<bool> {
     type Output = Scalar<bool>;
     #[track_caller]
     fn logic_and(self, rhs: impl FnOnce() -> Scalar<bool>) -> Scalar<bool> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self & rhs()
     }
     #[track_caller]
     fn logic_or(self, rhs: impl FnOnce() -> Scalar<bool>) -> Scalar<bool> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self | rhs()
     }
 }
@@ -769,12 +769,12 @@ impl<S: Shape> DeviceLogic<Tile<bool, S>> for Tile<bool, S> {
     type Output = Tile<bool, S>;
     #[track_caller]
     fn logic_and(self, rhs: impl FnOnce() -> Tile<bool, S>) -> Tile<bool, S> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self & rhs()
     }
     #[track_caller]
     fn logic_or(self, rhs: impl FnOnce() -> Tile<bool, S>) -> Tile<bool, S> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self | rhs()
     }
 }

@@ -11,7 +11,7 @@ use cutile_ir::{Opcode, ScalarType, Type, ValueId};
 
 use super::elem::HostNum;
 use super::value::{Carry, Scalar, flat, flat_types};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// A loop bound: a device `i32` scalar or a host `i32`.
 #[diagnostic::on_unimplemented(
@@ -30,7 +30,7 @@ impl LoopBound for Scalar<i32> {
 impl LoopBound for i32 {
     #[track_caller]
     fn bound_value(self) -> ValueId {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         super::arith::splat_const(
             ScalarType::I32,
             &Type::scalar_tile(ScalarType::I32),
@@ -48,7 +48,7 @@ pub fn for_range<C: Carry>(
     init: C,
     body: impl FnOnce(Scalar<i32>, C) -> C,
 ) -> C {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let (lo, hi, step) = (lo.bound_value(), hi.bound_value(), step.bound_value());
     let init_vals = flat(&init);
     let types = flat_types::<C>();
@@ -91,7 +91,7 @@ pub fn while_loop<C: Carry>(
     cond: impl FnOnce(C) -> Scalar<bool>,
     body: impl FnOnce(C) -> C,
 ) -> C {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let init_vals = flat(&init);
     let types = flat_types::<C>();
     let (args, st) = trace::with(|t| t.open_loop(&types));
@@ -191,7 +191,7 @@ impl<R, C> Condition<R, C> for bool {
 impl<R: Carry, C: Carry> Condition<R, C> for Scalar<bool> {
     #[track_caller]
     fn run_branch(self, carried: C, mut f: impl FnMut(bool, C) -> (R, C)) -> (R, C) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let outer = trace::with(|t| {
             t.open_block(&[]);
             t.out_tokens.clone()
@@ -256,6 +256,6 @@ pub fn branch<K: Condition<R, C>, R, C>(
     carried: C,
     f: impl FnMut(bool, C) -> (R, C),
 ) -> (R, C) {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     cond.run_branch(carried, f)
 }

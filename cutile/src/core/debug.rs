@@ -7,7 +7,7 @@ use cutile_ir::{OpAttr, Opcode, ScalarType, Type, ValueId};
 use super::elem::ElementType;
 use super::shape::Shape;
 use super::value::{Scalar, Tile};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// A value `print!` can show: a tile or a scalar.
 #[diagnostic::on_unimplemented(
@@ -41,7 +41,7 @@ fn conversion(e: ScalarType) -> &'static str {
 /// more entry than `args`; literal `%` is escaped.
 #[track_caller]
 pub fn print(pieces: &[&str], args: &[&dyn DevicePrint]) {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     if pieces.len() != args.len() + 1 {
         trace::fail(format!(
             "print: {} placeholders but {} arguments",
@@ -120,7 +120,7 @@ pub trait AssertCond {
 impl AssertCond for bool {
     #[track_caller]
     fn check(self, message: &str) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         if !self {
             trace::fail(format!("assertion failed: {message}"));
         }
@@ -129,14 +129,14 @@ impl AssertCond for bool {
 impl AssertCond for Scalar<bool> {
     #[track_caller]
     fn check(self, message: &str) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         emit_assert(self.v, message);
     }
 }
 impl<S: Shape> AssertCond for Tile<bool, S> {
     #[track_caller]
     fn check(self, message: &str) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         emit_assert(self.v, message);
     }
 }
@@ -154,6 +154,6 @@ fn emit_assert(v: ValueId, message: &str) {
 /// `assert!(cond, msg)` in a kernel.
 #[track_caller]
 pub fn device_assert(cond: impl AssertCond, message: &str) {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     cond.check(message);
 }

@@ -18,7 +18,7 @@ use cutile_ir::{Access, Attribute, Function, OpAttr, Opcode, PreviewType, Type};
 use super::elem::{ElementType, HostNum};
 use super::shape::Shape;
 use super::value::{Scalar, Tile};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// A compile-time string constant argument of a foreign function. Kernels never build one by hand:
 /// the `#[cutile::module]` macro turns a literal, a `const`, an associated const, or a local bound to one

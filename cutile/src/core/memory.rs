@@ -17,7 +17,7 @@ use super::shape::Shape;
 use super::shape::rank::{R1, R2, R3};
 use super::tensor::{Hints, Tensor};
 use super::value::{Scalar, Tile, Token, tile_type};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// Element indices of a gather/scatter on a rank-`R` tensor: one `Tile<i32, T>` per axis.
 #[diagnostic::on_unimplemented(
@@ -148,7 +148,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         mask: Option<Tile<bool, T>>,
         padding: impl HostConst,
     ) -> Tile<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.gather_impl(
             &idx.per_axis(),
             mask.map(|m| m.v),
@@ -168,7 +168,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         padding: impl HostConst,
         hints: Hints,
     ) -> Tile<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.gather_impl(
             &idx.per_axis(),
             mask.map(|m| m.v),
@@ -190,7 +190,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         idx: impl GatherIndex<S::Rank, T>,
         hints: Hints,
     ) -> Tile<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.gather_impl(&idx.per_axis(), None, None, false, hints)
     }
 
@@ -247,7 +247,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.scatter_impl(
             &idx.per_axis(),
             values,
@@ -270,7 +270,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         mask: Option<Tile<bool, T>>,
         hints: Hints,
     ) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.scatter_impl(&idx.per_axis(), values, mask.map(|m| m.v), true, hints);
     }
 
@@ -285,7 +285,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         hints: Hints,
     ) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.scatter_impl(&idx.per_axis(), values, None, false, hints);
     }
 
@@ -338,7 +338,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) -> (Tile<E, T>, Token) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let slot = self.out_slot;
         trace::with(|t| {
@@ -376,7 +376,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
     ) -> (Tile<E, T>, Token) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let mode = if E::SCALAR.is_float() {
             AtomicRmwMode::AddF
         } else {
@@ -405,7 +405,7 @@ pub use cutile_ir::AtomicRmwMode as AtomicMode;
 /// Promise the compiler that `x` is a multiple of `divisor` (a power of two).
 #[track_caller]
 pub fn assume_div_by<E: ElementType>(x: Scalar<E>, divisor: u64) -> Scalar<E> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     if divisor == 0 || !divisor.is_power_of_two() {
         trace::fail(format!(
             "assume_div_by: the divisor {divisor} is not a power of two"
@@ -425,7 +425,7 @@ pub fn assume_div_by<E: ElementType>(x: Scalar<E>, divisor: u64) -> Scalar<E> {
 /// Promise the compiler that `lo <= x <= hi` (either bound may be `None`).
 #[track_caller]
 pub fn assume_bounded<E: ElementType>(x: Scalar<E>, lo: Option<i64>, hi: Option<i64>) -> Scalar<E> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     if !E::SCALAR.is_integer() {
         trace::fail(format!(
             "assume_bounded needs an integer scalar, not {}",

@@ -16,7 +16,7 @@ use cutile_ir::{
 use super::elem::ElementType;
 use super::shape::{DYN, SameRank, Shape, fmt_dims, rank::*};
 use super::value::{Scalar, Tile, Token, check_tile_dims};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 /// A global array seen by a kernel (see the module docs for `&` vs `&mut`).
 pub struct Tensor<E, S> {
@@ -115,7 +115,7 @@ impl IntoIndex for Scalar<i32> {
 impl IntoIndex for i32 {
     #[track_caller]
     fn index_value(self) -> ValueId {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         super::arith::splat_const(
             ScalarType::I32,
             &Type::scalar_tile(ScalarType::I32),
@@ -187,7 +187,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.make_partition(None)
     }
 
@@ -197,13 +197,13 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.make_partition(Some(padding))
     }
 
     #[track_caller]
     fn make_partition<T: Shape>(&self, padding: Option<Padding>) -> Partition<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "partition");
         if padding.is_some_and(|p| p != Padding::Zero) && !E::SCALAR.is_float() {
             trace::fail(format!(
@@ -234,7 +234,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.partition::<T>().load(idx)
     }
 
@@ -248,14 +248,14 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.partition_padded::<T>(padding).load(idx)
     }
 
     /// Extent of axis `axis` (a device value; for `&mut` outputs, of the whole array).
     #[track_caller]
     pub fn dim(&self, axis: usize) -> Scalar<i32> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         match self.dims.get(axis) {
             Some(&v) => Scalar::from_value(index_to_i32(v)),
             None => {
@@ -271,7 +271,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     /// This block's tile of a partitioned output (`&mut Tensor<E, S>` parameter).
     #[track_caller]
     fn own_index(&self) -> Vec<ValueId> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         if S::RANK > 3 {
             trace::fail(format!(
                 "a partitioned output has at most 3 dimensions (one per grid axis), not {}",
@@ -285,7 +285,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     /// Store `tile` as this block's tile of the output. Only `&mut Tensor` parameters are writable.
     #[track_caller]
     pub fn store(&mut self, tile: Tile<E, S>) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(S::DIMS, "store");
         let idx = self.own_index();
         let p = self.make_partition::<S>(None);
@@ -295,7 +295,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     /// Store with load/store hints.
     #[track_caller]
     pub fn store_with(&mut self, tile: Tile<E, S>, hints: Hints) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let idx = self.own_index();
         let p = self.make_partition::<S>(None);
         store_view(p.view, tile.v, idx, self.out_slot, hints);
@@ -304,7 +304,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     /// Load this block's tile of the output (ordered after this kernel's earlier stores to it).
     #[track_caller]
     pub fn load(&self) -> Tile<E, S> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let idx = self.own_index();
         let p = self.make_partition::<S>(None);
         Tile::from_value(load_view(
@@ -323,7 +323,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
     /// the same launch: the launcher only guarantees disjointness for [`store`](Self::store).
     #[track_caller]
     pub unsafe fn store_at(&mut self, idx: impl TileIndex<S::Rank>, tile: Tile<E, S>) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let idx = idx.index_values();
         let p = self.make_partition::<S>(None);
         store_view(p.view, tile.v, idx, self.out_slot, Hints::default());
@@ -340,7 +340,7 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         tile: Tile<E, S>,
         hints: Hints,
     ) {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let idx = idx.index_values();
         let p = self.make_partition::<S>(None);
         store_view(p.view, tile.v, idx, self.out_slot, hints);
@@ -370,14 +370,14 @@ impl<E: ElementType, T: Shape> Partition<E, T> {
     /// Load the tile at tile index `idx`.
     #[track_caller]
     pub fn load(&self, idx: impl TileIndex<T::Rank>) -> Tile<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         self.load_with(idx, Hints::default())
     }
 
     /// Load with hints.
     #[track_caller]
     pub fn load_with(&self, idx: impl TileIndex<T::Rank>, hints: Hints) -> Tile<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let idx = idx.index_values();
         Tile::from_value(load_view(
             self.view,
@@ -391,7 +391,7 @@ impl<E: ElementType, T: Shape> Partition<E, T> {
     /// Number of tiles along `axis` (ceil(extent / tile extent)).
     #[track_caller]
     pub fn num_tiles(&self, axis: usize) -> Scalar<i32> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let rank = T::RANK;
         if axis >= rank {
             trace::fail(format!(
@@ -493,7 +493,7 @@ fn block_id_values() -> Vec<ValueId> {
 /// This block's id in the grid, `(x, y, z)`.
 #[track_caller]
 pub fn block_id() -> (Scalar<i32>, Scalar<i32>, Scalar<i32>) {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let v = block_id_values();
     (
         Scalar::from_value(v[0]),
@@ -505,14 +505,14 @@ pub fn block_id() -> (Scalar<i32>, Scalar<i32>, Scalar<i32>) {
 /// This block's id along x.
 #[track_caller]
 pub fn block_id_x() -> Scalar<i32> {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     block_id().0
 }
 
 /// The grid size, `(x, y, z)`.
 #[track_caller]
 pub fn num_blocks() -> (Scalar<i32>, Scalar<i32>, Scalar<i32>) {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let ty = Type::scalar_tile(ScalarType::I32);
     let v = trace::with(|t| {
         t.push(Op::new(Opcode::GetNumTileBlocks).results([ty.clone(), ty.clone(), ty]))
@@ -527,7 +527,7 @@ pub fn num_blocks() -> (Scalar<i32>, Scalar<i32>, Scalar<i32>) {
 /// A fresh token with no dependencies.
 #[track_caller]
 pub fn new_token() -> Token {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     Token {
         v: trace::with(|t| t.push1(Op::new(Opcode::MakeToken).result(Type::Token))),
     }
@@ -536,7 +536,7 @@ pub fn new_token() -> Token {
 /// A token that depends on all of `tokens`.
 #[track_caller]
 pub fn join_tokens(tokens: &[Token]) -> Token {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let vs: Vec<ValueId> = tokens.iter().map(|t| t.v).collect();
     Token {
         v: trace::with(|t| {

@@ -6,7 +6,7 @@ use cutile_ir::{Attribute, OpAttr, Opcode, RoundingMode, ScalarType, Signedness,
 use super::elem::{ElementType, HostConst, HostNum, MmaOperand, Numeric, scalar_bytes};
 use super::shape::{MmaShapes, ReduceAxis, SameRank, Shape, Transpose, fmt_dims, numel};
 use super::value::{Scalar, Tile, check_tile_dims, tile_type};
-use crate::dsl::trace::{self, Op};
+use crate::trace::{self, Op};
 
 fn push1(op: Op) -> ValueId {
     trace::with(|t| t.push1(op))
@@ -16,7 +16,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     /// The same elements in shape `T` (row-major order); the element counts must agree.
     #[track_caller]
     pub fn reshape<T: Shape>(self) -> Tile<E, T> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "reshape");
         if numel(S::DIMS) != numel(T::DIMS) {
             trace::fail(format!(
@@ -44,7 +44,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "broadcast");
         for (i, (&a, &b)) in S::DIMS.iter().zip(T::DIMS).enumerate() {
             if a != 1 && a != b {
@@ -72,7 +72,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let rank = S::RANK;
         let mut seen = vec![false; rank];
         let valid = perm.len() == rank
@@ -108,7 +108,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: Transpose,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Tile::from_value(push1(
             Op::new(Opcode::Permute)
                 .attr("permutation", OpAttr::I32Array(vec![1, 0]))
@@ -123,7 +123,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: SameRank<T>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "extract");
         let ok = idx.len() == S::RANK
             && S::DIMS
@@ -155,7 +155,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     /// int→int sign-extends or truncates).
     #[track_caller]
     pub fn cast<F: ElementType>(self) -> Tile<F, S> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Tile::from_value(convert(self.v, E::SCALAR, F::SCALAR, S::DIMS))
     }
 }
@@ -164,13 +164,13 @@ impl<E: ElementType> Scalar<E> {
     /// Convert to element type `F`.
     #[track_caller]
     pub fn cast<F: ElementType>(self) -> Scalar<F> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Scalar::from_value(convert(self.v, E::SCALAR, F::SCALAR, &[]))
     }
     /// Broadcast to a tile of shape `S`.
     #[track_caller]
     pub fn splat<S: Shape>(self) -> Tile<E, S> {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(S::DIMS, "splat");
         Tile::from_value(super::arith::splat_value(E::SCALAR, self.v, S::DIMS))
     }
@@ -179,7 +179,7 @@ impl<E: ElementType> Scalar<E> {
 /// Emit the conversion `from` → `to` of a value of shape `dims`.
 #[track_caller]
 pub(crate) fn convert(v: ValueId, from: ScalarType, to: ScalarType, dims: &[i32]) -> ValueId {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     use ScalarType as T;
     if from == to {
         return v;
@@ -254,7 +254,7 @@ pub fn cat<const AX: usize, E: ElementType, S, U: Shape, T: Shape>(
 where
     S: SameRank<U> + SameRank<T>,
 {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     check_tile_dims(T::DIMS, "cat");
     let ok = AX < S::RANK
         && (0..S::RANK).all(|i| {
@@ -314,7 +314,7 @@ fn reduce_region<E: ElementType>(
     reverse: bool,
     f: impl FnOnce(Scalar<E>, Scalar<E>) -> Scalar<E>,
 ) -> ValueId {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let ident = match identity_attr(E::SCALAR, identity) {
         Ok(a) => a,
         Err(m) => {
@@ -389,7 +389,7 @@ macro_rules! reductions {
             where
                 S: ReduceAxis<AX>,
             {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let d = self.$drop::<AX>();
                 Tile::from_value(push1(
                     Op::new(Opcode::Reshape)
@@ -404,7 +404,7 @@ macro_rules! reductions {
             where
                 S: ReduceAxis<AX>,
             {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 let ty = Tile::<E, <S as ReduceAxis<AX>>::Drop>::ir_type();
                 Tile::from_value(reduce_region::<E>(
                     Opcode::Reduce, self.v, AX, builtin_identity($k, E::SCALAR), ty, false, builtin_combine::<E>($k),
@@ -417,7 +417,7 @@ macro_rules! reductions {
             where
                 S: ReduceAxis<AX>,
             {
-                let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+                let _at = crate::trace::at(::std::panic::Location::caller());
                 Tile::from_value(reduce_region::<E>(
                     Opcode::Scan, self.v, AX, builtin_identity($k, E::SCALAR), Self::ir_type(), false,
                     builtin_combine::<E>($k),
@@ -449,7 +449,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: ReduceAxis<AX>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         let ty = Tile::<E, <S as ReduceAxis<AX>>::Drop>::ir_type();
         Tile::from_value(reduce_region::<E>(
             Opcode::Reduce,
@@ -474,7 +474,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     where
         S: ReduceAxis<AX>,
     {
-        let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+        let _at = crate::trace::at(::std::panic::Location::caller());
         Tile::from_value(reduce_region::<E>(
             Opcode::Scan,
             self.v,
@@ -500,7 +500,7 @@ where
     SA: MmaShapes<SB>,
     SB: Shape,
 {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     let ty = Tile::<C, SA::Out>::ir_type();
     let op = if A::SCALAR.is_float() {
         Op::new(Opcode::MmaF)

@@ -7,7 +7,7 @@ use cutile_ir::{ScalarType, Type, ValueId};
 
 use super::elem::ElementType;
 use super::shape::{S0, Shape, fmt_dims, numel};
-use crate::dsl::trace;
+use crate::trace;
 
 /// The largest number of elements tileiras accepts in one tile.
 pub const MAX_TILE_ELEMENTS: i64 = 1 << 24;
@@ -65,7 +65,7 @@ pub(crate) fn tile_type(elem: ScalarType, dims: &[i32]) -> Type {
 /// Check that `dims` is a legal tile shape; records an error at the caller otherwise.
 #[track_caller]
 pub(crate) fn check_tile_dims(dims: &[i32], what: &str) -> bool {
-    let _at = crate::dsl::trace::at(::std::panic::Location::caller());
+    let _at = crate::trace::at(::std::panic::Location::caller());
     for (i, &d) in dims.iter().enumerate() {
         if d <= 0 || (d & (d - 1)) != 0 {
             trace::fail(format!(

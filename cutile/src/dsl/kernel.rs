@@ -9,9 +9,10 @@ use cutile_ir::{
     ValueId,
 };
 
+pub use super::error::{ArgError, SpecializeError};
 use super::spec::{GenericValue, LayoutFacts, TensorMeta, choose_index_type};
-use super::trace::{self, Op, TraceError, TraceGuard};
 use crate::core::{ElementType, Scalar, Shape, Tensor};
+use crate::trace::{self, Op, TraceGuard};
 
 /// How a kernel parameter is passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -76,75 +77,6 @@ impl ParamDecl {
     pub fn scalar<E: ElementType>() -> ParamDecl {
         ParamDecl::Scalar { elem: E::SCALAR }
     }
-}
-
-/// Why a kernel could not be specialized.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SpecializeError {
-    #[error(
-        "kernel `{kernel}` takes {expected} array arguments but {got} array descriptions were given"
-    )]
-    TensorCount {
-        kernel: String,
-        expected: usize,
-        got: usize,
-    },
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: declared element type {declared} but the array holds {actual}; \
-         pass an array of {declared} or instantiate the kernel with {actual}"
-    )]
-    DType {
-        kernel: String,
-        param: String,
-        declared: ScalarType,
-        actual: ScalarType,
-    },
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: declared rank {declared} but the array has rank {actual} (shape {shape:?})"
-    )]
-    Rank {
-        kernel: String,
-        param: String,
-        declared: usize,
-        actual: usize,
-        shape: Vec<i64>,
-    },
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: shape has {shape} dimensions but strides have {strides}"
-    )]
-    Strides {
-        kernel: String,
-        param: String,
-        shape: usize,
-        strides: usize,
-    },
-    #[error("kernel `{kernel}`, parameter `{param}`: {message}")]
-    StaticShape {
-        kernel: String,
-        param: String,
-        message: String,
-    },
-    #[error("kernel `{kernel}`: {message}")]
-    Setup { kernel: String, message: String },
-    #[error("{0}")]
-    Trace(TraceError),
-    #[error(
-        "kernel `{kernel}`: the traced IR is invalid (a bug in the DSL, please report): {message}"
-    )]
-    Verify { kernel: String, message: String },
-    #[error("kernel `{kernel}`: bytecode encoding failed: {source}")]
-    Bytecode {
-        kernel: String,
-        #[source]
-        source: cutile_ir::bytecode::WriteError,
-    },
-    #[error("kernel `{kernel}`: {source}")]
-    Toolchain {
-        kernel: String,
-        #[source]
-        source: crate::toolchain::ToolchainError,
-    },
 }
 
 /// A kernel with its generic arguments fixed: ready to be specialized for concrete arrays.
@@ -335,11 +267,12 @@ impl KernelBuilder {
             .filter(|d| matches!(d, ParamDecl::Tensor { .. }))
             .count();
         if n_tensors != tensors.len() {
-            return Err(SpecializeError::TensorCount {
+            return Err(ArgError::TensorCount {
                 kernel,
                 expected: n_tensors,
                 got: tensors.len(),
-            });
+            }
+            .into());
         }
         let index_ty = choose_index_type(tensors);
         let mut param_types = vec![];
@@ -360,39 +293,43 @@ impl KernelBuilder {
                 } => {
                     let Some(m) = metas.next() else { break };
                     if m.dtype != *elem {
-                        return Err(SpecializeError::DType {
+                        return Err(ArgError::DType {
                             kernel,
                             param: pname,
                             declared: *elem,
                             actual: m.dtype,
-                        });
+                        }
+                        .into());
                     }
                     if m.shape.len() != dims.len() {
-                        return Err(SpecializeError::Rank {
+                        return Err(ArgError::Rank {
                             kernel,
                             param: pname,
                             declared: dims.len(),
                             actual: m.shape.len(),
                             shape: m.shape.clone(),
-                        });
+                        }
+                        .into());
                     }
                     if m.strides.len() != m.shape.len() {
-                        return Err(SpecializeError::Strides {
+                        return Err(ArgError::Strides {
                             kernel,
                             param: pname,
                             shape: m.shape.len(),
                             strides: m.strides.len(),
-                        });
+                        }
+                        .into());
                     }
                     if !*mutable
                         && let Some(message) =
                             crate::core::tensor::static_dims_message(dims, &m.shape)
                     {
-                        return Err(SpecializeError::StaticShape {
+                        return Err(ArgError::StaticShape {
                             kernel,
                             param: pname,
                             message,
-                        });
+                        }
+                        .into());
                     }
                     param_types.push(Type::pointer_tile(*elem, &[]));
                     for _ in 0..2 * dims.len() {

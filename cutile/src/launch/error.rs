@@ -1,9 +1,8 @@
 //! Why a launch, or an ahead-of-time compile through the launcher's path, failed: one enum whose
 //! variants name the kernel, the parameter and both sides of a mismatch, and say how to fix it.
 
-use cutile_ir::ScalarType;
-
-use crate::dsl::{ParamKind, SpecializeError};
+use crate::cache::CacheError;
+use crate::dsl::{ArgError, ParamKind, SpecializeError};
 use crate::runtime::RuntimeError;
 use crate::toolchain::ToolchainError;
 
@@ -40,104 +39,10 @@ pub enum LaunchError {
         source: std::io::Error,
     },
 
-    /// The argument list is longer or shorter than the kernel's parameter list.
-    #[error("kernel `{kernel}` takes {expected} arguments ({params}) but {got} were given")]
-    ArgCount {
-        kernel: String,
-        expected: usize,
-        got: usize,
-        /// The declared parameters, e.g. `a: input, b: input, c: output`.
-        params: String,
-    },
-
-    /// An argument was passed as another kind than the parameter is declared.
-    #[error(
-        "kernel `{kernel}`, argument {index} (`{param}`): the kernel declares {declared}, but {given} was passed"
-    )]
-    ArgKind {
-        kernel: String,
-        index: usize,
-        param: String,
-        declared: &'static str,
-        given: &'static str,
-    },
-
-    /// Element type of a tensor or scalar argument differs from the declaration.
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: declared element type {declared} but the argument holds {actual}; \
-         pass {declared} data or instantiate the kernel with {actual}"
-    )]
-    DType {
-        kernel: String,
-        param: String,
-        declared: ScalarType,
-        actual: ScalarType,
-    },
-
-    /// Rank of a tensor argument differs from the declaration.
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: declared rank {declared} but the tensor has rank {actual} (shape {shape:?})"
-    )]
-    Rank {
-        kernel: String,
-        param: String,
-        declared: usize,
-        actual: usize,
-        shape: Vec<i64>,
-    },
-
-    /// A tensor's extent contradicts a static extent of the declared shape.
-    #[error("kernel `{kernel}`, parameter `{param}`: {message}")]
-    StaticShape {
-        kernel: String,
-        param: String,
-        message: String,
-    },
-
-    /// A tensor has more dimensions than the launcher handles.
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: rank {rank} is above the launcher's limit of {max}"
-    )]
-    RankTooLarge {
-        kernel: String,
-        param: String,
-        rank: usize,
-        max: usize,
-    },
-
-    /// An output whose elements overlap cannot be split into disjoint tiles.
-    #[error(
-        "kernel `{kernel}`, output `{param}`: shape {shape:?} with strides {strides:?} maps several indices to \
-         one element, so blocks writing their own tiles would race; pass a non-overlapping (e.g. contiguous) output"
-    )]
-    OverlappingOutput {
-        kernel: String,
-        param: String,
-        shape: Vec<i64>,
-        strides: Vec<i64>,
-    },
-
-    /// An extent or stride does not fit the index type the kernel was specialized with.
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: {value} does not fit the kernel's {index_type} index type"
-    )]
-    IndexOverflow {
-        kernel: String,
-        param: String,
-        value: i64,
-        index_type: ScalarType,
-    },
-
-    /// A tensor lives on another device than the stream.
-    #[error(
-        "kernel `{kernel}`, parameter `{param}`: the tensor lives on device {found} but the stream is on device {expected}"
-    )]
-    DeviceMismatch {
-        kernel: String,
-        param: String,
-        expected: usize,
-        found: usize,
-    },
+    /// An argument does not fit the kernel's declaration: the same [`ArgError`] the specialization API
+    /// ([`Kernel::specialize`](crate::dsl::Kernel::specialize)) gives for the same mistake.
+    #[error(transparent)]
+    Arg(#[from] ArgError),
 
     /// The grid cannot be derived from the outputs.
     #[error(
@@ -168,9 +73,17 @@ pub enum LaunchError {
     #[error("{0}")]
     NoDriver(RuntimeError),
 
-    /// A cubin or cache key for one architecture met a device of another.
+    /// A cubin for one architecture met a device of another.
     #[error("{0}")]
     ArchMismatch(RuntimeError),
+
+    /// A cache key names another architecture than the device the kernel is loaded for.
+    #[error("kernel cache key {key} targets {key_arch}, but the device is {device_arch}")]
+    KeyArchMismatch {
+        key: String,
+        key_arch: String,
+        device_arch: String,
+    },
 
     /// The kernel is in no registered bundle, not in the disk cache, and tileiras is not here to compile it.
     #[error(
@@ -201,7 +114,12 @@ pub enum LaunchError {
         source: Box<SpecializeError>,
     },
 
-    /// Anything else the runtime reports (driver calls, module loading, the cache).
+    /// The kernel cache failed (a broken bundle named in `CUTILE_BUNDLE`, a compile that failed or
+    /// panicked, a bad cache setting).
+    #[error(transparent)]
+    Cache(CacheError),
+
+    /// Anything else the runtime reports (driver calls, module loading).
     #[error(transparent)]
     Runtime(RuntimeError),
 }
@@ -221,52 +139,28 @@ impl From<RuntimeError> for LaunchError {
             | RuntimeError::NoDevice { .. }
             | RuntimeError::DriverInit { .. }
             | RuntimeError::DriverTooOld { .. } => LaunchError::NoDriver(e),
-            RuntimeError::KeyArchMismatch { .. } | RuntimeError::CubinArchMismatch { .. } => {
-                LaunchError::ArchMismatch(e)
-            }
+            RuntimeError::CubinArchMismatch { .. } => LaunchError::ArchMismatch(e),
             e => LaunchError::Runtime(e),
         }
     }
 }
 
 impl From<SpecializeError> for LaunchError {
-    /// Argument mismatches found while tracing become the launcher's own variants.
+    /// Argument mismatches found while tracing stay the same [`ArgError`].
     fn from(e: SpecializeError) -> LaunchError {
         match e {
-            SpecializeError::DType {
-                kernel,
-                param,
-                declared,
-                actual,
-            } => LaunchError::DType {
-                kernel,
-                param,
-                declared,
-                actual,
-            },
-            SpecializeError::Rank {
-                kernel,
-                param,
-                declared,
-                actual,
-                shape,
-            } => LaunchError::Rank {
-                kernel,
-                param,
-                declared,
-                actual,
-                shape,
-            },
-            SpecializeError::StaticShape {
-                kernel,
-                param,
-                message,
-            } => LaunchError::StaticShape {
-                kernel,
-                param,
-                message,
-            },
+            SpecializeError::Arg(a) => LaunchError::Arg(a),
             e => LaunchError::Specialize(Box::new(e)),
+        }
+    }
+}
+
+impl LaunchError {
+    /// The argument error, if this is one.
+    pub fn arg(&self) -> Option<&ArgError> {
+        match self {
+            LaunchError::Arg(a) => Some(a),
+            _ => None,
         }
     }
 }

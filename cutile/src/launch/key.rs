@@ -18,7 +18,7 @@ use super::args::{Arg, LaunchArgs, MAX_RANK, base_align};
 use super::error::LaunchError;
 use super::plan::CompileOptions;
 use crate::dsl::spec::{MAX_DIVISOR, pow2_divisor};
-use crate::dsl::{GenericValue, Kernel, LayoutFacts, Specialized};
+use crate::dsl::{ArgError, GenericValue, Kernel, LayoutFacts, Specialized};
 
 /// Bytes kept on the stack; longer keys (many high-rank tensors) spill to the heap.
 const INLINE: usize = 192;
@@ -222,12 +222,13 @@ pub(crate) fn warm_key(
         match a {
             Arg::Tensor(t) => {
                 if t.shape.len() > MAX_RANK || t.strides.len() != t.shape.len() {
-                    return Err(LaunchError::RankTooLarge {
+                    return Err(ArgError::RankTooLarge {
                         kernel: kernel.name().to_string(),
                         param: param_name(kernel, i),
                         rank: t.shape.len().max(t.strides.len()),
                         max: MAX_RANK,
-                    });
+                    }
+                    .into());
                 }
                 out.push(if t.output { TAG_OUTPUT } else { TAG_INPUT });
                 encode_tensor(out, t.dtype, t.shape, t.strides, t.ptr);

@@ -24,7 +24,7 @@
 //!   index type, per-argument kind, element type and layout facts, built on the stack) to the loaded kernel and
 //!   its [`Signature`]; a hit builds no IR or bytecode, only packs the arguments and calls the driver.
 //! - **Cold path**: [`plan`] (specialize → signature → [`CacheKey`]) →
-//!   [`runtime::load_kernel`] (memory → registered bundles → disk cache →
+//!   [`load_kernel`] (memory → registered bundles → disk cache →
 //!   tileiras). The AOT tools call the same [`plan`] ([`compile_aot`]), so their keys are the launcher's.
 //! - **Sync, async, graphs**: [`Launcher::launch`] waits (or only records, inside graph capture);
 //!   [`Launcher::launch_async`] returns a guard that holds the borrows until it is waited on or dropped;
@@ -35,10 +35,12 @@ mod args;
 mod error;
 mod key;
 pub mod libraries;
+mod loader;
 mod packed;
 mod plan;
 mod resolve;
 mod signature;
+pub mod typed;
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -52,12 +54,14 @@ pub use error::LaunchError;
 pub use libraries::{
     TileLibrarySpec, add_default_tile_library, default_tile_libraries, set_default_tile_libraries,
 };
+pub use loader::load_kernel;
 pub use plan::{CompileOptions, NO_TOOLCHAIN, Plan, compile_aot, kernel_identity, plan};
 pub use resolve::{key_toolchain_version, resolve_cubin, toolchain};
 pub use signature::{ParamLayout, Signature, overlaps};
+pub use typed::{Launch, TensorOf, TensorOfMut};
 
-use crate::cache::CacheKey;
-use crate::dsl::{Kernel, ParamKind};
+use crate::dsl::{ArgError, Kernel, ParamKind};
+use crate::key::CacheKey;
 use crate::runtime::{self, Device, Stream};
 use crate::toolchain::GpuArch;
 use args::Arg;
@@ -75,7 +79,7 @@ pub struct Launcher {
 /// A specialization loaded for one device: the runtime kernel, its launch signature and its cache key.
 #[derive(Debug)]
 pub struct Prepared {
-    kernel: runtime::Kernel,
+    kernel: runtime::CuFunction,
     signature: Signature,
     key: CacheKey,
     last_args: packed::PackMemo,
@@ -89,7 +93,7 @@ impl Prepared {
     pub fn key(&self) -> &CacheKey {
         &self.key
     }
-    pub fn runtime_kernel(&self) -> &runtime::Kernel {
+    pub fn function(&self) -> &runtime::CuFunction {
         &self.kernel
     }
 }
@@ -176,12 +180,13 @@ impl Launcher {
             if let Arg::Tensor(t) = a
                 && t.device != device.ordinal()
             {
-                return Err(LaunchError::DeviceMismatch {
+                return Err(ArgError::DeviceMismatch {
                     kernel: name.to_string(),
                     param: key::param_name(&self.kernel, i),
                     expected: device.ordinal(),
                     found: t.device,
-                });
+                }
+                .into());
             }
         }
         let prepared = self.prepare(device, args)?;

@@ -17,7 +17,7 @@ use super::error::LaunchError;
 use super::libraries::{ResolvedLibraries, TileLibrarySpec, foreign_functions, resolve};
 use super::signature::{ParamLayout, Signature};
 use crate::cache::{CacheKey, KeyParts, to_hex};
-use crate::dsl::{Kernel, LayoutFacts, ParamKind, Specialized, TensorMeta};
+use crate::dsl::{ArgError, Kernel, LayoutFacts, ParamKind, Specialized, TensorMeta};
 use crate::toolchain::{CompileRequest, GpuArch, PreviewFeature, Tileiras};
 
 /// The tileiras version recorded in keys made where no tileiras is installed. Bundle lookups ignore the
@@ -280,12 +280,13 @@ pub(crate) fn check_scalars(
     });
     for ((name, declared), &actual) in declared.zip(scalars) {
         if declared != actual {
-            return Err(LaunchError::DType {
+            return Err(ArgError::DType {
                 kernel: kernel.name().to_string(),
                 param: name.to_string(),
                 declared,
                 actual,
-            });
+            }
+            .into());
         }
     }
     Ok(())
@@ -306,22 +307,24 @@ pub(crate) fn check_kinds(kernel: &Kernel, given: &[ParamKind]) -> Result<(), La
                 format!("{}: {k}", p.name)
             })
             .collect();
-        return Err(LaunchError::ArgCount {
+        return Err(ArgError::Count {
             kernel: kernel.name().to_string(),
             expected: params.len(),
             got: given.len(),
             params: list.join(", "),
-        });
+        }
+        .into());
     }
     for (i, (p, &g)) in params.iter().zip(given).enumerate() {
         if p.kind != g {
-            return Err(LaunchError::ArgKind {
+            return Err(ArgError::Kind {
                 kernel: kernel.name().to_string(),
                 index: i,
                 param: p.name.to_string(),
                 declared: super::error::kind_name(p.kind),
                 given: super::error::kind_name(g),
-            });
+            }
+            .into());
         }
     }
     Ok(())

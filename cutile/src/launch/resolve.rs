@@ -1,16 +1,17 @@
 //! The cold path's lookup: the process's tileiras (discovered once; its absence is normal on a deployment
-//! machine), the compile step handed to the kernel cache, and the mapping of lookup failures to
-//! [`LaunchError`]s that name the missing key and how to produce a bundle for it.
+//! machine), the compile step handed to the kernel cache (which reports a missing tileiras as
+//! [`StepError::NoCompiler`]), and [`resolve_cubin`], the lookup for tools and tests.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::error::LaunchError;
+use super::loader::{load_with, lookup_error};
 use super::plan::{NO_TOOLCHAIN, Plan};
-use crate::bundle::{self, BundleSet};
-use crate::cache::{CacheError, KernelCache};
-use crate::runtime::{self, Device, RuntimeError};
-use crate::toolchain::{SearchEnv, Tileiras, ToolchainError, Version, locate};
+use crate::bundle::BundleSet;
+use crate::cache::{KernelCache, StepError};
+use crate::runtime::{CuFunction, Device};
+use crate::toolchain::{SearchEnv, Tileiras, TileirasVersion, ToolchainError, locate};
 
 /// The tileiras this process compiles with, discovered and validated on first use.
 pub fn toolchain() -> Result<&'static Tileiras, &'static ToolchainError> {
@@ -39,7 +40,7 @@ fn resolve_version() -> String {
         .as_ref()
         .and_then(|p| std::fs::read_to_string(p).ok())
         .map(|v| v.trim().to_string())
-        .filter(|v| v.parse::<Version>().is_ok())
+        .filter(|v| v.parse::<TileirasVersion>().is_ok())
     {
         return v;
     }
@@ -87,44 +88,20 @@ fn write_memo(path: &Path, version: &str) {
     }
 }
 
-/// Why the cache's compile step produced no cubin.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CompileFailure {
-    /// No usable tileiras; the text says why.
-    #[error("{0}")]
-    NoToolchain(String),
-    #[error(transparent)]
-    Failed(LaunchError),
-}
-
+/// The compile step of the launcher's lookups: compile `plan` with `tileiras`, or report that there is none.
 fn compile_step(
     plan: &Plan,
     tileiras: Result<&Tileiras, &ToolchainError>,
-) -> Result<Vec<u8>, CompileFailure> {
+) -> Result<Vec<u8>, StepError<LaunchError>> {
     match tileiras {
-        Ok(t) => plan.compile(t).map_err(CompileFailure::Failed),
-        Err(e) => Err(CompileFailure::NoToolchain(e.to_string())),
+        Ok(t) => plan.compile(t).map_err(StepError::Failed),
+        Err(e) => Err(StepError::NoCompiler(e.to_string())),
     }
-}
-
-/// Maps a failed lookup; `bundles` is how many bundles were searched.
-pub(crate) fn map_lookup_error(e: RuntimeError, plan: &Plan, bundles: usize) -> LaunchError {
-    if let RuntimeError::Cache(CacheError::Compile { source, .. }) = &e
-        && let Some(CompileFailure::NoToolchain(reason)) = source.downcast_ref::<CompileFailure>()
-    {
-        return LaunchError::NotAvailable {
-            key: plan.key.to_string(),
-            arch: plan.arch.name().to_string(),
-            bundles,
-            tileiras: reason.clone(),
-        };
-    }
-    LaunchError::from(e)
 }
 
 /// The cubin for `plan` through `cache` (memory → `bundles` → disk → compile with `tileiras`), with the
-/// launcher's error mapping. The launcher itself goes through [`runtime::load_kernel`], which runs the
-/// same chain on the process-wide cache and bundles; this form serves tools and tests.
+/// launcher's error mapping. The launcher itself goes through [`load_kernel`](super::load_kernel)'s chain,
+/// which runs on the process-wide cache and bundles; this form serves tools and tests.
 pub fn resolve_cubin(
     cache: &KernelCache,
     bundles: &BundleSet,
@@ -132,14 +109,14 @@ pub fn resolve_cubin(
     tileiras: Result<&Tileiras, &ToolchainError>,
 ) -> Result<Arc<[u8]>, LaunchError> {
     cache
-        .get_or_resolve(&plan.key, bundles, || compile_step(plan, tileiras))
-        .map_err(|e| map_lookup_error(RuntimeError::Cache(e), plan, bundles.len()))
+        .lookup(&plan.key, Some(bundles), || compile_step(plan, tileiras))
+        .map(|f| f.cubin)
+        .map_err(|e| lookup_error(e, &plan.key, bundles.len()))
 }
 
-/// Loads the kernel of `plan` on `device` through the process-wide lookup chain.
-pub(crate) fn load(device: &Device, plan: &Plan) -> Result<runtime::Kernel, LaunchError> {
-    runtime::load_kernel(device, &plan.key, plan.entry(), || {
+/// Loads the function of `plan` on `device` through the process-wide lookup chain.
+pub(crate) fn load(device: &Device, plan: &Plan) -> Result<CuFunction, LaunchError> {
+    load_with(device, &plan.key, plan.entry(), || {
         compile_step(plan, toolchain())
     })
-    .map_err(|e| map_lookup_error(e, plan, bundle::global().len()))
 }

@@ -13,7 +13,7 @@ use cutile_ir::{Function, Opcode, Operation, ScalarType, Type, ValueId};
 
 use super::args::{Arg, LaunchArgs, ScalarValue, TensorRef};
 use super::error::LaunchError;
-use crate::dsl::{Kernel, ParamKind, Specialized};
+use crate::dsl::{ArgError, Kernel, ParamKind, Specialized};
 use crate::runtime::{Grid, KernelArgs};
 
 /// One declared parameter of a specialized entry.
@@ -234,23 +234,25 @@ impl Signature {
                     if let Some(d) = *d
                         && d != actual
                     {
-                        return Err(LaunchError::StaticShape {
+                        return Err(ArgError::StaticShape {
                             kernel: kernel.to_string(),
                             param: name.to_string(),
                             message: format!(
                                 "the declared shape fixes axis {axis} to {d}, but the tensor has extent {actual} there (shape {:?})",
                                 t.shape
                             ),
-                        });
+                        }
+                        .into());
                     }
                 }
                 if *output && overlaps(t.shape, t.strides) {
-                    return Err(LaunchError::OverlappingOutput {
+                    return Err(ArgError::OverlappingOutput {
                         kernel: kernel.to_string(),
                         param: name.to_string(),
                         shape: t.shape.to_vec(),
                         strides: t.strides.to_vec(),
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -345,7 +347,7 @@ impl Signature {
         out.push(t.ptr);
         for &v in t.shape.iter().chain(t.strides) {
             if self.index_type == ScalarType::I32 {
-                let v = i32::try_from(v).map_err(|_| LaunchError::IndexOverflow {
+                let v = i32::try_from(v).map_err(|_| ArgError::IndexOverflow {
                     kernel: kernel.to_string(),
                     param: name.to_string(),
                     value: v,

@@ -9,14 +9,8 @@ use std::marker::PhantomData;
 
 use half::{bf16, f16};
 
+use super::cubin::ParamSlot;
 use super::device::Device;
-
-/// Where one parameter sits in the packed buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ParamSlot {
-    pub offset: usize,
-    pub size: usize,
-}
 
 mod sealed {
     pub trait Sealed {}

@@ -6,7 +6,13 @@
 //! kernels (global function symbols) and each kernel's parameter layout from its `.nv.info.<name>`
 //! section (`EIATTR_KPARAM_INFO`), which launches are checked against.
 
-use super::args::ParamSlot;
+/// Where one parameter sits in a kernel's parameter block (as the cubin records it and as
+/// [`KernelArgs`](super::KernelArgs) packs it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ParamSlot {
+    pub offset: usize,
+    pub size: usize,
+}
 
 /// Why bytes are not a loadable cubin.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +46,7 @@ const EIFMT_SVAL: u8 = 4;
 
 /// A kernel entry point found in a cubin.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelInfo {
+pub struct CubinEntry {
     pub name: String,
     /// Parameter offsets and sizes in ordinal order, when the cubin records them.
     pub params: Option<Vec<ParamSlot>>,
@@ -53,7 +59,7 @@ pub struct KernelInfo {
 pub struct CubinInfo {
     /// Target SM as `10 * major + minor`, e.g. 90.
     pub sm: u32,
-    pub kernels: Vec<KernelInfo>,
+    pub kernels: Vec<CubinEntry>,
 }
 
 impl CubinInfo {
@@ -62,7 +68,7 @@ impl CubinInfo {
         format!("sm_{}", self.sm)
     }
 
-    pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
+    pub fn kernel(&self, name: &str) -> Option<&CubinEntry> {
         self.kernels.iter().find(|k| k.name == name)
     }
 }
@@ -229,7 +235,7 @@ pub fn inspect(image: &[u8]) -> Result<CubinInfo, CubinError> {
                 Some(s) => parse_nv_info(b.slice(s.offset, s.size, "kernel info")?)?,
                 None => (None, None),
             };
-            kernels.push(KernelInfo {
+            kernels.push(CubinEntry {
                 name,
                 params,
                 param_bytes,

@@ -2,10 +2,8 @@
 
 use std::fmt;
 
-use super::args::ParamSlot;
-use super::cubin::CubinError;
+use super::cubin::{CubinError, ParamSlot};
 use super::layout::LayoutError;
-use crate::cache::CacheError;
 
 /// A CUDA version as the driver reports it (`cuDriverGetVersion`: 1000 * major + 10 * minor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -118,14 +116,6 @@ pub enum RuntimeError {
         device: String,
     },
 
-    /// A cache key names another architecture than the device the kernel is loaded for.
-    #[error("kernel cache key {key} targets {key_arch}, but the device is {device_arch}")]
-    KeyArchMismatch {
-        key: String,
-        key_arch: String,
-        device_arch: String,
-    },
-
     #[error("kernel `{name}` is not in the module; it has: {available:?}")]
     KernelNotFound {
         name: String,
@@ -157,9 +147,6 @@ pub enum RuntimeError {
         len: usize,
         capacity: usize,
     },
-
-    #[error(transparent)]
-    Cache(#[from] CacheError),
 }
 
 /// Shorthand used throughout the runtime.

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 
-use super::args::{KernelArgs, ParamSlot};
-use super::cubin::{self, CubinInfo, KernelInfo};
+use super::args::KernelArgs;
+use super::cubin::ParamSlot;
+use super::cubin::{self, CubinEntry, CubinInfo};
 use super::device::Device;
 use super::error::{Result, RuntimeError, driver_err};
 use super::stream::Stream;
@@ -30,22 +31,22 @@ unsafe impl Sync for ModuleInner {}
 impl Drop for ModuleInner {
     fn drop(&mut self) {
         if self.device.bind().is_ok() {
-            // SAFETY: the module is owned and unloaded once; no `Kernel` outlives it (they hold an Arc).
+            // SAFETY: the module is owned and unloaded once; no `CuFunction` outlives it (they hold an Arc).
             let _ = unsafe { result::module::unload(self.raw) };
         }
     }
 }
 
 /// A cubin loaded on a device. Clone is cheap; the module is unloaded when the last clone and the last
-/// [`Kernel`] from it are gone.
+/// [`CuFunction`] from it are gone.
 #[derive(Clone)]
-pub struct Module {
+pub struct CuModule {
     inner: Arc<ModuleInner>,
 }
 
-impl fmt::Debug for Module {
+impl fmt::Debug for CuModule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Module")
+        f.debug_struct("CuModule")
             .field("device", &self.inner.device.ordinal())
             .field("arch", &self.inner.info.arch())
             .field("kernels", &self.kernel_names())
@@ -53,9 +54,9 @@ impl fmt::Debug for Module {
     }
 }
 
-impl Module {
+impl CuModule {
     /// Loads a cubin (`cuModuleLoadData`) after validating it and checking that it targets `device`.
-    pub fn from_cubin(device: &Device, cubin: &[u8]) -> Result<Module> {
+    pub fn from_cubin(device: &Device, cubin: &[u8]) -> Result<CuModule> {
         let info = cubin::inspect(cubin)?;
         if !cubin::runs_on(info.sm, device.compute_capability()) {
             return Err(RuntimeError::CubinArchMismatch {
@@ -69,7 +70,7 @@ impl Module {
         // driver copies the image during the call.
         let raw = unsafe { result::module::load_data(cubin.as_ptr().cast()) }
             .map_err(driver_err("cuModuleLoadData"))?;
-        Ok(Module {
+        Ok(CuModule {
             inner: Arc::new(ModuleInner {
                 device: device.clone(),
                 raw,
@@ -93,7 +94,7 @@ impl Module {
     }
 
     /// Looks a kernel up by its entry name.
-    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+    pub fn kernel(&self, name: &str) -> Result<CuFunction> {
         let not_found = || RuntimeError::KernelNotFound {
             name: name.to_string(),
             available: self.kernel_names(),
@@ -107,12 +108,12 @@ impl Module {
             Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_FOUND => return Err(not_found()),
             Err(e) => return Err(driver_err("cuModuleGetFunction")(e)),
         };
-        let info = info.unwrap_or(KernelInfo {
+        let info = info.unwrap_or(CubinEntry {
             name: name.to_string(),
             params: None,
             param_bytes: None,
         });
-        Ok(Kernel {
+        Ok(CuFunction {
             module: self.clone(),
             raw,
             info: Arc::new(info),
@@ -120,22 +121,22 @@ impl Module {
     }
 }
 
-/// A kernel entry point of a loaded [`Module`]. Clone is cheap.
+/// A kernel entry point of a loaded [`CuModule`]. Clone is cheap.
 #[derive(Clone)]
-pub struct Kernel {
-    module: Module,
+pub struct CuFunction {
+    module: CuModule,
     raw: sys::CUfunction,
-    info: Arc<KernelInfo>,
+    info: Arc<CubinEntry>,
 }
 
 // SAFETY: function handles may be used from any thread with their context bound.
-unsafe impl Send for Kernel {}
+unsafe impl Send for CuFunction {}
 // SAFETY: as above; the handle is immutable.
-unsafe impl Sync for Kernel {}
+unsafe impl Sync for CuFunction {}
 
-impl fmt::Debug for Kernel {
+impl fmt::Debug for CuFunction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Kernel")
+        f.debug_struct("CuFunction")
             .field("name", &self.info.name)
             .field("params", &self.info.params)
             .finish()
@@ -181,7 +182,7 @@ pub fn check_params(
     }
 }
 
-impl Kernel {
+impl CuFunction {
     pub fn name(&self) -> &str {
         &self.info.name
     }
@@ -191,7 +192,7 @@ impl Kernel {
         self.info.params.as_deref()
     }
 
-    pub fn module(&self) -> &Module {
+    pub fn module(&self) -> &CuModule {
         &self.module
     }
 

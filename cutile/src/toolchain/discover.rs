@@ -3,63 +3,17 @@
 //! recorded so that a not-found error can list them.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::ToolchainError;
 use super::layout::{ToolchainLayout, default_install_dir};
+pub use super::searched::{SearchSource, SearchedLocation};
 
 /// Env var naming the tileiras executable to use (highest precedence).
 pub const ENV_TILEIRAS: &str = "CUTILE_TILEIRAS";
 
 /// Standard CUDA install locations searched after `CUDA_TOOLKIT_PATH`.
 pub const STANDARD_CUDA_DIRS: [&str; 2] = ["/usr/local/cuda", "/opt/cuda"];
-
-/// Which rule of the search order a location belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SearchSource {
-    /// `$CUTILE_TILEIRAS`.
-    EnvTileiras,
-    /// The toolchain prefix from `$CUTILE_TOOLCHAIN_DIR` or the cache directory.
-    InstallDir,
-    /// `$CUDA_TOOLKIT_PATH/bin`.
-    CudaToolkitPath,
-    /// `/usr/local/cuda/bin`, `/opt/cuda/bin`.
-    StandardLocation,
-    /// A directory of `$PATH`.
-    Path,
-}
-
-impl fmt::Display for SearchSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SearchSource::EnvTileiras => "$CUTILE_TILEIRAS",
-            SearchSource::InstallDir => "installed toolchain",
-            SearchSource::CudaToolkitPath => "$CUDA_TOOLKIT_PATH",
-            SearchSource::StandardLocation => "standard CUDA location",
-            SearchSource::Path => "$PATH",
-        })
-    }
-}
-
-/// One place the search looked at and what it found there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchedLocation {
-    pub source: SearchSource,
-    /// The candidate path; `None` when the variable behind this rule is unset.
-    pub path: Option<PathBuf>,
-    /// "found", "missing", "not executable", "not set", ...
-    pub outcome: String,
-}
-
-impl fmt::Display for SearchedLocation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.path {
-            Some(p) => write!(f, "{}: {} ({})", self.source, p.display(), self.outcome),
-            None => write!(f, "{}: {}", self.source, self.outcome),
-        }
-    }
-}
 
 /// The inputs of the search, captured from the process environment or built by hand (tests, tools
 /// that want a different search).

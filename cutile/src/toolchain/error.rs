@@ -9,8 +9,8 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::arch::{GpuArch, UnsupportedArch, list_archs};
-use super::discover::SearchedLocation;
-use super::version::Version;
+use super::searched::SearchedLocation;
+use super::version::TileirasVersion;
 use super::{TILEIRAS_VERSION, WHEEL_NVCC, WHEEL_NVVM, WHEEL_TILEIRAS};
 
 /// How a tool process ended.
@@ -124,7 +124,7 @@ fn list_paths(paths: &[PathBuf]) -> String {
         .join(", ")
 }
 
-fn list_versions(v: &[Version]) -> String {
+fn list_versions(v: &[TileirasVersion]) -> String {
     v.iter()
         .map(|v| v.to_string())
         .collect::<Vec<_>>()
@@ -193,7 +193,7 @@ pub enum ToolchainError {
     ArchNotAccepted {
         arch: GpuArch,
         tileiras: PathBuf,
-        version: Version,
+        version: TileirasVersion,
         accepted: Vec<GpuArch>,
     },
 
@@ -204,9 +204,9 @@ pub enum ToolchainError {
         list_versions(.supported)
     )]
     BytecodeVersionUnsupported {
-        found: Version,
-        tool_version: Version,
-        supported: Vec<Version>,
+        found: TileirasVersion,
+        tool_version: TileirasVersion,
+        supported: Vec<TileirasVersion>,
     },
 
     /// The request itself is invalid (e.g. an optimisation level above 3).

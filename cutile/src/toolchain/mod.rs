@@ -22,6 +22,7 @@ pub mod install;
 mod layout;
 mod process;
 mod sample;
+mod searched;
 mod tileiras;
 mod tilelib;
 mod version;
@@ -38,7 +39,7 @@ pub use layout::{
 pub use process::CLEARED_ENV;
 pub use sample::MINIMAL_MODULE;
 pub use tileiras::{Tileiras, ToolchainInfo};
-pub use version::Version;
+pub use version::TileirasVersion;
 
 /// The toolchain release this crate installs and is tested with.
 pub const TILEIRAS_VERSION: &str = "13.5.37";

@@ -10,7 +10,9 @@ use super::arch::GpuArch;
 use super::discover::{Located, SearchEnv, SearchSource, locate, unusable_reason};
 use super::error::ToolchainError;
 use super::process::{RunOutcome, run_with_timeout, tool_command};
-use super::version::{Version, parse_help_gpu_names, parse_list_versions, parse_tool_version};
+use super::version::{
+    TileirasVersion, parse_help_gpu_names, parse_list_versions, parse_tool_version,
+};
 
 /// Limit for each probe run; they normally take milliseconds.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -23,11 +25,11 @@ pub struct ToolchainInfo {
     /// Its directory with symlinks resolved (tileiras resolves its own via /proc/self/exe).
     pub bin_dir: PathBuf,
     /// Parsed from `--version`, e.g. 13.5.37.
-    pub version: Version,
+    pub version: TileirasVersion,
     /// The whole `--version` output.
     pub version_text: String,
     /// Bytecode versions it reads (`--list-versions`), ascending.
-    pub bytecode_versions: Vec<Version>,
+    pub bytecode_versions: Vec<TileirasVersion>,
     /// GPU names its `--help` lists (our table when the help lists none we can parse).
     pub gpu_archs: Vec<GpuArch>,
     /// The libNVVM it will load.
@@ -80,12 +82,12 @@ impl Tileiras {
     }
 
     /// The tool version, e.g. 13.5.37.
-    pub fn version(&self) -> Version {
+    pub fn version(&self) -> TileirasVersion {
         self.info.version
     }
 
     /// Bytecode versions this tileiras reads.
-    pub fn bytecode_versions(&self) -> &[Version] {
+    pub fn bytecode_versions(&self) -> &[TileirasVersion] {
         &self.info.bytecode_versions
     }
 
@@ -119,7 +121,7 @@ impl Tileiras {
     }
 
     /// Whether this tileiras reads bytecode of version `v` (major.minor).
-    pub fn reads_bytecode_version(&self, v: Version) -> bool {
+    pub fn reads_bytecode_version(&self, v: TileirasVersion) -> bool {
         self.info
             .bytecode_versions
             .iter()

@@ -8,16 +8,16 @@ use super::arch::GpuArch;
 
 /// A dotted version: `13.5.37` (tool) or `13.5` (bytecode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Version {
+pub struct TileirasVersion {
     pub major: u32,
     pub minor: u32,
     pub patch: Option<u32>,
 }
 
-impl Version {
+impl TileirasVersion {
     /// A two-part version, e.g. a bytecode version.
-    pub const fn new(major: u32, minor: u32) -> Version {
-        Version {
+    pub const fn new(major: u32, minor: u32) -> TileirasVersion {
+        TileirasVersion {
             major,
             minor,
             patch: None,
@@ -25,12 +25,12 @@ impl Version {
     }
 
     /// Same major.minor (patch ignored).
-    pub fn same_release(&self, other: &Version) -> bool {
+    pub fn same_release(&self, other: &TileirasVersion) -> bool {
         self.major == other.major && self.minor == other.minor
     }
 }
 
-impl fmt::Display for Version {
+impl fmt::Display for TileirasVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)?;
         if let Some(p) = self.patch {
@@ -40,7 +40,7 @@ impl fmt::Display for Version {
     }
 }
 
-impl FromStr for Version {
+impl FromStr for TileirasVersion {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -60,7 +60,7 @@ impl FromStr for Version {
         if parts.next().is_some() {
             return Err(bad());
         }
-        Ok(Version {
+        Ok(TileirasVersion {
             major,
             minor,
             patch,
@@ -70,11 +70,15 @@ impl FromStr for Version {
 
 /// Finds the tool version in `tileiras --version` output: the `V13.5.37` token, falling back to
 /// `release 13.5`.
-pub(crate) fn parse_tool_version(text: &str) -> Option<Version> {
+pub(crate) fn parse_tool_version(text: &str) -> Option<TileirasVersion> {
     let tokens = || text.split(|c: char| c.is_whitespace() || c == ',');
     tokens()
         .filter_map(|t| t.strip_prefix('V'))
-        .find_map(|t| t.parse::<Version>().ok().filter(|v| v.patch.is_some()))
+        .find_map(|t| {
+            t.parse::<TileirasVersion>()
+                .ok()
+                .filter(|v| v.patch.is_some())
+        })
         .or_else(|| {
             let mut it = tokens();
             while let Some(t) = it.next() {
@@ -87,10 +91,10 @@ pub(crate) fn parse_tool_version(text: &str) -> Option<Version> {
 }
 
 /// Parses `tileiras --list-versions`: one bytecode version per line.
-pub(crate) fn parse_list_versions(text: &str) -> Vec<Version> {
-    let mut v: Vec<Version> = text
+pub(crate) fn parse_list_versions(text: &str) -> Vec<TileirasVersion> {
+    let mut v: Vec<TileirasVersion> = text
         .lines()
-        .filter_map(|l| l.trim().parse::<Version>().ok())
+        .filter_map(|l| l.trim().parse::<TileirasVersion>().ok())
         .collect();
     v.sort();
     v.dedup();
@@ -125,12 +129,15 @@ pub(crate) fn parse_help_gpu_names(help: &str) -> Vec<GpuArch> {
 }
 
 /// Reads the (major, minor) version from a Tile IR bytecode header, if the magic is there.
-pub(crate) fn bytecode_header_version(bytecode: &[u8]) -> Option<Version> {
+pub(crate) fn bytecode_header_version(bytecode: &[u8]) -> Option<TileirasVersion> {
     let header = bytecode.get(..10)?;
     if header[..8] != cutile_ir::bytecode::MAGIC {
         return None;
     }
-    Some(Version::new(u32::from(header[8]), u32::from(header[9])))
+    Some(TileirasVersion::new(
+        u32::from(header[8]),
+        u32::from(header[9]),
+    ))
 }
 
 #[cfg(test)]
@@ -147,7 +154,7 @@ mod tests {
     fn tool_version() {
         assert_eq!(
             parse_tool_version(VERSION_OUT),
-            Some(Version {
+            Some(TileirasVersion {
                 major: 13,
                 minor: 5,
                 patch: Some(37)
@@ -155,17 +162,17 @@ mod tests {
         );
         assert_eq!(
             parse_tool_version("Cuda compilation tools, release 13.4"),
-            Some(Version::new(13, 4))
+            Some(TileirasVersion::new(13, 4))
         );
-        assert_eq!(parse_tool_version("garbage Version x"), None);
+        assert_eq!(parse_tool_version("garbage TileirasVersion x"), None);
     }
 
     #[test]
     fn list_versions() {
         let v = parse_list_versions("13.1\n13.2\n13.3\n13.4\n13.5\n");
         assert_eq!(v.len(), 5);
-        assert_eq!(v.first(), Some(&Version::new(13, 1)));
-        assert_eq!(v.last(), Some(&Version::new(13, 5)));
+        assert_eq!(v.first(), Some(&TileirasVersion::new(13, 1)));
+        assert_eq!(v.last(), Some(&TileirasVersion::new(13, 5)));
         assert!(parse_list_versions("nothing here\n").is_empty());
     }
 
@@ -179,9 +186,9 @@ mod tests {
             ("1.2.3.4", false),
         ];
         for (t, ok) in cases {
-            assert_eq!(t.parse::<Version>().is_ok(), ok, "{t}");
+            assert_eq!(t.parse::<TileirasVersion>().is_ok(), ok, "{t}");
         }
-        assert_eq!(Version::new(13, 5).to_string(), "13.5");
+        assert_eq!(TileirasVersion::new(13, 5).to_string(), "13.5");
     }
 
     #[test]
@@ -197,7 +204,10 @@ mod tests {
     #[test]
     fn header_version() {
         let mut bc = b"\x7fTileIR\0\x0d\x04\0\0".to_vec();
-        assert_eq!(bytecode_header_version(&bc), Some(Version::new(13, 4)));
+        assert_eq!(
+            bytecode_header_version(&bc),
+            Some(TileirasVersion::new(13, 4))
+        );
         bc[1] = b'X';
         assert_eq!(bytecode_header_version(&bc), None);
         assert_eq!(bytecode_header_version(b"\x7fTile"), None);

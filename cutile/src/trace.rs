@@ -1,12 +1,12 @@
 //! The tracing context: while a kernel's generated builder runs, every DSL operation appends Tile IR to the
-//! innermost open block of a thread-local [`Tracer`] and returns a typed handle to the new value.
+//! innermost open block of a thread-local `Tracer` and returns a typed handle to the new value.
 //!
 //! Errors found while tracing (shape arithmetic, powers of two, unsupported element types) do not unwind:
 //! the first one is recorded with the kernel source location (`#[track_caller]`), tracing continues with
 //! well-typed placeholder values, and the specialization fails with that error at the end.
 //!
 //! Writes through each `&mut Tensor` are ordered by a hidden per-tensor token. Region helpers
-//! ([`Tracer::finish_for`], [`Tracer::finish_if`]) thread the tokens a region changed through the region as
+//! (`Tracer::finish_for`, `Tracer::finish_if`) thread the tokens a region changed through the region as
 //! extra loop-carried values or `if` results, so ordering survives control flow.
 
 use std::cell::RefCell;
@@ -246,7 +246,7 @@ pub(crate) fn finish(
 /// The directory of this crate's sources, to tell kernel locations from the DSL's own.
 fn own_src_dir() -> &'static str {
     let f = file!();
-    f.strip_suffix("dsl/trace.rs").unwrap_or(f)
+    f.strip_suffix("trace.rs").unwrap_or(f)
 }
 
 /// Restores the previous source location when dropped.

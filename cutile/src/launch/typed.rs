@@ -8,39 +8,35 @@
 //! gemm::kernels::gemm_persistent::<bf16, 128, 128, 64>(&a, &b, &mut c).grid((132, 1, 1)).launch(&stream)?;
 //! ```
 //!
-//! The launcher only assembles a [`cutile::launch::Launcher`](crate::launch::Launcher) and its
-//! [`LaunchArgs`](crate::launch::LaunchArgs); that module does the checks, the kernel cache (tracing and
+//! The launcher only assembles a [`Launcher`] and its [`LaunchArgs`]; the rest of this module does the checks, the kernel cache (tracing and
 //! tileiras only on a miss), argument packing and the launch. For machines without tileiras, compile the
-//! specializations ahead of time with [`crate::launch::compile_aot`] into a bundle
+//! specializations ahead of time with [`compile_aot`](super::compile_aot) into a bundle
 //! ([`crate::bundle::BundleWriter`], loaded through `CUTILE_BUNDLE`).
 
+use super::{CompileOptions, LaunchArgs, LaunchError, Launcher, Pending, ScalarArg};
 use crate::core::ElementType;
-use crate::launch::{CompileOptions, LaunchArgs, LaunchError, Launcher, Pending};
+use crate::dsl::Kernel;
 use crate::runtime::{DeviceElement, Grid, Stream, Tensor, TensorView, TensorViewMut};
 
-use super::kernel::Kernel;
-
-/// A runtime tensor or view holding `E` elements: an input argument of a kernel's `&Tensor<E, S>`.
+/// A runtime tensor or view holding `E` elements (the element-typed form of [`TensorArg`](super::TensorArg),
+/// which the generated launchers require): an input argument of a kernel's `&Tensor<E, S>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a device tensor of `{E}`",
     label = "expected a `cutile::runtime::Tensor<{E}>` or a view of one"
 )]
-pub trait TensorArg<E: ElementType>: crate::launch::TensorArg {}
+pub trait TensorOf<E: ElementType>: super::TensorArg {}
 /// A runtime tensor or mutable view holding `E` elements: an output argument (`&mut Tensor<E, S>`).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a writable device tensor of `{E}`",
     label = "expected a `cutile::runtime::Tensor<{E}>` or a `TensorViewMut` of one"
 )]
-pub trait TensorArgMut<E: ElementType>: TensorArg<E> + crate::launch::TensorArgMut {}
+pub trait TensorOfMut<E: ElementType>: TensorOf<E> + super::TensorArgMut {}
 
-impl<T: DeviceElement + ElementType> TensorArg<T> for Tensor<T> {}
-impl<T: DeviceElement + ElementType> TensorArg<T> for TensorView<'_, T> {}
-impl<T: DeviceElement + ElementType> TensorArg<T> for TensorViewMut<'_, T> {}
-impl<T: DeviceElement + ElementType> TensorArgMut<T> for Tensor<T> {}
-impl<T: DeviceElement + ElementType> TensorArgMut<T> for TensorViewMut<'_, T> {}
-
-/// A host value for a `Scalar<E>` parameter.
-pub use crate::launch::ScalarArg as HostScalar;
+impl<T: DeviceElement + ElementType> TensorOf<T> for Tensor<T> {}
+impl<T: DeviceElement + ElementType> TensorOf<T> for TensorView<'_, T> {}
+impl<T: DeviceElement + ElementType> TensorOf<T> for TensorViewMut<'_, T> {}
+impl<T: DeviceElement + ElementType> TensorOfMut<T> for Tensor<T> {}
+impl<T: DeviceElement + ElementType> TensorOfMut<T> for TensorViewMut<'_, T> {}
 
 /// A kernel call with its arguments (built by the generated launcher), ready to run on a stream.
 #[derive(Debug)]
@@ -59,17 +55,17 @@ impl<'a> Launch<'a> {
         }
     }
     #[doc(hidden)]
-    pub fn input<E: ElementType>(mut self, t: &'a impl TensorArg<E>) -> Self {
+    pub fn input<E: ElementType>(mut self, t: &'a impl TensorOf<E>) -> Self {
         self.args = self.args.input(t);
         self
     }
     #[doc(hidden)]
-    pub fn output<E: ElementType>(mut self, t: &'a mut impl TensorArgMut<E>) -> Self {
+    pub fn output<E: ElementType>(mut self, t: &'a mut impl TensorOfMut<E>) -> Self {
         self.args = self.args.output(t);
         self
     }
     #[doc(hidden)]
-    pub fn scalar<E: HostScalar>(mut self, v: E) -> Self {
+    pub fn scalar<E: ScalarArg>(mut self, v: E) -> Self {
         self.args = self.args.scalar(v);
         self
     }
