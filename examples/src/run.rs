@@ -11,11 +11,13 @@ use crate::BoxError;
 use crate::data::{DevTensors, rel_l2};
 use crate::workload::{ALPHA, EPS, HostTensor, Layout, Metric, Workload};
 
-/// A workload's tensors on a device (inputs in storage layout, the output last) and, when kept, the
-/// logical host inputs (what the reference takes).
+/// A workload's tensors on a device (inputs in storage layout, the outputs of the element type last),
+/// its f32 outputs (`layer_norm_stats`'s `mean` and `rstd`; [`Workload::f32_storage`]) and, when kept,
+/// the logical host inputs (what the reference takes).
 #[derive(Debug)]
 pub struct Instance {
     pub tensors: DevTensors,
+    pub f32_outputs: Vec<Tensor<f32>>,
     pub host_inputs: Vec<HostTensor>,
 }
 
@@ -34,8 +36,14 @@ pub fn instantiate_with(
 ) -> Result<Instance, BoxError> {
     let stored = w.storage(&inputs)?;
     let tensors = DevTensors::upload(device, w.dt()?, &stored)?;
+    let f32_outputs = w
+        .f32_storage()?
+        .iter()
+        .map(|(d, s)| Tensor::from_host(device, d, s))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Instance {
         tensors,
+        f32_outputs,
         host_inputs: if keep_host { inputs } else { Vec::new() },
     })
 }
@@ -64,11 +72,21 @@ fn call_typed<T: DeviceElement>(
     stream: &Stream,
     w: &Workload,
     ts: &mut [Tensor<T>],
+    f32_outs: &mut [Tensor<f32>],
     after: After,
 ) -> Result<(), BoxError> {
-    let (o, ins) = ts
-        .split_last_mut()
-        .ok_or_else(|| format!("{}: no tensors", w.name))?;
+    // Outputs of the element type at the end (`axpy`: its `y`, the last input, updated in place).
+    let n_out = if w.output_in_place() {
+        1
+    } else {
+        w.outputs()?.iter().filter(|o| !o.f32).count()
+    };
+    if ts.len() <= n_out {
+        return Err(format!("{}: {} tensors for {n_out} outputs", w.name, ts.len()).into());
+    }
+    let split = ts.len() - n_out;
+    let (ins, outs) = ts.split_at_mut(split);
+    let o = &mut outs[0];
     let need = |n: usize| -> Result<(), BoxError> {
         if ins.len() < n {
             return Err(format!("{}: {} inputs, the op takes {n}", w.name, ins.len()).into());
@@ -88,6 +106,15 @@ fn call_typed<T: DeviceElement>(
                 .and_then(|x| x.last().copied())
                 .unwrap_or(stored);
             ins[0].slice(axis, offset..offset + cols)?
+        }
+        Layout::HeadSlice { before, .. } => {
+            let heads = w
+                .call
+                .shapes
+                .first()
+                .and_then(|x| x.len().checked_sub(2).map(|a| (a, x[a])))
+                .ok_or_else(|| format!("{}: a head slice needs [.., T, H, D]", w.name))?;
+            ins[0].slice(heads.0, before..before + heads.1)?
         }
         _ => ins[0].view(),
     };
@@ -114,6 +141,30 @@ fn call_typed<T: DeviceElement>(
             need(3)?;
             finish(
                 norm::layer_norm(stream, x0, &ins[1], &ins[2], EPS, o)?,
+                after,
+            )
+        }
+        (norm::RMS_NORM_HEADS, _) => {
+            need(2)?;
+            finish(norm::rms_norm_heads(stream, x0, &ins[1], EPS, o)?, after)
+        }
+        (norm::ADD_RMS_NORM, _) => {
+            need(3)?;
+            let [h, y] = outs else {
+                return Err(format!("{}: add_rms_norm writes h and y", w.name).into());
+            };
+            finish(
+                norm::add_rms_norm(stream, x0, &ins[1], &ins[2], EPS, h, y)?,
+                after,
+            )
+        }
+        (norm::LAYER_NORM_STATS, _) => {
+            need(3)?;
+            let [mean, rstd] = f32_outs else {
+                return Err(format!("{}: layer_norm_stats writes mean and rstd", w.name).into());
+            };
+            finish(
+                norm::layer_norm_stats(stream, x0, &ins[1], &ins[2], EPS, o, mean, rstd)?,
                 after,
             )
         }
@@ -161,14 +212,16 @@ pub fn call(
     inst: &mut Instance,
     after: After,
 ) -> Result<(), BoxError> {
+    let f = &mut inst.f32_outputs;
     match &mut inst.tensors {
-        DevTensors::F32(t) => call_typed(stream, w, t, after),
-        DevTensors::BF16(t) => call_typed(stream, w, t, after),
-        DevTensors::F16(t) => call_typed(stream, w, t, after),
+        DevTensors::F32(t) => call_typed(stream, w, t, f, after),
+        DevTensors::BF16(t) => call_typed(stream, w, t, f, after),
+        DevTensors::F16(t) => call_typed(stream, w, t, f, after),
     }
 }
 
-/// Outcome of a correctness check.
+/// Outcome of a correctness check: over all outputs (`pass` when every output passes; `rel_err` and
+/// `tolerance` of the output closest to or furthest over its tolerance; `compared` summed) and per output.
 #[derive(Debug, Clone)]
 pub struct CheckResult {
     pub name: String,
@@ -180,13 +233,26 @@ pub struct CheckResult {
     /// Outputs that should have been NaN/±inf (as the reference) and were not, or the reverse.
     pub mismatched_special: usize,
     pub first_mismatch: Option<(usize, f32, f32)>,
+    /// Each output's comparison, in [`Workload::outputs`] order.
+    pub outputs: Vec<OutputCheck>,
 }
 
-impl CheckResult {
-    pub fn line(&self) -> String {
+/// The comparison of one output with its reference, under its own tolerance.
+#[derive(Debug, Clone)]
+pub struct OutputCheck {
+    pub output: String,
+    pub rel_err: f64,
+    pub tolerance: f64,
+    pub pass: bool,
+    pub compared: usize,
+    pub mismatched_special: usize,
+    pub first_mismatch: Option<(usize, f32, f32)>,
+}
+
+impl OutputCheck {
+    fn text(&self) -> String {
         format!(
-            "{:<56} rel L2 {:.2e} (tol {:.0e}, {} values{}) {}",
-            self.name,
+            "rel L2 {:.2e} (tol {:.0e}, {} values{})",
             self.rel_err,
             self.tolerance,
             self.compared,
@@ -197,8 +263,54 @@ impl CheckResult {
                 ),
                 None => String::new(),
             },
-            if self.pass { "ok" } else { "FAILED" }
         )
+    }
+}
+
+impl CheckResult {
+    /// The overall result of `outputs` (at least one).
+    pub fn of(name: &str, outputs: Vec<OutputCheck>) -> CheckResult {
+        let ratio = |o: &OutputCheck| {
+            if o.tolerance > 0.0 {
+                o.rel_err / o.tolerance
+            } else {
+                o.rel_err
+            }
+        };
+        let worst = outputs
+            .iter()
+            .max_by(|a, b| ratio(a).total_cmp(&ratio(b)).then(b.pass.cmp(&a.pass)));
+        CheckResult {
+            name: name.to_string(),
+            rel_err: worst.map_or(f64::INFINITY, |o| o.rel_err),
+            tolerance: worst.map_or(0.0, |o| o.tolerance),
+            pass: !outputs.is_empty() && outputs.iter().all(|o| o.pass),
+            compared: outputs.iter().map(|o| o.compared).sum(),
+            mismatched_special: outputs.iter().map(|o| o.mismatched_special).sum(),
+            first_mismatch: outputs.iter().find_map(|o| o.first_mismatch),
+            outputs,
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let status = if self.pass { "ok" } else { "FAILED" };
+        match self.outputs.as_slice() {
+            [one] => format!("{:<56} {} {status}", self.name, one.text()),
+            many => {
+                let parts: Vec<String> = many
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "{}: {}{}",
+                            o.output,
+                            o.text(),
+                            if o.pass { "" } else { " FAILED" }
+                        )
+                    })
+                    .collect();
+                format!("{:<56} {} {status}", self.name, parts.join("; "))
+            }
+        }
     }
 }
 
@@ -218,27 +330,57 @@ pub fn check_with(
 ) -> Result<CheckResult, BoxError> {
     let mut inst = instantiate_with(device, w, inputs, true)?;
     call(stream, w, &mut inst, After::Wait)?;
-    let stored = inst.tensors.to_f32(inst.tensors.len() - 1)?;
-    let mut got = w.output_logical(stored)?;
     let want = w.reference(&inst.host_inputs)?;
-    if let Some(rows) = &want.rows {
-        let width = w.output_shape()?.last().copied().unwrap_or(1) as usize;
-        got = rows
-            .iter()
-            .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
-            .collect();
+    let specs = w.outputs()?;
+    let typed = if w.output_in_place() {
+        1
+    } else {
+        specs.iter().filter(|o| !o.f32).count()
+    };
+    let first_typed = inst.tensors.len().saturating_sub(typed);
+    let (mut next_typed, mut next_f32) = (first_typed, 0);
+    let mut checks = Vec::new();
+    for (k, spec) in specs.iter().enumerate() {
+        let stored = if spec.f32 {
+            next_f32 += 1;
+            inst.f32_outputs
+                .get(next_f32 - 1)
+                .ok_or_else(|| format!("{}: no f32 output {}", w.name, spec.name))?
+                .to_host()?
+        } else {
+            next_typed += 1;
+            inst.tensors.to_f32(next_typed - 1)?
+        };
+        let mut got = w.output_logical(stored)?;
+        let wanted = if k == 0 {
+            &want.values
+        } else {
+            want.others
+                .get(k - 1)
+                .ok_or_else(|| format!("{}: no reference for {}", w.name, spec.name))?
+        };
+        if k == 0
+            && let Some(rows) = &want.rows
+        {
+            let width = spec.shape.last().copied().unwrap_or(1) as usize;
+            got = rows
+                .iter()
+                .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
+                .collect();
+        }
+        let c = compare(&got, wanted);
+        let tolerance = w.output_tolerance(spec);
+        checks.push(OutputCheck {
+            output: spec.name.to_string(),
+            rel_err: c.rel_err,
+            tolerance,
+            pass: c.rel_err <= tolerance && c.mismatched_special == 0,
+            compared: got.len(),
+            mismatched_special: c.mismatched_special,
+            first_mismatch: c.first_mismatch,
+        });
     }
-    let c = compare(&got, &want.values);
-    let tolerance = w.tolerance();
-    Ok(CheckResult {
-        name: w.name.clone(),
-        rel_err: c.rel_err,
-        tolerance,
-        pass: c.rel_err <= tolerance && c.mismatched_special == 0,
-        compared: got.len(),
-        mismatched_special: c.mismatched_special,
-        first_mismatch: c.first_mismatch,
-    })
+    Ok(CheckResult::of(&w.name, checks))
 }
 
 /// A NaN-aware comparison of an output with its reference.

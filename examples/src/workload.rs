@@ -34,6 +34,11 @@ pub enum Layout {
     /// stride (`pad > 0`) and/or a start `offset` elements in. Element-wise ops take it only 1-D
     /// (`pad = 0`: an offset slice of a contiguous buffer).
     Strided { pad: i64, offset: i64 },
+    /// `rms_norm_heads`: `x: [.., T, H, D]` stored with its head axis `before + H + after` long
+    /// (the other heads filled with [`PAD_VALUE`]) and passed as the view
+    /// `.slice(rank - 2, before..before + H)`: `q` (`before = 0`, `after = 2·Hkv`) or `k`
+    /// (`before = Hq`, `after = Hkv`) of a fused `[T, (Hq + 2·Hkv)·D]` projection.
+    HeadSlice { before: i64, after: i64 },
 }
 
 /// What the padding of a [`Layout::Strided`] input holds: a kernel that reads it gets a visibly wrong
@@ -47,6 +52,9 @@ impl Layout {
             Layout::TransposedB => " (b = [n,k].T)".into(),
             Layout::Bshd => " (BSHD view)".into(),
             Layout::Strided { pad, offset } => format!(" (x strided: pad {pad}, offset {offset})"),
+            Layout::HeadSlice { before, after } => {
+                format!(" (x = heads of a fused tensor: {before} before, {after} after)")
+            }
         }
     }
 }
@@ -60,12 +68,23 @@ pub enum Metric {
     Flops(f64),
 }
 
-/// What the reference produced: the expected output (logical row-major order), for all rows or for
-/// the listed rows of the output viewed as `rows x last-extent`.
+/// What the reference produced: the expected first output (logical row-major order), for all rows or
+/// for the listed rows of the output viewed as `rows x last-extent`, and the expected further outputs
+/// of a multi-output op (all of each, in [`Workload::outputs`] order after the first).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expected {
     pub values: Vec<f32>,
     pub rows: Option<Vec<usize>>,
+    pub others: Vec<Vec<f32>>,
+}
+
+/// One output of a call: its name in the host API, logical shape, and whether it is f32 whatever the
+/// call's element type (the statistics of `layer_norm_stats`) rather than of the element type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputSpec {
+    pub name: &'static str,
+    pub shape: Vec<i64>,
+    pub f32: bool,
 }
 
 /// Host data of one tensor: values (row-major) and shape.
@@ -128,9 +147,40 @@ impl Workload {
             .ok_or_else(|| format!("{}: unknown element type", self.name).into())
     }
 
-    /// The output's tolerance (`cutile_kernels::tolerance`).
+    /// The first output's tolerance (`cutile_kernels::tolerance`).
     pub fn tolerance(&self) -> f64 {
         self.dt().map_or(0.0, Dt::tolerance)
+    }
+
+    /// The tolerance of an output: of the element type, or of f32 for an f32 output.
+    pub fn output_tolerance(&self, o: &OutputSpec) -> f64 {
+        if o.f32 {
+            Dt::F32.tolerance()
+        } else {
+            self.tolerance()
+        }
+    }
+
+    /// Every output the call writes, in the host API's order: `[h, y]` for `add_rms_norm`,
+    /// `[y, mean, rstd]` for `layer_norm_stats` (the statistics f32, shaped as `x` without its last
+    /// axis), otherwise the one output ([`Workload::output_shape`]; `axpy`'s `y` updated in place).
+    pub fn outputs(&self) -> Result<Vec<OutputSpec>, BoxError> {
+        let o = |name, shape, f32| OutputSpec { name, shape, f32 };
+        let x = shape_of(&self.call, 0)?.to_vec();
+        Ok(match self.op() {
+            norm::ADD_RMS_NORM => vec![o("h", x.clone(), false), o("y", x, false)],
+            norm::LAYER_NORM_STATS => {
+                let lead = x[..x.len().saturating_sub(1)].to_vec();
+                vec![
+                    o("y", x, false),
+                    o("mean", lead.clone(), true),
+                    o("rstd", lead, true),
+                ]
+            }
+            gemm::OP => vec![o("c", self.output_shape()?, false)],
+            attention::OP => vec![o("o", self.output_shape()?, false)],
+            _ => vec![o("y", self.output_shape()?, false)],
+        })
     }
 
     /// Memory-bound ops: L2 is flushed before each timed call.
@@ -153,7 +203,16 @@ impl Workload {
         let n = numel(x) as f64;
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => Metric::Bytes(3.0 * n * b),
-            norm::RMS_NORM | norm::LAYER_NORM | softmax::OP => Metric::Bytes(2.0 * n * b),
+            norm::RMS_NORM | norm::LAYER_NORM | norm::RMS_NORM_HEADS | softmax::OP => {
+                Metric::Bytes(2.0 * n * b)
+            }
+            // Reads x and r, writes h and y.
+            norm::ADD_RMS_NORM => Metric::Bytes(4.0 * n * b),
+            // Reads x, writes y, and the f32 mean and rstd of every row.
+            norm::LAYER_NORM_STATS => {
+                let rows = n / last(x).max(1) as f64;
+                Metric::Bytes(2.0 * n * b + 2.0 * rows * 4.0)
+            }
             gemm::OP => {
                 let (m, k, nn) = (x[0], x[1], shape_of(&self.call, 1)?[1]);
                 Metric::Flops(2.0 * m as f64 * nn as f64 * k as f64)
@@ -188,8 +247,11 @@ impl Workload {
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => vec![t(x, 1, 1.0), t(x, 2, 1.0)],
             softmax::OP => vec![t(x, 5, 4.0)],
-            norm::RMS_NORM => vec![t(x, 8, 1.0), t(&[last(x)], 9, 1.0)],
-            norm::LAYER_NORM => vec![t(x, 8, 1.0), t(&[last(x)], 9, 1.0), t(&[last(x)], 10, 1.0)],
+            norm::RMS_NORM | norm::RMS_NORM_HEADS => vec![t(x, 8, 1.0), t(&[last(x)], 9, 1.0)],
+            norm::LAYER_NORM | norm::LAYER_NORM_STATS => {
+                vec![t(x, 8, 1.0), t(&[last(x)], 9, 1.0), t(&[last(x)], 10, 1.0)]
+            }
+            norm::ADD_RMS_NORM => vec![t(x, 8, 1.0), t(x, 14, 1.0), t(&[last(x)], 9, 1.0)],
             gemm::OP => vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)],
             attention::OP => {
                 let k = shape_of(&self.call, 1)?;
@@ -204,8 +266,9 @@ impl Workload {
         self.op() == vector_add::AXPY
     }
 
-    /// What to upload, in order (the output last): the inputs in their storage layout, then the output
-    /// (zeros) unless it is updated in place.
+    /// What to upload, in order (the outputs last): the inputs in their storage layout, then the
+    /// outputs of the element type (zeros, in [`Workload::outputs`] order) unless the output is updated
+    /// in place. The f32 outputs are [`Workload::f32_storage`].
     pub fn storage(&self, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, BoxError> {
         let mut out: Vec<HostTensor> = inputs
             .iter()
@@ -214,18 +277,31 @@ impl Workload {
                 (Layout::TransposedB, 1) => swap_axes(d, s, 0, 1),
                 (Layout::Bshd, _) => swap_axes(d, s, 1, 2),
                 (Layout::Strided { pad, offset }, 0) => pad_last(d, s, pad, offset),
+                (Layout::HeadSlice { before, after }, 0) => pad_heads(d, s, before, after),
                 _ => (d.clone(), s.clone()),
             })
             .collect();
         if !self.output_in_place() {
-            let shape = self.output_shape()?;
-            let shape = match self.layout {
-                Layout::Bshd => swap_axes(&[], &shape, 1, 2).1,
-                _ => shape,
-            };
-            out.push((vec![0.0; numel(&shape)], shape));
+            for o in self.outputs()?.into_iter().filter(|o| !o.f32) {
+                let shape = match self.layout {
+                    Layout::Bshd => swap_axes(&[], &o.shape, 1, 2).1,
+                    _ => o.shape,
+                };
+                out.push((vec![0.0; numel(&shape)], shape));
+            }
         }
         Ok(out)
+    }
+
+    /// The f32 outputs (zeros, contiguous, in [`Workload::outputs`] order): `layer_norm_stats`'s
+    /// `mean` and `rstd`; none for the other ops.
+    pub fn f32_storage(&self) -> Result<Vec<HostTensor>, BoxError> {
+        Ok(self
+            .outputs()?
+            .into_iter()
+            .filter(|o| o.f32)
+            .map(|o| (vec![0.0; numel(&o.shape)], o.shape))
+            .collect())
     }
 
     /// The output read back in storage order → logical row-major order.
@@ -243,7 +319,19 @@ impl Workload {
     /// The expected output from the (logical) inputs, by the family's CPU reference. GEMMs of more
     /// than 2³² multiply-adds are checked on 64 rows spread over `c`.
     pub fn reference(&self, i: &[HostTensor]) -> Result<Expected, BoxError> {
-        let all = |values| Expected { values, rows: None };
+        let all = |values| Expected {
+            values,
+            rows: None,
+            others: Vec::new(),
+        };
+        let many = |mut outs: Vec<Vec<f32>>| {
+            let values = outs.remove(0);
+            Expected {
+                values,
+                rows: None,
+                others: outs,
+            }
+        };
         let x = shape_of(&self.call, 0)?;
         let cols = last(x) as usize;
         Ok(match self.op() {
@@ -254,6 +342,25 @@ impl Workload {
             norm::LAYER_NORM => all(norm::layer_norm_reference(
                 &i[0].0, &i[1].0, &i[2].0, EPS, cols,
             )),
+            norm::RMS_NORM_HEADS => {
+                all(norm::rms_norm_heads_reference(&i[0].0, &i[1].0, EPS, cols))
+            }
+            norm::ADD_RMS_NORM => {
+                let (h, y) = norm::add_rms_norm_reference(
+                    &i[0].0,
+                    &i[1].0,
+                    &i[2].0,
+                    EPS,
+                    cols,
+                    self.dt()?.scalar(),
+                );
+                many(vec![h, y])
+            }
+            norm::LAYER_NORM_STATS => {
+                let (y, mean, rstd) =
+                    norm::layer_norm_stats_reference(&i[0].0, &i[1].0, &i[2].0, EPS, cols);
+                many(vec![y, mean, rstd])
+            }
             gemm::OP => {
                 let b = shape_of(&self.call, 1)?;
                 let (m, k, n) = (x[0] as usize, x[1] as usize, b[1] as usize);
@@ -268,6 +375,7 @@ impl Workload {
                     Expected {
                         values: gemm::gemm_reference(&a, &i[1].0, rows.len(), n, k),
                         rows: Some(rows),
+                        others: Vec::new(),
                     }
                 }
             }
@@ -361,12 +469,39 @@ impl Workload {
                 match self.op() {
                     gemm::OP => gemm::plan(&operands, &target, all_candidates)?,
                     softmax::OP => softmax::plan(&operands, &target, all_candidates)?,
-                    op @ (norm::RMS_NORM | norm::LAYER_NORM) => {
+                    op @ (norm::RMS_NORM
+                    | norm::LAYER_NORM
+                    | norm::ADD_RMS_NORM
+                    | norm::LAYER_NORM_STATS
+                    | norm::RMS_NORM_HEADS) => {
                         norm::plan(op, &operands, &target, EPS, all_candidates)?
                     }
                     vector_add::ADD => vector_add::plan_add(&operands, &target)?,
                     vector_add::AXPY => vector_add::plan_axpy(&operands, &target, ALPHA)?,
                     other => return Err(format!("{other} takes no strided layout").into()),
+                }
+            }
+            Layout::HeadSlice { before, after } => {
+                let x = &mut operands[0];
+                let r = x.shape.len();
+                if r < 3 {
+                    return Err(format!("{}: a head slice needs [.., T, H, D]", self.name).into());
+                }
+                let mut stored = x.shape.clone();
+                stored[r - 2] += before + after;
+                x.strides = contiguous_strides(&stored);
+                x.ptr = x
+                    .ptr
+                    .wrapping_add((before * x.shape[r - 1]) as u64 * x.elem_bytes());
+                match self.op() {
+                    norm::RMS_NORM_HEADS => norm::plan(
+                        norm::RMS_NORM_HEADS,
+                        &operands,
+                        &target,
+                        EPS,
+                        all_candidates,
+                    )?,
+                    other => return Err(format!("{other} takes no head-slice layout").into()),
                 }
             }
             Layout::Contiguous => Vec::new(),
@@ -402,6 +537,27 @@ pub fn pad_last(data: &[f32], shape: &[i64], pad: i64, offset: i64) -> HostTenso
         Some(l) => *l = width as i64,
         None => stored.push(width as i64),
     }
+    (out, stored)
+}
+
+/// `data` of `shape` (`[.., T, H, D]`) with `before` heads in front of and `after` heads behind the
+/// `H` heads of every token ([`PAD_VALUE`]): the storage of a [`Layout::HeadSlice`] view.
+pub fn pad_heads(data: &[f32], shape: &[i64], before: i64, after: i64) -> HostTensor {
+    let r = shape.len();
+    if r < 2 {
+        return (data.to_vec(), shape.to_vec());
+    }
+    let (h, d) = (shape[r - 2].max(0) as usize, shape[r - 1].max(1) as usize);
+    let (before, after) = (before.max(0) as usize, after.max(0) as usize);
+    let token = (h * d).max(1);
+    let mut out = Vec::with_capacity(data.len() / token * (before + h + after) * d);
+    for t in data.chunks(token) {
+        out.extend(std::iter::repeat_n(PAD_VALUE, before * d));
+        out.extend_from_slice(t);
+        out.extend(std::iter::repeat_n(PAD_VALUE, after * d));
+    }
+    let mut stored = shape.to_vec();
+    stored[r - 2] += (before + after) as i64;
     (out, stored)
 }
 
@@ -450,6 +606,39 @@ pub fn extra_checks() -> Vec<Workload> {
             &[&[4, 250, 1023]],
             false,
         )));
+        w.push(Workload::new(call(
+            norm::ADD_RMS_NORM,
+            dt,
+            &[&[4, 250, 1023]],
+            false,
+        )));
+        w.push(Workload::new(call(
+            norm::LAYER_NORM_STATS,
+            dt,
+            &[&[4, 250, 1023]],
+            false,
+        )));
+        w.push(Workload::new(call(
+            norm::RMS_NORM_HEADS,
+            dt,
+            &[&[3, 77, 7, 96]],
+            false,
+        )));
+        // `q` and `k` of a fused qkv projection with 12 query and 4 key/value heads of 128.
+        w.push(Workload::with_layout(
+            call(norm::RMS_NORM_HEADS, dt, &[&[333, 12, 128]], false),
+            Layout::HeadSlice {
+                before: 0,
+                after: 8,
+            },
+        ));
+        w.push(Workload::with_layout(
+            call(norm::RMS_NORM_HEADS, dt, &[&[333, 4, 128]], false),
+            Layout::HeadSlice {
+                before: 12,
+                after: 4,
+            },
+        ));
         // Views get shapes no contiguous call of the suite has: a bundle entry is identified by
         // kernel, specialization text and arch, and the text does not say which stride is the unit
         // one, so a view and a contiguous call with the same divisibilities could not both be held.

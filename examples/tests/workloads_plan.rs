@@ -56,6 +56,9 @@ fn checks_cover_each_op_and_dtype() {
         ("softmax", &["f32", "bf16", "f16"]),
         ("rms_norm", &["f32", "bf16", "f16"]),
         ("layer_norm", &["f32", "bf16", "f16"]),
+        ("add_rms_norm", &["f32", "bf16", "f16"]),
+        ("layer_norm_stats", &["f32", "bf16", "f16"]),
+        ("rms_norm_heads", &["f32", "bf16", "f16"]),
         ("gemm", &["bf16", "f16"]),
         ("attention", &["bf16", "f16"]),
     ] {
@@ -71,6 +74,59 @@ fn checks_cover_each_op_and_dtype() {
             .any(|w| w.call.op == "softmax" && w.call.shapes[0].len() >= 3)
     );
     assert!(ws.iter().any(|w| w.layout == Layout::Bshd && w.call.causal));
+    assert!(
+        ws.iter()
+            .any(|w| matches!(w.layout, Layout::HeadSlice { before: 0, .. }))
+    );
+}
+
+#[test]
+fn multi_output_ops_have_a_reference_per_output() {
+    use cutile_examples::workload::{Workload, call};
+    for (op, outs, f32s) in [
+        ("add_rms_norm", vec!["h", "y"], 0),
+        ("layer_norm_stats", vec!["y", "mean", "rstd"], 2),
+        ("rms_norm_heads", vec!["y"], 0),
+    ] {
+        let w = Workload::new(call(op, "bf16", &[&[3, 5, 40]], false));
+        let specs = w.outputs().unwrap();
+        let names: Vec<&str> = specs.iter().map(|o| o.name).collect();
+        assert_eq!(names, outs, "{op}");
+        let inputs = w.inputs().unwrap();
+        let want = w.reference(&inputs).unwrap();
+        assert_eq!(want.others.len() + 1, specs.len(), "{op}");
+        for (k, s) in specs.iter().enumerate() {
+            let n: i64 = s.shape.iter().product();
+            let len = if k == 0 {
+                want.values.len()
+            } else {
+                want.others[k - 1].len()
+            };
+            assert_eq!(len as i64, n, "{op} {}", s.name);
+        }
+        assert_eq!(w.f32_storage().unwrap().len(), f32s, "{op}");
+        // The typed outputs follow the inputs.
+        let stored = w.storage(&inputs).unwrap();
+        assert_eq!(stored.len(), inputs.len() + specs.len() - f32s, "{op}");
+    }
+    // `h` is `x + r` rounded to the element type.
+    let w = Workload::new(call("add_rms_norm", "bf16", &[&[2, 8]], false));
+    let i = w.inputs().unwrap();
+    let want = w.reference(&i).unwrap();
+    let h0 = half::bf16::from_f32(i[0].0[0] + i[1].0[0]).to_f32();
+    assert_eq!(want.values[0], h0);
+}
+
+#[test]
+fn a_head_slice_stores_the_fused_tensor() {
+    use cutile_examples::workload::{PAD_VALUE, pad_heads};
+    let d: Vec<f32> = (0..2 * 3 * 4).map(|v| v as f32).collect();
+    let (s, shape) = pad_heads(&d, &[2, 3, 4], 1, 2);
+    assert_eq!(shape, vec![2, 6, 4]);
+    assert!(s[..4].iter().all(|&v| v == PAD_VALUE));
+    assert_eq!(&s[4..16], &d[..12]);
+    assert!(s[16..24].iter().all(|&v| v == PAD_VALUE));
+    assert_eq!(&s[28..40], &d[12..24]);
 }
 
 #[test]

@@ -46,6 +46,11 @@ pub enum CaseLayout {
         pad: i64,
         offset: i64,
     },
+    /// `rms_norm_heads`: `x` viewed out of a fused projection (see `Layout::HeadSlice`).
+    HeadSlice {
+        before: i64,
+        after: i64,
+    },
 }
 
 impl CaseLayout {
@@ -55,6 +60,7 @@ impl CaseLayout {
             CaseLayout::TransposedB => Layout::TransposedB,
             CaseLayout::Bshd => Layout::Bshd,
             CaseLayout::Strided { pad, offset } => Layout::Strided { pad, offset },
+            CaseLayout::HeadSlice { before, after } => Layout::HeadSlice { before, after },
         }
     }
 }
@@ -117,8 +123,9 @@ impl Case {
         let shapes: Vec<Vec<i64>> = match self.op.as_str() {
             vector_add::ADD | vector_add::AXPY => vec![x.clone(), x.clone()],
             softmax::OP => vec![x.clone()],
-            norm::RMS_NORM => vec![x.clone(), vec1],
-            norm::LAYER_NORM => vec![x.clone(), vec1.clone(), vec1],
+            norm::RMS_NORM | norm::RMS_NORM_HEADS => vec![x.clone(), vec1],
+            norm::LAYER_NORM | norm::LAYER_NORM_STATS => vec![x.clone(), vec1.clone(), vec1],
+            norm::ADD_RMS_NORM => vec![x.clone(), x.clone(), vec1],
             gemm::OP => vec![x.clone(), self.shapes.get(1).ok_or("gemm needs b")?.clone()],
             attention::OP => {
                 let k = self.shapes.get(1).ok_or("attention needs k")?.clone();
@@ -136,7 +143,9 @@ impl Case {
                 range,
                 self.seed.wrapping_mul(31).wrapping_add(i as u64),
             );
-            let main = i == 0 || matches!(self.op.as_str(), vector_add::ADD | gemm::OP);
+            let main = i == 0
+                || matches!(self.op.as_str(), vector_add::ADD | gemm::OP)
+                || (i == 1 && self.op == norm::ADD_RMS_NORM);
             match self.values {
                 Values::Normal => {}
                 Values::Large if main || self.op == attention::OP => {
@@ -175,8 +184,18 @@ fn large_scale(op: &str, dt: Dt, i: usize) -> f32 {
     match op {
         vector_add::ADD | vector_add::AXPY | softmax::OP if f16 => 1.5e4,
         vector_add::ADD | vector_add::AXPY | softmax::OP => 1e30,
-        norm::RMS_NORM | norm::LAYER_NORM if f16 => 1e4,
-        norm::RMS_NORM | norm::LAYER_NORM => 1e15,
+        norm::RMS_NORM | norm::LAYER_NORM | norm::LAYER_NORM_STATS | norm::RMS_NORM_HEADS
+            if f16 =>
+        {
+            1e4
+        }
+        // `h = x + r` stays below twice the scale.
+        norm::ADD_RMS_NORM if f16 => 1.5e4,
+        norm::RMS_NORM
+        | norm::LAYER_NORM
+        | norm::ADD_RMS_NORM
+        | norm::LAYER_NORM_STATS
+        | norm::RMS_NORM_HEADS => 1e15,
         gemm::OP => 8.0,
         attention::OP if i == 0 => 8.0,
         _ => 1.0,
@@ -248,7 +267,11 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 seed,
             })
             .boxed(),
-        softmax::OP | norm::RMS_NORM | norm::LAYER_NORM => {
+        softmax::OP
+        | norm::RMS_NORM
+        | norm::LAYER_NORM
+        | norm::ADD_RMS_NORM
+        | norm::LAYER_NORM_STATS => {
             let values = if op == softmax::OP {
                 prop_oneof![
                     4 => Just(Values::Normal),
@@ -260,8 +283,10 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
             } else {
                 values_rows.boxed()
             };
+            // `mean` and `rstd` of `layer_norm_stats` are shaped as `x`'s leading axes: keep one.
+            let min_lead = usize::from(op == norm::LAYER_NORM_STATS);
             (
-                prop::collection::vec(dim(3000), 0..=2),
+                prop::collection::vec(dim(3000), min_lead..=2),
                 prop_oneof![4 => dim(4096), 1 => 4097..=70_000i64],
                 dtype,
                 prop_oneof![3 => Just(CaseLayout::Contiguous), 1 => strided],
@@ -283,6 +308,60 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 })
                 .boxed()
         }
+        norm::RMS_NORM_HEADS => (
+            // Tokens (with an optional batch axis), and the fused projection's heads: `hkv` key/value
+            // heads of `group` query heads each.
+            (prop::collection::vec(dim(64), 0..=1), dim(4096)),
+            (1..=8i64, 1..=8i64),
+            prop_oneof![
+                3 => prop::sample::select(vec![64i64, 80, 96, 128, 256]),
+                1 => 1..=300i64,
+            ],
+            dtype,
+            // 0 contiguous `[.., T, Hq, D]`, 1 `q` of the fused tensor, 2 `k` of it, 3 a padded /
+            // offset head vector stride.
+            (0..4u8, 0..=24i64, 0..=8i64),
+            values_rows,
+            seed,
+        )
+            .prop_map(
+                |((mut lead, t), (hkv, group), d, dtype, (form, pad, offset), values, seed)| {
+                    let hq = hkv * group;
+                    let (heads, layout) = match form {
+                        1 => (
+                            hq,
+                            CaseLayout::HeadSlice {
+                                before: 0,
+                                after: 2 * hkv,
+                            },
+                        ),
+                        2 => (
+                            hkv,
+                            CaseLayout::HeadSlice {
+                                before: hq,
+                                after: hkv,
+                            },
+                        ),
+                        3 => (hq, CaseLayout::Strided { pad, offset }),
+                        _ => (hq, CaseLayout::Contiguous),
+                    };
+                    // Only the tokens shrink (the heads keep their place in the fused tensor),
+                    // whose storage is at most `group + 2` ≤ 10 times the view.
+                    lead.push(t);
+                    let mut x = bounded(lead, (MAX_ELEMS / 16 / (heads * d)).max(1));
+                    x.extend([heads, d]);
+                    Case {
+                        op: norm::RMS_NORM_HEADS.into(),
+                        dtype: dtype.into(),
+                        shapes: vec![x],
+                        causal: false,
+                        layout,
+                        values,
+                        seed,
+                    }
+                },
+            )
+            .boxed(),
         gemm::OP => (
             (dim(2048), dim(2048), dim(2048)),
             dtype,
@@ -365,6 +444,9 @@ pub const COVERED: &[&str] = &[
     softmax::OP,
     norm::RMS_NORM,
     norm::LAYER_NORM,
+    norm::ADD_RMS_NORM,
+    norm::LAYER_NORM_STATS,
+    norm::RMS_NORM_HEADS,
     gemm::OP,
     attention::OP,
 ];
@@ -795,6 +877,48 @@ mod tests {
         let cmp = cutile_examples::run::compare(&r.values, &r.values);
         assert_eq!(cmp.mismatched_special, 0);
         assert!(cmp.rel_err < 1e-12);
+    }
+
+    #[test]
+    fn every_registry_op_is_covered() {
+        assert!(uncovered_ops().is_empty(), "{:?}", uncovered_ops());
+        for op in ["add_rms_norm", "layer_norm_stats", "rms_norm_heads"] {
+            assert!(select_ops(&[op.to_string()]).is_ok(), "{op}");
+        }
+    }
+
+    #[test]
+    fn norm_head_cases_include_fused_views_that_plan() {
+        let cases: Vec<Case> = generate(&["rms_norm_heads"], 60, 5)
+            .expect("gen")
+            .iter()
+            .map(|t| t.current())
+            .collect();
+        let sliced: Vec<&Case> = cases
+            .iter()
+            .filter(|c| matches!(c.layout, CaseLayout::HeadSlice { .. }))
+            .collect();
+        assert!(sliced.len() >= 10, "{} head slices", sliced.len());
+        let planned = sliced
+            .iter()
+            .filter(|c| {
+                c.workload()
+                    .plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                    .is_ok()
+            })
+            .count();
+        assert!(
+            planned * 2 >= sliced.len(),
+            "{planned} of {} plan",
+            sliced.len()
+        );
+        for c in &cases {
+            assert_eq!(c.shapes[0].len(), 3 + usize::from(c.shapes[0].len() == 4));
+            let i = c.inputs().expect("inputs");
+            assert_eq!(i.len(), 2);
+        }
+        let stats = generate(&["layer_norm_stats"], 30, 5).expect("gen");
+        assert!(stats.iter().all(|t| t.current().shapes[0].len() >= 2));
     }
 
     #[test]

@@ -3,5 +3,11 @@
 //! without a GPU.
 
 fn main() {
-    cutile_examples::example_ops("layer_norm", &[cutile_kernels::norm::LAYER_NORM]);
+    cutile_examples::example_ops(
+        "layer_norm",
+        &[
+            cutile_kernels::norm::LAYER_NORM,
+            cutile_kernels::norm::LAYER_NORM_STATS,
+        ],
+    );
 }

@@ -3,5 +3,12 @@
 //! GPU.
 
 fn main() {
-    cutile_examples::example_ops("rms_norm", &[cutile_kernels::norm::RMS_NORM]);
+    cutile_examples::example_ops(
+        "rms_norm",
+        &[
+            cutile_kernels::norm::RMS_NORM,
+            cutile_kernels::norm::ADD_RMS_NORM,
+            cutile_kernels::norm::RMS_NORM_HEADS,
+        ],
+    );
 }
