@@ -2,7 +2,7 @@
 """Peer timings on the GPU machine, paired call by call with gpu-harness in the same run.
 
 Reads the benchmark calls the harness times (op, dtype, shapes, causal; written by
-`gpu-harness run` as $OUT/bench-calls.json, or by `gpu-harness calls --out DIR` beforehand) and times,
+`gpu-harness bench` as $OUT/bench-calls.json, or by `gpu-harness calls --out DIR` beforehand) and times,
 for every call, its torch and Triton counterparts with triton.testing.do_bench (CUDA events, L2 flushed
 before every repetition, median):
 
@@ -10,12 +10,16 @@ before every repetition, median):
   softmax             torch.softmax, the Triton row softmax of tr_kernels.py (num_warps 4, 8, 16)
   rms_norm            torch.nn.functional.rms_norm, the Triton row RMSNorm of tr_kernels.py
   layer_norm          torch.nn.functional.layer_norm, the Triton row LayerNorm of tr_kernels.py
+  add_rms_norm        h = x + r; y = F.rms_norm(h) in torch (tr_kernels.py has no fused add: torch only)
+  rms_norm_heads      F.rms_norm over D of [.., T, H, D], the Triton row RMSNorm on its [T·H, D] rows
+  layer_norm_stats    torch.native_layer_norm (y, mean, rstd) (tr_kernels.py writes no stats: torch only)
   gemm                torch.matmul (cuBLAS)
   attention           scaled_dot_product_attention with the cuDNN and the flash backends
 
-Each result is checked against a float32 torch computation (relative L2). The Triton kernels are imported
-at run time from --triton-kernels (default: shared/bench/reference/tr_kernels.py beside the checkout, or
-/work/shared/bench/reference/tr_kernels.py); without the file the Triton rows are reported as skipped.
+Each result is checked against a float32 torch computation (relative L2; of several outputs the largest).
+The Triton kernels are imported at run time from --triton-kernels (default: .gpu/reference/tr_kernels.py
+in the checkout, else ../shared/bench/reference/tr_kernels.py beside the checkout; both found from this
+script's place); without the file the Triton rows are reported as skipped.
 
 usage: python3 peers.py OUT/peers.json --calls OUT/bench-calls.json [--triton-kernels PATH] [--ops softmax,gemm]
 Writes the `cutile-bench` schema (docs/gpu-runner.md): rows carry the harness's call name and impl
@@ -42,12 +46,13 @@ TRITON_WARPS = (4, 8, 16)
 TRITON_MAX_BLOCK = 65536
 
 
+CHECKOUT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
 def load_triton_kernels(path):
     candidates = [path] if path else [
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".gpu", "reference", "tr_kernels.py"),
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "bench", "reference",
-                     "tr_kernels.py"),
-        "/work/shared/bench/reference/tr_kernels.py",
+        os.path.join(CHECKOUT, ".gpu", "reference", "tr_kernels.py"),
+        os.path.join(CHECKOUT, "..", "shared", "bench", "reference", "tr_kernels.py"),
     ]
     for p in candidates:
         if p and os.path.isfile(p):
@@ -158,6 +163,57 @@ def bench_call(rec, call, tk):
                 rec.run(call, "triton", lambda nw=nw: triton_fn(nw), lambda: relerr(y, ref),
                         nbytes=nbytes, cfg=f"num_warps={nw}")
         return
+    if op == "add_rms_norm":
+        cols = x_shape[-1]
+        x, r, w = rand(x_shape, dt), rand(x_shape, dt), rand([cols], dt)
+        h_ref = (x.float() + r.float()).to(dt).float()  # h is stored in dt before the statistics
+        y_ref = F.rms_norm(h_ref, (cols,), w.float(), EPS)
+
+        def fused():
+            h = x + r
+            return h, F.rms_norm(h, (cols,), w, EPS)
+
+        def check():
+            h, y = fused()
+            return max(relerr(h, h_ref), relerr(y, y_ref))
+        rec.run(call, "torch", fused, check, nbytes=4 * numel(x_shape) * esize)
+        rec.skip(call, "triton", "tr_kernels.py has no fused residual add + RMSNorm")
+        return
+    if op == "rms_norm_heads":
+        d = x_shape[-1]
+        x, w = rand(x_shape, dt), rand([d], dt)
+        y = torch.empty_like(x)
+        ref = F.rms_norm(x.float(), (d,), w.float(), EPS)
+        nbytes = 2 * numel(x_shape) * esize
+        rec.run(call, "torch", lambda: F.rms_norm(x, (d,), w, EPS),
+                lambda: relerr(F.rms_norm(x, (d,), w, EPS), ref), nbytes=nbytes)
+        if tk is None:
+            rec.skip(call, "triton", "tr_kernels.py not found (--triton-kernels)")
+        else:
+            x2, y2 = x.view(-1, d), y.view(-1, d)  # every head vector a row
+            for nw in TRITON_WARPS:
+                rec.run(call, "triton", lambda nw=nw: tk.rmsnorm(x2, w, y2, EPS, nw), lambda: relerr(y, ref),
+                        nbytes=nbytes, cfg=f"num_warps={nw}")
+        return
+    if op == "layer_norm_stats":
+        cols = x_shape[-1]
+        x, w, b = rand(x_shape, dt), rand([cols], dt), rand([cols], dt)
+        xf = x.float()
+        mean_ref = xf.mean(dim=-1, keepdim=True)
+        rstd_ref = torch.rsqrt(xf.var(dim=-1, unbiased=False, keepdim=True) + EPS)
+        y_ref = F.layer_norm(xf, (cols,), w.float(), b.float(), EPS)
+        rows = numel(x_shape) // max(cols, 1)
+
+        def stats():
+            return torch.native_layer_norm(x, (cols,), w, b, EPS)
+
+        def check():
+            y, mean, rstd = stats()
+            return max(relerr(y, y_ref), relerr(mean.reshape(-1), mean_ref.reshape(-1)),
+                       relerr(rstd.reshape(-1), rstd_ref.reshape(-1)))
+        rec.run(call, "torch", stats, check, nbytes=2 * numel(x_shape) * esize + 2 * rows * 4)
+        rec.skip(call, "triton", "tr_kernels.py has no LayerNorm that writes mean and rstd")
+        return
     if op == "gemm":
         (m, k), (_, n) = shapes[0], shapes[1]
         a, b = rand([m, k], dt), rand([k, n], dt)
@@ -246,7 +302,7 @@ def bench_file(rows, tk_path, calls_path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="JSON file to write")
-    ap.add_argument("--calls", required=True, help="bench-calls.json written by gpu-harness (run or calls)")
+    ap.add_argument("--calls", required=True, help="bench-calls.json written by gpu-harness (bench or calls)")
     ap.add_argument("--triton-kernels", default=None, help="path of tr_kernels.py (imported at run time)")
     ap.add_argument("--ops", default="", help="only these ops, comma-separated")
     args = ap.parse_args()
