@@ -26,6 +26,7 @@ Writes the `cutile-bench` schema (docs/gpu-runner.md): rows carry the harness's 
 (torch, cublas, triton, cudnn, flash), so `gpu-harness report OUT` pairs them with ours.
 """
 import argparse
+import functools
 import importlib.util
 import json
 import math
@@ -255,6 +256,7 @@ def bench_call(rec, call, tk):
 SCHEMA_VERSION = 1  # of the `cutile-bench` schema (docs/gpu-runner.md; gpu-harness/src/schema.rs)
 
 
+@functools.lru_cache(maxsize=None)  # read once: the file is rewritten after every call
 def smi_env():
     """Clocks, power limit, driver and temperature of the first visible GPU, from nvidia-smi."""
     env = {}
@@ -299,6 +301,13 @@ def bench_file(rows, tk_path, calls_path):
     return dict(schema="cutile-bench", schema_version=SCHEMA_VERSION, producer="peers.py", env=env, rows=out)
 
 
+def write(path, rows, tk_path, calls_path):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(bench_file(rows, tk_path, calls_path), f, indent=1)
+    os.replace(tmp, path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="JSON file to write")
@@ -321,9 +330,10 @@ def main():
             continue
         bench_call(rec, call, tk)
         torch.cuda.empty_cache()
+        # Rewritten after every call: a run stopped by a time limit keeps what it measured.
+        write(args.out, rec.rows, tk_path, args.calls)
 
-    with open(args.out, "w") as f:
-        json.dump(bench_file(rec.rows, tk_path, args.calls), f, indent=1)
+    write(args.out, rec.rows, tk_path, args.calls)
     print(f"{'call':52} {'impl':24} {'cfg':12} {'ms':>9} {'GB/s':>8} {'TF/s':>7} {'relerr':>9}")
     for r in rec.rows:
         if "ms" not in r:

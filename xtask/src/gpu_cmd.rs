@@ -1,15 +1,11 @@
 //! `cargo xtask gpu prepare [--arch sm_90] [--dir .gpu]`: everything a run on the GPU machine needs, which
 //! has no cargo, no tileiras and no network: builds the `gpu-harness` binary in release mode (stripped),
-//! runs its `plan` step to compile every launch it will make into an AOT bundle, and puts both into the
-//! git-ignored `.gpu/` folder that travels with the checkout. Then, on the device:
-//!
-//! ```text
-//! .gpu/gpu-harness run --bundle .gpu/kernels.bundle --out $OUT
-//! ```
-//!
-//! (carry `.gpu`, which git ignores); `tune` instead of `run` makes a tuning run (the bundle holds every
-//! tuning candidate). Results come back as `$OUT/gpu-harness.json` plus the table on
-//! stdout.
+//! runs its `plan` step to compile every launch it will make into an AOT bundle (every tuning candidate
+//! included), compresses the binary (`gpu-harness.xz`), copies the Triton peer kernels
+//! (`reference/tr_kernels.py`) when they lie beside the checkout, all into the git-ignored `.gpu/`, and
+//! prints the device commands. The bundle-only one ([`bundle_run_command`]) runs fixed checks, bench,
+//! tune, the launch-overhead phases, the peers and the report in one device call, each step under a time
+//! budget, and returns a tarball plus three summary files (docs/gpu-runner.md).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,6 +43,8 @@ pub struct PrepareArgs {
 
 /// What the device tool may carry in all (checkout included).
 const TRANSFER_LIMIT: u64 = 64 << 20;
+/// The longest command the device tool takes.
+const DEVICE_COMMAND_LIMIT: usize = 2000;
 
 pub fn run(args: &Args) -> Result<(), BoxError> {
     match args {
@@ -150,16 +148,28 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
         );
     }
     let (d, bu) = (rel(&dir), rel(&bundle));
+    let reference = copy_triton_kernels(&root, &dir)?;
     let unpack = format!("xz -dc {d}/gpu-harness.xz > /tmp/gh && chmod +x /tmp/gh");
+    let bundle_run = bundle_run_command(&d, &bu);
+    if bundle_run.len() > DEVICE_COMMAND_LIMIT {
+        eprintln!(
+            "warning: the bundle-only command is {} characters, over the device's {DEVICE_COMMAND_LIMIT}",
+            bundle_run.len()
+        );
+    }
     println!(
         "\ncarry only what a run needs (the uncompressed binary stays here):\n  \
-         bundle-only run, carry [\"{d}/gpu-harness.xz\", \"{bu}\", \"{d}/reference\"]:\n    \
-         set -o pipefail; {unpack} && /tmp/gh check --fixed --bundle {bu} --out $OUT; \
-         /tmp/gh bench --bundle {bu} --out $OUT; \
-         /tmp/gh tune --bundle {bu} --out $OUT/tune; \
-         /tmp/gh run --bundle {bu} --out $OUT; \
-         python3 ci/gpu/peers.py $OUT/peers.json --calls $OUT/bench-calls.json; \
-         /tmp/gh report $OUT\n  \
+         bundle-only run ({} characters; returns {}), carry [\"{d}/gpu-harness.xz\", \"{bu}\", \"{d}/reference\"]{}:\n    \
+         {bundle_run}",
+        bundle_run.len(),
+        BUNDLE_RUN_FILES.join(", "),
+        match reference {
+            Some(_) => String::new(),
+            None => " (no tr_kernels.py found: the Triton peers are skipped)".into(),
+        },
+    );
+    println!(
+        "  \
          toolchain run (property check with JIT), carry [\"{d}/gpu-harness.xz\", \"{d}/tc\"]:\n    \
          {unpack} && tar -xJf {d}/tc/tc135.tar.xz -C /tmp && \
          unset CUDA_HOME CUDA_PATH CUDA_ROOT; \
@@ -170,6 +180,121 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// Seconds each step of the bundle-only run may take (SIGTERM, then SIGKILL 5 s later): together
+/// under the device's 600 s per command, with room to unpack and pack. A step stopped by its budget
+/// keeps what it wrote (bench, tune and peers rewrite their JSON after every call).
+pub const STEP_BUDGETS: [(&str, u32); 6] = [
+    ("check", 45),
+    ("bench", 190),
+    ("tune", 110),
+    ("run", 50),
+    ("peers", 140),
+    ("report", 20),
+];
+
+/// Files the bundle-only run leaves at the top of `$OUT` (the device returns at most 8, no deeper
+/// than two folder levels): everything in one tarball, and the three files to read first.
+pub const BUNDLE_RUN_FILES: [&str; 4] = ["results.tar.gz", "steps.txt", "report.md", "check.json"];
+
+/// The device command of a bundle-only run (carry `{d}/gpu-harness.xz`, `{bundle}`, `{d}/reference`):
+/// unpacks the harness, runs every step into `/tmp/gpu-run` with its log and budget
+/// ([`STEP_BUDGETS`]), then packs that folder (less criterion's own files) into
+/// `$OUT/results.tar.gz` and copies [`BUNDLE_RUN_FILES`]' summaries beside it. stdout: each step's exit
+/// status and last lines, then every `FAILED` / `ERROR` / `NOT COVERED` line.
+pub fn bundle_run_command(d: &str, bundle: &str) -> String {
+    let budget = |name: &str| {
+        STEP_BUDGETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(60, |(_, s)| *s)
+    };
+    let steps = [
+        (
+            "check",
+            "/tmp/gh check --fixed --bundle $B --out $R".to_string(),
+        ),
+        (
+            "bench",
+            "/tmp/gh bench --bundle $B --out $R --measurement-ms 500 --warm-up-ms 200".into(),
+        ),
+        ("tune", "/tmp/gh tune --bundle $B --out $R/tune".into()),
+        ("run", "/tmp/gh run --bundle $B --out $R".into()),
+        (
+            "peers",
+            "python3 ci/gpu/peers.py $R/peers.json --calls $R/bench-calls.json".into(),
+        ),
+        ("report", "/tmp/gh report $R".into()),
+    ];
+    let mut cmd = format!(
+        "R=/tmp/gpu-run; B={bundle}; rm -rf $R; mkdir -p $R; \
+         xz -dc {d}/gpu-harness.xz > /tmp/gh && chmod +x /tmp/gh || exit 2; \
+         step() {{ n=$1; t=$2; shift 2; timeout -k 5 $t \"$@\" > $R/$n.log 2>&1; \
+         echo \"$n: exit $? (budget $t s)\" | tee -a $R/steps.txt; tail -n 3 $R/$n.log; }}; "
+    );
+    for (name, line) in steps {
+        cmd.push_str(&format!("step {name} {} {line}; ", budget(name)));
+    }
+    cmd.push_str(
+        "tar -czf $OUT/results.tar.gz --exclude=./criterion -C $R .; \
+         cp $R/steps.txt $R/report.md $R/check.json $OUT/ 2>/dev/null; \
+         grep -h 'FAILED\\|ERROR\\|NOT COVERED' $R/*.log | head -n 60; cat $R/steps.txt",
+    );
+    cmd
+}
+
+/// Copies the Triton peer kernels into `dir/reference/tr_kernels.py` (what `peers.py` looks for first)
+/// from `shared/bench/reference/` beside the checkout, when there; returns the copy, or an existing
+/// one.
+fn copy_triton_kernels(root: &Path, dir: &Path) -> Result<Option<PathBuf>, BoxError> {
+    let dest = dir.join("reference").join("tr_kernels.py");
+    let src = root
+        .parent()
+        .map(|p| p.join("shared/bench/reference/tr_kernels.py"));
+    match src {
+        Some(src) if src.is_file() => {
+            std::fs::create_dir_all(dest.parent().unwrap_or(dir))?;
+            std::fs::copy(&src, &dest)?;
+            Ok(Some(dest))
+        }
+        _ => Ok(dest.is_file().then_some(dest)),
+    }
+}
+
 fn rel_to(root: &Path, p: &Path) -> String {
     p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundle_run_fits_one_device_call() {
+        let cmd = bundle_run_command(".gpu", ".gpu/kernels.bundle");
+        assert!(
+            cmd.len() <= DEVICE_COMMAND_LIMIT,
+            "{} characters",
+            cmd.len()
+        );
+        let total: u32 = STEP_BUDGETS.iter().map(|(_, s)| s + 5).sum();
+        assert!(total <= 590, "step budgets {total} s");
+        for (step, _) in STEP_BUDGETS {
+            assert!(cmd.contains(&format!("step {step} ")), "{step}");
+        }
+        for sub in [
+            "check --fixed",
+            "bench ",
+            "tune ",
+            "run ",
+            "peers.py",
+            "report ",
+        ] {
+            assert!(cmd.contains(sub), "{sub}");
+        }
+        // Only the tarball and the summaries are written to $OUT, at its top.
+        let writes: Vec<&str> = cmd.split("$OUT").skip(1).collect();
+        assert!(writes.len() <= 2, "{writes:?}");
+        assert!(BUNDLE_RUN_FILES.len() <= 8);
+        assert!(!cmd.contains("$OUT/tune") && !cmd.contains("--out $OUT"));
+    }
 }
