@@ -184,12 +184,12 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
 /// under the device's 600 s per command, with room to unpack and pack. A step stopped by its budget
 /// keeps what it wrote (bench, tune and peers rewrite their JSON after every call).
 pub const STEP_BUDGETS: [(&str, u32); 6] = [
-    ("check", 45),
-    ("bench", 190),
-    ("tune", 110),
-    ("run", 50),
-    ("peers", 140),
-    ("report", 20),
+    ("check", 120),
+    ("bench", 100),
+    ("tune", 150),
+    ("run", 45),
+    ("peers", 130),
+    ("report", 15),
 ];
 
 /// Files the bundle-only run leaves at the top of `$OUT` (the device returns at most 8, no deeper
@@ -215,7 +215,7 @@ pub fn bundle_run_command(d: &str, bundle: &str) -> String {
         ),
         (
             "bench",
-            "/tmp/gh bench --bundle $B --out $R --measurement-ms 500 --warm-up-ms 200".into(),
+            "/tmp/gh bench --bundle $B --out $R --measurement-ms 100 --warm-up-ms 25".into(),
         ),
         ("tune", "/tmp/gh tune --bundle $B --out $R/tune".into()),
         ("run", "/tmp/gh run --bundle $B --out $R".into()),
