@@ -235,9 +235,12 @@ fn leading_axes_flatten_into_rows() {
 fn configuration_follows_the_shape_class() {
     use softmax::config::{Variant, choose};
     let t = target();
-    // Rows wider than a whole-row gather take the chunked gather form; a whole-row gather otherwise.
-    assert_eq!(choose(&t, BF16, 16, 131072).variant, Variant::GatherOnline);
-    assert_eq!(choose(&t, BF16, 16, 32768).variant, Variant::Gather);
+    // Rows wider than a whole-row gather take the chunked gather form; a whole-row gather otherwise
+    // (with at least as many rows as SMs: fewer rows of 16384+ columns are split across blocks).
+    assert_eq!(choose(&t, BF16, 132, 131072).variant, Variant::GatherOnline);
+    assert_eq!(choose(&t, BF16, 132, 32768).variant, Variant::Gather);
+    assert_eq!(choose(&t, BF16, 16, 131072).variant, Variant::Split);
+    assert_eq!(choose(&t, BF16, 16, 32768).variant, Variant::Split);
     assert_eq!(choose(&t, F32, 1000, 1023).variant, Variant::Gather);
     assert_eq!(choose(&t, F32, 1000, 1023).bn, 1024);
     assert_eq!(choose(&t, BF16, 3, 100).bn, 128);

@@ -6,6 +6,8 @@
 //!   described for ahead-of-time planning), and the device the plan is for;
 //! - [`PlannedLaunch`]: one kernel launch decided by a family's planner, and [`execute`], which queues
 //!   a plan on the caller's stream and returns one [`Pending`](cutile::launch::Pending) guard;
+//! - [`scratch`]: per-stream device scratch for intermediate results that are no user tensor (appended
+//!   to a call's operands, described when planning without a device);
 //! - [`tuning`]: the bridge from a family's candidate list to [`cutile::tune`];
 //! - [`registry`]: every op by name, with the calls it can plan from a [`CallSpec`], for AOT bundles
 //!   and the GPU runner.
@@ -19,6 +21,7 @@ mod error;
 mod launch;
 mod operand;
 pub mod registry;
+pub mod scratch;
 pub mod tuning;
 
 pub(crate) use dispatch::{float_kernel, mma_kernel, pow2_float_kernel};

@@ -71,7 +71,7 @@ fn plan_softmax(
     all: bool,
 ) -> Result<PlannedCall, OpError> {
     let [x] = shapes(softmax::OP, spec)?;
-    let operands = vec![d("x", 0, dt, &x), d("y", 1, dt, &x)];
+    let operands = softmax::with_scratch(&[d("x", 0, dt, &x), d("y", 1, dt, &x)], t, all)?;
     let launches = softmax::plan(&operands, t, all)?;
     Ok(PlannedCall { operands, launches })
 }

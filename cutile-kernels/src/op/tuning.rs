@@ -105,8 +105,10 @@ impl<'s, C, P> DeviceTrial<'s, C, P>
 where
     P: Fn(&C, &[Operand]) -> Result<Vec<PlannedLaunch>, OpError>,
 {
-    /// A trial over `operands`, whose operand `output` is written (only) by the op. `tolerance` is
-    /// the relative L2 error two configurations may differ by.
+    /// A trial over `operands`, whose operand `output` is redirected to the trial's own buffer, read
+    /// back and compared. `tolerance` is the relative L2 error two configurations may differ by. Every
+    /// other operand is kept as it is: a scratch operand the op also writes (e.g. softmax's per-split
+    /// `stats`, [`super::scratch`]) stays the stream's scratch buffer, used in stream order.
     pub fn new(
         stream: &'s Stream,
         operands: &[Operand],

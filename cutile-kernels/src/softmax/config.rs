@@ -17,6 +17,16 @@ pub const MAX_GATHER: i64 = 32768;
 pub const GATHER_CHUNK: i64 = 4096;
 /// Chunk width of the online (looped) form.
 pub const CHUNK: i64 = 2048;
+/// Narrowest row the split-row form takes (with fewer rows than SMs).
+pub const SPLIT_MIN_COLS: i64 = 16384;
+/// Fewest columns one split of a row takes.
+pub const SPLIT_COLS: i64 = 4096;
+/// Chunk width of the split-row form's default.
+pub const SPLIT_CHUNK: i64 = 4096;
+/// Most splits of one row (the combine pass gathers the partials as one 256-lane tile).
+pub const MAX_SPLITS: i64 = 256;
+/// Blocks per SM the split-row default aims at (`rows · splits ≈ 3 × SMs`).
+pub const SPLIT_BLOCKS_PER_SM: i64 = 3;
 
 /// A softmax kernel form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,6 +47,10 @@ pub enum Variant {
     /// `softmax_gather_online`: the gather form in `BN`-wide chunks with a running max and sum, for
     /// rows wider than a whole-row gather; grid `(rows, 1, 1)`.
     GatherOnline,
+    /// `softmax_split_stats` + `softmax_split_apply`: each row split across `splits` blocks (grid
+    /// `(rows, splits, 1)` for both passes), the partial max / sum passed through an f32 scratch
+    /// operand; for fewer rows than SMs.
+    Split,
 }
 
 /// A configuration: the variant and its tile.
@@ -47,6 +61,8 @@ pub struct SoftmaxConfig {
     pub bn: i64,
     /// Rows per block (`Rows` only, else 1).
     pub tm: i64,
+    /// Blocks per row (`Split` only, else 1).
+    pub splits: i64,
 }
 
 impl Candidate for SoftmaxConfig {
@@ -59,9 +75,11 @@ impl Candidate for SoftmaxConfig {
             Variant::Rows => "row_softmax_rows",
             Variant::Gather => "softmax_gather",
             Variant::GatherOnline => "softmax_gather_online",
+            Variant::Split => "softmax_split",
         };
         match self.variant {
             Variant::Rows => format!("{k} TM={} BN={}", self.tm, self.bn),
+            Variant::Split => format!("{k} BN={} splits={}", self.bn, self.splits),
             _ => format!("{k} BN={}", self.bn),
         }
     }
@@ -78,7 +96,55 @@ fn cfg(variant: Variant, bn: i64) -> SoftmaxConfig {
     } else {
         1
     };
-    SoftmaxConfig { variant, bn, tm }
+    SoftmaxConfig {
+        variant,
+        bn,
+        tm,
+        splits: 1,
+    }
+}
+
+/// The split count of a row of `cols` columns in `bn`-wide chunks aiming at `blocks` blocks over
+/// `rows` rows: `ceil(blocks / rows)`, at most one split per [`SPLIT_COLS`] columns and
+/// [`MAX_SPLITS`], then evened out over the chunks so that no split is empty (`splits =
+/// ceil(chunks / per)` with `per` = [`chunks_per_split`]); `rows · splits` may fall short of `blocks`
+/// where the chunks do not divide evenly.
+pub fn split_count(blocks: i64, rows: i64, cols: i64, bn: i64) -> i64 {
+    let chunks = crate::op::ceil_div(cols.max(1), bn);
+    let want = crate::op::ceil_div(blocks.max(1), rows.max(1))
+        .min(cols / SPLIT_COLS)
+        .clamp(1, MAX_SPLITS);
+    // `s -> ceil(chunks / ceil(chunks / s))` never grows; at its fixed point the kernels' `per` (from
+    // the split count) gives exactly `s` non-empty splits.
+    let mut s = want.min(chunks);
+    loop {
+        let next = crate::op::ceil_div(chunks, crate::op::ceil_div(chunks, s));
+        if next == s {
+            return s;
+        }
+        s = next;
+    }
+}
+
+/// `BN`-wide chunks per split: what both split passes take as `per`.
+pub fn chunks_per_split(cols: i64, bn: i64, splits: i64) -> i64 {
+    crate::op::ceil_div(crate::op::ceil_div(cols.max(1), bn), splits.max(1))
+}
+
+/// Whether a call takes the split-row form by default: fewer rows than SMs, rows of at least
+/// [`SPLIT_MIN_COLS`].
+pub fn wants_split(target: &Target, rows: i64, cols: i64) -> bool {
+    rows < i64::from(target.sm_count) && cols >= SPLIT_MIN_COLS
+}
+
+/// The split-row configuration with chunk `bn` aiming at `per_sm` blocks per SM.
+pub fn split_cfg(target: &Target, rows: i64, cols: i64, bn: i64, per_sm: i64) -> SoftmaxConfig {
+    SoftmaxConfig {
+        variant: Variant::Split,
+        bn,
+        tm: 1,
+        splits: split_count(per_sm * i64::from(target.sm_count), rows, cols, bn),
+    }
 }
 
 /// The tuning/shape class of a call.
@@ -101,8 +167,14 @@ pub fn class(dtype: ScalarType, rows: i64, cols: i64) -> String {
 /// The gather forms with approximate `exp`/`div` are cuTile Python's fastest on an H200 (3801 GB/s at
 /// bf16 8192², against 1396 for a whole-row view load; anchors.md): whole-row up to 32768 columns,
 /// chunked beyond. The older forms stay as tuning candidates.
+///
+/// Fewer rows than SMs with rows of at least [`SPLIT_MIN_COLS`] take the split-row form: one block per
+/// row would leave most SMs idle (16 rows of 131072 bf16: 113 GB/s on an H200 with 16 blocks, torch 234).
 pub fn choose(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> SoftmaxConfig {
-    let _ = (target, dtype, rows);
+    let _ = dtype;
+    if wants_split(target, rows, cols) {
+        return split_cfg(target, rows, cols, SPLIT_CHUNK, SPLIT_BLOCKS_PER_SM);
+    }
     if cols > MAX_GATHER {
         return cfg(Variant::GatherOnline, GATHER_CHUNK);
     }
@@ -114,6 +186,13 @@ pub fn candidates(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> V
     let default = choose(target, dtype, rows, cols);
     let mut all = vec![default];
     let bn = row_tile(cols);
+    if wants_split(target, rows, cols) {
+        for chunk in [2048, SPLIT_CHUNK, 8192] {
+            for per_sm in [2, SPLIT_BLOCKS_PER_SM, 4] {
+                all.push(split_cfg(target, rows, cols, chunk, per_sm));
+            }
+        }
+    }
     if cols <= MAX_GATHER {
         all.push(cfg(Variant::Gather, bn));
     }

@@ -22,7 +22,11 @@
 //!   (ragged widths, padding lanes read -inf). Grid `(rows, 1, 1)`, which is also the grid the launcher
 //!   derives from `y`'s `1 x BN` tiles when `BN` ≥ the row length;
 //! - `softmax_gather_online`: rows wider than a whole-row tile (e.g. 131072): `1 x BN` chunks gathered
-//!   twice, a running max / sum in the first pass; explicit grid `(rows, 1, 1)`.
+//!   twice, a running max / sum in the first pass; explicit grid `(rows, 1, 1)`;
+//! - `softmax_split_stats` + `softmax_split_apply`: few wide rows (fewer rows than SMs), each row split
+//!   across `splits` blocks, grid `(rows, splits, 1)` for both. Pass 1 writes each split's partial max and
+//!   sum to an f32 scratch `stats[rows, splits, 2]`; pass 2 combines a row's partials and writes its
+//!   split of the output. 16 rows of 131072 get 16·16 blocks instead of 16.
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -179,6 +183,102 @@ pub mod kernels {
                 .cast::<f32>();
             let out = (t - shift).exp_approx().div_approx_ftz(lb).cast::<E>();
             // SAFETY: block `r` writes only row `r` (bounds-masked), so no two blocks write the same elements.
+            unsafe { y.scatter_with((r, c), out, None, Hints::with_latency(1)) };
+        }
+    }
+
+    /// The chunk range `[first, last)` of split `s` of a row of `cols` columns when every split takes
+    /// `per` `BN`-wide chunks (the last split may take fewer; a split past the end takes none).
+    fn split_chunks<const BN: i32>(
+        cols: Scalar<i32>,
+        s: Scalar<i32>,
+        per: Scalar<i32>,
+    ) -> (Scalar<i32>, Scalar<i32>) {
+        let chunks = (cols + (BN - 1)) / BN;
+        let first = s * per;
+        let last = (first + per).min(chunks);
+        (first, last)
+    }
+
+    /// Split-row softmax, pass 1 of 2: the partial max and sum of one split of a row. Grid
+    /// `(rows, splits, 1)` (explicit): block `(r, s)` gathers chunks `s·per .. (s+1)·per` of row `r`
+    /// (`BN` wide, the last one masked), folding them into a running max `m` and sum `l` as
+    /// `softmax_gather_online`, and writes `stats[r, s, 0] = m`, `stats[r, s, 1] = l` (f32). A split of
+    /// only -inf entries (or none) writes `m = -inf`, `l = 0`.
+    #[cutile::entry(occupancy = 8)]
+    pub fn softmax_split_stats<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        per: Scalar<i32>,
+        stats: &mut Tensor<f32, S3<1, 1, 2>>,
+    ) {
+        let (row, s, _) = block_id();
+        let r = row.splat::<S1<BN>>();
+        let lane = iota::<BN>();
+        let (first, last) = split_chunks::<BN>(x.dim(1), s, per);
+        let mut m = full::<f32, S1<1>>(f32::NEG_INFINITY);
+        let mut l = zeros::<f32, S1<1>>();
+        for j in first..last {
+            let t = x
+                .gather_with(
+                    (r, lane + j * BN),
+                    None,
+                    f32::NEG_INFINITY,
+                    Hints::with_latency(1),
+                )
+                .cast::<f32>();
+            let m_new = m.max(t.amax::<0>());
+            let shift = select(m_new == f32::NEG_INFINITY, 0.0, m_new);
+            let p = (t - shift.broadcast()).exp_approx().sum::<0>();
+            l = fma(l, (m - shift).exp_approx(), p);
+            m = m_new;
+        }
+        let k = iota::<2>();
+        let ml = select(k == 0, m.broadcast::<S1<2>>(), l.broadcast::<S1<2>>());
+        // SAFETY: block `(r, s)` writes only `stats[r, s, 0..2]` (bounds-masked).
+        unsafe {
+            stats.scatter((row.splat::<S1<2>>(), s.splat::<S1<2>>(), k), ml, None);
+        }
+    }
+
+    /// Split-row softmax, pass 2 of 2. Grid `(rows, splits, 1)` (explicit), as pass 1 with the same `per`:
+    /// block `(r, s)` gathers the row's `splits` partials (at most 256; lanes past `splits` read
+    /// `m = -inf`, `l = 0`), combines them (`m = max m_s`, `l = Σ l_s·exp(m_s - m)`) and writes
+    /// `exp(x - m) / l` over its chunks with scatters. Approximate `exp` and division; when `m = -inf`
+    /// (a row of only -inf) the shift is 0 and the row becomes NaN (`0 / 0`), like the reference and torch.
+    #[cutile::entry(occupancy = 8)]
+    pub fn softmax_split_apply<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        stats: &Tensor<f32, S3<DYN, DYN, DYN>>,
+        per: Scalar<i32>,
+        y: &mut Tensor<E, S2<1, BN>>,
+    ) {
+        let (row, s, _) = block_id();
+        let (_, splits, _) = num_blocks();
+        let part = iota::<256>();
+        let pr = row.splat::<S1<256>>();
+        let valid = part < splits;
+        let ms = stats.gather(
+            (pr, part, zeros::<i32, S1<256>>()),
+            Some(valid),
+            f32::NEG_INFINITY,
+        );
+        let ls = stats.gather((pr, part, full::<i32, S1<256>>(1)), Some(valid), 0.0);
+        let m = ms.amax::<0>();
+        let shift = select(m == f32::NEG_INFINITY, 0.0, m);
+        let l = (ls * (ms - shift.broadcast()).exp_approx()).sum::<0>();
+        let r = row.splat::<S1<BN>>();
+        let lane = iota::<BN>();
+        let sb = shift.broadcast::<S1<BN>>();
+        let lb = l.broadcast::<S1<BN>>();
+        let (first, last) = split_chunks::<BN>(x.dim(1), s, per);
+        for j in first..last {
+            let c = lane + j * BN;
+            let t = x
+                .gather_with((r, c), None, f32::NEG_INFINITY, Hints::with_latency(1))
+                .cast::<f32>();
+            let out = (t - sb).exp_approx().div_approx_ftz(lb).cast::<E>();
+            // SAFETY: block `(r, s)` writes only its own chunks of row `r` (bounds-masked); the splits'
+            // chunk ranges are disjoint.
             unsafe { y.scatter_with((r, c), out, None, Hints::with_latency(1)) };
         }
     }

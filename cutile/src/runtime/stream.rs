@@ -59,6 +59,13 @@ impl Stream {
         self.raw
     }
 
+    /// The address of the underlying CUDA stream handle, as an identity: two live streams of one device
+    /// never share it (the legacy default stream is 0 on every device, so pair it with the device
+    /// ordinal). A handle value may be reused by a stream created after this one was destroyed.
+    pub fn id(&self) -> usize {
+        self.raw as usize
+    }
+
     /// Waits until all work queued on this stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
