@@ -238,7 +238,8 @@ fn configuration_follows_the_shape_class() {
     // Rows wider than a whole-row gather take the chunked gather form; a whole-row gather otherwise
     // (with at least as many rows as SMs: fewer rows of 16384+ columns are split across blocks).
     assert_eq!(choose(&t, BF16, 132, 131072).variant, Variant::GatherOnline);
-    assert_eq!(choose(&t, BF16, 132, 32768).variant, Variant::Gather);
+    assert_eq!(choose(&t, BF16, 132, 32768).variant, Variant::GatherOnline);
+    assert_eq!(choose(&t, BF16, 132, 16384).variant, Variant::Gather);
     assert_eq!(choose(&t, BF16, 16, 131072).variant, Variant::Split);
     assert_eq!(choose(&t, BF16, 16, 32768).variant, Variant::Split);
     assert_eq!(choose(&t, F32, 1000, 1023).variant, Variant::Gather);
@@ -261,20 +262,24 @@ fn configuration_follows_the_shape_class() {
         }
     }
     assert_eq!(
-        norm::config::choose("rms_norm", 1023).variant,
+        norm::config::choose("rms_norm", BF16, 1023).variant,
         norm::Variant::Gather
     );
     assert_eq!(
-        norm::config::choose("rms_norm", 8193).variant,
+        norm::config::choose("rms_norm", BF16, 8193).variant,
         norm::Variant::GatherLooped
     );
     assert_eq!(
-        norm::config::choose("layer_norm", 8192).variant,
+        norm::config::choose("layer_norm", BF16, 8192).variant,
         norm::Variant::GatherLooped
     );
-    assert_eq!(norm::config::choose("layer_norm", 8192).bn, 2048);
     assert_eq!(
-        norm::config::choose("layer_norm", 1000).variant,
+        norm::config::choose("layer_norm", F32, 8192).variant,
+        norm::Variant::Gather
+    );
+    assert_eq!(norm::config::choose("layer_norm", BF16, 8192).bn, 2048);
+    assert_eq!(
+        norm::config::choose("layer_norm", BF16, 1000).variant,
         norm::Variant::Gather
     );
     // GEMM: persistent once there is a 128x128 tile per SM, one tile per block below.
@@ -590,25 +595,25 @@ fn fused_and_per_head_norms_plan() {
     );
     // Configuration: as RMSNorm / LayerNorm for the fused row ops; about 4096 elements per block for heads.
     assert_eq!(
-        norm::config::choose("add_rms_norm", 8192).variant,
+        norm::config::choose("add_rms_norm", BF16, 8192).variant,
         norm::Variant::Gather
     );
     assert_eq!(
-        norm::config::choose("add_rms_norm", 8193).variant,
+        norm::config::choose("add_rms_norm", BF16, 8193).variant,
         norm::Variant::GatherLooped
     );
     assert_eq!(
-        norm::config::choose("layer_norm_stats", 4096).variant,
-        norm::Variant::GatherLooped
+        norm::config::choose("layer_norm_stats", BF16, 4096).variant,
+        norm::Variant::Gather
     );
     assert_eq!(
-        norm::config::choose("layer_norm_stats", 512).variant,
+        norm::config::choose("layer_norm_stats", BF16, 512).variant,
         norm::Variant::Gather
     );
     for stem in ["add_rms_norm", "layer_norm_stats"] {
         for cols in [1, 100, 1024, 8192, 9000, 100_000] {
-            let c = norm::config::candidates(stem, cols);
-            assert_eq!(c[0], norm::config::choose(stem, cols));
+            let c = norm::config::candidates(stem, BF16, cols);
+            assert_eq!(c[0], norm::config::choose(stem, BF16, cols));
             assert!(
                 c.iter()
                     .all(|c| !matches!(c.variant, norm::Variant::WholeRow | norm::Variant::Looped))

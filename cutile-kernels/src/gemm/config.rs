@@ -48,31 +48,25 @@ pub fn class(dtype: ScalarType, m: i64, n: i64, k: i64) -> String {
     )
 }
 
-/// The default configuration: persistent when the output has at least one 128x128 tile per SM, else
-/// one tile per block (a persistent grid would leave SMs idle), with 64-row tiles for short `m`.
+/// The default configuration, by the number of 128x128 output tiles per SM (H200 tuning runs,
+/// docs/h200-results.md): fewer than one per SM → 64x128 tiles, one block each (more blocks: x1.5 at
+/// 1000x1023x517); up to 16 per SM → persistent 128x128 (4096³: it won); more → one 128x128 tile per
+/// block (8192³: x1.06 over persistent).
 pub fn choose(target: &Target, m: i64, n: i64) -> GemmConfig {
     let tiles = ceil_div(m, 128) * ceil_div(n, 128);
-    if tiles >= target.sm_count as i64 {
-        GemmConfig {
-            persistent: true,
-            bm: 128,
-            bn: 128,
-            bk: 64,
-        }
-    } else if m <= 64 {
-        GemmConfig {
-            persistent: false,
-            bm: 64,
-            bn: 128,
-            bk: 64,
-        }
+    let sms = target.sm_count as i64;
+    let (persistent, bm) = if tiles < sms {
+        (false, 64)
+    } else if tiles <= 16 * sms {
+        (true, 128)
     } else {
-        GemmConfig {
-            persistent: false,
-            bm: 128,
-            bn: 128,
-            bk: 64,
-        }
+        (false, 128)
+    };
+    GemmConfig {
+        persistent,
+        bm,
+        bn: 128,
+        bk: 64,
     }
 }
 

@@ -93,9 +93,9 @@ pub fn class(dtype: ScalarType, cols: i64) -> String {
     }
 }
 
-/// The default configuration: the gather form (RMSNorms) or, from 1024-wide rows, the persistent form
-/// (LayerNorms) up to 8192-wide rows; the looped gather form beyond.
-pub fn choose(stem: &'static str, cols: i64) -> NormConfig {
+/// The default configuration for `dtype` rows of `cols`: the whole-row gather form, except LayerNorms
+/// of 8192-wide bf16/f16 rows and every row wider than 8192, which take the looped gather form.
+pub fn choose(stem: &'static str, dtype: ScalarType, cols: i64) -> NormConfig {
     if cols > MAX_TILE {
         return cfg(stem, Variant::GatherLooped, CHUNK);
     }
@@ -103,7 +103,13 @@ pub fn choose(stem: &'static str, cols: i64) -> NormConfig {
     // H200 tuning run (docs/h200-results.md): for LayerNorm the looped gather form beat the persistent
     // one on 4096- and 8192-wide bf16/f16 rows (x1.25–1.40), and the persistent form lost badly when
     // there are fewer row groups than SMs (1000 rows: x1.5–5.7 slower than a one-row-per-block form).
-    if has_persistent(stem) && bn > CHUNK {
+    // The second tuning run: a whole-row gather beat the looped one on 4096-wide bf16 rows (x1.07) and
+    // on 8192-wide f32 rows (x1.19); 8192-wide bf16/f16 rows stayed fastest looped.
+    let looped = match dtype {
+        ScalarType::F32 => bn > MAX_TILE,
+        _ => bn > 4096,
+    };
+    if has_persistent(stem) && looped {
         cfg(stem, Variant::GatherLooped, CHUNK)
     } else {
         cfg(stem, Variant::Gather, bn)
@@ -111,8 +117,8 @@ pub fn choose(stem: &'static str, cols: i64) -> NormConfig {
 }
 
 /// Every configuration that handles `cols`, the default first.
-pub fn candidates(stem: &'static str, cols: i64) -> Vec<NormConfig> {
-    let mut all = vec![choose(stem, cols)];
+pub fn candidates(stem: &'static str, dtype: ScalarType, cols: i64) -> Vec<NormConfig> {
+    let mut all = vec![choose(stem, dtype, cols)];
     let bn = row_tile(cols);
     if cols <= MAX_TILE {
         all.push(cfg(stem, Variant::Gather, bn));

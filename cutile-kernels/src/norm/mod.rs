@@ -183,7 +183,7 @@ fn run<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let candidates = config::candidates(op, call.cols());
+    let candidates = config::candidates(op, call.x.dtype, call.cols());
     let class = config::class(call.x.dtype, call.cols());
     // The tuner compares (and redirects to scratch) the normalized output `y`; the other outputs (`h`,
     // `mean`, `rstd`) are written to the caller's tensors by every trial, with the same values.
@@ -472,9 +472,9 @@ pub fn plan(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(op, call.cols())
+        config::candidates(op, call.x.dtype, call.cols())
     } else {
-        vec![config::choose(op, call.cols())]
+        vec![config::choose(op, call.x.dtype, call.cols())]
     };
     let mut out = Vec::new();
     for c in &configs {

@@ -11,8 +11,9 @@ use crate::op::{Target, row_tile};
 
 /// Widest row a whole-row view-load tile holds.
 pub const MAX_TILE: i64 = 8192;
-/// Widest row the whole-row gather form takes (wider rows go chunked).
-pub const MAX_GATHER: i64 = 32768;
+/// Widest row the whole-row gather form takes (wider rows go chunked: on the H200 a whole-row 32768
+/// gather lost to 4096-wide chunks by 1.13x, tuning run of docs/h200-results.md).
+pub const MAX_GATHER: i64 = 16384;
 /// Chunk width of the chunked gather form.
 pub const GATHER_CHUNK: i64 = 4096;
 /// Chunk width of the online (looped) form.
@@ -25,8 +26,9 @@ pub const SPLIT_COLS: i64 = 4096;
 pub const SPLIT_CHUNK: i64 = 4096;
 /// Most splits of one row (the combine pass gathers the partials as one 256-lane tile).
 pub const MAX_SPLITS: i64 = 256;
-/// Blocks per SM the split-row default aims at (`rows · splits ≈ 3 × SMs`).
-pub const SPLIT_BLOCKS_PER_SM: i64 = 3;
+/// Blocks per SM the split-row default aims at (`rows · splits ≈ 4 × SMs`; on the H200, 32 splits of
+/// a 16-row 131072-wide softmax beat 16 by 1.12x).
+pub const SPLIT_BLOCKS_PER_SM: i64 = 4;
 
 /// A softmax kernel form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,7 +190,7 @@ pub fn candidates(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> V
     let bn = row_tile(cols);
     if wants_split(target, rows, cols) {
         for chunk in [2048, SPLIT_CHUNK, 8192] {
-            for per_sm in [2, SPLIT_BLOCKS_PER_SM, 4] {
+            for per_sm in [2, 3, SPLIT_BLOCKS_PER_SM, 6] {
                 all.push(split_cfg(target, rows, cols, chunk, per_sm));
             }
         }
