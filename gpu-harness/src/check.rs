@@ -737,6 +737,8 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
     file.jit_seconds = secs;
     file.compile_failures = compile_failed;
     let bar = crate::progress::bar(trees.len() as u64, "property checks");
+    let mut failures_written = 0;
+    let total = trees.len();
     for tree in trees.iter_mut() {
         let c = tree.current();
         file.cases += 1;
@@ -770,6 +772,25 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
             }
         }
         bar.inc(1);
+        // A run stopped by a time limit keeps what it checked: a progress line (the bar is hidden when
+        // stdout is not a terminal) and a partial check.json every 50 cases and after each failure.
+        if file.cases.is_multiple_of(50) || file.failures.len() > failures_written {
+            failures_written = file.failures.len();
+            crate::progress::say(
+                &bar,
+                format!(
+                    "[{}/{}] {} passed, {} failed, {} rejected",
+                    file.cases,
+                    total,
+                    file.passed,
+                    file.failures.len(),
+                    file.rejected
+                ),
+            );
+            if let Some(out) = &a.out {
+                write_check(out, &file)?;
+            }
+        }
     }
     bar.finish_and_clear();
     finish(a, file)
