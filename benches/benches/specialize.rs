@@ -8,35 +8,34 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use cutile::dsl::{Kernel, TensorMeta};
-use cutile_ir::ScalarType::*;
+use cutile::toolchain::GpuArch;
+use cutile_kernels::op::{CallSpec, Target, describe};
 use cutile_kernels::{attention, gemm, softmax, vector_add};
-use half::bf16;
 
-fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
-    let qkv = TensorMeta::contiguous(BF16, &[32, 4096, 128]);
-    let mat = TensorMeta::contiguous(BF16, &[4096, 4096]);
-    vec![
-        (
-            "vadd_f32",
-            vector_add::kernels::vadd::kernel::<f32, 1024>(),
-            vec![TensorMeta::contiguous(F32, &[1 << 20]); 3],
+/// The kernels and arrays the host API plans for a few calls (the families choose variant and tiles).
+fn cases() -> Vec<(String, Kernel, Vec<TensorMeta>)> {
+    let calls = [
+        CallSpec::new(vector_add::ADD, "f32", &[&[1 << 20]], false),
+        CallSpec::new(softmax::OP, "bf16", &[&[4096, 4000]], false),
+        CallSpec::new(gemm::OP, "bf16", &[&[4096, 4096], &[4096, 4096]], false),
+        CallSpec::new(
+            attention::OP,
+            "bf16",
+            &[&[32, 4096, 128], &[32, 4096, 128]],
+            true,
         ),
-        (
-            "row_softmax_bf16",
-            softmax::kernels::row_softmax::kernel::<bf16, 4096>(),
-            vec![TensorMeta::contiguous(BF16, &[4096, 4000]); 2],
-        ),
-        (
-            "gemm_bf16",
-            gemm::kernels::gemm::kernel::<bf16, 128, 128, 64>(),
-            vec![mat.clone(), mat.clone(), mat],
-        ),
-        (
-            "flash_attention_causal_bf16",
-            attention::kernels::flash_attention::kernel::<bf16, 128, 64, 128, true>(),
-            vec![qkv; 4],
-        ),
-    ]
+    ];
+    let target = Target::planning(GpuArch::Sm90);
+    let mut out = Vec::new();
+    for call in &calls {
+        let planned = call.plan(&target, false).unwrap();
+        for l in &planned.launches {
+            // SAFETY: described operands only feed specialization; nothing is launched.
+            let metas = unsafe { describe(l, &planned.operands) }.tensor_metas();
+            out.push((format!("{} {}", call.op, l.config), l.kernel.clone(), metas));
+        }
+    }
+    out
 }
 
 fn specialize(c: &mut Criterion) {

@@ -19,12 +19,7 @@ fn d(name: &'static str, i: usize, dt: ScalarType, shape: &[i64]) -> Operand {
 }
 
 fn call(op: &str, dtype: &str, shapes: &[&[i64]]) -> CallSpec {
-    CallSpec {
-        op: op.into(),
-        dtype: dtype.into(),
-        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
-        causal: false,
-    }
+    CallSpec::new(op, dtype, shapes, false)
 }
 
 /// What planning an op gives: its launches or the refusal.

@@ -31,12 +31,7 @@ fn d(name: &'static str, i: usize, dt: ScalarType, shape: &[i64]) -> Operand {
 }
 
 fn call(dtype: &str, shape: &[i64]) -> CallSpec {
-    CallSpec {
-        op: softmax::OP.into(),
-        dtype: dtype.into(),
-        shapes: vec![shape.to_vec()],
-        causal: false,
-    }
+    CallSpec::new(softmax::OP, dtype, &[shape], false)
 }
 
 // ---------------------------------------------------------------------------------------------------------

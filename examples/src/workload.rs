@@ -99,16 +99,6 @@ pub struct Workload {
     pub layout: Layout,
 }
 
-/// A call spec.
-pub fn call(op: &str, dtype: &str, shapes: &[&[i64]], causal: bool) -> CallSpec {
-    CallSpec {
-        op: op.into(),
-        dtype: dtype.into(),
-        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
-        causal,
-    }
-}
-
 fn shape_of(call: &CallSpec, i: usize) -> Result<&[i64], BoxError> {
     call.shapes
         .get(i)
@@ -576,49 +566,49 @@ pub fn is_ragged(call: &CallSpec) -> bool {
 pub fn extra_checks() -> Vec<Workload> {
     let mut w = Vec::new();
     for dt in ["f16", "bf16"] {
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             vector_add::ADD,
             dt,
             &[&[1_000_003]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             vector_add::AXPY,
             dt,
             &[&[1_000_003]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             softmax::OP,
             dt,
             &[&[3, 5, 77, 1025]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             norm::RMS_NORM,
             dt,
             &[&[4, 250, 1023]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             norm::LAYER_NORM,
             dt,
             &[&[4, 250, 1023]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             norm::ADD_RMS_NORM,
             dt,
             &[&[4, 250, 1023]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             norm::LAYER_NORM_STATS,
             dt,
             &[&[4, 250, 1023]],
             false,
         )));
-        w.push(Workload::new(call(
+        w.push(Workload::new(CallSpec::new(
             norm::RMS_NORM_HEADS,
             dt,
             &[&[3, 77, 7, 96]],
@@ -626,14 +616,14 @@ pub fn extra_checks() -> Vec<Workload> {
         )));
         // `q` and `k` of a fused qkv projection with 12 query and 4 key/value heads of 128.
         w.push(Workload::with_layout(
-            call(norm::RMS_NORM_HEADS, dt, &[&[333, 12, 128]], false),
+            CallSpec::new(norm::RMS_NORM_HEADS, dt, &[&[333, 12, 128]], false),
             Layout::HeadSlice {
                 before: 0,
                 after: 8,
             },
         ));
         w.push(Workload::with_layout(
-            call(norm::RMS_NORM_HEADS, dt, &[&[333, 4, 128]], false),
+            CallSpec::new(norm::RMS_NORM_HEADS, dt, &[&[333, 4, 128]], false),
             Layout::HeadSlice {
                 before: 12,
                 after: 4,
@@ -643,12 +633,12 @@ pub fn extra_checks() -> Vec<Workload> {
         // kernel, specialization text and arch, and the text does not say which stride is the unit
         // one, so a view and a contiguous call with the same divisibilities could not both be held.
         w.push(Workload::with_layout(
-            call(gemm::OP, dt, &[&[1000, 512], &[512, 1023]], false),
+            CallSpec::new(gemm::OP, dt, &[&[1000, 512], &[512, 1023]], false),
             Layout::TransposedB,
         ));
         for causal in [false, true] {
             w.push(Workload::with_layout(
-                call(
+                CallSpec::new(
                     attention::OP,
                     dt,
                     &[&[2, 4, 777, 128], &[2, 2, 777, 128]],
@@ -658,7 +648,7 @@ pub fn extra_checks() -> Vec<Workload> {
             ));
         }
     }
-    w.push(Workload::new(call(
+    w.push(Workload::new(CallSpec::new(
         softmax::OP,
         "f32",
         &[&[7, 3, 4097]],
@@ -692,7 +682,7 @@ pub fn of_ops(ws: Vec<Workload>, ops: &[&str]) -> Vec<Workload> {
 
 /// The tiny call whose host overhead is measured: a 1024-element f32 `add` (one block).
 pub fn tiny() -> Workload {
-    Workload::new(call(vector_add::ADD, "f32", &[&[1024]], false))
+    Workload::new(CallSpec::new(vector_add::ADD, "f32", &[&[1024]], false))
 }
 
 /// Every distinct workload (by name): checks, benchmarks and the tiny one.

@@ -82,13 +82,14 @@ fn checks_cover_each_op_and_dtype() {
 
 #[test]
 fn multi_output_ops_have_a_reference_per_output() {
-    use cutile_examples::workload::{Workload, call};
+    use cutile_examples::workload::Workload;
+    use cutile_kernels::op::CallSpec;
     for (op, outs, f32s) in [
         ("add_rms_norm", vec!["h", "y"], 0),
         ("layer_norm_stats", vec!["y", "mean", "rstd"], 2),
         ("rms_norm_heads", vec!["y"], 0),
     ] {
-        let w = Workload::new(call(op, "bf16", &[&[3, 5, 40]], false));
+        let w = Workload::new(CallSpec::new(op, "bf16", &[&[3, 5, 40]], false));
         let specs = w.outputs().unwrap();
         let names: Vec<&str> = specs.iter().map(|o| o.name).collect();
         assert_eq!(names, outs, "{op}");
@@ -110,7 +111,7 @@ fn multi_output_ops_have_a_reference_per_output() {
         assert_eq!(stored.len(), inputs.len() + specs.len() - f32s, "{op}");
     }
     // `h` is `x + r` rounded to the element type.
-    let w = Workload::new(call("add_rms_norm", "bf16", &[&[2, 8]], false));
+    let w = Workload::new(CallSpec::new("add_rms_norm", "bf16", &[&[2, 8]], false));
     let i = w.inputs().unwrap();
     let want = w.reference(&i).unwrap();
     let h0 = half::bf16::from_f32(i[0].0[0] + i[1].0[0]).to_f32();

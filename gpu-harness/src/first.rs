@@ -13,7 +13,8 @@ use cutile::launch::key_toolchain_version;
 use cutile::runtime::{Device, Stream};
 use cutile::toolchain::GpuArch;
 use cutile_examples::run::{After, call, instantiate};
-use cutile_examples::workload::{Workload, call as spec, tiny};
+use cutile_examples::workload::{Workload, tiny};
+use cutile_kernels::op::CallSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::BoxError;
@@ -33,7 +34,7 @@ pub const CASES: [&str; 2] = ["vadd", "softmax"];
 fn case(name: &str) -> Result<Workload, BoxError> {
     match name {
         "vadd" => Ok(tiny()),
-        "softmax" => Ok(Workload::new(spec(
+        "softmax" => Ok(Workload::new(CallSpec::new(
             cutile_kernels::softmax::OP,
             "bf16",
             &[&[1000, 1023]],

@@ -10,7 +10,6 @@
 use cutile::bundle::Bundle;
 use cutile::launch::{NO_TOOLCHAIN, Plan};
 use cutile::toolchain::{GpuArch, Tileiras};
-use cutile_examples::workload::call;
 use cutile_kernels::op::{CallSpec, Target};
 use gpu_harness::aot::{build_bundle, plans_for_calls};
 
@@ -46,16 +45,16 @@ fn tileiras_or_skip() -> Option<Tileiras> {
 
 /// Calls of the classes of `base`: `(op, dtype, shape builder)` over the given extents.
 fn same_class_calls() -> Vec<(CallSpec, CallSpec)> {
-    let soft = call("softmax", "bf16", &[&[1000, 1023]], false);
-    let rms = call("rms_norm", "bf16", &[&[300, 8191]], false);
-    let gemm = call("gemm", "bf16", &[&[1000, 517], &[517, 1023]], false);
+    let soft = CallSpec::new("softmax", "bf16", &[&[1000, 1023]], false);
+    let rms = CallSpec::new("rms_norm", "bf16", &[&[300, 8191]], false);
+    let gemm = CallSpec::new("gemm", "bf16", &[&[1000, 517], &[517, 1023]], false);
     let mut out = Vec::new();
     // rows ≡ 8 (mod 16), odd cols.
     for rows in [24i64, 200, 424, 1000, 1304, 2024, 3000, 4088] {
         for cols in [513i64, 555, 777, 901, 1001, 1023] {
             out.push((
                 soft.clone(),
-                call("softmax", "bf16", &[&[rows, cols]], false),
+                CallSpec::new("softmax", "bf16", &[&[rows, cols]], false),
             ));
         }
     }
@@ -63,27 +62,30 @@ fn same_class_calls() -> Vec<(CallSpec, CallSpec)> {
     for lead in [&[2i64, 500][..], &[4, 250], &[8, 125], &[2, 2, 250]] {
         let mut shape = lead.to_vec();
         shape.push(1023);
-        out.push((soft.clone(), call("softmax", "bf16", &[&shape], false)));
+        out.push((
+            soft.clone(),
+            CallSpec::new("softmax", "bf16", &[&shape], false),
+        ));
     }
     // rows ≡ 4 (mod 8), odd cols.
     for rows in [12i64, 100, 300, 1004, 2020] {
         for cols in [4097i64, 6001, 8191, 12345] {
             out.push((
                 rms.clone(),
-                call("rms_norm", "bf16", &[&[rows, cols]], false),
+                CallSpec::new("rms_norm", "bf16", &[&[rows, cols]], false),
             ));
         }
     }
     out.push((
         rms.clone(),
-        call("rms_norm", "bf16", &[&[3, 100, 8191]], false),
+        CallSpec::new("rms_norm", "bf16", &[&[3, 100, 8191]], false),
     ));
     // m ≡ 8 (mod 16), odd k and n.
     for m in [1000i64, 1304, 2024] {
         for (k, n) in [(517i64, 1023i64), (333, 1001), (1001, 777), (2049, 4095)] {
             out.push((
                 gemm.clone(),
-                call("gemm", "bf16", &[&[m, k], &[k, n]], false),
+                CallSpec::new("gemm", "bf16", &[&[m, k], &[k, n]], false),
             ));
         }
     }
@@ -96,9 +98,9 @@ fn a_small_bundle_serves_every_call_of_its_classes() {
         return;
     };
     let base = [
-        call("softmax", "bf16", &[&[1000, 1023]], false),
-        call("rms_norm", "bf16", &[&[300, 8191]], false),
-        call("gemm", "bf16", &[&[1000, 517], &[517, 1023]], false),
+        CallSpec::new("softmax", "bf16", &[&[1000, 1023]], false),
+        CallSpec::new("rms_norm", "bf16", &[&[300, 8191]], false),
+        CallSpec::new("gemm", "bf16", &[&[1000, 517], &[517, 1023]], false),
     ];
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("coverage.bundle");
@@ -139,11 +141,11 @@ fn a_small_bundle_serves_every_call_of_its_classes() {
 
     // Other classes: element type, divisibility of an extent, rank of gemm's operands.
     for c in [
-        call("softmax", "f32", &[&[1000, 1023]], false),
-        call("softmax", "bf16", &[&[1000, 1024]], false),
-        call("rms_norm", "f16", &[&[300, 8191]], false),
-        call("gemm", "f16", &[&[1000, 517], &[517, 1023]], false),
-        call("gemm", "bf16", &[&[1024, 512], &[512, 1024]], false),
+        CallSpec::new("softmax", "f32", &[&[1000, 1023]], false),
+        CallSpec::new("softmax", "bf16", &[&[1000, 1024]], false),
+        CallSpec::new("rms_norm", "f16", &[&[300, 8191]], false),
+        CallSpec::new("gemm", "f16", &[&[1000, 517], &[517, 1023]], false),
+        CallSpec::new("gemm", "bf16", &[&[1024, 512], &[512, 1024]], false),
     ] {
         let gaps: Vec<_> = plans(&c, NO_TOOLCHAIN)
             .into_iter()

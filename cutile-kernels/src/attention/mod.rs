@@ -257,12 +257,7 @@ fn launches(cfg: &AttentionConfig, call: &Call) -> Result<Vec<PlannedLaunch>, Op
 /// The calls the catalog compiles (`cargo xtask kernels`), the GPU runner checks and benchmarks, and the
 /// examples run: the benchmark shapes and ragged ones, per element type.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
-    let c = |op: &str, dtype: &str, shapes: &[&[i64]], causal: bool| crate::op::CallSpec {
-        op: op.into(),
-        dtype: dtype.into(),
-        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
-        causal,
-    };
+    let c = crate::op::CallSpec::new;
     let mut calls = Vec::new();
     for causal in [false, true] {
         calls.push(c(

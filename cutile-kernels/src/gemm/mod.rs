@@ -174,12 +174,7 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
 /// The calls the catalog compiles (`cargo xtask kernels`), the GPU runner checks and benchmarks, and the
 /// examples run: the benchmark shapes and ragged ones, per element type.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
-    let c = |op: &str, dtype: &str, shapes: &[&[i64]], causal: bool| crate::op::CallSpec {
-        op: op.into(),
-        dtype: dtype.into(),
-        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
-        causal,
-    };
+    let c = crate::op::CallSpec::new;
     vec![
         c(OP, "bf16", &[&[4096, 4096], &[4096, 4096]], false),
         c(OP, "bf16", &[&[8192, 8192], &[8192, 8192]], false),

@@ -704,12 +704,7 @@ fn heads_launches(cfg: &HeadsConfig, call: &HeadsCall) -> Result<Vec<PlannedLaun
 /// The calls the catalog compiles (`cargo xtask kernels`), the GPU runner checks and benchmarks, and the
 /// examples run: the benchmark shapes and ragged ones, per element type.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
-    let c = |op: &str, dtype: &str, shapes: &[&[i64]], causal: bool| crate::op::CallSpec {
-        op: op.into(),
-        dtype: dtype.into(),
-        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
-        causal,
-    };
+    let c = crate::op::CallSpec::new;
     let mut calls = Vec::new();
     for op in [RMS_NORM, LAYER_NORM] {
         for x in [

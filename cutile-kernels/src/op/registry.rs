@@ -289,6 +289,16 @@ pub fn find(name: &str) -> Result<&'static OpInfo, OpError> {
 }
 
 impl CallSpec {
+    /// A call of `op` on `dtype` inputs of `shapes` (`causal`: attention only).
+    pub fn new(op: &str, dtype: &str, shapes: &[&[i64]], causal: bool) -> CallSpec {
+        CallSpec {
+            op: op.into(),
+            dtype: dtype.into(),
+            shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            causal,
+        }
+    }
+
     /// A short label, e.g. `softmax bf16 [8192, 8192]`.
     pub fn label(&self) -> String {
         let shapes: Vec<String> = self.shapes.iter().map(|s| format!("{s:?}")).collect();

@@ -153,18 +153,12 @@ pub fn plan_axpy(
 /// The calls the catalog compiles (`cargo xtask kernels`), the GPU runner checks and benchmarks, and the
 /// examples run: the benchmark shapes and ragged ones, per element type.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
-    let c = |op: &str, dtype: &str, shapes: &[&[i64]], causal: bool| crate::op::CallSpec {
-        op: op.into(),
-        dtype: dtype.into(),
-        shapes: shapes.iter().map(|s| s.to_vec()).collect(),
-        causal,
-    };
+    let c = crate::op::CallSpec::new;
     let mut calls = Vec::new();
     for n in [1i64 << 20, 1_000_003] {
         calls.push(c(ADD, "f32", &[&[n]], false));
         calls.push(c(ADD, "bf16", &[&[n]], false));
         calls.push(c(AXPY, "f32", &[&[n]], false));
     }
-    let _ = c;
     calls
 }
