@@ -433,7 +433,16 @@ pub struct CheckArgs {
     pub bundle: Option<PathBuf>,
     pub out: Option<PathBuf>,
     pub jobs: Option<usize>,
+    /// Threads running cases (each with its own stream); `None`: [`default_workers`].
+    pub workers: Option<usize>,
     pub shrink_steps: usize,
+}
+
+/// Case threads when not given: half the CPUs, at most 8. A case's time is mostly the host side
+/// (generating inputs, the CPU reference, the comparison), which runs in parallel; the device work of
+/// the threads interleaves on the GPU.
+pub fn default_workers(cpus: usize) -> usize {
+    (cpus / 2).clamp(1, 8)
 }
 
 /// The ops the property strategies and `cutile_examples::workload::Workload` (inputs, reference,
@@ -736,62 +745,107 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
     file.kernels_compiled = compiled;
     file.jit_seconds = secs;
     file.compile_failures = compile_failed;
+    let workers = a.workers.unwrap_or_else(|| default_workers(threads)).max(1);
+    println!("running {} cases on {workers} worker threads", trees.len());
     let bar = crate::progress::bar(trees.len() as u64, "property checks");
     let mut failures_written = 0;
     let total = trees.len();
-    for tree in trees.iter_mut() {
-        let c = tree.current();
-        file.cases += 1;
-        *file.per_op.entry(c.op.clone()).or_default() += 1;
-        match run_case(&device, &stream, &c) {
-            Outcome::Pass(_) => file.passed += 1,
-            Outcome::Rejected(e) => {
-                file.rejected += 1;
-                crate::progress::say(
-                    &bar,
-                    format!("rejected by the op (not run): {} — {e}", c.json()),
-                );
+    let cases: Vec<Case> = trees.iter().map(|t| t.current()).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Outcome)>();
+    std::thread::scope(|scope| -> Result<(), BoxError> {
+        // Workers draw cases in order and send outcomes back; the value trees (not `Send`) stay on
+        // this thread, which shrinks a failure on its own stream while the workers go on.
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (device, cases, next) = (&device, &cases, &next);
+            scope.spawn(move || {
+                let stream = match Stream::new(device) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx.send((usize::MAX, Outcome::Fail(format!("worker stream: {e}"))));
+                        return;
+                    }
+                };
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(c) = cases.get(i) else { break };
+                    if tx.send((i, run_case(device, &stream, c))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, outcome) in rx {
+            let Some(c) = cases.get(i) else {
+                // A worker that could not start: reported as a failure of the run, not of a case.
+                if let Outcome::Fail(m) = outcome {
+                    crate::progress::say(&bar, format!("ERROR {m}"));
+                    file.failures.push(CheckFailure {
+                        case: "worker".into(),
+                        minimal: "worker".into(),
+                        message: m,
+                        reproduce: "gpu-harness check --workers 1 (same seed)".into(),
+                    });
+                }
+                continue;
+            };
+            file.cases += 1;
+            *file.per_op.entry(c.op.clone()).or_default() += 1;
+            match outcome {
+                Outcome::Pass(_) => file.passed += 1,
+                Outcome::Rejected(e) => {
+                    file.rejected += 1;
+                    crate::progress::say(
+                        &bar,
+                        format!("rejected by the op (not run): {} — {e}", c.json()),
+                    );
+                }
+                Outcome::Fail(m) => {
+                    crate::progress::say(
+                        &bar,
+                        format!("FAILED {m}\n  case: {}\n  shrinking…", c.json()),
+                    );
+                    let (min, msg, runs) =
+                        shrink(&device, &stream, &mut trees[i], m.clone(), a.shrink_steps);
+                    let repro = format!("{repro_base} '{}'", min.json());
+                    crate::progress::say(
+                        &bar,
+                        format!("  minimal after {runs} runs: {msg}\n  reproduce: {repro}"),
+                    );
+                    file.failures.push(CheckFailure {
+                        case: c.json(),
+                        minimal: min.json(),
+                        message: msg,
+                        reproduce: repro,
+                    });
+                }
             }
-            Outcome::Fail(m) => {
+            bar.inc(1);
+            // A run stopped by a time limit keeps what it checked: a progress line (the bar is hidden
+            // when stdout is not a terminal) and a partial check.json every 50 cases and after each
+            // failure.
+            if file.cases.is_multiple_of(50) || file.failures.len() > failures_written {
+                failures_written = file.failures.len();
                 crate::progress::say(
                     &bar,
-                    format!("FAILED {m}\n  case: {}\n  shrinking…", c.json()),
+                    format!(
+                        "[{}/{}] {} passed, {} failed, {} rejected",
+                        file.cases,
+                        total,
+                        file.passed,
+                        file.failures.len(),
+                        file.rejected
+                    ),
                 );
-                let (min, msg, runs) = shrink(&device, &stream, tree, m.clone(), a.shrink_steps);
-                let repro = format!("{repro_base} '{}'", min.json());
-                crate::progress::say(
-                    &bar,
-                    format!("  minimal after {runs} runs: {msg}\n  reproduce: {repro}"),
-                );
-                file.failures.push(CheckFailure {
-                    case: c.json(),
-                    minimal: min.json(),
-                    message: msg,
-                    reproduce: repro,
-                });
+                if let Some(out) = &a.out {
+                    write_check(out, &file)?;
+                }
             }
         }
-        bar.inc(1);
-        // A run stopped by a time limit keeps what it checked: a progress line (the bar is hidden when
-        // stdout is not a terminal) and a partial check.json every 50 cases and after each failure.
-        if file.cases.is_multiple_of(50) || file.failures.len() > failures_written {
-            failures_written = file.failures.len();
-            crate::progress::say(
-                &bar,
-                format!(
-                    "[{}/{}] {} passed, {} failed, {} rejected",
-                    file.cases,
-                    total,
-                    file.passed,
-                    file.failures.len(),
-                    file.rejected
-                ),
-            );
-            if let Some(out) = &a.out {
-                write_check(out, &file)?;
-            }
-        }
-    }
+        Ok(())
+    })?;
     bar.finish_and_clear();
     finish(a, file)
 }
@@ -837,6 +891,13 @@ pub fn write_check(dir: &Path, file: &CheckFile) -> Result<PathBuf, BoxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn case_threads_default_to_half_the_cpus_within_one_to_eight() {
+        for (cpus, want) in [(1, 1), (2, 1), (4, 2), (16, 8), (128, 8)] {
+            assert_eq!(default_workers(cpus), want, "{cpus} CPUs");
+        }
+    }
 
     #[test]
     fn generation_is_seeded_and_within_budget() {

@@ -58,6 +58,9 @@ enum Command {
         /// Parallel tileiras processes (default: number of CPUs).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Threads running property cases, each on its own stream (default: half the CPUs, at most 8).
+        #[arg(long)]
+        workers: Option<usize>,
         /// Most runs spent shrinking one failure.
         #[arg(long, default_value_t = 64)]
         shrink_steps: usize,
@@ -116,6 +119,11 @@ enum Command {
         sample_size: usize,
         #[arg(long, default_value_t = 500)]
         measurement_ms: u64,
+        #[arg(long, default_value_t = 300)]
+        warm_up_ms: u64,
+        /// Bench only these ops (comma-separated; default all), to fit a burn-in into a time window.
+        #[arg(long, value_delimiter = ',')]
+        bench_ops: Vec<String>,
         /// Fixed bundle checks instead of property cases (no tileiras).
         #[arg(long)]
         fixed_check: bool,
@@ -198,6 +206,7 @@ fn main() -> ExitCode {
             bundle,
             out,
             jobs,
+            workers,
             shrink_steps,
         } => {
             fresh_cache_dir(!fixed && case.is_none());
@@ -210,6 +219,7 @@ fn main() -> ExitCode {
                 bundle,
                 out,
                 jobs,
+                workers,
                 shrink_steps,
             })
         }
@@ -243,6 +253,8 @@ fn main() -> ExitCode {
             sibling_band,
             sample_size,
             measurement_ms,
+            warm_up_ms,
+            bench_ops,
             fixed_check,
         } => validate::run(&validate::ValidateArgs {
             bundle,
@@ -254,6 +266,8 @@ fn main() -> ExitCode {
             sibling_band,
             sample_size,
             measurement_ms,
+            warm_up_ms,
+            bench_ops,
             fixed_check,
         }),
         Command::Plan { arch, bundle, jobs } => plan::plan(&arch, &bundle, jobs),

@@ -156,6 +156,9 @@ pub struct ValidateArgs {
     pub sibling_band: Option<f64>,
     pub sample_size: usize,
     pub measurement_ms: u64,
+    pub warm_up_ms: u64,
+    /// Ops to bench (empty: all).
+    pub bench_ops: Vec<String>,
     pub fixed_check: bool,
 }
 
@@ -383,7 +386,12 @@ fn worker(
         a.sample_size.to_string(),
         "--measurement-ms".into(),
         a.measurement_ms.to_string(),
+        "--warm-up-ms".into(),
+        a.warm_up_ms.to_string(),
     ];
+    if !a.bench_ops.is_empty() {
+        bench.extend(["--ops".into(), a.bench_ops.join(",")]);
+    }
     bench.extend(bundle);
     bench.extend(out);
     // Benches sharing a device run one at a time.
