@@ -417,21 +417,23 @@ fn worker(
 
 fn node_markdown(r: &NodeReport, band: f64) -> String {
     let mut s = format!(
-        "# Node validation: {}\n\n{} GPU(s), arch {}, sibling band ±{:.0}%\n\n| worker | device | check | failed checks | bench | rows |\n|---|---|---|---|---|---|\n",
+        "# Node validation: {}\n\n{} GPU(s), arch {}, sibling band ±{:.0}%\n\n| worker | device | check exit | checks passed | checks failed | bench exit | bench rows |\n|---|---|---|---|---|---|---|\n",
         if r.pass { "PASS" } else { "FAIL" },
         r.gpus.len(),
         r.arch,
         band * 100.0
     );
+    // A process that did not exit (killed, not started) has no code: shown as `–`.
+    let code = |c: Option<i32>| c.map_or_else(|| "–".to_string(), |c| c.to_string());
     for w in &r.workers {
         s.push_str(&format!(
-            "| {} | {} | {:?} ({} passed) | {} | {:?} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
             w.worker,
             w.visible_device,
-            w.check_exit,
+            code(w.check_exit),
             w.checks_passed,
             w.checks_failed,
-            w.bench_exit,
+            code(w.bench_exit),
             w.bench_rows
         ));
     }
@@ -500,5 +502,38 @@ mod tests {
         let mut close = base.clone();
         close[0].median_us *= 1.05;
         assert!(outliers(&[("a".into(), base), ("b".into(), close)], 0.10).is_empty());
+    }
+
+    #[test]
+    fn node_markdown_shows_exit_codes_and_findings() {
+        let worker = |name: &str, check_exit| WorkerResult {
+            worker: name.into(),
+            visible_device: "0".into(),
+            check_exit,
+            bench_exit: Some(0),
+            checks_passed: 40,
+            ..WorkerResult::default()
+        };
+        let report = NodeReport {
+            arch: "sm_90".into(),
+            gpus: vec!["0".into()],
+            workers: vec![worker("gpu0-p0", Some(0)), worker("gpu0-p1", None)],
+            findings: vec![Finding {
+                worker: "gpu0-p1".into(),
+                kind: "process".into(),
+                what: "check was killed".into(),
+            }],
+            pass: false,
+            ..NodeReport::default()
+        };
+        let md = node_markdown(&report, 0.10);
+        assert!(md.starts_with("# Node validation: FAIL"), "{md}");
+        assert!(md.contains("| gpu0-p0 | 0 | 0 | 40 | 0 | 0 | 0 |"), "{md}");
+        assert!(md.contains("| gpu0-p1 | 0 | – | 40 | 0 | 0 | 0 |"), "{md}");
+        assert!(
+            md.contains("- **process** gpu0-p1: check was killed"),
+            "{md}"
+        );
+        assert!(!md.contains("Some("), "{md}");
     }
 }
