@@ -177,7 +177,44 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
          node burn-in (one process per GPU; --processes-per-gpu 2 on one H200):\n    \
          {unpack} && /tmp/gh validate --bundle {bu} --fixed-check --out $OUT --processes-per-gpu 2"
     );
+    if let Some((p1, p2)) = stage_toolchain(&dir)? {
+        let (p1, p2) = (rel(&p1), rel(&p2));
+        println!(
+            "  staged full run (ci/gpu/device-run.sh; three calls back to back, the machine stays warm ~30 s):\n    \
+             carry [\"{p1}\"]: bash ci/gpu/device-run.sh tc1\n    \
+             carry [\"{p2}\"]: bash ci/gpu/device-run.sh run\n    \
+             carry [\"{d}/reference\"]: bash ci/gpu/device-run.sh peers"
+        );
+    }
     Ok(())
+}
+
+/// Bytes of the toolchain archive's first part: the part plus the checkout stay under the transfer
+/// limit in one call.
+const TOOLCHAIN_PART: usize = 40_000_000;
+
+/// Splits `dir/tc/tc135.tar.xz` (from ../shared/bench/reference/make-toolchain-archive.sh), when there,
+/// into `dir/p1/tc.part1` and `dir/p2/tc.part2`, and puts the compressed harness beside part 2: the
+/// carries of `ci/gpu/device-run.sh`'s stages `tc1` and `run`. Returns the two folders.
+fn stage_toolchain(dir: &Path) -> Result<Option<(PathBuf, PathBuf)>, BoxError> {
+    stage_toolchain_cut(dir, TOOLCHAIN_PART)
+}
+
+fn stage_toolchain_cut(dir: &Path, part: usize) -> Result<Option<(PathBuf, PathBuf)>, BoxError> {
+    let archive = dir.join("tc").join("tc135.tar.xz");
+    if !archive.is_file() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(&archive)?;
+    let (p1, p2) = (dir.join("p1"), dir.join("p2"));
+    for p in [&p1, &p2] {
+        std::fs::create_dir_all(p)?;
+    }
+    let cut = bytes.len().min(part);
+    std::fs::write(p1.join("tc.part1"), &bytes[..cut])?;
+    std::fs::write(p2.join("tc.part2"), &bytes[cut..])?;
+    std::fs::copy(dir.join("gpu-harness.xz"), p2.join("gh.xz"))?;
+    Ok(Some((p1, p2)))
 }
 
 /// Seconds each step of the bundle-only run may take (SIGTERM, then SIGKILL 5 s later): together
@@ -267,6 +304,32 @@ fn rel_to(root: &Path, p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_toolchain_is_staged_in_two_parts_that_concatenate_back() {
+        let dir = std::env::temp_dir().join(format!("xtask-stage-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            stage_toolchain_cut(&dir, 4).unwrap().is_none(),
+            "no archive, nothing staged"
+        );
+        std::fs::create_dir_all(dir.join("tc")).unwrap();
+        let archive: Vec<u8> = (0..10u8).collect();
+        std::fs::write(dir.join("tc/tc135.tar.xz"), &archive).unwrap();
+        std::fs::write(dir.join("gpu-harness.xz"), b"gh").unwrap();
+        let (p1, p2) = stage_toolchain_cut(&dir, 4).unwrap().expect("staged");
+        let mut joined = std::fs::read(p1.join("tc.part1")).unwrap();
+        assert_eq!(joined.len(), 4);
+        joined.extend(std::fs::read(p2.join("tc.part2")).unwrap());
+        assert_eq!(joined, archive);
+        assert_eq!(std::fs::read(p2.join("gh.xz")).unwrap(), b"gh");
+        std::fs::remove_dir_all(&dir).unwrap();
+        // The stages the printed commands name exist in the script.
+        let script = include_str!("../../ci/gpu/device-run.sh");
+        for stage in ["tc1)", "run)", "peers)", "tc.part1", "tc.part2", "gh.xz"] {
+            assert!(script.contains(stage), "{stage}");
+        }
+    }
 
     #[test]
     fn the_bundle_run_fits_one_device_call() {

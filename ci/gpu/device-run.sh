@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The full GPU session on the H200 (no cargo, no tileiras, no network there), in stages that fit the device
+# tool's limits: one call runs at most 600 s and carries at most 64 MiB, and the toolchain archive alone is
+# 61.5 MB, so it travels in two parts over two back-to-back calls (the machine stays warm ~30 s between).
+#
+#   stage tc1    carry .gpu/p1 (tc.part1)          : park toolchain part 1 in /tmp/tcparts
+#   stage run    carry .gpu/p2 (tc.part2, gh.xz)   : toolchain, harness, property check with JIT on a cold
+#                                                    cache, the bundle built there, bench
+#   stage peers  carry .gpu/reference (+ extras)   : peers.py, tune, report, validate; tarball into $OUT
+#
+# Every step runs under `timeout` with its budget (seconds, overridable as BUDGET_<STEP>), logs into
+# $R/<step>.log and appends its exit status to $R/steps.txt (124: over budget; what it wrote is kept:
+# check.json every 50 cases, bench.json and peers.json after every call).
+# Prepared on the CPU machine by `cargo xtask gpu prepare` (docs/gpu-runner.md, "Device commands").
+set -u
+R=${R:-/tmp/gpu-run}
+SEED=${SEED:-20261202}
+CASES=${CASES:-3000}
+mkdir -p "$R"
+
+step() {
+  local name=$1 budget=$2
+  shift 2
+  local var="BUDGET_${name^^}"
+  budget=${!var:-$budget}
+  local t0=$SECONDS
+  timeout -k 5 "$budget" "$@" >"$R/$name.log" 2>&1
+  local rc=$?
+  echo "$name: exit $rc ($((SECONDS - t0)) s of $budget)" | tee -a "$R/steps.txt"
+  tail -n 3 "$R/$name.log"
+}
+
+toolchain_env() {
+  unset CUDA_HOME CUDA_PATH CUDA_ROOT
+  export CUTILE_TILEIRAS=/tmp/nvidia/cu13/bin/tileiras
+}
+
+case "${1:-}" in
+  tc1)
+    mkdir -p /tmp/tcparts && cp .gpu/p1/tc.part1 /tmp/tcparts/ || exit 2
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv
+    ;;
+  run)
+    cat /tmp/tcparts/tc.part1 .gpu/p2/tc.part2 | tar -xJ -C /tmp || { echo "toolchain: run stage tc1 first"; exit 2; }
+    xz -dc .gpu/p2/gh.xz >/tmp/gh && chmod +x /tmp/gh || exit 2
+    toolchain_env
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
+    # The JIT path for real: tileiras here, a cold kernel cache.
+    export CUTILE_CACHE_DIR=/tmp/kcache-cold
+    step check 270 /tmp/gh check --cases "$CASES" --seed "$SEED" --out "$R/check"
+    export CUTILE_CACHE_DIR=/tmp/kcache
+    step plan 60 /tmp/gh plan --arch sm_90 --bundle /tmp/k.bundle --jobs 16
+    step bench 230 /tmp/gh bench --bundle /tmp/k.bundle --out "$R" --measurement-ms 100 --warm-up-ms 25
+    # Kept in case the machine is gone before the next stage.
+    tar -czf "$OUT/run.tar.gz" --exclude=./criterion -C "$R" .
+    grep -h 'FAILED\|ERROR\|NOT COVERED' "$R"/*.log | head -n 40
+    ;;
+  peers)
+    [ -x /tmp/gh ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
+    toolchain_env
+    export CUTILE_CACHE_DIR=/tmp/kcache
+    step peers 200 python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json"
+    step report 20 /tmp/gh report "$R"
+    step tune 90 /tmp/gh tune --bundle /tmp/k.bundle --out "$R/tune" --ops "${TUNE_OPS:-gemm}"
+    step validate 150 /tmp/gh validate --bundle /tmp/k.bundle --out "$R/validate" --processes-per-gpu 2 \
+      --check-cases 100 --measurement-ms 50 --warm-up-ms 20 --bench-ops softmax,rms_norm,gemm
+    if [ -n "${EXTRA:-}" ]; then step extra "${BUDGET_EXTRA:-120}" bash -c "$EXTRA"; fi
+    tar -czf "$OUT/results.tar.gz" --exclude=./criterion -C "$R" .
+    cp "$R/steps.txt" "$R/report.md" "$OUT/" 2>/dev/null
+    grep -h 'FAILED\|ERROR\|NOT COVERED' "$R"/*.log | head -n 40
+    cat "$R/steps.txt"
+    ;;
+  *)
+    echo "usage: $0 tc1|run|peers" >&2
+    exit 2
+    ;;
+esac
