@@ -306,29 +306,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_toolchain_is_staged_in_two_parts_that_concatenate_back() {
+    fn the_toolchain_is_staged_in_two_parts_that_concatenate_back() -> Result<(), BoxError> {
         let dir = std::env::temp_dir().join(format!("xtask-stage-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         assert!(
-            stage_toolchain_cut(&dir, 4).unwrap().is_none(),
+            stage_toolchain_cut(&dir, 4)?.is_none(),
             "no archive, nothing staged"
         );
-        std::fs::create_dir_all(dir.join("tc")).unwrap();
+        std::fs::create_dir_all(dir.join("tc"))?;
         let archive: Vec<u8> = (0..10u8).collect();
-        std::fs::write(dir.join("tc/tc135.tar.xz"), &archive).unwrap();
-        std::fs::write(dir.join("gpu-harness.xz"), b"gh").unwrap();
-        let (p1, p2) = stage_toolchain_cut(&dir, 4).unwrap().expect("staged");
-        let mut joined = std::fs::read(p1.join("tc.part1")).unwrap();
+        std::fs::write(dir.join("tc/tc135.tar.xz"), &archive)?;
+        std::fs::write(dir.join("gpu-harness.xz"), b"gh")?;
+        let (p1, p2) = stage_toolchain_cut(&dir, 4)?.ok_or("not staged")?;
+        let mut joined = std::fs::read(p1.join("tc.part1"))?;
         assert_eq!(joined.len(), 4);
-        joined.extend(std::fs::read(p2.join("tc.part2")).unwrap());
+        joined.extend(std::fs::read(p2.join("tc.part2"))?);
         assert_eq!(joined, archive);
-        assert_eq!(std::fs::read(p2.join("gh.xz")).unwrap(), b"gh");
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(std::fs::read(p2.join("gh.xz"))?, b"gh");
+        std::fs::remove_dir_all(&dir)?;
         // The stages the printed commands name exist in the script.
         let script = include_str!("../../ci/gpu/device-run.sh");
         for stage in ["tc1)", "run)", "peers)", "tc.part1", "tc.part2", "gh.xz"] {
             assert!(script.contains(stage), "{stage}");
         }
+        Ok(())
     }
 
     #[test]
