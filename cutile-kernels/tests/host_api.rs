@@ -321,6 +321,107 @@ fn every_candidate_of_every_representative_call_specializes() {
     assert!(n > 50, "only {n} launches planned");
 }
 
+/// GEMM operands whose rows are not 16-byte aligned are packed into aligned regions of a scratch
+/// operand (and the product unpacked), aligned ones are read in place, and the regions stay disjoint
+/// inside the scratch.
+#[test]
+fn gemm_packs_exactly_the_unaligned_operands() {
+    use cutile_kernels::op::PlannedArg;
+    let t = target();
+    /// (a shape, b shape, b passed transposed, launches: pack a, pack b, product, unpack c)
+    type Case<'s> = (&'s [i64], &'s [i64], bool, [bool; 4]);
+    let cases: [Case; 5] = [
+        (
+            &[4096, 4096],
+            &[4096, 4096],
+            false,
+            [false, false, true, false],
+        ),
+        (&[1000, 517], &[517, 1023], false, [true, true, true, true]),
+        (&[1000, 512], &[512, 1023], false, [false, true, true, true]),
+        (
+            &[1000, 517],
+            &[517, 1024],
+            false,
+            [true, false, true, false],
+        ),
+        // `b` stored `[n, k]` with k = 512: its transposed view is aligned.
+        (&[999, 512], &[512, 640], true, [false, false, true, false]),
+    ];
+    for (a, b, transposed, want) in cases {
+        let c = [a[0], b[1]];
+        let mut bo = d("b", 1, BF16, b);
+        if transposed {
+            bo.strides = vec![1, b[0]];
+        }
+        let ops = gemm::with_scratch(&[d("a", 0, BF16, a), bo, d("c", 2, BF16, &c)], &t).unwrap();
+        let packs = want[0] || want[1] || want[3];
+        assert_eq!(ops.len(), 3 + usize::from(packs), "{a:?} {b:?}");
+        let launches = gemm::plan(&ops, &t, false).unwrap();
+        let names: Vec<&str> = launches.iter().map(|l| l.kernel.name()).collect();
+        let expect: Vec<&str> = [
+            (want[0], "copy_tiles"),
+            (want[1], "copy_tiles"),
+            (
+                true,
+                names
+                    .iter()
+                    .find(|n| n.starts_with("gemm"))
+                    .copied()
+                    .unwrap_or("gemm"),
+            ),
+            (want[3], "copy_tiles"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect();
+        assert_eq!(names, expect, "{a:?} {b:?}");
+        // Regions of the scratch (operand 3): aligned pitch, disjoint, inside it.
+        let mut spans = Vec::new();
+        for l in &launches {
+            for arg in &l.args {
+                if let PlannedArg::Tensor {
+                    operand: 3,
+                    shape,
+                    strides,
+                    offset,
+                    ..
+                } = arg
+                {
+                    assert_eq!(strides[1], 1);
+                    assert_eq!(strides[0] % 16, 0, "pitch {strides:?}");
+                    assert_eq!(offset % 128, 0, "offset {offset}");
+                    spans.push((*offset, offset + shape[0] * strides[0]));
+                }
+            }
+        }
+        spans.sort();
+        spans.dedup();
+        for w in spans.windows(2) {
+            assert!(w[0].1 <= w[1].0, "overlapping regions {spans:?}");
+        }
+        if let Some(last) = spans.last() {
+            assert!(
+                last.1 <= ops[3].shape[0],
+                "{spans:?} past {:?}",
+                ops[3].shape
+            );
+        }
+    }
+    // A scratch too small is a typed error naming the size it needs.
+    let ops = [
+        d("a", 0, BF16, &[10, 7]),
+        d("b", 1, BF16, &[7, 9]),
+        d("c", 2, BF16, &[10, 9]),
+        d("packed", 3, BF16, &[16]),
+    ];
+    let err = gemm::plan(&ops, &t, false).unwrap_err().to_string();
+    assert!(
+        err.contains("scratch_len") && err.contains(&gemm::scratch_len(10, 9, 7).to_string()),
+        "{err}"
+    );
+}
+
 #[test]
 fn registry_knows_every_op_and_refuses_unknown_ones() {
     let names: Vec<_> = ops().iter().map(|o| o.name).collect();

@@ -428,7 +428,9 @@ fn run_shape<T: cutile::runtime::DeviceElement>(
         .map(|cfg| softmax::scratch_len(cfg, r, c))
         .max()
         .unwrap();
-    let stats = cutile_kernels::op::scratch::f32_scratch(stream, "stats", need).unwrap();
+    let stats =
+        cutile_kernels::op::scratch::scratch(stream, "stats", cutile_ir::ScalarType::F32, need)
+            .unwrap();
     let operands = vec![Operand::of("x", &tx), Operand::of("y", &ty), stats];
     let mut trial = cutile_kernels::op::tuning::DeviceTrial::new(
         stream,

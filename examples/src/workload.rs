@@ -436,6 +436,8 @@ impl Workload {
         let launches = match self.layout {
             Layout::TransposedB => {
                 view(&mut operands[1], 0, 1);
+                // The packing scratch depends on the views' alignment: describe it anew.
+                let operands = gemm::with_scratch(&operands[..3], &target)?;
                 gemm::plan(&operands, &target, all_candidates)?
             }
             Layout::Bshd => {
@@ -457,7 +459,10 @@ impl Workload {
                 x.strides = contiguous_strides(&stored);
                 x.ptr = x.ptr.wrapping_add(offset as u64 * x.elem_bytes());
                 match self.op() {
-                    gemm::OP => gemm::plan(&operands, &target, all_candidates)?,
+                    gemm::OP => {
+                        let operands = gemm::with_scratch(&operands[..3], &target)?;
+                        gemm::plan(&operands, &target, all_candidates)?
+                    }
                     softmax::OP => softmax::plan(&operands, &target, all_candidates)?,
                     op @ (norm::RMS_NORM
                     | norm::LAYER_NORM

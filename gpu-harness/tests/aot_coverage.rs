@@ -113,7 +113,9 @@ fn a_small_bundle_serves_every_call_of_its_classes() {
         &path,
     )
     .unwrap();
-    assert_eq!(built.cubins, 3, "{built:?}");
+    // softmax 1, rms_norm 1, gemm 4: its odd k and n leave every operand unaligned, so a and b are
+    // packed, the product runs on the packed copies and c is unpacked.
+    assert_eq!(built.cubins, 6, "{built:?}");
     let bundle = Bundle::open(&path).unwrap();
 
     let mut served = 0;

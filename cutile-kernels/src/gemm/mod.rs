@@ -2,7 +2,15 @@
 //! any strides (a transposed operand is a transposed view, e.g. `w.transpose(0, 1)` of a PyTorch
 //! `Linear` weight).
 //!
-//! - `dsl`: the kernels (one tile per block, and persistent);
+//! Operands: `[a, b, c]`, and a fourth, `packed`, of the element type, when one of them is not
+//! 16-byte aligned ([`Operand::is_16b_aligned`]: a row stride like `k = 517` bf16): each such operand
+//! is copied into an aligned region of that scratch before the product (the product into one, then
+//! out to `c`), since the product's tiles reach unaligned rows with neither TMA nor vector accesses.
+//! [`gemm`] takes it from the stream's scratch buffer ([`crate::op::scratch`]); planning without a
+//! device appends a described one ([`with_scratch`]). Without it the product reads the operands as
+//! they are (correct, slower).
+//!
+//! - `dsl`: the kernels (one tile per block, persistent, and the tile copy that packs);
 //! - [`config`]: the tile/schedule per shape, and the tuner's candidates;
 //! - [`reference`]: the CPU reference;
 //! - [`plan`]: the launches of a call, without a device.
@@ -46,9 +54,24 @@ pub fn gemm<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
+    let mut operands = operands.to_vec();
+    let call = if call.needs_packing() {
+        let (m, n, k) = (call.m, call.n, call.k);
+        operands.push(crate::op::scratch::scratch(
+            stream,
+            "packed",
+            call.dtype,
+            scratch_len(m, n, k),
+        )?);
+        Call::new(&operands, &target)?.unwrap_or(call)
+    } else {
+        call
+    };
     let candidates = config::candidates(&target, call.m, call.n);
     let class = config::class(call.dtype, call.m, call.n, call.k);
-    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively).
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively), and the
+    // stream's scratch buffer, which lives until process exit and is used by work queued on `stream`
+    // only, in stream order; plans address its regions within `scratch_len` elements.
     unsafe {
         tuning::run_tuned(stream, &operands, 2, OP, class, &candidates, false, |cfg| {
             launches(cfg, &call, &target)
@@ -63,15 +86,54 @@ struct Call {
     n: i64,
     k: i64,
     ops: [Operand; 3],
+    /// Per operand (`a`, `b`, `c`): its aligned row-major copy in the scratch operand (index 3), when
+    /// the operand is unaligned and the scratch is given.
+    packed: [Option<Region>; 3],
+    /// Operand `i` is not 16-byte aligned.
+    unaligned: [bool; 3],
+}
+
+/// A row-major `rows x cols` region of the scratch operand, `ld` elements per row, `offset` elements in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Region {
+    rows: i64,
+    cols: i64,
+    ld: i64,
+    offset: i64,
+}
+
+/// Row pitch of a packed region: a multiple of 16 elements (≥ 32 bytes), so the stride's divisibility
+/// is the largest the layout facts record.
+fn packed_ld(cols: i64) -> i64 {
+    ceil_div(cols.max(1), 16) * 16
+}
+
+/// Elements of a region start 256 bytes (128 16-bit elements) apart.
+fn region_len(rows: i64, cols: i64) -> i64 {
+    ceil_div(rows.max(1) * packed_ld(cols), 128) * 128
+}
+
+/// Scratch elements for packing all three operands of an `m x k` by `k x n` product (a call packs only
+/// the unaligned ones, but the size depends on the shape alone, so plans made without a device and
+/// real calls agree).
+pub fn scratch_len(m: i64, n: i64, k: i64) -> i64 {
+    region_len(m, k) + region_len(k, n) + region_len(m, n)
 }
 
 impl Call {
     fn new(operands: &[Operand], target: &Target) -> Result<Option<Call>, OpError> {
-        let [a, b, c] = operands else {
-            return Err(OpError::Unsupported {
-                op: OP,
-                what: format!("takes 3 tensors (a, b, c), got {}", operands.len()),
-            });
+        let (a, b, c, packed) = match operands {
+            [a, b, c] => (a, b, c, None),
+            [a, b, c, p] => (a, b, c, Some(p)),
+            _ => {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    what: format!(
+                        "takes 3 tensors (a, b, c) and an optional scratch (packed), got {}",
+                        operands.len()
+                    ),
+                });
+            }
         };
         a.expect_dtype(OP, DTYPES)?;
         b.expect_same_dtype(OP, a)?;
@@ -100,14 +162,73 @@ impl Call {
         if m == 0 || n == 0 {
             return Ok(None);
         }
+        let unaligned = [a, b, c].map(|o| !o.is_16b_aligned());
+        let mut regions = [None; 3];
+        if let Some(p) = packed {
+            p.expect_same_dtype(OP, a)?;
+            p.expect_rank(OP, 1)?;
+            target.expect_device(OP, p)?;
+            let need = scratch_len(m, n, k);
+            if p.shape[0] < need {
+                return Err(OpError::Shape {
+                    op: OP,
+                    what: "the `packed` scratch must hold `gemm::scratch_len(m, n, k)` elements \
+                           (`gemm::with_scratch` appends one when planning)"
+                        .into(),
+                    left: p.shape[0].to_string(),
+                    right: need.to_string(),
+                });
+            }
+            let mut offset = 0;
+            for (i, (rows, cols)) in [(m, k), (k, n), (m, n)].into_iter().enumerate() {
+                // `k = 0`: no product terms, nothing to pack.
+                if unaligned[i] && rows > 0 && cols > 0 {
+                    regions[i] = Some(Region {
+                        rows,
+                        cols,
+                        ld: packed_ld(cols),
+                        offset,
+                    });
+                }
+                offset += region_len(rows, cols);
+            }
+        }
         Ok(Some(Call {
             dtype: a.dtype,
             m,
             n,
             k,
             ops: [a.clone(), b.clone(), c.clone()],
+            packed: regions,
+            unaligned,
         }))
     }
+
+    /// An operand is unaligned (and the product has terms): a scratch to pack into pays.
+    fn needs_packing(&self) -> bool {
+        self.k > 0 && self.unaligned.iter().any(|&u| u)
+    }
+}
+
+/// `operands` (`[a, b, c]`) with a described scratch operand `packed` (index 3) appended when one of
+/// them is not 16-byte aligned: what planning without a device (AOT bundles, the registry, the runner)
+/// passes to [`plan`]. Operands that already hold a scratch are returned as they are.
+pub fn with_scratch(operands: &[Operand], target: &Target) -> Result<Vec<Operand>, OpError> {
+    let mut out = operands.to_vec();
+    if operands.len() != 3 {
+        return Ok(out);
+    }
+    if let Some(call) = Call::new(operands, target)?
+        && call.needs_packing()
+    {
+        out.push(Operand::described(
+            "packed",
+            3,
+            call.dtype,
+            &[scratch_len(call.m, call.n, call.k)],
+        ));
+    }
+    Ok(out)
 }
 
 /// The launches of a call (`operands` = `[a, b, c]`): the default configuration, or every candidate's.
@@ -152,23 +273,71 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
             tuning::Candidate::name(cfg)
         ),
     })?;
+    let copy = mma_kernel!(
+        call.dtype,
+        |E| k::copy_tiles::kernel::<E, COPY_BM, COPY_BN>()
+    )
+    .ok_or_else(|| OpError::Unsupported {
+        op: OP,
+        what: format!("no {} tile copy kernel", call.dtype),
+    })?;
     let grid = if cfg.persistent {
         let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
         Some((tiles.min(target.sm_count as i64).max(1) as u32, 1, 1))
     } else {
         None
     };
-    let [a, b, c] = &call.ops;
-    Ok(vec![PlannedLaunch {
+    let config = tuning::Candidate::name(cfg);
+    // What the product reads or writes for operand `i`: its packed region, or the operand itself.
+    let arg = |i: usize, output: bool| match call.packed[i] {
+        Some(r) => r.arg(output),
+        None => PlannedArg::whole(i, &call.ops[i], output),
+    };
+    let copy_launch = |src: PlannedArg, dst: PlannedArg| PlannedLaunch {
+        kernel: copy.clone(),
+        args: vec![src, dst],
+        grid: None,
+        config: format!("{config} (pack)"),
+    };
+    let mut out = Vec::new();
+    for i in 0..2 {
+        if let Some(r) = call.packed[i] {
+            out.push(copy_launch(
+                PlannedArg::whole(i, &call.ops[i], false),
+                r.arg(true),
+            ));
+        }
+    }
+    out.push(PlannedLaunch {
         kernel,
-        args: vec![
-            PlannedArg::whole(0, a, false),
-            PlannedArg::whole(1, b, false),
-            PlannedArg::whole(2, c, true),
-        ],
+        args: vec![arg(0, false), arg(1, false), arg(2, true)],
         grid,
-        config: tuning::Candidate::name(cfg),
-    }])
+        config: config.clone(),
+    });
+    if let Some(r) = call.packed[2] {
+        out.push(copy_launch(
+            r.arg(false),
+            PlannedArg::whole(2, &call.ops[2], true),
+        ));
+    }
+    Ok(out)
+}
+
+/// Tile of the pack copy (bf16: 16 KiB per block).
+const COPY_BM: i32 = 64;
+const COPY_BN: i32 = 128;
+
+impl Region {
+    /// This region of the scratch operand (index 3) as a kernel argument.
+    fn arg(&self, output: bool) -> PlannedArg {
+        PlannedArg::Tensor {
+            operand: 3,
+            output,
+            shape: vec![self.rows, self.cols],
+            strides: vec![self.ld, 1],
+            offset: self.offset,
+        }
+    }
 }
 
 /// The calls the catalog compiles (`cargo xtask kernels`), the GPU runner checks and benchmarks, and the

@@ -75,6 +75,26 @@ impl Operand {
         self.shape.iter().product()
     }
 
+    /// Whether a tile kernel can reach this matrix with TMA and vector accesses: a 16-byte aligned base,
+    /// one unit-stride axis (row- or column-major, any view of either), and every other stride a
+    /// multiple of 16 bytes. An empty or one-element axis counts as any stride.
+    pub fn is_16b_aligned(&self) -> bool {
+        let eb = self.elem_bytes() as i64;
+        let unit = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .filter(|&(&d, &s)| s == 1 || d <= 1)
+            .count();
+        self.ptr.is_multiple_of(16)
+            && unit >= 1
+            && self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .all(|(&d, &s)| s == 1 || d <= 1 || (s * eb) % 16 == 0)
+    }
+
     /// Element size in bytes.
     pub fn elem_bytes(&self) -> u64 {
         (self.dtype.bit_width().max(8) / 8) as u64

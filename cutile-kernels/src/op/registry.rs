@@ -161,7 +161,10 @@ fn plan_gemm(
         a.first().copied().unwrap_or(0),
         b.get(1).copied().unwrap_or(0),
     ];
-    let operands = vec![d("a", 0, dt, &a), d("b", 1, dt, &b), d("c", 2, dt, &c)];
+    let operands = gemm::with_scratch(
+        &[d("a", 0, dt, &a), d("b", 1, dt, &b), d("c", 2, dt, &c)],
+        t,
+    )?;
     let launches = gemm::plan(&operands, t, all)?;
     Ok(PlannedCall { operands, launches })
 }

@@ -1,14 +1,16 @@
 //! Scratch memory for ops whose launches pass intermediate results through device memory that is not a
-//! user tensor (e.g. the split-row softmax's per-split statistics).
+//! user tensor (e.g. the split-row softmax's per-split statistics, the GEMM's 16-byte aligned copies of
+//! operands whose strides are not).
 //!
 //! Plans address tensors by operand index, so a scratch buffer is one more [`Operand`] appended after
-//! the op's own tensors. [`f32_scratch`] gives it for a real call; planning without a device describes
+//! the op's own tensors (a plan may view several regions of it at offsets). [`scratch`] gives it for a
+//! real call; planning without a device describes
 //! it with [`Operand::described`] instead (same layout facts: contiguous, 256-byte aligned), so AOT
 //! bundles hold the keys the launches look up.
 //!
 //! # Design and lifetime
 //!
-//! - One grow-only f32 buffer per (device ordinal, stream) pair, in a process-wide map keyed by the raw
+//! - One grow-only buffer per (device ordinal, stream) pair, in a process-wide map keyed by the raw
 //!   stream handle ([`Stream::id`]): two streams never share a buffer, so concurrent streams cannot race
 //!   on it, and the launches of one stream use it in stream order (a later call's first pass runs after
 //!   an earlier call's last one).
@@ -49,17 +51,22 @@ fn pool() -> &'static Mutex<HashMap<Key, Slot>> {
 /// The smallest buffer ever allocated, in bytes (a few rows of statistics fit without growing).
 const MIN_BYTES: usize = 64 * 1024;
 
-/// `elems` f32 of scratch for work queued on `stream`, as a contiguous rank-1 operand named `name`:
-/// the stream's buffer (grown when too small, see the module docs). Its contents are arbitrary; the op
-/// must write what it reads, in stream order.
-pub fn f32_scratch(stream: &Stream, name: &'static str, elems: i64) -> Result<Operand, OpError> {
+/// `elems` elements of `dtype` of scratch for work queued on `stream`, as a contiguous rank-1 operand
+/// named `name`: the stream's buffer (grown when too small, see the module docs; its base is 256-byte
+/// aligned). Its contents are arbitrary; the op must write what it reads, in stream order.
+pub fn scratch(
+    stream: &Stream,
+    name: &'static str,
+    dtype: ScalarType,
+    elems: i64,
+) -> Result<Operand, OpError> {
     let elems = elems.max(1);
     let bytes = usize::try_from(elems)
         .ok()
-        .and_then(|e| e.checked_mul(4))
+        .and_then(|e| e.checked_mul(dtype.storage_bytes().max(1)))
         .ok_or_else(|| OpError::Unsupported {
             op: "scratch",
-            what: format!("{elems} f32 elements of scratch exceed the address space"),
+            what: format!("{elems} {dtype} elements of scratch exceed the address space"),
         })?;
     let device = stream.device();
     let key = (device.ordinal(), stream.id());
@@ -76,7 +83,7 @@ pub fn f32_scratch(stream: &Stream, name: &'static str, elems: i64) -> Result<Op
     let ptr = slot.current.as_ref().map_or(0, |b| b.device_ptr());
     Ok(Operand {
         name,
-        dtype: ScalarType::F32,
+        dtype,
         shape: vec![elems],
         strides: vec![1],
         ptr,

@@ -59,7 +59,7 @@ pub fn softmax<'a>(
     // Scratch for every candidate (a tuning trial may run any of them on these operands).
     let need = scratch_need(&candidates, call.rows(), call.cols());
     if need > 0 {
-        let stats = crate::op::scratch::f32_scratch(stream, "stats", need)?;
+        let stats = crate::op::scratch::scratch(stream, "stats", cutile_ir::ScalarType::F32, need)?;
         call.stats = Some(stats.clone());
         operands.push(stats);
     }
