@@ -359,7 +359,11 @@ pub fn call_op<'a, T: TensorArg, O: TensorArgMut>(
     }
     let mut operands = vec![Operand::of(names[0], x)];
     operands.extend(rest.iter().zip(&names[1..]).map(|(t, n)| Operand::of(n, t)));
-    operands.extend(outs.iter().zip(&names[n_in..]).map(|(t, n)| Operand::of(n, t)));
+    operands.extend(
+        outs.iter()
+            .zip(&names[n_in..])
+            .map(|(t, n)| Operand::of(n, t)),
+    );
     run(stream, op, &operands)
 }
 
@@ -719,7 +723,12 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let mut calls = Vec::new();
     for o in OPS {
         let list: &[(&str, &[i64])] = if o.backward {
-            &[("bf16", large), ("bf16", ragged), ("f32", mid), ("f16", rank3)]
+            &[
+                ("bf16", large),
+                ("bf16", ragged),
+                ("f32", mid),
+                ("f16", rank3),
+            ]
         } else {
             &[
                 ("bf16", large),
