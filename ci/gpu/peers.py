@@ -15,6 +15,10 @@ before every repetition, median):
   layer_norm_stats    torch.native_layer_norm (y, mean, rstd) (tr_kernels.py writes no stats: torch only)
   gemm                torch.matmul (cuBLAS)
   attention           scaled_dot_product_attention with the cuDNN and the flash backends
+  activations         silu_and_mul / swiglu / gelu[_tanh] / geglu[_tanh] / relu and their _backward:
+                      torch eager (F.silu(a) * b, F.gelu(x, approximate=..), torch.relu; the backward
+                      through aten's silu_backward / gelu_backward / threshold_backward), and the one
+                      Triton kernel of act_kernels.py beside this script (BLOCK 1024/4096, 4/8 warps)
 
 Each result is checked against a float32 torch computation (relative L2; of several outputs the largest).
 The Triton kernels are imported at run time from --triton-kernels (default: .gpu/reference/tr_kernels.py
@@ -35,6 +39,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # act_kernels.py beside this script
 import triton
 from triton.testing import do_bench
 
@@ -250,7 +256,79 @@ def bench_call(rec, call, tk):
                     return sdpa(q, k, v)
             rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), flops=flops)
         return
+    if op in ACT_OPS:
+        bench_activation(rec, call, dt, esize)
+        return
     rec.skip(call, "-", f"no peer for op {op}")
+
+
+# The activation ops (cutile-kernels/src/activation): name -> (activation, form, backward).
+ACT_OPS = {}
+for _base, _act, _form in (("silu_and_mul", "silu", "gated"), ("swiglu", "silu", "pair"), ("gelu", "gelu", "unary"),
+                           ("gelu_tanh", "gelu_tanh", "unary"), ("geglu", "gelu", "gated"),
+                           ("geglu_tanh", "gelu_tanh", "gated"), ("relu", "relu", "unary")):
+    ACT_OPS[_base] = (_act, _form, False)
+    ACT_OPS[_base + "_backward"] = (_act, _form, True)
+
+
+def torch_act(act, t):
+    if act == "silu":
+        return F.silu(t)
+    if act == "relu":
+        return torch.relu(t)
+    return F.gelu(t, approximate="tanh" if act == "gelu_tanh" else "none")
+
+
+def torch_act_backward(act, g, t):
+    """g * act'(t) through aten's backward ops (what autograd runs)."""
+    if act == "silu":
+        return torch.ops.aten.silu_backward(g, t)
+    if act == "relu":
+        return torch.ops.aten.threshold_backward(g, t, 0)
+    return torch.ops.aten.gelu_backward(g, t, approximate="tanh" if act == "gelu_tanh" else "none")
+
+
+def torch_activation(act, form, backward, ins):
+    """The op in torch eager on `ins` (x / x, g / a, b / a, b, g); a tuple of its outputs."""
+    if form == "unary":
+        return (torch_act_backward(act, ins[1], ins[0]),) if backward else (torch_act(act, ins[0]),)
+    if form == "gated":
+        x = ins[0]
+        n = x.shape[-1] // 2
+        a, b = x[..., :n], x[..., n:]
+    else:
+        a, b = ins[0], ins[1]
+    if not backward:
+        return (torch_act(act, a) * b,)
+    g = ins[-1]
+    da, db = torch_act_backward(act, g * b, a), g * torch_act(act, a)
+    return (torch.cat([da, db], dim=-1),) if form == "gated" else (da, db)
+
+
+def bench_activation(rec, call, dt, esize):
+    import act_kernels as ak
+    act, form, backward = ACT_OPS[call["op"]]
+    x_shape = call["shapes"][0]
+    half = x_shape[:-1] + [x_shape[-1] // 2]
+    if form == "gated":
+        in_shapes, out_shapes = ([x_shape, half], [x_shape]) if backward else ([x_shape], [half])
+    elif form == "pair":
+        in_shapes, out_shapes = ([x_shape] * 3, [x_shape] * 2) if backward else ([x_shape] * 2, [x_shape])
+    else:
+        in_shapes, out_shapes = ([x_shape] * 2, [x_shape]) if backward else ([x_shape], [x_shape])
+    ins = [rand(s, dt, 4.0 if i == 0 else 1.0) for i, s in enumerate(in_shapes)]
+    refs = torch_activation(act, form, backward, [t.float() for t in ins])
+    nbytes = sum(numel(s) for s in in_shapes + out_shapes) * esize
+
+    def check_outs(outs):
+        return max(relerr(o, r) for o, r in zip(outs, refs))
+    rec.run(call, "torch", lambda: torch_activation(act, form, backward, ins),
+            lambda: check_outs(torch_activation(act, form, backward, ins)), nbytes=nbytes)
+    outs = [torch.empty(s, device=DEV, dtype=dt) for s in out_shapes]
+    for block in (1024, 4096):
+        for nw in (4, 8):
+            fn = ak.make(call["op"], act, form == "gated", form == "pair", backward, ins, outs, block, nw)
+            rec.run(call, "triton", fn, lambda: check_outs(outs), nbytes=nbytes, cfg=f"BLOCK={block} num_warps={nw}")
 
 
 SCHEMA_VERSION = 1  # of the `cutile-bench` schema (docs/gpu-runner.md; gpu-harness/src/schema.rs)

@@ -5,7 +5,7 @@
 use cutile::launch::Pending;
 use cutile::runtime::timing::{L2Flush, Stats, time_device};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
-use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
+use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
 
 use crate::BoxError;
 use crate::data::{DevTensors, rel_l2};
@@ -86,7 +86,6 @@ fn call_typed<T: DeviceElement>(
     }
     let split = ts.len() - n_out;
     let (ins, outs) = ts.split_at_mut(split);
-    let o = &mut outs[0];
     let need = |n: usize| -> Result<(), BoxError> {
         if ins.len() < n {
             return Err(format!("{}: {} inputs, the op takes {n}", w.name, ins.len()).into());
@@ -119,6 +118,13 @@ fn call_typed<T: DeviceElement>(
         _ => ins[0].view(),
     };
     let x0 = &x0;
+    if let Some(spec) = activation::find(w.op()) {
+        return finish(
+            activation::call_op(stream, spec, x0, &ins[1..], outs)?,
+            after,
+        );
+    }
+    let o = &mut outs[0];
     match (w.op(), w.layout) {
         (vector_add::ADD, _) => {
             need(2)?;

@@ -9,7 +9,7 @@ use cutile::launch::{Launcher, Plan};
 use cutile::toolchain::GpuArch;
 use cutile_kernels::op::registry::launcher_plans;
 use cutile_kernels::op::{CallSpec, Operand, Target, contiguous_strides, describe};
-use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
+use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
 
 use crate::BoxError;
 use crate::data::{Dt, swap_axes, uniform};
@@ -157,6 +157,17 @@ impl Workload {
     pub fn outputs(&self) -> Result<Vec<OutputSpec>, BoxError> {
         let o = |name, shape, f32| OutputSpec { name, shape, f32 };
         let x = shape_of(&self.call, 0)?.to_vec();
+        if let Some(spec) = activation::find(self.op()) {
+            let shapes = spec
+                .operand_shapes(&x)
+                .ok_or_else(|| format!("{}: the last axis must be even", self.name))?;
+            let n_in = shapes.len() - spec.outputs();
+            return Ok(spec.operand_names()[n_in..]
+                .iter()
+                .zip(&shapes[n_in..])
+                .map(|(&name, s)| o(name, s.clone(), false))
+                .collect());
+        }
         Ok(match self.op() {
             norm::ADD_RMS_NORM => vec![o("h", x.clone(), false), o("y", x, false)],
             norm::LAYER_NORM_STATS => {
@@ -182,6 +193,11 @@ impl Workload {
     pub fn output_shape(&self) -> Result<Vec<i64>, BoxError> {
         Ok(match self.op() {
             gemm::OP => vec![shape_of(&self.call, 0)?[0], shape_of(&self.call, 1)?[1]],
+            op if activation::find(op).is_some() => self
+                .outputs()?
+                .first()
+                .map(|o| o.shape.clone())
+                .unwrap_or_default(),
             _ => shape_of(&self.call, 0)?.to_vec(),
         })
     }
@@ -191,6 +207,12 @@ impl Workload {
         let b = self.dt()?.bytes() as f64;
         let x = shape_of(&self.call, 0)?;
         let n = numel(x) as f64;
+        if let Some(spec) = activation::find(self.op()) {
+            // Every operand is read or written once.
+            let shapes = spec.operand_shapes(x).unwrap_or_default();
+            let all: usize = shapes.iter().map(|s| numel(s)).sum();
+            return Ok(Metric::Bytes(all as f64 * b));
+        }
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => Metric::Bytes(3.0 * n * b),
             norm::RMS_NORM | norm::LAYER_NORM | norm::RMS_NORM_HEADS | softmax::OP => {
@@ -234,6 +256,18 @@ impl Workload {
             )
         };
         let x = shape_of(&self.call, 0)?;
+        if let Some(spec) = activation::find(self.op()) {
+            // ±4 spans where the activations bend; the runner's property cases add large magnitudes.
+            let shapes = spec
+                .operand_shapes(x)
+                .ok_or_else(|| format!("{}: the last axis must be even", self.name))?;
+            let n_in = shapes.len() - spec.outputs();
+            return Ok(shapes[..n_in]
+                .iter()
+                .enumerate()
+                .map(|(i, s)| t(s, 20 + i as u64, 4.0))
+                .collect());
+        }
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => vec![t(x, 1, 1.0), t(x, 2, 1.0)],
             softmax::OP => vec![t(x, 5, 4.0)],
@@ -324,6 +358,10 @@ impl Workload {
         };
         let x = shape_of(&self.call, 0)?;
         let cols = last(x) as usize;
+        if let Some(spec) = activation::find(self.op()) {
+            let ins: Vec<&[f32]> = i.iter().map(|t| t.0.as_slice()).collect();
+            return Ok(many(activation::reference::op_reference(spec, &ins, cols)));
+        }
         Ok(match self.op() {
             vector_add::ADD => all(vector_add::vadd_reference(&i[0].0, &i[1].0)),
             vector_add::AXPY => all(vector_add::saxpy_reference(ALPHA, &i[0].0, &i[1].0)),
@@ -473,6 +511,9 @@ impl Workload {
                     }
                     vector_add::ADD => vector_add::plan_add(&operands, &target)?,
                     vector_add::AXPY => vector_add::plan_axpy(&operands, &target, ALPHA)?,
+                    op if activation::find(op).is_some() => {
+                        activation::plan(op, &operands, &target, all_candidates)?
+                    }
                     other => return Err(format!("{other} takes no strided layout").into()),
                 }
             }
@@ -659,6 +700,21 @@ pub fn extra_checks() -> Vec<Workload> {
         &[&[7, 3, 4097]],
         false,
     )));
+    // Every activation op with its first input a padded-row slice starting off alignment (a row
+    // stride the contiguous calls never have), rank 3 in f16, and one (gated: two) element in f32.
+    for o in activation::OPS {
+        w.push(Workload::with_layout(
+            CallSpec::new(o.name, "bf16", &[&[129, 2, 130]], false),
+            Layout::Strided { pad: 6, offset: 2 },
+        ));
+        w.push(Workload::new(CallSpec::new(
+            o.name,
+            "f16",
+            &[&[5, 3, 34]],
+            false,
+        )));
+        w.push(Workload::new(CallSpec::new(o.name, "f32", &[&[2]], false)));
+    }
     w
 }
 

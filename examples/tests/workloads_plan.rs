@@ -69,6 +69,21 @@ fn checks_cover_each_op_and_dtype() {
             );
         }
     }
+    for o in cutile_kernels::activation::OPS {
+        for dt in ["f32", "bf16", "f16"] {
+            assert!(
+                ws.iter().any(|w| w.call.op == o.name && w.call.dtype == dt),
+                "no {} {dt} check",
+                o.name
+            );
+        }
+        assert!(
+            ws.iter()
+                .any(|w| w.call.op == o.name && matches!(w.layout, Layout::Strided { .. })),
+            "no strided {} check",
+            o.name
+        );
+    }
     assert!(
         ws.iter()
             .any(|w| w.call.op == "softmax" && w.call.shapes[0].len() >= 3)
@@ -86,6 +101,9 @@ fn multi_output_ops_have_a_reference_per_output() {
     use cutile_kernels::op::CallSpec;
     for (op, outs, f32s) in [
         ("add_rms_norm", vec!["h", "y"], 0),
+        ("swiglu_backward", vec!["grad_a", "grad_b"], 0),
+        ("silu_and_mul", vec!["y"], 0),
+        ("geglu_backward", vec!["grad_x"], 0),
         ("layer_norm_stats", vec!["y", "mean", "rstd"], 2),
         ("rms_norm_heads", vec!["y"], 0),
     ] {

@@ -25,7 +25,7 @@ use cutile_examples::data::{Dt, uniform};
 use cutile_examples::run::{CheckResult, check, check_with};
 use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::op::CallSpec;
-use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
+use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -131,6 +131,7 @@ impl Case {
                 let k = self.shapes.get(1).ok_or("attention needs k")?.clone();
                 vec![x.clone(), k.clone(), k]
             }
+            op if activation::find(op).is_some() => activation_inputs(op, &x)?,
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -198,8 +199,62 @@ fn large_scale(op: &str, dt: Dt, i: usize) -> f32 {
         | norm::RMS_NORM_HEADS => 1e15,
         gemm::OP => 8.0,
         attention::OP if i == 0 => 8.0,
+        // `x` (gated: both halves, so products of two large values) or `a`: f16 products stay below
+        // its 65504, bf16/f32 ones below 1e30; the exponentials saturate (sigmoid 0 or 1, Φ 0 or 1).
+        op if activation::find(op).is_some() && f16 => 100.0,
+        op if activation::find(op).is_some() => 1e15,
         _ => 1.0,
     }
+}
+
+/// The input shapes of an activation case whose first input is `x`.
+fn activation_inputs(op: &str, x: &[i64]) -> Result<Vec<Vec<i64>>, BoxError> {
+    let spec = activation::find(op).ok_or_else(|| format!("unknown op {op}"))?;
+    let shapes = spec
+        .operand_shapes(x)
+        .ok_or_else(|| format!("{op}: the last axis of {x:?} must be even"))?;
+    Ok(shapes[..shapes.len() - spec.outputs()].to_vec())
+}
+
+/// The strategy of an activation op: leading axes (up to two) and a row (even for the gated ops, whose
+/// rows hold both halves): one element, tiny, ragged, powers of two, and long single rows; contiguous or
+/// a padded / offset row view of the first input; normal, large and denormal values.
+fn activation_strategy(
+    op: &'static str,
+    dtype: BoxedStrategy<&'static str>,
+    values: BoxedStrategy<Values>,
+    seed: BoxedStrategy<u64>,
+) -> BoxedStrategy<Case> {
+    let gated = activation::find(op).is_some_and(|s| s.form == activation::Form::Gated);
+    (
+        prop::collection::vec(dim(3000), 0..=2),
+        prop_oneof![4 => dim(4096), 1 => 4097..=300_000i64],
+        dtype,
+        prop_oneof![
+            3 => Just(CaseLayout::Contiguous),
+            1 => (0..=40i64, 0..=16i64).prop_map(|(pad, offset)| CaseLayout::Strided { pad, offset }),
+        ],
+        values,
+        seed,
+    )
+        .prop_map(move |(mut lead, cols, dtype, layout, values, seed)| {
+            lead.push(if gated { cols + cols % 2 } else { cols });
+            let mut x = bounded(lead, MAX_ELEMS / 4);
+            if gated && let Some(last) = x.last_mut() {
+                // Halving may have made the row odd again.
+                *last += *last % 2;
+            }
+            Case {
+                op: op.into(),
+                dtype: dtype.into(),
+                shapes: vec![x],
+                causal: false,
+                layout,
+                values,
+                seed,
+            }
+        })
+        .boxed()
 }
 
 /// `shape` with its largest axes halved until it has at most `max` elements (deterministic, so a
@@ -362,6 +417,9 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 },
             )
             .boxed(),
+        op if activation::find(op).is_some() => {
+            activation_strategy(op, dtype.boxed(), values_rows.boxed(), seed.boxed())
+        }
         gemm::OP => (
             (dim(2048), dim(2048), dim(2048)),
             dtype,
@@ -458,6 +516,20 @@ pub const COVERED: &[&str] = &[
     norm::RMS_NORM_HEADS,
     gemm::OP,
     attention::OP,
+    activation::SILU_AND_MUL,
+    activation::SILU_AND_MUL_BACKWARD,
+    activation::SWIGLU,
+    activation::SWIGLU_BACKWARD,
+    activation::GELU,
+    activation::GELU_BACKWARD,
+    activation::GELU_TANH,
+    activation::GELU_TANH_BACKWARD,
+    activation::GEGLU,
+    activation::GEGLU_BACKWARD,
+    activation::GEGLU_TANH,
+    activation::GEGLU_TANH_BACKWARD,
+    activation::RELU,
+    activation::RELU_BACKWARD,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).
