@@ -345,7 +345,8 @@ fn tiles_follow_row_length_rows_and_dtype() {
     assert_eq!(c(BF16, 1, 1 << 20), (1, 8192));
     assert_eq!(c(BF16, 16384, 4096), (2, 4096));
     assert_eq!(c(BF16, 1000, 513), (8, 1024));
-    assert_eq!(c(F32, 1000, 513), (4, 1024));
+    assert_eq!(c(F32, 1000, 513), (64, 64));
+    assert_eq!(c(BF16, 64, 128), (64, 64));
     assert_eq!(c(F32, 21, 33), (16, 256));
     assert_eq!(c(F32, 4000, 33), (64, 64));
     let sm80 = Target::planning(GpuArch::Sm80);
@@ -596,4 +597,42 @@ mod gpu {
             }
         }
     }
+}
+
+/// The traced IR of a call's default launch.
+fn ir_of(op: &str, dt: ScalarType, x: &[i64]) -> String {
+    let call = cutile_kernels::op::CallSpec::new(op, &dt.to_string(), &[x], false);
+    let jobs = cutile_kernels::catalog::dsl_jobs(&[call], false).unwrap();
+    let (k, metas) = jobs[0].dsl_spec().unwrap();
+    k.specialize(metas).unwrap().ir_text()
+}
+
+/// 16-bit outputs take the approximate exp2 (flush-to-zero) and division; f32 outputs the exact ones;
+/// every kernel reads and writes through tensor views (no gathers or scatters).
+#[test]
+fn fast_math_only_for_16_bit_outputs_and_view_access_only() {
+    for op in [
+        activation::SILU_AND_MUL,
+        activation::GELU_BACKWARD,
+        activation::GEGLU_TANH,
+    ] {
+        let half = ir_of(op, BF16, &[64, 256]);
+        assert!(half.contains("flush_to_zero"), "{op} bf16:\n{half}");
+        assert!(half.contains("approx"), "{op} bf16:\n{half}");
+        let full = ir_of(op, F32, &[64, 256]);
+        assert!(!full.contains("flush_to_zero"), "{op} f32:\n{full}");
+        assert!(!full.contains("approx"), "{op} f32:\n{full}");
+        for ir in [&half, &full] {
+            assert!(
+                ir.contains("load_view_tko") && ir.contains("store_view_tko"),
+                "{op}:\n{ir}"
+            );
+            assert!(
+                !ir.contains("load_ptr_tko") && !ir.contains("store_ptr_tko"),
+                "{op}:\n{ir}"
+            );
+        }
+    }
+    let relu = ir_of(activation::RELU, BF16, &[64, 256]);
+    assert!(!relu.contains("exp"), "relu:\n{relu}");
 }
