@@ -636,3 +636,38 @@ fn fast_math_only_for_16_bit_outputs_and_view_access_only() {
     let relu = ir_of(activation::RELU, BF16, &[64, 256]);
     assert!(!relu.contains("exp"), "relu:\n{relu}");
 }
+
+/// The four kernels (the erf GELU, the longest math) in bf16 and f32 compile for sm_80, sm_90, sm_100
+/// and sm_120, as `cargo xtask kernels` does for the whole catalog.
+#[test]
+fn compile_four_archs() {
+    use cutile::toolchain::{CompileRequest, Tileiras};
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
+            return;
+        }
+    };
+    let calls: Vec<_> = [
+        activation::GELU,
+        activation::GELU_BACKWARD,
+        activation::GEGLU,
+        activation::GEGLU_BACKWARD,
+    ]
+    .iter()
+    .flat_map(|op| {
+        ["bf16", "f32"].map(|dt| cutile_kernels::op::CallSpec::new(op, dt, &[&[1000, 1026]], false))
+    })
+    .collect();
+    for j in cutile_kernels::catalog::dsl_jobs(&calls, false).unwrap() {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let s = k.specialize(metas).unwrap();
+        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let c = s
+                .compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{} {arch}: {e}", j.specialization));
+            assert!(!c.bytes.is_empty());
+        }
+    }
+}
