@@ -35,7 +35,7 @@
 //! so narrow rows still fill whole tiles.
 //!
 //! - [`config`]: the tile per (element type, row length, arch), and the tuner's candidates;
-//! - [`reference`]: the CPU references (f64);
+//! - [`reference`](mod@reference): the CPU references (f64);
 //! - [`plan`]: the launches of a call, without a device; [`OPS`]: every op of the family as data.
 
 pub mod config;
