@@ -345,7 +345,8 @@ fn tiles_follow_row_length_rows_and_dtype() {
     assert_eq!(c(BF16, 1, 1 << 20), (1, 8192));
     assert_eq!(c(BF16, 16384, 4096), (2, 4096));
     assert_eq!(c(BF16, 1000, 513), (8, 1024));
-    assert_eq!(c(F32, 1000, 513), (4, 1024));
+    assert_eq!(c(F32, 1000, 513), (64, 64));
+    assert_eq!(c(BF16, 64, 128), (64, 64));
     assert_eq!(c(F32, 21, 33), (16, 256));
     assert_eq!(c(F32, 4000, 33), (64, 64));
     let sm80 = Target::planning(GpuArch::Sm80);
@@ -406,6 +407,26 @@ fn every_op_is_in_the_registry() {
             assert_eq!(shapes[1], vec![4, 3]);
         }
     }
+    // What the host functions ask for, each exactly once.
+    use Activation::*;
+    for (act, form) in [
+        (Silu, Form::Gated),
+        (Silu, Form::Pair),
+        (GeluErf, Form::Unary),
+        (GeluTanh, Form::Unary),
+        (GeluErf, Form::Gated),
+        (GeluTanh, Form::Gated),
+        (Relu, Form::Unary),
+    ] {
+        for backward in [false, true] {
+            let n = OPS
+                .iter()
+                .filter(|o| o.act == act && o.form == form && o.backward == backward)
+                .count();
+            assert_eq!(n, 1, "{act:?} {form:?} backward={backward}");
+        }
+    }
+    assert_eq!(OPS.len(), 14);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -561,6 +582,136 @@ mod gpu {
             .unwrap();
     }
 
+    /// The named host functions (what users call) against the references, bf16, a strided ragged `x`.
+    #[test]
+    #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+    fn named_host_functions_match_reference() {
+        use activation::GeluApprox::{None as Erf, Tanh};
+        let Some((dev, s)) = gpu_device("named_host_functions_match_reference") else {
+            return;
+        };
+        let (rows, cols) = (37i64, 130i64);
+        let stored: Vec<f32> =
+            cutile_testkit::data::uniform((rows * (cols + 3)) as usize, 5, -5.0, 5.0);
+        let t = up::<bf16>(&dev, &stored, &[rows, cols + 3]);
+        let x = t.slice(1, 0..cols).unwrap();
+        let xs: Vec<f32> = down(&t)
+            .chunks((cols + 3) as usize)
+            .flat_map(|r| r[..cols as usize].to_vec())
+            .collect();
+        let full = [rows, cols];
+        let half = [rows, cols / 2];
+        let gh = up::<bf16>(
+            &dev,
+            &cutile_testkit::data::uniform((rows * cols / 2) as usize, 6, -1.0, 1.0),
+            &half,
+        );
+        let gf = up::<bf16>(
+            &dev,
+            &cutile_testkit::data::uniform((rows * cols) as usize, 7, -1.0, 1.0),
+            &full,
+        );
+        let b = up::<bf16>(
+            &dev,
+            &cutile_testkit::data::uniform((rows * cols) as usize, 8, -1.0, 1.0),
+            &full,
+        );
+        let z = |shape: &[i64]| Tensor::<bf16>::zeros(&dev, shape).unwrap();
+        let tol = cutile_kernels::tolerance(BF16);
+        let check = |name: &str, outs: &[&Tensor<bf16>], ins: Vec<Vec<f32>>| {
+            let refs: Vec<&[f32]> = ins.iter().map(|v| v.as_slice()).collect();
+            let want = r::op_reference(spec(name), &refs, cols as usize);
+            for (o, w) in outs.iter().zip(&want) {
+                let err = cutile_testkit::rel_l2(&down(o), w);
+                assert!(err <= tol, "{name}: relative L2 error {err:e}");
+            }
+        };
+        let (g_half, g_full, bv) = (down(&gh), down(&gf), down(&b));
+        let mut y = z(&half);
+        activation::silu_and_mul(&s, &x, &mut y)
+            .unwrap()
+            .wait()
+            .unwrap();
+        check(activation::SILU_AND_MUL, &[&y], vec![xs.clone()]);
+        let mut dx = z(&full);
+        activation::silu_and_mul_backward(&s, &x, &gh, &mut dx)
+            .unwrap()
+            .wait()
+            .unwrap();
+        check(
+            activation::SILU_AND_MUL_BACKWARD,
+            &[&dx],
+            vec![xs.clone(), g_half.clone()],
+        );
+        for (approx, fwd, bwd) in [
+            (Erf, activation::GEGLU, activation::GEGLU_BACKWARD),
+            (
+                Tanh,
+                activation::GEGLU_TANH,
+                activation::GEGLU_TANH_BACKWARD,
+            ),
+        ] {
+            let mut y = z(&half);
+            activation::geglu(&s, &x, &mut y, approx)
+                .unwrap()
+                .wait()
+                .unwrap();
+            check(fwd, &[&y], vec![xs.clone()]);
+            let mut dx = z(&full);
+            activation::geglu_backward(&s, &x, &gh, &mut dx, approx)
+                .unwrap()
+                .wait()
+                .unwrap();
+            check(bwd, &[&dx], vec![xs.clone(), g_half.clone()]);
+        }
+        for (approx, fwd, bwd) in [
+            (Erf, activation::GELU, activation::GELU_BACKWARD),
+            (Tanh, activation::GELU_TANH, activation::GELU_TANH_BACKWARD),
+        ] {
+            let mut y = z(&full);
+            activation::gelu(&s, &x, &mut y, approx)
+                .unwrap()
+                .wait()
+                .unwrap();
+            check(fwd, &[&y], vec![xs.clone()]);
+            let mut dx = z(&full);
+            activation::gelu_backward(&s, &x, &gf, &mut dx, approx)
+                .unwrap()
+                .wait()
+                .unwrap();
+            check(bwd, &[&dx], vec![xs.clone(), g_full.clone()]);
+        }
+        let mut y = z(&full);
+        activation::relu(&s, &x, &mut y).unwrap().wait().unwrap();
+        check(activation::RELU, &[&y], vec![xs.clone()]);
+        let mut dx = z(&full);
+        activation::relu_backward(&s, &x, &gf, &mut dx)
+            .unwrap()
+            .wait()
+            .unwrap();
+        check(
+            activation::RELU_BACKWARD,
+            &[&dx],
+            vec![xs.clone(), g_full.clone()],
+        );
+        let mut y = z(&full);
+        activation::swiglu(&s, &x, &b, &mut y)
+            .unwrap()
+            .wait()
+            .unwrap();
+        check(activation::SWIGLU, &[&y], vec![xs.clone(), bv.clone()]);
+        let (mut da, mut db) = (z(&full), z(&full));
+        activation::swiglu_backward(&s, &x, &b, &gf, &mut da, &mut db)
+            .unwrap()
+            .wait()
+            .unwrap();
+        check(
+            activation::SWIGLU_BACKWARD,
+            &[&da, &db],
+            vec![xs, bv, g_full],
+        );
+    }
+
     /// Every op on every element type at the benchmark shape and a ragged one, contiguous and strided.
     #[test]
     #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
@@ -594,6 +745,79 @@ mod gpu {
                     r.unwrap_or_else(|e| panic!("{c:?}: {e}"));
                 }
             }
+        }
+    }
+}
+
+/// The traced IR of a call's default launch.
+fn ir_of(op: &str, dt: ScalarType, x: &[i64]) -> String {
+    let call = cutile_kernels::op::CallSpec::new(op, &dt.to_string(), &[x], false);
+    let jobs = cutile_kernels::catalog::dsl_jobs(&[call], false).unwrap();
+    let (k, metas) = jobs[0].dsl_spec().unwrap();
+    k.specialize(metas).unwrap().ir_text()
+}
+
+/// 16-bit outputs take the approximate exp2 (flush-to-zero) and division; f32 outputs the exact ones;
+/// every kernel reads and writes through tensor views (no gathers or scatters).
+#[test]
+fn fast_math_only_for_16_bit_outputs_and_view_access_only() {
+    for op in [
+        activation::SILU_AND_MUL,
+        activation::GELU_BACKWARD,
+        activation::GEGLU_TANH,
+    ] {
+        let half = ir_of(op, BF16, &[64, 256]);
+        assert!(half.contains("flush_to_zero"), "{op} bf16:\n{half}");
+        assert!(half.contains("approx"), "{op} bf16:\n{half}");
+        let full = ir_of(op, F32, &[64, 256]);
+        assert!(!full.contains("flush_to_zero"), "{op} f32:\n{full}");
+        assert!(!full.contains("approx"), "{op} f32:\n{full}");
+        for ir in [&half, &full] {
+            assert!(
+                ir.contains("load_view_tko") && ir.contains("store_view_tko"),
+                "{op}:\n{ir}"
+            );
+            assert!(
+                !ir.contains("load_ptr_tko") && !ir.contains("store_ptr_tko"),
+                "{op}:\n{ir}"
+            );
+        }
+    }
+    let relu = ir_of(activation::RELU, BF16, &[64, 256]);
+    assert!(!relu.contains("exp"), "relu:\n{relu}");
+}
+
+/// The four kernels (the erf GELU, the longest math) in bf16 and f32 compile for sm_80, sm_90, sm_100
+/// and sm_120, as `cargo xtask kernels` does for the whole catalog.
+#[test]
+fn compile_four_archs() {
+    use cutile::toolchain::{CompileRequest, Tileiras};
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
+            return;
+        }
+    };
+    let calls: Vec<_> = [
+        activation::GELU,
+        activation::GELU_BACKWARD,
+        activation::GEGLU,
+        activation::GEGLU_BACKWARD,
+    ]
+    .iter()
+    .flat_map(|op| {
+        ["bf16", "f32"].map(|dt| cutile_kernels::op::CallSpec::new(op, dt, &[&[1000, 1026]], false))
+    })
+    .collect();
+    for j in cutile_kernels::catalog::dsl_jobs(&calls, false).unwrap() {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let s = k.specialize(metas).unwrap();
+        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let c = s
+                .compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{} {arch}: {e}", j.specialization));
+            assert!(!c.bytes.is_empty());
         }
     }
 }

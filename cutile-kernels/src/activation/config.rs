@@ -50,17 +50,21 @@ pub fn tile_elems(target: &Target, dtype: ScalarType) -> i64 {
     }
 }
 
-/// The listed tile of `elems` elements whose width is closest to `cols` from above (the narrowest one
-/// holding a whole row), else the widest; never more rows than the call has (rounded up to a power of
-/// two), so a single long row takes `1 x BN` tiles.
-fn tile_for(rows: i64, cols: i64, elems: i64) -> Option<ActConfig> {
+/// Useful (in-bounds) elements per tile of `(tm, bn)` on a `rows x cols` view, averaged over a row's
+/// column tiles.
+fn useful(rows: i64, cols: i64, (tm, bn): (i64, i64)) -> i64 {
+    tm.min(rows.max(1)) * cols.max(1) / crate::op::ceil_div(cols.max(1), bn)
+}
+
+/// The listed tile of at most `elems` elements (and never more rows than the call has, rounded up to
+/// a power of two) with the most useful elements per tile: wide enough to move a lot per block,
+/// narrow enough not to load padding. Ties go to the smaller tile, then the wider one.
+fn best(rows: i64, cols: i64, elems: i64) -> Option<ActConfig> {
     let max_tm = (rows.max(1) as u64).next_power_of_two() as i64;
-    let fits = |&&(tm, bn): &&(i64, i64)| tm * bn == elems && tm <= max_tm;
     TILES
         .iter()
-        .filter(fits)
-        .find(|&&(_, bn)| bn >= cols)
-        .or_else(|| TILES.iter().rfind(fits))
+        .filter(|&&(tm, bn)| tm <= max_tm && tm * bn <= elems)
+        .max_by_key(|&&(tm, bn)| (useful(rows, cols, (tm, bn)), -(tm * bn), bn))
         .map(|&(tm, bn)| ActConfig { tm, bn })
 }
 
@@ -70,21 +74,20 @@ pub fn class(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> String
     format!("{dtype} tm={} bn={}", c.tm, c.bn)
 }
 
-/// The default tile for rows of `cols` columns.
+/// The default tile for a `rows x cols` view: the best of at most [`tile_elems`] elements.
 pub fn choose(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> ActConfig {
-    tile_for(rows, cols, tile_elems(target, dtype))
-        .or_else(|| tile_for(rows, cols, 4096))
-        .unwrap_or(ActConfig { tm: 1, bn: 4096 })
+    best(rows, cols, tile_elems(target, dtype)).unwrap_or(ActConfig { tm: 1, bn: 4096 })
 }
 
-/// The default first, then every listed tile no wider than it (wider ones only pad).
+/// The default first, then every listed tile with at least a quarter of its useful elements per tile.
 pub fn candidates(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> Vec<ActConfig> {
     let default = choose(target, dtype, rows, cols);
+    let floor = useful(rows, cols, (default.tm, default.bn)) / 4;
     let max_tm = (rows.max(1) as u64).next_power_of_two() as i64;
     let mut all = vec![default];
     for &(tm, bn) in TILES {
         let c = ActConfig { tm, bn };
-        if c != default && bn <= default.bn && tm <= max_tm {
+        if c != default && tm <= max_tm && useful(rows, cols, (tm, bn)) >= floor {
             all.push(c);
         }
     }

@@ -35,7 +35,7 @@
 //! so narrow rows still fill whole tiles.
 //!
 //! - [`config`]: the tile per (element type, row length, arch), and the tuner's candidates;
-//! - [`reference`]: the CPU references (f64);
+//! - [`reference`](mod@reference): the CPU references (f64);
 //! - [`plan`]: the launches of a call, without a device; [`OPS`]: every op of the family as data.
 
 pub mod config;
@@ -206,10 +206,14 @@ pub fn find(name: &str) -> Option<&'static OpSpec> {
     OPS.iter().find(|o| o.name == name)
 }
 
-fn op_of(act: Activation, form: Form, backward: bool) -> &'static OpSpec {
+/// The op of `(act, form, backward)`; every host function below names one that [`OPS`] lists.
+fn op_of(act: Activation, form: Form, backward: bool) -> Result<&'static OpSpec, OpError> {
     OPS.iter()
         .find(|o| o.act == act && o.form == form && o.backward == backward)
-        .unwrap_or(&OPS[0])
+        .ok_or_else(|| OpError::Unsupported {
+            op: "activation",
+            what: format!("no {act:?} op of form {form:?} (backward: {backward})"),
+        })
 }
 
 /// `y = silu(x[.., :N]) · x[.., N:]` for `x: [.., 2N]`, `y: [.., N]`, queued on `stream`.
@@ -218,7 +222,7 @@ pub fn silu_and_mul<'a>(
     x: &'a impl TensorArg,
     y: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    let spec = op_of(Activation::Silu, Form::Gated, false);
+    let spec = op_of(Activation::Silu, Form::Gated, false)?;
     run(stream, spec, &[Operand::of("x", x), Operand::of("y", &*y)])
 }
 
@@ -239,7 +243,7 @@ pub fn swiglu<'a>(
     b: &'a impl TensorArg,
     y: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    let spec = op_of(Activation::Silu, Form::Pair, false);
+    let spec = op_of(Activation::Silu, Form::Pair, false)?;
     let operands = [
         Operand::of("a", a),
         Operand::of("b", b),
@@ -258,7 +262,7 @@ pub fn swiglu_backward<'a>(
     grad_a: &'a mut impl TensorArgMut,
     grad_b: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    let spec = op_of(Activation::Silu, Form::Pair, true);
+    let spec = op_of(Activation::Silu, Form::Pair, true)?;
     let operands = [
         Operand::of("a", a),
         Operand::of("b", b),
@@ -276,7 +280,7 @@ pub fn gelu<'a>(
     y: &'a mut impl TensorArgMut,
     approximate: GeluApprox,
 ) -> Result<Pending<'a>, OpError> {
-    let spec = op_of(approximate.activation(), Form::Unary, false);
+    let spec = op_of(approximate.activation(), Form::Unary, false)?;
     run(stream, spec, &[Operand::of("x", x), Operand::of("y", &*y)])
 }
 
@@ -298,7 +302,7 @@ pub fn geglu<'a>(
     y: &'a mut impl TensorArgMut,
     approximate: GeluApprox,
 ) -> Result<Pending<'a>, OpError> {
-    let spec = op_of(approximate.activation(), Form::Gated, false);
+    let spec = op_of(approximate.activation(), Form::Gated, false)?;
     run(stream, spec, &[Operand::of("x", x), Operand::of("y", &*y)])
 }
 
@@ -319,7 +323,7 @@ pub fn relu<'a>(
     x: &'a impl TensorArg,
     y: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    let spec = op_of(Activation::Relu, Form::Unary, false);
+    let spec = op_of(Activation::Relu, Form::Unary, false)?;
     run(stream, spec, &[Operand::of("x", x), Operand::of("y", &*y)])
 }
 
@@ -379,7 +383,7 @@ fn unary_backward<'a>(
         Operand::of("grad_out", grad_out),
         Operand::of("grad_x", &*grad_x),
     ];
-    run(stream, op_of(act, Form::Unary, true), &operands)
+    run(stream, op_of(act, Form::Unary, true)?, &operands)
 }
 
 fn gated_backward<'a>(
@@ -394,7 +398,7 @@ fn gated_backward<'a>(
         Operand::of("grad_out", grad_out),
         Operand::of("grad_x", &*grad_x),
     ];
-    run(stream, op_of(act, Form::Gated, true), &operands)
+    run(stream, op_of(act, Form::Gated, true)?, &operands)
 }
 
 /// Validates, chooses the tile (tuned when `CUTILE_TUNE` asks) and queues the launch.
