@@ -11,6 +11,7 @@
 //! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`], [`norm::add_rms_norm`], [`norm::rms_norm_heads`], [`norm::layer_norm_stats`] |
 //! | [`gemm`] | [`gemm::gemm`] |
 //! | [`attention`] | [`attention::attention`] |
+//! | [`fused_qkv`] | [`fused_qkv::fused_qkv`] |
 //!
 //! [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
 //! of ops by name that AOT bundles and the GPU runner use); [`catalog`] lists the compile jobs of
@@ -18,6 +19,7 @@
 
 pub mod attention;
 pub mod catalog;
+pub mod fused_qkv;
 pub mod gemm;
 pub mod norm;
 pub mod op;
