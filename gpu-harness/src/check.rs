@@ -25,7 +25,7 @@ use cutile_examples::data::{Dt, uniform};
 use cutile_examples::run::{CheckResult, check, check_with};
 use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::op::CallSpec;
-use cutile_kernels::{attention, gemm, norm, softmax, vector_add};
+use cutile_kernels::{attention, fused_qkv, gemm, norm, softmax, vector_add};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -131,6 +131,8 @@ impl Case {
                 let k = self.shapes.get(1).ok_or("attention needs k")?.clone();
                 vec![x.clone(), k.clone(), k]
             }
+            // Index and RoPE tensors besides the element type: the workload's own seeded data.
+            fused_qkv::OP => return w.inputs(),
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -228,7 +230,7 @@ fn dim(max: i64) -> BoxedStrategy<i64> {
 
 fn dtypes(op: &str) -> Vec<&'static str> {
     match op {
-        gemm::OP | attention::OP => vec!["bf16", "f16"],
+        gemm::OP | attention::OP | fused_qkv::OP => vec!["bf16", "f16"],
         _ => vec!["f32", "f16", "bf16"],
     }
 }
@@ -386,6 +388,32 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        fused_qkv::OP => (
+            (1..=4i64, prop::sample::select(vec![1i64, 4, 8])),
+            (prop::sample::select(vec![64i64, 128]), any::<bool>()),
+            (dim(4096), 1..=48i64),
+            proptest::collection::vec(any::<bool>(), 6),
+            dtype,
+            seed,
+        )
+            .prop_map(|((hkv, ratio), (d, half), (t, h), sw, dtype, seed)| {
+                let hq = hkv * ratio;
+                let n = (hq + 2 * hkv) * d;
+                // Ragged hidden sizes (zero-padded K tiles) and T within the reference's budget.
+                let hidden = h * 32 + h % 5;
+                let t = t.min((MAX_MACS / 4 / (n * hidden)).max(1));
+                let rot = if half { d / 2 } else { d };
+                Case {
+                    op: fused_qkv::OP.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![t, hidden], vec![hq, hkv, d, rot], sw.into_iter().map(i64::from).collect()],
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
         _ => (
             // attention (`select_ops` admits only `COVERED` ops)
             (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
@@ -449,6 +477,7 @@ pub const COVERED: &[&str] = &[
     norm::RMS_NORM_HEADS,
     gemm::OP,
     attention::OP,
+    fused_qkv::OP,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).
