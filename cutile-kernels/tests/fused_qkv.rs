@@ -1,7 +1,7 @@
 //! The fused QKV family without a GPU, and on one when present:
 //!
 //! - every launch of every representative call (every candidate) specializes, verifies and, with
-//!   tileiras, compiles for sm_90;
+//!   tileiras, compiles for sm_90 (each kernel also for sm_80, sm_100 and sm_120);
 //! - bad calls are typed errors naming the cause; `T = 0` plans nothing; the schedule follows T;
 //! - CPU reference properties: RoPE at position 0 is the identity, a normed head has unit RMS (weight
 //!   1), a paged mapping with holes writes only the addressed slots;
@@ -39,6 +39,7 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     }
     let req = cutile::toolchain::CompileRequest::new(GpuArch::Sm90);
     let mut seen = std::collections::HashSet::new();
+    let mut other_archs = std::collections::HashSet::new();
     for c in fused_qkv::representative_calls() {
         let planned = c
             .plan(&t, true)
@@ -69,6 +70,16 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
                 s.compile(tl, &req).unwrap_or_else(|e| {
                     panic!("{} / {} / {}: {e}", c.label(), l.config, l.kernel.name())
                 });
+                // The catalog's other archs, once per kernel (and per input type of the epilogue).
+                let kind = format!("{} {:?}", l.kernel.name(), metas.first().map(|m| m.dtype));
+                if other_archs.insert(kind) {
+                    for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
+                        let r = cutile::toolchain::CompileRequest::new(arch);
+                        s.compile(tl, &r).unwrap_or_else(|e| {
+                            panic!("{} / {} / {arch}: {e}", c.label(), l.config)
+                        });
+                    }
+                }
             }
         }
     }
