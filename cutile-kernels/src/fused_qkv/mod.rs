@@ -699,7 +699,7 @@ fn launches(
         } else {
             (slot::SCRATCH_E, vec![1, call.t, call.n()])
         };
-        let part = scratch(ops, s, cfg)?;
+        scratch(ops, s, cfg)?;
         let mut args = vec![PlannedArg::Tensor {
             operand: s,
             output: false,
@@ -707,7 +707,6 @@ fn launches(
             strides: vec![tn, call.n(), 1],
             offset: 0,
         }];
-        let _ = part;
         args.extend(epilogue_args(call, ops));
         Ok(PlannedLaunch {
             kernel,
