@@ -1,7 +1,8 @@
 //! Which schedule a fused QKV call gets: one fused kernel (prefill: many row tiles), split-K partials
 //! plus an epilogue kernel (decode: few tokens, so `ceil(T / BM)·heads` blocks would leave SMs idle
 //! while the weight streams in), or the unfused path (`gemm`, then the epilogue kernel). Not yet
-//! measured on a GPU: the rules below follow the block counts only.
+//! measured on a GPU: the rules below follow the block counts only. With `CUTILE_TUNE=on|force` the
+//! host API times the candidates (fused and split-K; the unfused path only when asked for).
 
 use crate::op::tuning::Candidate;
 use crate::op::{Target, ceil_div};
@@ -25,6 +26,19 @@ impl Candidate for QkvConfig {
             QkvConfig::Unfused => "fused_qkv unfused".into(),
         }
     }
+}
+
+fn bucket(x: i64) -> u32 {
+    64 - (x.max(1) as u64 - 1).leading_zeros()
+}
+
+/// The tuning class of a call: element type, T and hidden by powers of two, heads and D.
+pub fn class(dtype: cutile_ir::ScalarType, t: i64, heads: i64, d: i64, hidden: i64) -> String {
+    format!(
+        "{dtype} t~2^{} heads {heads} d {d} hidden~2^{}",
+        bucket(t),
+        bucket(hidden)
+    )
 }
 
 /// Row tile of the epilogue kernel.

@@ -186,17 +186,31 @@ pub fn fused_qkv<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let cfg = call.default_config(&target);
-    let elems = scratch_elems(&call, &[cfg]);
+    // With `CUTILE_TUNE` on, every candidate may run, so the scratch covers them all.
+    let tuning = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
+    let candidates = call.configs(&target, tuning);
+    let elems = scratch_elems(&call, &candidates);
     if elems > 0 {
         let s = crate::op::scratch::f32_scratch(stream, "scratch", elems)?;
         operands.push(s.clone());
         operands.push(scratch_as_input_type(&s, &call));
     }
-    let launches = launches(&cfg, &call, &operands, &target)?;
+    let class = config::class(call.dtype, call.t, call.heads(), call.d, call.hidden);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (q and the caches
-    // exclusively), and the stream's scratch, which lives until exit.
-    unsafe { crate::op::execute(stream, &operands, &launches) }
+    // exclusively), and the stream's scratch, which lives until exit. Trials redirect q to the tuner's
+    // scratch and rewrite the same cache entries with the same values.
+    unsafe {
+        crate::op::tuning::run_tuned(
+            stream,
+            &operands,
+            slot::Q,
+            OP,
+            class,
+            &candidates,
+            false,
+            |c| launches(c, &call, &operands, &target),
+        )
+    }
 }
 
 impl std::fmt::Debug for QkvLayer<'_> {
@@ -488,8 +502,8 @@ impl Call {
         let mut c = config::candidates(target, self.t, self.heads(), self.hidden);
         match self.opts.path {
             Path::Unfused => c.retain(|c| *c == QkvConfig::Unfused),
-            Path::Fused => c.retain(|c| *c != QkvConfig::Unfused),
-            Path::Auto => {}
+            // Auto takes the fused kernels whenever they support the call, tuned or not.
+            Path::Fused | Path::Auto => c.retain(|c| *c != QkvConfig::Unfused),
         }
         c
     }
