@@ -19,6 +19,8 @@ before every repetition, median):
                       torch eager (F.silu(a) * b, F.gelu(x, approximate=..), torch.relu; the backward
                       through aten's silu_backward / gelu_backward / threshold_backward), and the one
                       Triton kernel of act_kernels.py beside this script (BLOCK 1024/4096, 4/8 warps)
+  fused_qkv           torch's unfused sequence (F.linear, split, per-head F.rms_norm, RoPE in torch ops,
+                      cache write by index assignment), and F.linear alone (cuBLAS) of the same shape
 
 Each result is checked against a float32 torch computation (relative L2; of several outputs the largest).
 The Triton kernels are imported at run time from --triton-kernels (default: .gpu/reference/tr_kernels.py
@@ -221,6 +223,9 @@ def bench_call(rec, call, tk):
         rec.run(call, "torch", stats, check, nbytes=2 * numel(x_shape) * esize + 2 * rows * 4)
         rec.skip(call, "triton", "tr_kernels.py has no LayerNorm that writes mean and rstd")
         return
+    if op == "fused_qkv":
+        bench_fused_qkv(rec, call, dt, shapes)
+        return
     if op == "gemm":
         (m, k), (_, n) = shapes[0], shapes[1]
         a, b = rand([m, k], dt), rand([k, n], dt)
@@ -335,6 +340,74 @@ SCHEMA_VERSION = 1  # of the `cutile-bench` schema (docs/gpu-runner.md; gpu-harn
 
 
 @functools.lru_cache(maxsize=None)  # read once: the file is rewritten after every call
+def bench_fused_qkv(rec, call, dt, shapes):
+    """The harness's described call (cutile_kernels::fused_qkv::described_call): shapes = [[T, hidden],
+    [Hq, Hkv, D, rot], [bias, norm, gptj, paged, unfused, i64]]; max_pos 8192; a paged cache of
+    16-token blocks, or a contiguous one-sequence cache of T positions."""
+    (t, hidden), (hq, hkv, d, rot) = shapes[0], shapes[1]
+    sw = shapes[2] if len(shapes) > 2 else [0, 1, 0, 1, 0, 1]
+    has_bias, has_norm, gptj, paged = (bool(v) for v in sw[:4])
+    n = (hq + 2 * hkv) * d
+    max_pos, half = 8192, rot // 2
+    x = rand([t, hidden], dt)
+    w = rand([n, hidden], dt, 1.0 / math.sqrt(hidden))  # nn.Linear's [out, in]
+    bias = rand([n], dt) if has_bias else None
+    qn, kn = rand([d], dt).add_(1), rand([d], dt).add_(1)
+    inv = 1.0 / (10000.0 ** (torch.arange(0, half, device=DEV, dtype=torch.float32) * 2 / rot))
+    ang = torch.arange(max_pos, device=DEV, dtype=torch.float32)[:, None] * inv[None, :]
+    cos, sin = ang.cos(), ang.sin()
+    pos = torch.randperm(max_pos, device=DEV)[:t]
+    if paged:
+        blocks, bs = (t + 15) // 16 + 1, 16
+        slot = torch.randperm(blocks * bs, device=DEV)[:t]
+        k_cache = torch.zeros(blocks * bs, hkv, d, device=DEV, dtype=dt)  # [num_blocks·block_size, Hkv, D]
+    else:
+        slot = torch.randperm(t, device=DEV)
+        k_cache = torch.zeros(1, hkv, t, d, device=DEV, dtype=dt)
+    v_cache = torch.zeros_like(k_cache)
+
+    def rope(v, c, s):  # v: [T, H, D] (any float type); c, s: [T, rot/2]
+        c, s = c[:, None, :].to(v.dtype), s[:, None, :].to(v.dtype)
+        r, rest = v[..., :rot], v[..., rot:]
+        if gptj:
+            e, o = r[..., 0::2], r[..., 1::2]
+            r = torch.stack((e * c - o * s, o * c + e * s), dim=-1).flatten(-2)
+        else:
+            a, b = r[..., :half], r[..., half:]
+            r = torch.cat((a * c - b * s, b * c + a * s), dim=-1)
+        return torch.cat((r, rest), dim=-1)
+
+    def unfused(xx, ww, bb, wq, wk, kc, vc):
+        qkv = F.linear(xx, ww, bb)
+        q, k, v = qkv.split([hq * d, hkv * d, hkv * d], dim=-1)
+        q, k, v = q.view(t, hq, d), k.view(t, hkv, d), v.view(t, hkv, d)
+        if has_norm:
+            q, k = F.rms_norm(q, (d,), wq, 1e-6), F.rms_norm(k, (d,), wk, 1e-6)
+        c, s = cos[pos], sin[pos]
+        q, k = rope(q, c, s), rope(k, c, s)
+        if paged:
+            kc.index_copy_(0, slot, k.to(kc.dtype))
+            vc.index_copy_(0, slot, v.to(vc.dtype))
+        else:
+            kc[0, :, slot] = k.transpose(0, 1).to(kc.dtype)
+            vc[0, :, slot] = v.transpose(0, 1).to(vc.dtype)
+        return q
+
+    f = lambda v: None if v is None else v.float()  # noqa: E731
+    k_ref, v_ref = k_cache.float().clone(), v_cache.float().clone()
+    q_ref = unfused(x.float(), w.float(), f(bias), qn.float(), kn.float(), k_ref, v_ref)
+
+    def check():
+        q = unfused(x, w, bias, qn, kn, k_cache, v_cache)
+        return max(relerr(q, q_ref), relerr(k_cache, k_ref), relerr(v_cache, v_ref))
+    flops = 2 * t * n * hidden
+    rec.run(call, "torch", lambda: unfused(x, w, bias, qn, kn, k_cache, v_cache), check, flops=flops)
+    out = torch.empty(t, n, device=DEV, dtype=dt)
+    lin_ref = F.linear(x.float(), w.float())
+    rec.run(call, "cublas", lambda: torch.matmul(x, w.t(), out=out), lambda: relerr(out, lin_ref),
+            flops=flops)
+
+
 def smi_env():
     """Clocks, power limit, driver and temperature of the first visible GPU, from nvidia-smi."""
     env = {}

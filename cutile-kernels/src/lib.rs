@@ -12,6 +12,7 @@
 //! | [`gemm`] | [`gemm::gemm`] |
 //! | [`attention`] | [`attention::attention`] |
 //! | [`activation`] | [`activation::silu_and_mul`], [`activation::swiglu`], [`activation::gelu`], [`activation::geglu`], [`activation::relu`] and their `_backward` |
+//! | [`fused_qkv`] | [`fused_qkv::fused_qkv`] |
 //!
 //! [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
 //! of ops by name that AOT bundles and the GPU runner use); [`catalog`] lists the compile jobs of
@@ -20,6 +21,7 @@
 pub mod activation;
 pub mod attention;
 pub mod catalog;
+pub mod fused_qkv;
 pub mod gemm;
 pub mod norm;
 pub mod op;

@@ -103,6 +103,22 @@ mod kernels {
         y.store(r.transpose().transpose());
         let (_old, _tok) = y.atomic_add((rows, cols), r, None);
     }
+
+    /// Rank-4 gather and masked scatter (a KV cache `[blocks, block_size, heads, D]`): row `i` of the
+    /// block's `B x B` tile goes to `(i / 4, i % 4, block, lane)`.
+    #[cutile::entry]
+    pub fn gather4<const B: i32>(
+        x: &Tensor<f32, S4<DYN, DYN, DYN, DYN>>,
+        y: &mut Tensor<f32, S4<1, 1, 1, B>>,
+    ) {
+        let h = block_id_x().splat::<S2<B, B>>();
+        let rows = iota::<B>().reshape::<S2<B, 1>>().broadcast::<S2<B, B>>();
+        let lane = iota::<B>().reshape::<S2<1, B>>().broadcast::<S2<B, B>>();
+        let idx = (rows / 4, rows % 4, h, lane);
+        let t = x.gather::<S2<B, B>>(idx, None, 0.0);
+        // SAFETY: block `h` writes only head `h`.
+        unsafe { y.scatter(idx, t + 1.0, Some(rows < 6)) };
+    }
 }
 
 fn meta(shape: &[i64]) -> TensorMeta {
@@ -130,6 +146,11 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
             "host_branch<false>",
             kernels::host_branch::kernel::<256, false>(),
             vec![meta(&[1000]); 2],
+        ),
+        (
+            "gather4",
+            kernels::gather4::kernel::<32>(),
+            vec![meta(&[8, 4, 3, 32]); 2],
         ),
         (
             "misc",

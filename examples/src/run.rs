@@ -334,6 +334,9 @@ pub fn check_with(
     w: &Workload,
     inputs: Vec<HostTensor>,
 ) -> Result<CheckResult, BoxError> {
+    if w.op() == cutile_kernels::fused_qkv::OP {
+        return check_fused_qkv(device, stream, w, inputs);
+    }
     let mut inst = instantiate_with(device, w, inputs, true)?;
     call(stream, w, &mut inst, After::Wait)?;
     let want = w.reference(&inst.host_inputs)?;
@@ -375,6 +378,34 @@ pub fn check_with(
                 .collect();
         }
         let c = compare(&got, wanted);
+        let tolerance = w.output_tolerance(spec);
+        checks.push(OutputCheck {
+            output: spec.name.to_string(),
+            rel_err: c.rel_err,
+            tolerance,
+            pass: c.rel_err <= tolerance && c.mismatched_special == 0,
+            compared: got.len(),
+            mismatched_special: c.mismatched_special,
+            first_mismatch: c.first_mismatch,
+        });
+    }
+    Ok(CheckResult::of(&w.name, checks))
+}
+
+/// [`check_with`] for `fused_qkv` (its own tensors: `crate::fused_qkv`): q and both whole caches
+/// (entries no token addresses must keep their old values, which the reference keeps).
+fn check_fused_qkv(
+    device: &Device,
+    stream: &Stream,
+    w: &Workload,
+    inputs: Vec<HostTensor>,
+) -> Result<CheckResult, BoxError> {
+    let want = w.reference(&inputs)?;
+    let (got, _) = crate::fused_qkv::run(device, stream, w, &inputs, None)?;
+    let wanted = std::iter::once(&want.values).chain(&want.others);
+    let mut checks = Vec::new();
+    for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
+        let c = compare(got, wanted);
         let tolerance = w.output_tolerance(spec);
         checks.push(OutputCheck {
             output: spec.name.to_string(),
@@ -469,6 +500,15 @@ pub fn bench(
     iters: usize,
     flush: Option<&mut L2Flush>,
 ) -> Result<BenchResult, BoxError> {
+    if w.op() == cutile_kernels::fused_qkv::OP {
+        // Flushed when a flush is given: at decode the weight read is the cost, and a weight left in
+        // L2 by the previous call would flatter it.
+        let flushed = flush.is_some();
+        let inputs = w.inputs()?;
+        let (_, stats) = crate::fused_qkv::run(device, stream, w, &inputs, Some((iters, flush)))?;
+        let stats = stats.ok_or("fused_qkv: no timing")?;
+        return bench_result(w, stats, flushed);
+    }
     let mut inst = instantiate(device, w, false)?;
     // Loads modules (and tunes, when tuning is on) outside the timed calls.
     call(stream, w, &mut inst, After::Wait)?;
@@ -481,6 +521,10 @@ pub fn bench(
         call(stream, w, &mut inst, After::Detach)
     })?;
     stream.synchronize()?;
+    bench_result(w, stats, flushed)
+}
+
+fn bench_result(w: &Workload, stats: Stats, flushed: bool) -> Result<BenchResult, BoxError> {
     let secs = stats.median_us * 1e-6;
     let (throughput, unit) = match w.metric()? {
         Metric::Bytes(b) => (b / secs / 1e9, "GB/s"),

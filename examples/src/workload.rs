@@ -9,7 +9,7 @@ use cutile::launch::{Launcher, Plan};
 use cutile::toolchain::GpuArch;
 use cutile_kernels::op::registry::launcher_plans;
 use cutile_kernels::op::{CallSpec, Operand, Target, contiguous_strides, describe};
-use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
+use cutile_kernels::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
 
 use crate::BoxError;
 use crate::data::{Dt, swap_axes, uniform};
@@ -179,6 +179,23 @@ impl Workload {
                 ]
             }
             gemm::OP => vec![o("c", self.output_shape()?, false)],
+            // The caches are updated in place (their old contents are inputs): see `storage`.
+            fused_qkv::OP => {
+                let (ops, _) = fused_qkv::described_call(self.dt()?.scalar(), &self.call.shapes)?;
+                vec![
+                    o("q", ops[fused_qkv::slot::Q].shape.clone(), false),
+                    o(
+                        "k_cache",
+                        ops[fused_qkv::slot::K_CACHE].shape.clone(),
+                        false,
+                    ),
+                    o(
+                        "v_cache",
+                        ops[fused_qkv::slot::V_CACHE].shape.clone(),
+                        false,
+                    ),
+                ]
+            }
             attention::OP => vec![o("o", self.output_shape()?, false)],
             _ => vec![o("y", self.output_shape()?, false)],
         })
@@ -198,6 +215,14 @@ impl Workload {
                 .first()
                 .map(|o| o.shape.clone())
                 .unwrap_or_default(),
+            fused_qkv::OP => {
+                let h = shape_of(&self.call, 1)?;
+                vec![
+                    shape_of(&self.call, 0)?[0],
+                    h[0],
+                    h.get(2).copied().unwrap_or(0),
+                ]
+            }
             _ => shape_of(&self.call, 0)?.to_vec(),
         })
     }
@@ -241,6 +266,11 @@ impl Workload {
                 };
                 Metric::Flops(4.0 * slices as f64 * pairs * d as f64)
             }
+            fused_qkv::OP => {
+                let h = shape_of(&self.call, 1)?;
+                let n = (h[0] + 2 * h[1]) * h.get(2).copied().unwrap_or(0);
+                Metric::Flops(2.0 * (x[0] * n * x[1]) as f64)
+            }
             other => return Err(format!("no metric for op {other}").into()),
         })
     }
@@ -281,6 +311,7 @@ impl Workload {
                 let k = shape_of(&self.call, 1)?;
                 vec![t(x, 11, 1.0), t(k, 12, 1.0), t(k, 13, 1.0)]
             }
+            fused_qkv::OP => crate::fused_qkv::inputs(self.dt()?, &self.call)?,
             other => return Err(format!("unknown op {other}").into()),
         })
     }
@@ -305,7 +336,11 @@ impl Workload {
                 _ => (d.clone(), s.clone()),
             })
             .collect();
-        if !self.output_in_place() {
+        if self.op() == fused_qkv::OP {
+            // Only q: the caches are the last inputs, updated in place.
+            let q = self.output_shape()?;
+            out.push((vec![0.0; numel(&q)], q));
+        } else if !self.output_in_place() {
             for o in self.outputs()?.into_iter().filter(|o| !o.f32) {
                 let shape = match self.layout {
                     Layout::Bshd => swap_axes(&[], &o.shape, 1, 2).1,
@@ -440,6 +475,7 @@ impl Workload {
                     self.call.causal,
                 ))
             }
+            fused_qkv::OP => many(crate::fused_qkv::reference(self.dt()?, &self.call, i)?),
             other => return Err(format!("no reference for op {other}").into()),
         })
     }

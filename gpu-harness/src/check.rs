@@ -25,7 +25,7 @@ use cutile_examples::data::{Dt, uniform};
 use cutile_examples::run::{CheckResult, check, check_with};
 use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::op::CallSpec;
-use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
+use cutile_kernels::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -132,6 +132,8 @@ impl Case {
                 vec![x.clone(), k.clone(), k]
             }
             op if activation::find(op).is_some() => activation_inputs(op, &x)?,
+            // Index and RoPE tensors besides the element type: the workload's own seeded data.
+            fused_qkv::OP => return w.inputs(),
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -283,7 +285,7 @@ fn dim(max: i64) -> BoxedStrategy<i64> {
 
 fn dtypes(op: &str) -> Vec<&'static str> {
     match op {
-        gemm::OP | attention::OP => vec!["bf16", "f16"],
+        gemm::OP | attention::OP | fused_qkv::OP => vec!["bf16", "f16"],
         _ => vec!["f32", "f16", "bf16"],
     }
 }
@@ -444,6 +446,32 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        fused_qkv::OP => (
+            (1..=4i64, prop::sample::select(vec![1i64, 4, 8])),
+            (prop::sample::select(vec![64i64, 128]), any::<bool>()),
+            (dim(4096), 1..=48i64),
+            proptest::collection::vec(any::<bool>(), 6),
+            dtype,
+            seed,
+        )
+            .prop_map(|((hkv, ratio), (d, half), (t, h), sw, dtype, seed)| {
+                let hq = hkv * ratio;
+                let n = (hq + 2 * hkv) * d;
+                // Ragged hidden sizes (zero-padded K tiles) and T within the reference's budget.
+                let hidden = h * 32 + h % 5;
+                let t = t.min((MAX_MACS / 4 / (n * hidden)).max(1));
+                let rot = if half { d / 2 } else { d };
+                Case {
+                    op: fused_qkv::OP.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![t, hidden], vec![hq, hkv, d, rot], sw.into_iter().map(i64::from).collect()],
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
         _ => (
             // attention (`select_ops` admits only `COVERED` ops)
             (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
@@ -530,6 +558,7 @@ pub const COVERED: &[&str] = &[
     activation::GEGLU_TANH_BACKWARD,
     activation::RELU,
     activation::RELU_BACKWARD,
+    fused_qkv::OP,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).

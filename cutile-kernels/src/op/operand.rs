@@ -37,7 +37,7 @@ pub fn contiguous_strides(shape: &[i64]) -> Vec<i64> {
 
 impl Operand {
     /// The operand of a real tensor or view.
-    pub fn of(name: &'static str, t: &impl TensorArg) -> Operand {
+    pub fn of(name: &'static str, t: &(impl TensorArg + ?Sized)) -> Operand {
         let p = t.tensor_ref(false);
         Operand {
             name,

@@ -12,7 +12,7 @@ use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, Target, describe};
-use crate::{activation, attention, gemm, norm, softmax, vector_add};
+use crate::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
 
 /// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -190,6 +190,18 @@ fn plan_attention(
     Ok(PlannedCall { operands, launches })
 }
 
+fn plan_fused_qkv(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    let (ops, opts) = fused_qkv::described_call(dt, &spec.shapes)?;
+    let operands = fused_qkv::with_scratch(&ops, &opts, t, all)?;
+    let launches = fused_qkv::plan(&operands, &opts, t, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
 fn plan_add(
     spec: &CallSpec,
     dt: ScalarType,
@@ -269,7 +281,7 @@ pub fn ops() -> &'static [OpInfo] {
 }
 
 /// The ops of the families before the activations.
-const BASE_OPS: [OpInfo; 10] = [
+const BASE_OPS: [OpInfo; 11] = [
     OpInfo {
         name: vector_add::ADD,
         family: "vector_add",
@@ -329,6 +341,12 @@ const BASE_OPS: [OpInfo; 10] = [
         family: "attention",
         inputs: "[q, k] (v has k's shape)",
         plan: plan_attention,
+    },
+    OpInfo {
+        name: fused_qkv::OP,
+        family: "fused_qkv",
+        inputs: fused_qkv::SPEC_INPUTS,
+        plan: plan_fused_qkv,
     },
 ];
 

@@ -14,7 +14,7 @@ use cutile_ir::{
 
 use super::elem::{ElementType, HostConst, HostNum};
 use super::shape::Shape;
-use super::shape::rank::{R1, R2, R3};
+use super::shape::rank::{R1, R2, R3, R4};
 use super::tensor::{Hints, Tensor};
 use super::value::{Scalar, Tile, Token, tile_type};
 use crate::trace::{self, Op};
@@ -41,6 +41,11 @@ impl<T: Shape> GatherIndex<R2, T> for (Tile<i32, T>, Tile<i32, T>) {
 impl<T: Shape> GatherIndex<R3, T> for (Tile<i32, T>, Tile<i32, T>, Tile<i32, T>) {
     fn per_axis(&self) -> Vec<ValueId> {
         vec![self.0.v, self.1.v, self.2.v]
+    }
+}
+impl<T: Shape> GatherIndex<R4, T> for (Tile<i32, T>, Tile<i32, T>, Tile<i32, T>, Tile<i32, T>) {
+    fn per_axis(&self) -> Vec<ValueId> {
+        vec![self.0.v, self.1.v, self.2.v, self.3.v]
     }
 }
 
