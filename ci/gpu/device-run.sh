@@ -5,8 +5,10 @@
 #
 #   stage tc1    carry .gpu/p1 (tc.part1)          : park toolchain part 1 in /tmp/tcparts
 #   stage run    carry .gpu/p2 (tc.part2, gh.xz)   : toolchain, harness, property check with JIT on a cold
-#                                                    cache, the bundle built there, bench
-#   stage peers  carry .gpu/reference (+ extras)   : peers.py, tune, report, validate; tarball into $OUT
+#                                                    cache, the bundle built there
+#   stage bench  (nothing)                         : bench (criterion, CUDA events)
+#   stage peers  carry .gpu/reference (+ extras)   : peers.py, report, tune, validate, $EXTRA
+# Each stage after tc1 leaves its tarball in $OUT.
 #
 # Every step runs under `timeout` with its budget (seconds, overridable as BUDGET_<STEP>), logs into
 # $R/<step>.log and appends its exit status to $R/steps.txt (124: over budget; what it wrote is kept:
@@ -49,20 +51,27 @@ case "${1:-}" in
     export CUTILE_CACHE_DIR=/tmp/kcache-cold
     step check 270 /tmp/gh check --cases "$CASES" --seed "$SEED" --out "$R/check"
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step plan 60 /tmp/gh plan --arch sm_90 --bundle /tmp/k.bundle --jobs 16
-    step bench 230 /tmp/gh bench --bundle /tmp/k.bundle --out "$R" --measurement-ms 100 --warm-up-ms 25
+    step plan 150 /tmp/gh plan --arch sm_90 --bundle /tmp/k.bundle --jobs 16
     # Kept in case the machine is gone before the next stage.
     tar -czf "$OUT/run.tar.gz" --exclude=./criterion -C "$R" .
-    grep -h 'FAILED\|ERROR\|NOT COVERED' "$R"/*.log | head -n 40
+    grep -h 'FAILED\|ERROR\|NOT COVERED\|JIT\|running' "$R"/*.log | head -n 40
+    ;;
+  bench)
+    [ -x /tmp/gh ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
+    toolchain_env
+    export CUTILE_CACHE_DIR=/tmp/kcache
+    step bench 500 /tmp/gh bench --bundle /tmp/k.bundle --out "$R" --measurement-ms 100 --warm-up-ms 25
+    tar -czf "$OUT/bench.tar.gz" --exclude=./criterion -C "$R" .
+    grep -h 'ERROR' "$R/bench.log" | head -n 20
     ;;
   peers)
     [ -x /tmp/gh ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
     toolchain_env
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step peers 200 python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json"
+    step peers 240 python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json"
     step report 20 /tmp/gh report "$R"
-    step tune 90 /tmp/gh tune --bundle /tmp/k.bundle --out "$R/tune" --ops "${TUNE_OPS:-gemm}"
-    step validate 150 /tmp/gh validate --bundle /tmp/k.bundle --out "$R/validate" --processes-per-gpu 2 \
+    step tune 80 /tmp/gh tune --bundle /tmp/k.bundle --out "$R/tune" --ops "${TUNE_OPS:-gemm}"
+    step validate 120 /tmp/gh validate --bundle /tmp/k.bundle --out "$R/validate" --processes-per-gpu 2 \
       --check-cases 100 --measurement-ms 50 --warm-up-ms 20 --bench-ops softmax,rms_norm,gemm
     if [ -n "${EXTRA:-}" ]; then step extra "${BUDGET_EXTRA:-120}" bash -c "$EXTRA"; fi
     tar -czf "$OUT/results.tar.gz" --exclude=./criterion -C "$R" .
@@ -71,7 +80,7 @@ case "${1:-}" in
     cat "$R/steps.txt"
     ;;
   *)
-    echo "usage: $0 tc1|run|peers" >&2
+    echo "usage: $0 tc1|run|bench|peers" >&2
     exit 2
     ;;
 esac

@@ -180,9 +180,10 @@ fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
     if let Some((p1, p2)) = stage_toolchain(&dir)? {
         let (p1, p2) = (rel(&p1), rel(&p2));
         println!(
-            "  staged full run (ci/gpu/device-run.sh; three calls back to back, the machine stays warm ~30 s):\n    \
+            "  staged full run (ci/gpu/device-run.sh; four calls back to back, the machine stays warm ~30 s):\n    \
              carry [\"{p1}\"]: bash ci/gpu/device-run.sh tc1\n    \
              carry [\"{p2}\"]: bash ci/gpu/device-run.sh run\n    \
+             carry []: bash ci/gpu/device-run.sh bench\n    \
              carry [\"{d}/reference\"]: bash ci/gpu/device-run.sh peers"
         );
     }
@@ -326,7 +327,7 @@ mod tests {
         std::fs::remove_dir_all(&dir)?;
         // The stages the printed commands name exist in the script.
         let script = include_str!("../../ci/gpu/device-run.sh");
-        for stage in ["tc1)", "run)", "peers)", "tc.part1", "tc.part2", "gh.xz"] {
+        for stage in ["tc1)", "run)", "bench)", "peers)", "tc.part1", "tc.part2", "gh.xz"] {
             assert!(script.contains(stage), "{stage}");
         }
         Ok(())
