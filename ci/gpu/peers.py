@@ -339,7 +339,6 @@ def bench_activation(rec, call, dt, esize):
 SCHEMA_VERSION = 1  # of the `cutile-bench` schema (docs/gpu-runner.md; gpu-harness/src/schema.rs)
 
 
-@functools.lru_cache(maxsize=None)  # read once: the file is rewritten after every call
 def bench_fused_qkv(rec, call, dt, shapes):
     """The harness's described call (cutile_kernels::fused_qkv::described_call): shapes = [[T, hidden],
     [Hq, Hkv, D, rot], [bias, norm, gptj, paged, unfused, i64]]; max_pos 8192; a paged cache of
@@ -408,6 +407,7 @@ def bench_fused_qkv(rec, call, dt, shapes):
             flops=flops)
 
 
+@functools.lru_cache(maxsize=None)  # read once: the file is rewritten after every call
 def smi_env():
     """Clocks, power limit, driver and temperature of the first visible GPU, from nvidia-smi."""
     env = {}

@@ -511,7 +511,7 @@ impl Workload {
             Layout::TransposedB => {
                 view(&mut operands[1], 0, 1);
                 // The packing scratch depends on the views' alignment: describe it anew.
-                let operands = gemm::with_scratch(&operands[..3], &target)?;
+                operands = gemm::with_scratch(&operands[..3], &target)?;
                 gemm::plan(&operands, &target, all_candidates)?
             }
             Layout::Bshd => {
@@ -534,7 +534,7 @@ impl Workload {
                 x.ptr = x.ptr.wrapping_add(offset as u64 * x.elem_bytes());
                 match self.op() {
                     gemm::OP => {
-                        let operands = gemm::with_scratch(&operands[..3], &target)?;
+                        operands = gemm::with_scratch(&operands[..3], &target)?;
                         gemm::plan(&operands, &target, all_candidates)?
                     }
                     softmax::OP => softmax::plan(&operands, &target, all_candidates)?,

@@ -37,6 +37,36 @@ fn every_workload_plans() {
     }
 }
 
+/// A GEMM whose contiguous form is aligned but whose view is not (a padded row stride, an odd
+/// offset, a transposed `b` with an odd `k`) plans its packing launches over the scratch operand the
+/// view needs (the 3000-case H200 check of 2026-12-01 found the view's scratch missing).
+#[test]
+fn unaligned_gemm_views_plan_their_packing() {
+    use cutile_examples::workload::Workload;
+    use cutile_kernels::op::CallSpec;
+    let cases = [
+        (
+            &[64i64, 64][..],
+            &[64i64, 64][..],
+            Layout::Strided { pad: 1, offset: 0 },
+        ),
+        (&[64, 64], &[64, 64], Layout::Strided { pad: 0, offset: 3 }),
+        (&[64, 33], &[33, 64], Layout::TransposedB),
+    ];
+    for (a, b, layout) in cases {
+        let w = Workload::with_layout(CallSpec::new("gemm", "bf16", &[a, b], false), layout);
+        let plans = w
+            .plans(GpuArch::Sm90, NO_TOOLCHAIN, false)
+            .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+        let labels: Vec<&String> = plans.iter().map(|(l, _)| l).collect();
+        assert!(
+            labels.iter().any(|l| l.contains("(pack)")),
+            "{}: {labels:?}",
+            w.name
+        );
+    }
+}
+
 #[test]
 fn a_view_plans_other_keys_than_contiguous() {
     let ws = checks();

@@ -204,6 +204,9 @@ fn error_row(w: &Workload, e: &str) -> Row {
     }
 }
 
+/// Timed calls of a `fused_qkv` row (16384 tokens: about 1.5 ms each).
+const FUSED_QKV_CALLS: usize = 100;
+
 /// Times one workload through criterion; returns its row.
 fn bench_one(
     c: &mut Criterion<CudaTime>,
@@ -213,6 +216,18 @@ fn bench_one(
     flush: &mut L2Flush,
     sample_size: usize,
 ) -> Result<Row, BoxError> {
+    if w.op() == cutile_kernels::fused_qkv::OP {
+        // fused_qkv owns its tensors (index, RoPE and cache tensors besides the element type, in
+        // `cutile_examples::fused_qkv`), so that module times it, by the same method: an L2 flush
+        // queued before every call, CUDA events around it, the median of the calls.
+        let inputs = w.inputs()?;
+        let timing = Some((FUSED_QKV_CALLS, Some(flush)));
+        let (_, stats) = cutile_examples::fused_qkv::run(device, stream, w, &inputs, timing)?;
+        let stats = stats.ok_or("fused_qkv: no timing")?;
+        let mut row = row_of(w, vec![stats.median_us], true)?;
+        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
+        return Ok(row);
+    }
     let mut inst = instantiate(device, w, false)?;
     // Loads modules (and tunes, when on) outside the measurement.
     call(stream, w, &mut inst, After::Wait)?;

@@ -327,7 +327,9 @@ mod tests {
         std::fs::remove_dir_all(&dir)?;
         // The stages the printed commands name exist in the script.
         let script = include_str!("../../ci/gpu/device-run.sh");
-        for stage in ["tc1)", "run)", "bench)", "peers)", "tc.part1", "tc.part2", "gh.xz"] {
+        for stage in [
+            "tc1)", "run)", "bench)", "peers)", "tc.part1", "tc.part2", "gh.xz",
+        ] {
             assert!(script.contains(stage), "{stage}");
         }
         Ok(())
