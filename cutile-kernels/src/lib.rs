@@ -11,11 +11,13 @@
 //! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`], [`norm::add_rms_norm`], [`norm::rms_norm_heads`], [`norm::layer_norm_stats`] |
 //! | [`gemm`] | [`gemm::gemm`] |
 //! | [`attention`] | [`attention::attention`] |
+//! | [`activation`] | [`activation::silu_and_mul`], [`activation::swiglu`], [`activation::gelu`], [`activation::geglu`], [`activation::relu`] and their `_backward` |
 //!
 //! [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
 //! of ops by name that AOT bundles and the GPU runner use); [`catalog`] lists the compile jobs of
 //! `cargo xtask kernels`, drawn from the families' plans.
 
+pub mod activation;
 pub mod attention;
 pub mod catalog;
 pub mod gemm;

@@ -12,7 +12,7 @@ use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, Target, describe};
-use crate::{attention, gemm, norm, softmax, vector_add};
+use crate::{activation, attention, gemm, norm, softmax, vector_add};
 
 /// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -211,71 +211,123 @@ fn plan_axpy(
     Ok(PlannedCall { operands, launches })
 }
 
+/// An activation op (any of [`activation::OPS`]): the input shape is `x`'s (`a`'s for the pair ops);
+/// the other operands follow from it (`activation::OpSpec::operand_shapes`).
+fn plan_activation(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    let op = activation::find(&spec.op).ok_or_else(|| OpError::UnknownOp {
+        name: spec.op.clone(),
+        known: ops().iter().map(|o| o.name).collect::<Vec<_>>().join(", "),
+    })?;
+    let [x] = shapes(op.name, spec)?;
+    let operands = activation::described_operands(op, dt, &x)?;
+    let launches = activation::plan(op.name, &operands, t, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+macro_rules! activation_ops {
+    ($($name:ident: $inputs:literal),* $(,)?) => {
+        [$(OpInfo {
+            name: activation::$name,
+            family: "activation",
+            inputs: $inputs,
+            plan: plan_activation,
+        }),*]
+    };
+}
+
+/// The activation family's entries, in [`activation::OPS`] order.
+const ACTIVATION_OPS: [OpInfo; 14] = activation_ops!(
+    SILU_AND_MUL: "[x] ([.., 2N]; y is [.., N])",
+    SILU_AND_MUL_BACKWARD: "[x] ([.., 2N]; grad_out is [.., N], grad_x [.., 2N])",
+    SWIGLU: "[a] (b and y have a's shape)",
+    SWIGLU_BACKWARD: "[a] (b, grad_out, grad_a, grad_b have a's shape)",
+    GELU: "[x]",
+    GELU_BACKWARD: "[x] (grad_out and grad_x have x's shape)",
+    GELU_TANH: "[x]",
+    GELU_TANH_BACKWARD: "[x] (grad_out and grad_x have x's shape)",
+    GEGLU: "[x] ([.., 2N]; y is [.., N])",
+    GEGLU_BACKWARD: "[x] ([.., 2N]; grad_out is [.., N], grad_x [.., 2N])",
+    GEGLU_TANH: "[x] ([.., 2N]; y is [.., N])",
+    GEGLU_TANH_BACKWARD: "[x] ([.., 2N]; grad_out is [.., N], grad_x [.., 2N])",
+    RELU: "[x]",
+    RELU_BACKWARD: "[x] (grad_out and grad_x have x's shape)",
+);
+
 /// Every op of the catalog.
 pub fn ops() -> &'static [OpInfo] {
-    &[
-        OpInfo {
-            name: vector_add::ADD,
-            family: "vector_add",
-            inputs: "[a]",
-            plan: plan_add,
-        },
-        OpInfo {
-            name: vector_add::AXPY,
-            family: "vector_add",
-            inputs: "[x]",
-            plan: plan_axpy,
-        },
-        OpInfo {
-            name: softmax::OP,
-            family: "softmax",
-            inputs: "[x]",
-            plan: plan_softmax,
-        },
-        OpInfo {
-            name: norm::RMS_NORM,
-            family: "norm",
-            inputs: "[x]",
-            plan: plan_rms,
-        },
-        OpInfo {
-            name: norm::LAYER_NORM,
-            family: "norm",
-            inputs: "[x]",
-            plan: plan_ln,
-        },
-        OpInfo {
-            name: norm::ADD_RMS_NORM,
-            family: "norm",
-            inputs: "[x] (r, h and y have x's shape)",
-            plan: plan_add_rms,
-        },
-        OpInfo {
-            name: norm::RMS_NORM_HEADS,
-            family: "norm",
-            inputs: "[x] ([T, H, D]; w is [D])",
-            plan: plan_rms_heads,
-        },
-        OpInfo {
-            name: norm::LAYER_NORM_STATS,
-            family: "norm",
-            inputs: "[x] (mean and rstd are f32 of x's leading shape)",
-            plan: plan_ln_stats,
-        },
-        OpInfo {
-            name: gemm::OP,
-            family: "gemm",
-            inputs: "[a, b]",
-            plan: plan_gemm,
-        },
-        OpInfo {
-            name: attention::OP,
-            family: "attention",
-            inputs: "[q, k] (v has k's shape)",
-            plan: plan_attention,
-        },
-    ]
+    static ALL: std::sync::LazyLock<Vec<OpInfo>> =
+        std::sync::LazyLock::new(|| [BASE_OPS.as_slice(), &ACTIVATION_OPS].concat());
+    &ALL
 }
+
+/// The ops of the families before the activations.
+const BASE_OPS: [OpInfo; 10] = [
+    OpInfo {
+        name: vector_add::ADD,
+        family: "vector_add",
+        inputs: "[a]",
+        plan: plan_add,
+    },
+    OpInfo {
+        name: vector_add::AXPY,
+        family: "vector_add",
+        inputs: "[x]",
+        plan: plan_axpy,
+    },
+    OpInfo {
+        name: softmax::OP,
+        family: "softmax",
+        inputs: "[x]",
+        plan: plan_softmax,
+    },
+    OpInfo {
+        name: norm::RMS_NORM,
+        family: "norm",
+        inputs: "[x]",
+        plan: plan_rms,
+    },
+    OpInfo {
+        name: norm::LAYER_NORM,
+        family: "norm",
+        inputs: "[x]",
+        plan: plan_ln,
+    },
+    OpInfo {
+        name: norm::ADD_RMS_NORM,
+        family: "norm",
+        inputs: "[x] (r, h and y have x's shape)",
+        plan: plan_add_rms,
+    },
+    OpInfo {
+        name: norm::RMS_NORM_HEADS,
+        family: "norm",
+        inputs: "[x] ([T, H, D]; w is [D])",
+        plan: plan_rms_heads,
+    },
+    OpInfo {
+        name: norm::LAYER_NORM_STATS,
+        family: "norm",
+        inputs: "[x] (mean and rstd are f32 of x's leading shape)",
+        plan: plan_ln_stats,
+    },
+    OpInfo {
+        name: gemm::OP,
+        family: "gemm",
+        inputs: "[a, b]",
+        plan: plan_gemm,
+    },
+    OpInfo {
+        name: attention::OP,
+        family: "attention",
+        inputs: "[q, k] (v has k's shape)",
+        plan: plan_attention,
+    },
+];
 
 /// The registry entry of `name`.
 pub fn find(name: &str) -> Result<&'static OpInfo, OpError> {
