@@ -63,6 +63,7 @@ EOF
 )
     note "$(printf '%-28s rc=%-3s %s (%ss)' "$name" "$rc" "$counts" $((SECONDS - start)))"
     grep -E "^(FAILED|ERROR)" "$log" | head -20 | sed 's/^/    /' | tee -a "$summary"
+    case "$counts" in no\ report*) tail -3 "$log" | sed 's/^/    /' | tee -a "$summary" ;; esac
 }
 
 # Import with no GPU visible: must not touch the device.

@@ -136,6 +136,22 @@ fn matmul(py: Python<'_>, a: Desc, b: Desc, c: Desc, device: usize, stream: usiz
 }
 
 #[pyfunction]
+fn silu_and_mul(py: Python<'_>, x: Desc, y: Desc, device: usize, stream: usize) -> PyResult<()> {
+    let (x, y) = (raw("x", x)?, raw("y", y)?);
+    run(py, device, stream, |s| unsafe {
+        foreign::silu_and_mul(s, &x, &y)
+    })
+}
+
+#[pyfunction]
+fn swiglu(py: Python<'_>, a: Desc, b: Desc, y: Desc, device: usize, stream: usize) -> PyResult<()> {
+    let (a, b, y) = (raw("a", a)?, raw("b", b)?, raw("y", y)?);
+    run(py, device, stream, |s| unsafe {
+        foreign::swiglu(s, &a, &b, &y)
+    })
+}
+
+#[pyfunction]
 #[pyo3(signature = (q, k, v, o, causal, scale, device, stream))]
 #[allow(clippy::too_many_arguments)]
 fn attention(
@@ -172,6 +188,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layer_norm, m)?)?;
     m.add_function(wrap_pyfunction!(matmul, m)?)?;
     m.add_function(wrap_pyfunction!(attention, m)?)?;
+    m.add_function(wrap_pyfunction!(silu_and_mul, m)?)?;
+    m.add_function(wrap_pyfunction!(swiglu, m)?)?;
     m.add_function(wrap_pyfunction!(register_bundle, m)?)?;
     Ok(())
 }

@@ -68,7 +68,7 @@ spec = importlib.util.spec_from_file_location("cutile_rs_torch._native", so,
     loader=importlib.machinery.ExtensionFileLoader("cutile_rs_torch._native", so))
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 assert issubclass(m.CutileError, RuntimeError)
-for f in ("softmax", "rms_norm", "layer_norm", "matmul", "attention", "register_bundle"):
+for f in ("softmax", "rms_norm", "layer_norm", "matmul", "attention", "silu_and_mul", "swiglu", "register_bundle"):
     assert callable(getattr(m, f)), f
 bundle = os.path.join(site, "cutile_rs_torch", "kernels.bundle")
 if os.path.exists(bundle):
@@ -106,6 +106,8 @@ with FakeTensorMode():
     assert ct.matmul(x, torch.empty(300, 5, dtype=torch.float16, device="cuda")).shape == (8, 5)
     q = torch.empty(1, 2, 16, 64, dtype=torch.float16, device="cuda")
     assert ct.attention(q, q, q, causal=True).shape == q.shape
+    assert ct.silu_and_mul(x[:, :200]).shape == (8, 100)
+    assert ct.swiglu(x, x).shape == x.shape
 print("package import and fake implementations: ok")
 """
 

@@ -100,6 +100,22 @@ def test_attention(dtype, causal, bhsd):
     assert rel_l2(o, want) < TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 2), (8, 1024), (4, 33, 2 * 1000), (256, 2 * 4096)])
+def test_silu_and_mul(dtype, shape):
+    x = rand(*shape, dtype=dtype, seed=60)
+    n = shape[-1] // 2
+    want = F.silu(x[..., :n].float()) * x[..., n:].float()
+    assert rel_l2(ct.silu_and_mul(x), want) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (8, 1000), (4, 33, 4096)])
+def test_swiglu(dtype, shape):
+    a, b = rand(*shape, dtype=dtype, seed=61), rand(*shape, dtype=dtype, seed=62)
+    assert rel_l2(ct.swiglu(a, b), F.silu(a.float()) * b.float()) < TOL[dtype]
+
+
 def test_errors_are_python_exceptions():
     x = rand(4, 8, dtype=torch.float16)
     with pytest.raises(ct.CutileError, match="rms_norm"):
@@ -130,10 +146,12 @@ def opcheck_cases():
         (torch.ops.cutile_rs.layer_norm.default, (rand(8, 256, dtype=h), rand(256, dtype=h), rand(256, dtype=h), 1e-5)),
         (torch.ops.cutile_rs.matmul.default, (rand(64, 128, dtype=h), rand(128, 256, dtype=h))),
         (torch.ops.cutile_rs.attention.default, (*(rand(1, 2, 128, 64, dtype=h, seed=i) for i in range(3)), True, None)),
+        (torch.ops.cutile_rs.silu_and_mul.default, (rand(8, 2048, dtype=h),)),
+        (torch.ops.cutile_rs.swiglu.default, (rand(8, 1024, dtype=h), rand(8, 1024, dtype=h, seed=1))),
     ]
 
 
-@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("case", range(7))
 def test_opcheck(case):
     op, args = opcheck_cases()[case]
     torch.library.opcheck(op, args)

@@ -6,6 +6,7 @@
     y = ct.layer_norm(x, weight, bias, eps=1e-5)
     c = ct.matmul(a, b)
     o = ct.attention(q, k, v, causal=True)
+    h = ct.silu_and_mul(gate_up)             # also ct.swiglu(a, b)
 
 Each op is a ``torch.library.custom_op`` (namespace ``cutile_rs``) with a fake implementation, so
 ``torch.compile`` traces through it and ``torch.library.opcheck`` accepts it. Kernels run on
@@ -20,9 +21,19 @@ import os
 
 from . import _native
 from ._native import CutileError
-from .ops import attention, layer_norm, matmul, rms_norm, softmax
+from .ops import attention, layer_norm, matmul, rms_norm, silu_and_mul, softmax, swiglu
 
-__all__ = ["CutileError", "attention", "layer_norm", "matmul", "rms_norm", "softmax", "bundle_path"]
+__all__ = [
+    "CutileError",
+    "attention",
+    "layer_norm",
+    "matmul",
+    "rms_norm",
+    "silu_and_mul",
+    "softmax",
+    "swiglu",
+    "bundle_path",
+]
 
 _BUNDLE = os.path.join(os.path.dirname(__file__), "kernels.bundle")
 

@@ -141,3 +141,42 @@ def attention(
     """``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)`` for
     ``[B, H, S, D]`` operands (k/v may have fewer heads, dividing H)."""
     return _attention(q, k, v, causal, scale)
+
+
+# --- gated activations ---------------------------------------------------------------------------
+
+
+@torch.library.custom_op("cutile_rs::silu_and_mul", mutates_args=())
+def _silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    x = _inner_contiguous(x)
+    y = torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype, device=x.device)
+    _native.silu_and_mul(_desc(x), _desc(y), *_where(x))
+    return y
+
+
+@_silu_and_mul.register_fake
+def _(x):
+    return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
+
+
+def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
+    """``silu(x[..., :n]) * x[..., n:]`` for ``x: [..., 2n]`` (vLLM's convention)."""
+    return _silu_and_mul(x)
+
+
+@torch.library.custom_op("cutile_rs::swiglu", mutates_args=())
+def _swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a, b = _inner_contiguous(a), _inner_contiguous(b)
+    y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    _native.swiglu(_desc(a), _desc(b), _desc(y), *_where(a))
+    return y
+
+
+@_swiglu.register_fake
+def _(a, b):
+    return torch.empty(a.shape, dtype=a.dtype, device=a.device)
+
+
+def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``silu(a) * b``."""
+    return _swiglu(a, b)
