@@ -73,7 +73,9 @@ else
     note "import without a GPU: FAILED"; tail -5 "$logs/import.log" | sed 's/^/    /' | tee -a "$summary"
 fi
 
-# Our suite (the package's AOT bundle is registered on import; no tileiras here).
+# Our suite: the package registers its own AOT bundle on import; the suite's other shape classes come
+# from tests.bundle (no tileiras here).
+export CUTILE_BUNDLE="$payload/kernels-dir/tests.bundle"
 [ "$mode" = tilegym ] || PYTEST_TIMEOUT=${OURS_TIMEOUT:-240} run_pytest ours "$root/python/tests" test_gpu.py -s
 
 # TileGym's tests against our .so.
@@ -83,7 +85,7 @@ if [ "$mode" = ours ]; then
 elif [ -d "$tg/tests/ops" ]; then
     export DISABLE_FALLBACK=1 CUTILE_TUTORIALS_BACKEND=cutile-rs CUTILE_RS_AUTOBUILD=0
     export CUTILE_RS_KERNELS_DIR="$payload/kernels-dir"
-    export CUTILE_BUNDLE="$payload/kernels-dir/kernels.bundle:$payload/kernels-dir/tilegym.bundle"
+    export CUTILE_BUNDLE="$payload/kernels-dir/kernels.bundle:$payload/kernels-dir/tilegym.bundle:$payload/kernels-dir/tests.bundle"
     export CUTILE_KERNELS_LOG=1
     for t in matmul bmm silu_and_mul swiglu attention_sink; do
         PYTHONPATH="$site:$tg/src" run_pytest "tilegym_$t" "$tg" "tests/ops/test_$t.py" -k "cutile_rs or cutile-rs"

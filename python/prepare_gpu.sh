@@ -6,8 +6,9 @@
 #   python/prepare_gpu.sh [TILEGYM_GIT_DIR]
 #
 # .gpu-py/wheels/       the cutile-rs-torch wheel (AOT bundle for sm_90 and sm_100 inside)
-# .gpu-py/kernels-dir/  Cargo.toml + target/release/libcutile_kernels.so + kernels.bundle: the layout
-#                       TileGym's cutile-rs backend loads with CUTILE_RS_AUTOBUILD=0
+# .gpu-py/kernels-dir/  Cargo.toml + target/release/libcutile_kernels.so: the layout TileGym's cutile-rs
+#                       backend loads with CUTILE_RS_AUTOBUILD=0; kernels.bundle (the wheel's),
+#                       tests.bundle and tilegym.bundle (the test suites' shape classes, sm_90)
 # .gpu-py/deps/         cffi and pycparser wheels for Python 3.12 (TileGym's loader needs cffi)
 # .gpu-py/tilegym/      the part of TileGym its op tests import (src/tilegym, tests/), unmodified
 #
@@ -29,7 +30,8 @@ ops=softmax,rms_norm,layer_norm,gemm,attention
 mkdir -p "$out/kernels-dir/target/release" "$out/wheels"
 cargo xtask aot --arch sm_90,sm_100 --ops "$ops" -o "$out/kernels-dir/kernels.bundle"
 cp "$out/kernels-dir/kernels.bundle" "$root/python/pysrc/cutile_rs_torch/kernels.bundle"
-# TileGym's test shapes, for the C ABI only (the H200 is sm_90).
+# The GPU suite's own shapes (python/tests/test_gpu.py) and TileGym's test shapes, sm_90 (the H200).
+cargo xtask aot --arch sm_90 --shapes "$root/python/tests/gpu_shapes.toml" -o "$out/kernels-dir/tests.bundle"
 cargo xtask aot --arch sm_90 --shapes "$root/python/tilegym.shapes.toml" \
     -o "$out/kernels-dir/tilegym.bundle"
 
