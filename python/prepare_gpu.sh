@@ -18,10 +18,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/.gpu-py"
 mkdir -p "$out"
-# Cargo profile of the wheel and the .so. `dev` by default: a release build of cutile-kernels currently
-# fails to link (rust-lld: duplicate `__cutile_body_layer_norm` monomorphizations in two codegen units).
-# Dev builds are stripped below; their host code is unoptimized (kernels are unaffected).
-profile=${PROFILE:-dev}
+# Cargo profile of the wheel and the .so (release; `PROFILE=dev` for a quicker unoptimized build, which
+# is stripped below). The bundles are made with the dev-profile xtask (`cargo xtask aot`): a release
+# xtask binary currently fails to link (rust-lld: duplicate `__cutile_body_layer_norm` symbols in two
+# codegen units of cutile-kernels); the release cdylibs link fine.
+profile=${PROFILE:-release}
 target_sub=$([ "$profile" = dev ] && echo debug || echo "$profile")
 
 # The AOT bundle: the Python API's ops, their representative shape classes, sm_90 (H100/H200) and
@@ -38,7 +39,7 @@ cargo xtask aot --arch sm_90 --shapes "$root/python/tilegym.shapes.toml" \
 # The abi3 wheel. Its manylinux_2_34 tag is checked by maturin's built-in auditwheel (glibc symbol
 # versions); no manylinux container is used.
 rm -f "$out"/wheels/*.whl
-(cd "$root/python" && maturin build --profile "$profile" --strip --compatibility manylinux_2_34 -o "$out/wheels")
+(cd "$root/python" && maturin build --profile "$profile" --compatibility manylinux_2_34 -o "$out/wheels")
 
 # libcutile_kernels.so where TileGym looks for it (CUTILE_RS_KERNELS_DIR with CUTILE_RS_AUTOBUILD=0:
 # a folder with a Cargo.toml and target/release/libcutile_kernels.so).

@@ -3,7 +3,7 @@
 
     python3 python/tests/test_cpu.py [WHEEL]
 
-Without WHEEL, builds one with `maturin build --profile dev --strip` (slow on a cold target dir).
+Without WHEEL, builds one with `maturin build --release` (slow on a cold target dir).
 Checks: the wheel's name carries the abi3 and manylinux_2_34 tags and it is small; it holds the
 extension and the AOT bundle; the extension has no link-time dependency on libcuda, libcudart,
 libtorch or libpython; installed into a fresh venv, the extension imports with no GPU, opens the
@@ -32,7 +32,7 @@ def step(msg):
 def build_wheel(tmp):
     step("maturin build (no wheel given)")
     subprocess.run(
-        ["maturin", "build", "--profile", "dev", "--strip", "--compatibility", "manylinux_2_34", "-o", tmp], cwd=CRATE, check=True
+        ["maturin", "build", "--release", "--compatibility", "manylinux_2_34", "-o", tmp], cwd=CRATE, check=True
     )
     return glob.glob(os.path.join(tmp, "*.whl"))[0]
 
