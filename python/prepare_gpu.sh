@@ -27,7 +27,7 @@ target_sub=$([ "$profile" = dev ] && echo debug || echo "$profile")
 
 # The AOT bundle: the Python API's ops, their representative shape classes, sm_90 (H100/H200) and
 # sm_100 (B200). The wheel ships it; the C ABI reads it through CUTILE_BUNDLE.
-ops=softmax,rms_norm,layer_norm,gemm,attention
+ops=softmax,rms_norm,layer_norm,gemm,attention,silu_and_mul,swiglu
 mkdir -p "$out/kernels-dir/target/release" "$out/wheels"
 cargo xtask aot --arch sm_90,sm_100 --ops "$ops" -o "$out/kernels-dir/kernels.bundle"
 cp "$out/kernels-dir/kernels.bundle" "$root/python/pysrc/cutile_rs_torch/kernels.bundle"
@@ -39,7 +39,7 @@ cargo xtask aot --arch sm_90 --shapes "$root/python/tilegym.shapes.toml" \
 # The abi3 wheel. Its manylinux_2_34 tag is checked by maturin's built-in auditwheel (glibc symbol
 # versions); no manylinux container is used.
 rm -f "$out"/wheels/*.whl
-(cd "$root/python" && maturin build --profile "$profile" --compatibility manylinux_2_34 -o "$out/wheels")
+(cd "$root/python" && maturin build --profile "$profile" --strip --compatibility manylinux_2_34 -o "$out/wheels")
 
 # libcutile_kernels.so where TileGym looks for it (CUTILE_RS_KERNELS_DIR with CUTILE_RS_AUTOBUILD=0:
 # a folder with a Cargo.toml and target/release/libcutile_kernels.so).
