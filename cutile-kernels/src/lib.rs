@@ -14,13 +14,15 @@
 //! | [`activation`] | [`activation::silu_and_mul`], [`activation::swiglu`], [`activation::gelu`], [`activation::geglu`], [`activation::relu`] and their `_backward` |
 //! | [`fused_qkv`] | [`fused_qkv::fused_qkv`] |
 //!
-//! [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
+//! [`foreign`] runs the ops on memory and streams owned by someone else (the Python package and the C
+//! ABI call it). [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
 //! of ops by name that AOT bundles and the GPU runner use); [`catalog`] lists the compile jobs of
 //! `cargo xtask kernels`, drawn from the families' plans.
 
 pub mod activation;
 pub mod attention;
 pub mod catalog;
+pub mod foreign;
 pub mod fused_qkv;
 pub mod gemm;
 pub mod norm;

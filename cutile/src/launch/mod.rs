@@ -335,6 +335,16 @@ impl<'a> Pending<'a> {
         }
     }
 
+    /// Leaves the work queued and returns at once, without waiting: for callers whose own stream
+    /// ordering keeps the memory alive (PyTorch's caching allocator, a C caller that owns the stream).
+    ///
+    /// # Safety
+    /// Every buffer the queued work reads or writes must stay allocated, and not be reused by anyone,
+    /// until that work has finished on the stream.
+    pub unsafe fn detach(mut self) {
+        self.done = true;
+    }
+
     /// Waits for the kernel (and everything queued before it on the stream). Inside graph capture
     /// there is nothing to wait for.
     pub fn wait(mut self) -> Result<(), LaunchError> {

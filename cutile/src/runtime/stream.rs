@@ -1,4 +1,5 @@
-//! Streams, timing events and CUDA graph capture.
+//! Streams (owned, or borrowed from a foreign caller such as PyTorch), timing events and CUDA graph
+//! capture.
 
 use std::fmt;
 
@@ -49,6 +50,29 @@ impl Stream {
             raw: std::ptr::null_mut(),
             owned: false,
         }
+    }
+
+    /// Borrows a stream someone else created (a PyTorch stream's `cuda_stream`, a C caller's
+    /// `CUstream`) without owning it: it is never destroyed here. Work queued through it runs in
+    /// `device`'s primary context (the one the CUDA runtime, and so PyTorch, uses); every call binds
+    /// that context first, so a thread with no current context works too. `0` is the legacy default
+    /// stream.
+    ///
+    /// # Safety
+    /// `raw` must be a stream of `device`'s primary context (or 0, or a per-thread default stream
+    /// handle) that stays alive for as long as the returned value or any work queued through it is in
+    /// use.
+    pub unsafe fn from_raw(device: &Device, raw: usize) -> Stream {
+        Stream {
+            device: device.clone(),
+            raw: raw as sys::CUstream,
+            owned: false,
+        }
+    }
+
+    /// Whether this value created the stream (and destroys it on drop).
+    pub fn is_owned(&self) -> bool {
+        self.owned
     }
 
     pub fn device(&self) -> &Device {

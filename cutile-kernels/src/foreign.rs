@@ -1,0 +1,336 @@
+//! The host API for memory and streams owned by someone else (PyTorch through the Python package, C
+//! callers through the C ABI): tensors described by address, shape, strides (in elements) and element
+//! type ([`RawTensor`]), launched on a borrowed stream ([`ForeignStream`]) and never waited for.
+//!
+//! Nothing is copied, allocated for the caller's tensors, or freed: each call wraps the described
+//! memory as non-owning [`Tensor`]s, runs the family's op (which validates exactly as for owned
+//! tensors) and returns once the work is queued. The caller's stream ordering keeps the memory alive,
+//! as PyTorch's caching allocator does for its own kernels.
+
+use cutile::runtime::{DeviceElement, Stream, Tensor};
+use cutile_ir::ScalarType;
+
+use crate::op::{OpError, float_kernel};
+
+/// One tensor argument described by its owner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawTensor {
+    /// The parameter's name (for errors).
+    pub name: &'static str,
+    /// Device address of element 0.
+    pub ptr: u64,
+    pub shape: Vec<i64>,
+    /// Strides in elements.
+    pub strides: Vec<i64>,
+    pub dtype: ScalarType,
+}
+
+impl RawTensor {
+    /// The sub-tensor at `index` of the leading axis (rank - 1, same memory).
+    fn select0(&self, index: i64) -> RawTensor {
+        let elem = (self.dtype.bit_width().max(8) / 8) as i64;
+        RawTensor {
+            name: self.name,
+            ptr: self
+                .ptr
+                .wrapping_add((index * self.strides[0] * elem) as u64),
+            shape: self.shape[1..].to_vec(),
+            strides: self.strides[1..].to_vec(),
+            dtype: self.dtype,
+        }
+    }
+
+    /// The same memory with the last two axes swapped (a transposed operand).
+    fn transposed(&self) -> RawTensor {
+        let mut t = self.clone();
+        let r = t.shape.len();
+        if r >= 2 {
+            t.shape.swap(r - 1, r - 2);
+            t.strides.swap(r - 1, r - 2);
+        }
+        t
+    }
+}
+
+/// A stream someone else created, on a device ordinal, in that device's primary context.
+#[derive(Debug)]
+pub struct ForeignStream {
+    stream: Stream,
+}
+
+impl ForeignStream {
+    /// Borrows `raw` (a `CUstream`, e.g. `torch.cuda.current_stream().cuda_stream`; 0 is the legacy
+    /// default stream) of device `ordinal`.
+    ///
+    /// # Safety
+    /// `raw` must be a live stream of that device's primary context for as long as this value is used.
+    pub unsafe fn new(ordinal: usize, raw: usize) -> Result<ForeignStream, OpError> {
+        let device = cutile::runtime::Device::new(ordinal)?;
+        // SAFETY: forwarded to the caller.
+        let stream = unsafe { Stream::from_raw(&device, raw) };
+        Ok(ForeignStream { stream })
+    }
+
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+/// Wraps `t` as a non-owning `Tensor<E>`, or names the mismatch when its element type is not `E`.
+///
+/// # Safety
+/// `t` must describe live device memory of the stream's device, as [`Tensor::from_raw_parts`] asks.
+unsafe fn wrap<E: DeviceElement>(
+    op: &'static str,
+    s: &ForeignStream,
+    t: &RawTensor,
+    like: &RawTensor,
+) -> Result<Tensor<E>, OpError> {
+    if t.dtype != like.dtype {
+        return Err(OpError::DType {
+            op,
+            arg: t.name,
+            dtype: t.dtype,
+            constraint: format!("it must match `{}` ({})", like.name, like.dtype),
+        });
+    }
+    if t.shape.len() != t.strides.len() {
+        return Err(OpError::Layout {
+            op,
+            arg: t.name,
+            shape: t.shape.clone(),
+            strides: t.strides.clone(),
+            constraint: "shape and strides must have the same length".into(),
+        });
+    }
+    // SAFETY: forwarded to the caller.
+    Ok(unsafe { Tensor::from_raw_parts(t.ptr, &t.shape, &t.strides, s.stream().device()) }?)
+}
+
+fn unsupported_dtype(op: &'static str, t: &RawTensor) -> OpError {
+    OpError::DType {
+        op,
+        arg: t.name,
+        dtype: t.dtype,
+        constraint: "the op takes f32, f16 or bf16".into(),
+    }
+}
+
+/// Runs `$body` with `$E` the element type of `$first`, each listed tensor wrapped as `Tensor<$E>`.
+macro_rules! with_tensors {
+    ($op:expr, $s:expr, $first:expr, |$E:ident| [$($name:ident = $t:expr),+] $body:block) => {
+        float_kernel!($first.dtype, |$E| {
+            (|| -> Result<(), OpError> {
+                // SAFETY: every public fn of this module forwards its caller's promise that each
+                // RawTensor describes live device memory of the stream's device.
+                $(#[allow(unused_mut)] let mut $name = unsafe { wrap::<$E>($op, $s, $t, $first) }?;)+
+                $body
+            })()
+        })
+        .unwrap_or_else(|| Err(unsupported_dtype($op, $first)))
+    };
+}
+
+/// `y = softmax(x)` over the last axis.
+///
+/// # Safety
+/// Every tensor must describe live device memory of the stream's device ([`Tensor::from_raw_parts`]'s
+/// contract) until the queued work has finished; `y` must not overlap an input.
+pub unsafe fn softmax(s: &ForeignStream, x: &RawTensor, y: &RawTensor) -> Result<(), OpError> {
+    with_tensors!("softmax", s, x, |E| [xt = x, yt = y] {
+        let p = crate::softmax::softmax(s.stream(), &xt, &mut yt)?;
+        // SAFETY: the caller keeps the memory alive until the stream has run the work.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// `y = rms_norm(x) * w` over the last axis.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn rms_norm(
+    s: &ForeignStream,
+    x: &RawTensor,
+    w: &RawTensor,
+    eps: f32,
+    y: &RawTensor,
+) -> Result<(), OpError> {
+    with_tensors!("rms_norm", s, x, |E| [xt = x, wt = w, yt = y] {
+        let p = crate::norm::rms_norm(s.stream(), &xt, &wt, eps, &mut yt)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// `y = layer_norm(x) * w + b` over the last axis.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn layer_norm(
+    s: &ForeignStream,
+    x: &RawTensor,
+    w: &RawTensor,
+    b: &RawTensor,
+    eps: f32,
+    y: &RawTensor,
+) -> Result<(), OpError> {
+    with_tensors!("layer_norm", s, x, |E| [xt = x, wt = w, bt = b, yt = y] {
+        let p = crate::norm::layer_norm(s.stream(), &xt, &wt, &bt, eps, &mut yt)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// `c = a @ b` for 2-D operands.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn matmul(
+    s: &ForeignStream,
+    a: &RawTensor,
+    b: &RawTensor,
+    c: &RawTensor,
+) -> Result<(), OpError> {
+    with_tensors!("gemm", s, a, |E| [at = a, bt = b, ct = c] {
+        let p = crate::gemm::gemm(s.stream(), &at, &bt, &mut ct)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// `c[q] = op(a[q]) @ op(b[q])` for 3-D operands, `op` a transpose of the last two axes when asked.
+/// One GEMM launch per batch entry (the gemm kernels have no batch grid axis yet).
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn bmm(
+    s: &ForeignStream,
+    a: &RawTensor,
+    b: &RawTensor,
+    c: &RawTensor,
+    transpose_a: bool,
+    transpose_b: bool,
+) -> Result<(), OpError> {
+    const OP: &str = "bmm";
+    for t in [a, b, c] {
+        if t.shape.len() != 3 || t.strides.len() != 3 {
+            return Err(OpError::Rank {
+                op: OP,
+                arg: t.name,
+                expected: "3 ([batch, rows, cols])".into(),
+                shape: t.shape.clone(),
+            });
+        }
+    }
+    let batch = a.shape[0];
+    for t in [b, c] {
+        if t.shape[0] != batch {
+            return Err(OpError::Shape {
+                op: OP,
+                what: format!("batch extents of `{}` and `a`", t.name),
+                left: t.shape[0].to_string(),
+                right: batch.to_string(),
+            });
+        }
+    }
+    let a = if transpose_a {
+        a.transposed()
+    } else {
+        a.clone()
+    };
+    let b = if transpose_b {
+        b.transposed()
+    } else {
+        b.clone()
+    };
+    for q in 0..batch {
+        // SAFETY: each batch entry lies inside the caller's tensors.
+        unsafe { matmul(s, &a.select0(q), &b.select0(q), &c.select0(q)) }?;
+    }
+    Ok(())
+}
+
+/// `y = silu(x[.., :N]) · x[.., N:]` for `x: [.., 2N]`, `y: [.., N]`.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn silu_and_mul(s: &ForeignStream, x: &RawTensor, y: &RawTensor) -> Result<(), OpError> {
+    with_tensors!("silu_and_mul", s, x, |E| [xt = x, yt = y] {
+        let p = crate::activation::silu_and_mul(s.stream(), &xt, &mut yt)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// `y = silu(a) · b`.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn swiglu(
+    s: &ForeignStream,
+    a: &RawTensor,
+    b: &RawTensor,
+    y: &RawTensor,
+) -> Result<(), OpError> {
+    with_tensors!("swiglu", s, a, |E| [at = a, bt = b, yt = y] {
+        let p = crate::activation::swiglu(s.stream(), &at, &bt, &mut yt)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// `o = softmax(q kᵀ · scale) v` for `[B, H, S, D]` (or `[BH, S, D]`) operands.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn attention(
+    s: &ForeignStream,
+    q: &RawTensor,
+    k: &RawTensor,
+    v: &RawTensor,
+    causal: bool,
+    scale: Option<f32>,
+    o: &RawTensor,
+) -> Result<(), OpError> {
+    let options = crate::attention::AttentionOptions { causal, scale };
+    with_tensors!("attention", s, q, |E| [qt = q, kt = k, vt = v, ot = o] {
+        let p = crate::attention::attention(s.stream(), &qt, &kt, &vt, &options, &mut ot)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(shape: &[i64], strides: &[i64]) -> RawTensor {
+        RawTensor {
+            name: "a",
+            ptr: 0x1000,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            dtype: ScalarType::BF16,
+        }
+    }
+
+    #[test]
+    fn select_and_transpose_stay_in_the_same_memory() {
+        let a = t(&[4, 3, 5], &[15, 5, 1]);
+        let s = a.select0(2);
+        assert_eq!(s.ptr, 0x1000 + 2 * 15 * 2);
+        assert_eq!(
+            (s.shape.as_slice(), s.strides.as_slice()),
+            (&[3, 5][..], &[5, 1][..])
+        );
+        let tr = a.transposed();
+        assert_eq!((tr.shape, tr.strides), (vec![4, 5, 3], vec![15, 1, 5]));
+    }
+}
