@@ -11,7 +11,8 @@
 # Each stage after tc1 leaves its tarball in $OUT.
 #
 # Every step runs under `timeout` with its budget (seconds, overridable as BUDGET_<STEP>), logs into
-# $R/<step>.log and appends its exit status to $R/steps.txt (124: over budget; what it wrote is kept:
+# $R/<step>.log and appends its exit status to $R/steps.txt (SKIP="a b" leaves steps out; BENCH_OPS and
+# TUNE_OPS narrow bench and tune to some ops) (124: over budget; what it wrote is kept:
 # check.json every 50 cases, bench.json and peers.json after every call).
 # Prepared on the CPU machine by `cargo xtask gpu prepare` (docs/gpu-runner.md, "Device commands").
 set -u
@@ -23,6 +24,8 @@ mkdir -p "$R"
 step() {
   local name=$1 budget=$2
   shift 2
+  # SKIP="validate tune" leaves steps out (recorded as skipped).
+  case " ${SKIP:-} " in *" $name "*) echo "$name: skipped" | tee -a "$R/steps.txt"; return 0 ;; esac
   local var="BUDGET_${name^^}"
   budget=${!var:-$budget}
   local t0=$SECONDS
@@ -60,7 +63,8 @@ case "${1:-}" in
     [ -x /tmp/gh ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
     toolchain_env
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step bench 500 /tmp/gh bench --bundle /tmp/k.bundle --out "$R" --measurement-ms 100 --warm-up-ms 25
+    step bench 500 /tmp/gh bench --bundle /tmp/k.bundle --out "$R" --measurement-ms 100 --warm-up-ms 25 \
+      ${BENCH_OPS:+--ops "$BENCH_OPS"}
     tar -czf "$OUT/bench.tar.gz" --exclude=./criterion -C "$R" .
     grep -h 'ERROR' "$R/bench.log" | head -n 20
     ;;

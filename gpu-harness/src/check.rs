@@ -1028,9 +1028,11 @@ mod tests {
 
     #[test]
     fn generated_cases_plan_without_a_device() {
+        // As many cases per op as a 1000-case run (a planning panic in one case stops a whole run).
         let ops = select_ops(&[]).expect("ops");
+        let total = 40 * ops.len();
         let mut planned = 0;
-        for t in generate(&ops, 140, 3).expect("gen") {
+        for t in generate(&ops, total, 3).expect("gen") {
             let c = t.current();
             if c.workload()
                 .plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
@@ -1039,7 +1041,10 @@ mod tests {
                 planned += 1;
             }
         }
-        assert!(planned >= 120, "only {planned} of 140 cases plan");
+        assert!(
+            planned * 100 >= total * 85,
+            "only {planned} of {total} cases plan"
+        );
     }
 
     #[test]
