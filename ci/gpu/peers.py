@@ -341,13 +341,13 @@ SCHEMA_VERSION = 1  # of the `cutile-bench` schema (docs/gpu-runner.md; gpu-harn
 
 def bench_fused_qkv(rec, call, dt, shapes):
     """The harness's described call (cutile_kernels::fused_qkv::described_call): shapes = [[T, hidden],
-    [Hq, Hkv, D, rot], [bias, norm, gptj, paged, unfused, i64]]; max_pos 8192; a paged cache of
+    [Hq, Hkv, D, rot], [bias, norm, gptj, paged, unfused, i64]]; max_pos max(8192, T); a paged cache of
     16-token blocks, or a contiguous one-sequence cache of T positions."""
     (t, hidden), (hq, hkv, d, rot) = shapes[0], shapes[1]
     sw = shapes[2] if len(shapes) > 2 else [0, 1, 0, 1, 0, 1]
     has_bias, has_norm, gptj, paged = (bool(v) for v in sw[:4])
     n = (hq + 2 * hkv) * d
-    max_pos, half = 8192, rot // 2
+    max_pos, half = max(8192, t), rot // 2  # positions are distinct: at least T of them
     x = rand([t, hidden], dt)
     w = rand([n, hidden], dt, 1.0 / math.sqrt(hidden))  # nn.Linear's [out, in]
     bias = rand([n], dt) if has_bias else None
