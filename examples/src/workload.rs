@@ -151,6 +151,16 @@ impl Workload {
         }
     }
 
+    /// The smallest normal value of output `o`'s element type: below it a result is subnormal, which
+    /// the kernels' flush-to-zero arithmetic (the approximate `exp`/`div` of 16-bit outputs, chosen
+    /// for speed) may write as zero; [`crate::run::compare`] takes such entries as equal.
+    pub fn output_flush_floor(&self, o: &OutputSpec) -> Result<f32, BoxError> {
+        Ok(match if o.f32 { Dt::F32 } else { self.dt()? } {
+            Dt::F32 | Dt::BF16 => f32::MIN_POSITIVE,
+            Dt::F16 => half::f16::MIN_POSITIVE.to_f32(),
+        })
+    }
+
     /// Every output the call writes, in the host API's order: `[h, y]` for `add_rms_norm`,
     /// `[y, mean, rstd]` for `layer_norm_stats` (the statistics f32, shaped as `x` without its last
     /// axis), otherwise the one output ([`Workload::output_shape`]; `axpy`'s `y` updated in place).

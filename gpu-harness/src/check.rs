@@ -1062,7 +1062,7 @@ mod tests {
         let r = c.workload().reference(&i).expect("ref");
         assert!(r.values[..9].iter().all(|v| v.is_nan()));
         assert!(r.values[9..18].iter().all(|v| v.is_finite()));
-        let cmp = cutile_examples::run::compare(&r.values, &r.values);
+        let cmp = cutile_examples::run::compare(&r.values, &r.values, f32::MIN_POSITIVE);
         assert_eq!(cmp.mismatched_special, 0);
         assert!(cmp.rel_err < 1e-12);
     }
