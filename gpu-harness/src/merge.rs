@@ -125,8 +125,31 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("?".into(), |v| format!("{v:.0}"))
 }
 
+/// Implementations in the order of their fixed plot colours, so one implementation has the same colour
+/// in every plot (an unknown one takes the colours after these).
+const IMPL_ORDER: [&str; 6] = ["cutile", "cublas", "cudnn", "flash", "torch", "triton"];
+
+/// The colour of a series `"<impl> <dtype>"`: one hue per implementation, lighter for f16 and f32
+/// than for bf16, so the dtypes of one implementation read as one family.
+fn series_color(series: &str) -> plotters::style::RGBAColor {
+    use plotters::style::{Color, Palette, Palette99};
+    let mut parts = series.split(' ');
+    let (imp, dtype) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let hue = IMPL_ORDER
+        .iter()
+        .position(|&i| i == imp)
+        .unwrap_or_else(|| IMPL_ORDER.len() + imp.bytes().map(usize::from).sum::<usize>() % 8);
+    let alpha = match dtype {
+        "f16" => 0.6,
+        "f32" => 0.35,
+        _ => 1.0,
+    };
+    Palette99::pick(hue).mix(alpha)
+}
+
 /// One SVG per op: throughput vs problem size (bytes or flops, log scale), one series per
-/// implementation, the roofline as a horizontal line. Returns the written paths.
+/// implementation and element type (a line never joins two dtypes), the roofline as a horizontal line.
+/// Returns the written paths.
 pub fn plots(f: &BenchFile, dir: &Path) -> Result<Vec<PathBuf>, BoxError> {
     use plotters::prelude::*;
     let best = best_rows(&f.rows);
@@ -136,7 +159,7 @@ pub fn plots(f: &BenchFile, dir: &Path) -> Result<Vec<PathBuf>, BoxError> {
         by_op
             .entry(r.op.clone())
             .or_default()
-            .entry(r.implementation.clone())
+            .entry(format!("{} {}", r.implementation, r.dtype))
             .or_default()
             .push((r.size(), r.throughput));
         units.insert(r.op.clone(), r.unit.clone());
@@ -181,9 +204,9 @@ pub fn plots(f: &BenchFile, dir: &Path) -> Result<Vec<PathBuf>, BoxError> {
                 ))?
                 .label(format!("roofline {roof}"))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
-            for (i, (imp, mut pts)) in series.into_iter().enumerate() {
+            for (imp, mut pts) in series {
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let color = Palette99::pick(i).to_rgba();
+                let color = series_color(&imp);
                 chart
                     .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
                     .label(imp)
@@ -337,6 +360,16 @@ fn read_any(dir: &Path) -> Result<BenchFile, BoxError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_implementation_keeps_its_hue_across_dtypes_and_plots() {
+        use plotters::style::Color;
+        let rgb = |s: &str| series_color(s).rgb();
+        assert_eq!(rgb("cutile bf16"), rgb("cutile f32"));
+        assert_ne!(rgb("cutile bf16"), rgb("triton bf16"));
+        assert_ne!(rgb("torch f16"), rgb("cublas f16"));
+        assert!(series_color("cutile f32").alpha() < series_color("cutile bf16").alpha());
+    }
+
     use super::*;
 
     fn golden() -> BenchFile {
