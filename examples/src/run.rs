@@ -9,7 +9,7 @@ use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
 
 use crate::BoxError;
 use crate::data::{DevTensors, rel_l2};
-use crate::workload::{ALPHA, EPS, HostTensor, Layout, Metric, Workload};
+use crate::workload::{ALPHA, EPS, HostTensor, Layout, Metric, OutputSpec, Workload};
 
 /// A workload's tensors on a device (inputs in storage layout, the outputs of the element type last),
 /// its f32 outputs (`layer_norm_stats`'s `mean` and `rstd`; [`Workload::f32_storage`]) and, when kept,
@@ -377,19 +377,29 @@ pub fn check_with(
                 .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
                 .collect();
         }
-        let c = compare(&got, wanted, w.output_flush_floor(spec)?);
-        let tolerance = w.output_tolerance(spec);
-        checks.push(OutputCheck {
-            output: spec.name.to_string(),
-            rel_err: c.rel_err,
-            tolerance,
-            pass: c.rel_err <= tolerance && c.mismatched_special == 0,
-            compared: got.len(),
-            mismatched_special: c.mismatched_special,
-            first_mismatch: c.first_mismatch,
-        });
+        checks.push(output_check(w, spec, &got, wanted)?);
     }
     Ok(CheckResult::of(&w.name, checks))
+}
+
+/// Output `spec` of `w` (`got`) against its reference, under the output's tolerance and flush floor.
+fn output_check(
+    w: &Workload,
+    spec: &OutputSpec,
+    got: &[f32],
+    wanted: &[f32],
+) -> Result<OutputCheck, BoxError> {
+    let c = compare(got, wanted, w.output_flush_floor(spec)?);
+    let tolerance = w.output_tolerance(spec);
+    Ok(OutputCheck {
+        output: spec.name.to_string(),
+        rel_err: c.rel_err,
+        tolerance,
+        pass: c.rel_err <= tolerance && c.mismatched_special == 0,
+        compared: got.len(),
+        mismatched_special: c.mismatched_special,
+        first_mismatch: c.first_mismatch,
+    })
 }
 
 /// [`check_with`] for `fused_qkv` (its own tensors: `crate::fused_qkv`): q and both whole caches
@@ -405,17 +415,7 @@ fn check_fused_qkv(
     let wanted = std::iter::once(&want.values).chain(&want.others);
     let mut checks = Vec::new();
     for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
-        let c = compare(got, wanted, w.output_flush_floor(spec)?);
-        let tolerance = w.output_tolerance(spec);
-        checks.push(OutputCheck {
-            output: spec.name.to_string(),
-            rel_err: c.rel_err,
-            tolerance,
-            pass: c.rel_err <= tolerance && c.mismatched_special == 0,
-            compared: got.len(),
-            mismatched_special: c.mismatched_special,
-            first_mismatch: c.first_mismatch,
-        });
+        checks.push(output_check(w, spec, got, wanted)?);
     }
     Ok(CheckResult::of(&w.name, checks))
 }
