@@ -156,6 +156,17 @@ pub mod kernels {
         (r, pid - r * col_tiles)
     }
 
+    /// Tile `(r, c)` of `t` in `TM x BN` tiles (zero-padded at the edges), widened to f32.
+    fn tile_f32<E: Float, const TM: i32, const BN: i32>(
+        t: &Tensor<E, S2<DYN, DYN>>,
+        r: Scalar<i32>,
+        c: Scalar<i32>,
+    ) -> Tile<f32, S2<TM, BN>> {
+        t.partition_padded::<S2<TM, BN>>(Padding::Zero)
+            .load((r, c))
+            .cast::<f32>()
+    }
+
     /// `y = act(x)`. Grid `(ceil(rows / TM) · ceil(cols / BN), 1, 1)`.
     #[cutile::entry]
     pub fn act_fwd<E: Float, const ACT: i32, const TM: i32, const BN: i32>(
@@ -163,10 +174,7 @@ pub mod kernels {
         y: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(y.dim(1));
-        let t = x
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
+        let t = tile_f32::<E, TM, BN>(x, r, c);
         let out = math::forward(ACT, t, math::fast::<E>()).cast::<E>();
         // SAFETY: block `p` writes only its own tile `(r, c)`, which no other block is given.
         unsafe { y.store_at((r, c), out) };
@@ -180,14 +188,8 @@ pub mod kernels {
         dx: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(dx.dim(1));
-        let t = x
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
-        let gt = g
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
+        let t = tile_f32::<E, TM, BN>(x, r, c);
+        let gt = tile_f32::<E, TM, BN>(g, r, c);
         let (_, slope) = math::forward_and_slope(ACT, t, math::fast::<E>());
         // SAFETY: block `p` writes only its own tile `(r, c)`.
         unsafe { dx.store_at((r, c), (gt * slope).cast::<E>()) };
@@ -201,14 +203,8 @@ pub mod kernels {
         y: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(y.dim(1));
-        let at = a
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
-        let bt = b
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
+        let at = tile_f32::<E, TM, BN>(a, r, c);
+        let bt = tile_f32::<E, TM, BN>(b, r, c);
         let out = (math::forward(ACT, at, math::fast::<E>()) * bt).cast::<E>();
         // SAFETY: block `p` writes only its own tile `(r, c)`.
         unsafe { y.store_at((r, c), out) };
@@ -225,18 +221,9 @@ pub mod kernels {
         db: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(da.dim(1));
-        let at = a
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
-        let bt = b
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
-        let gt = g
-            .partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>();
+        let at = tile_f32::<E, TM, BN>(a, r, c);
+        let bt = tile_f32::<E, TM, BN>(b, r, c);
+        let gt = tile_f32::<E, TM, BN>(g, r, c);
         let (y, slope) = math::forward_and_slope(ACT, at, math::fast::<E>());
         // SAFETY: block `p` writes only its own tile `(r, c)` of `da` and of `db`.
         unsafe { da.store_at((r, c), (gt * bt * slope).cast::<E>()) };
