@@ -8,6 +8,10 @@
 #                                                    cache, the bundle built there
 #   stage bench  (nothing)                         : bench (criterion, CUDA events)
 #   stage peers  carry .gpu/reference (+ extras)   : peers.py, report, tune, validate, $EXTRA
+#   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
+#                                                    toolchain of stage run, so a shape class outside the
+#                                                    bundles (TileGym's transposed bmm views, its perf
+#                                                    shapes) is compiled there as TileGym's own build would
 # Each stage after tc1 leaves its tarball in $OUT.
 #
 # Every step runs under `timeout` with its budget (seconds, overridable as BUDGET_<STEP>), logs into
@@ -83,8 +87,14 @@ case "${1:-}" in
     grep -h 'FAILED\|ERROR\|NOT COVERED' "$R"/*.log | head -n 40
     cat "$R/steps.txt"
     ;;
+  python)
+    [ -x /tmp/nvidia/cu13/bin/tileiras ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
+    toolchain_env
+    export CUTILE_CACHE_DIR=/tmp/kcache-py
+    OUT="$OUT" PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-150} bash python/gpu_check.sh "${PY_MODE:-all}"
+    ;;
   *)
-    echo "usage: $0 tc1|run|bench|peers" >&2
+    echo "usage: $0 tc1|run|bench|peers|python" >&2
     exit 2
     ;;
 esac

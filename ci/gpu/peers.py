@@ -226,13 +226,23 @@ def bench_call(rec, call, tk):
     if op == "fused_qkv":
         bench_fused_qkv(rec, call, dt, shapes)
         return
-    if op == "gemm":
-        (m, k), (_, n) = shapes[0], shapes[1]
-        a, b = rand([m, k], dt), rand([k, n], dt)
-        c = torch.empty(m, n, device=DEV, dtype=dt)
-        ref = a.float() @ b.float()
-        rec.run(call, "cublas", lambda: torch.matmul(a, b, out=c), lambda: relerr(c, ref),
-                flops=2 * m * n * k)
+    if op in ("gemm", "bmm"):
+        # f32: ours runs as tf32, so cuBLAS gets tf32 too (torch's allow_tf32), and the check is
+        # against the exact f32 product.
+        torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
+        if op == "gemm":
+            (m, k), (_, n) = shapes[0], shapes[1]
+            a, b = rand([m, k], dt), rand([k, n], dt)
+            c = torch.empty(m, n, device=DEV, dtype=dt)
+            fn, flops = (lambda: torch.matmul(a, b, out=c)), 2 * m * n * k
+        else:
+            (bt, m, k), (_, _, n) = shapes[0], shapes[1]
+            a, b = rand([bt, m, k], dt), rand([bt, k, n], dt)
+            c = torch.empty(bt, m, n, device=DEV, dtype=dt)
+            fn, flops = (lambda: torch.bmm(a, b, out=c)), 2 * bt * m * n * k
+        ref = a.double() @ b.double()
+        rec.run(call, "cublas", fn, lambda: relerr(c, ref), flops=flops)
+        torch.backends.cuda.matmul.allow_tf32 = False
         return
     if op == "attention":
         from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -26,20 +26,6 @@ pub struct RawTensor {
 }
 
 impl RawTensor {
-    /// The sub-tensor at `index` of the leading axis (rank - 1, same memory).
-    fn select0(&self, index: i64) -> RawTensor {
-        let elem = (self.dtype.bit_width().max(8) / 8) as i64;
-        RawTensor {
-            name: self.name,
-            ptr: self
-                .ptr
-                .wrapping_add((index * self.strides[0] * elem) as u64),
-            shape: self.shape[1..].to_vec(),
-            strides: self.strides[1..].to_vec(),
-            dtype: self.dtype,
-        }
-    }
-
     /// The same memory with the last two axes swapped (a transposed operand).
     fn transposed(&self) -> RawTensor {
         let mut t = self.clone();
@@ -184,7 +170,11 @@ pub unsafe fn layer_norm(
     })
 }
 
-/// `c = a @ b` for 2-D operands.
+/// Foreign callers' GEMM options: f32 operands run as tf32, as TileGym's cuTile matmul does (and
+/// `torch.matmul` with `allow_tf32`); a caller wanting exact f32 has no tensor-core product to call.
+const GEMM_OPTIONS: crate::gemm::GemmOptions = crate::gemm::GemmOptions { allow_tf32: true };
+
+/// `c = a @ b` for 2-D operands (f32 as tf32).
 ///
 /// # Safety
 /// As [`softmax`].
@@ -195,15 +185,15 @@ pub unsafe fn matmul(
     c: &RawTensor,
 ) -> Result<(), OpError> {
     with_tensors!("gemm", s, a, |E| [at = a, bt = b, ct = c] {
-        let p = crate::gemm::gemm(s.stream(), &at, &bt, &mut ct)?;
+        let p = crate::gemm::gemm_with(s.stream(), &at, &bt, &GEMM_OPTIONS, &mut ct)?;
         // SAFETY: as in `softmax`.
         unsafe { p.detach() };
         Ok(())
     })
 }
 
-/// `c[q] = op(a[q]) @ op(b[q])` for 3-D operands, `op` a transpose of the last two axes when asked.
-/// One GEMM launch per batch entry (the gemm kernels have no batch grid axis yet).
+/// `c[q] = op(a[q]) @ op(b[q])` for 3-D operands, `op` a transpose of the last two axes when asked
+/// (f32 as tf32), in one launch.
 ///
 /// # Safety
 /// As [`softmax`].
@@ -247,11 +237,12 @@ pub unsafe fn bmm(
     } else {
         b.clone()
     };
-    for q in 0..batch {
-        // SAFETY: each batch entry lies inside the caller's tensors.
-        unsafe { matmul(s, &a.select0(q), &b.select0(q), &c.select0(q)) }?;
-    }
-    Ok(())
+    with_tensors!(OP, s, &a, |E| [at = &a, bt = &b, ct = c] {
+        let p = crate::gemm::bmm(s.stream(), &at, &bt, &GEMM_OPTIONS, &mut ct)?;
+        // SAFETY: as in `softmax`.
+        unsafe { p.detach() };
+        Ok(())
+    })
 }
 
 /// `y = silu(x[.., :N]) · x[.., N:]` for `x: [.., 2N]`, `y: [.., N]`.
@@ -322,15 +313,10 @@ mod tests {
     }
 
     #[test]
-    fn select_and_transpose_stay_in_the_same_memory() {
+    fn transpose_stays_in_the_same_memory() {
         let a = t(&[4, 3, 5], &[15, 5, 1]);
-        let s = a.select0(2);
-        assert_eq!(s.ptr, 0x1000 + 2 * 15 * 2);
-        assert_eq!(
-            (s.shape.as_slice(), s.strides.as_slice()),
-            (&[3, 5][..], &[5, 1][..])
-        );
         let tr = a.transposed();
+        assert_eq!(tr.ptr, a.ptr);
         assert_eq!((tr.shape, tr.strides), (vec![4, 5, 3], vec![15, 1, 5]));
     }
 }

@@ -63,11 +63,11 @@ fn specializations() -> Vec<(Kernel, Vec<TensorMeta>)> {
             ],
         ),
         (
-            gemm::kernels::gemm::kernel::<bf16, 128, 128, 64>(),
+            gemm::kernels::gemm::kernel::<bf16, bf16, 128, 128, 64>(),
             vec![mat(GM, GK), mat(GK, GN), mat(GM, GN)],
         ),
         (
-            gemm::kernels::gemm_persistent::kernel::<bf16, 128, 128, 64>(),
+            gemm::kernels::gemm_persistent::kernel::<bf16, bf16, 128, 128, 64>(),
             vec![mat(GM, GK), mat(GK, GN), mat(GM, GN)],
         ),
         (
@@ -228,12 +228,12 @@ fn gemm_bf16() {
     let ta = Tensor::from_host(&d, &bf(&a), &[GM, GK]).unwrap();
     let tb = Tensor::from_host(&d, &bf(&b), &[GK, GN]).unwrap();
     let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
-    gemm::kernels::gemm::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
+    gemm::kernels::gemm::<bf16, bf16, 128, 128, 64>(&ta, &tb, &mut tc)
         .launch(&s)
         .unwrap();
     assert_all_close("gemm", &unbf(&tc.to_host().unwrap()), &want, 2e-2, 1e-2);
     let mut tc = Tensor::<bf16>::zeros(&d, &[GM, GN]).unwrap();
-    gemm::kernels::gemm_persistent::<bf16, 128, 128, 64>(&ta, &tb, &mut tc)
+    gemm::kernels::gemm_persistent::<bf16, bf16, 128, 128, 64>(&ta, &tb, &mut tc)
         .grid((d.sm_count().min(4), 1, 1))
         .launch(&s)
         .unwrap();

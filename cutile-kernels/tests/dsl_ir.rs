@@ -55,7 +55,7 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
         ),
         (
             "gemm_bf16_128x128x64",
-            g::gemm::kernel::<half::bf16, 128, 128, 64>(),
+            g::gemm::kernel::<half::bf16, half::bf16, 128, 128, 64>(),
             vec![
                 t(BF16, &[512, 256]),
                 t(BF16, &[256, 384]),
@@ -64,7 +64,7 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
         ),
         (
             "gemm_persistent_bf16_128x128x64",
-            g::gemm_persistent::kernel::<half::bf16, 128, 128, 64>(),
+            g::gemm_persistent::kernel::<half::bf16, half::bf16, 128, 128, 64>(),
             vec![
                 t(BF16, &[512, 256]),
                 t(BF16, &[256, 384]),

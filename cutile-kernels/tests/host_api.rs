@@ -117,7 +117,7 @@ fn bad_calls_are_typed_errors_naming_both_values() {
                 &t,
                 false,
             ),
-            "the op takes bf16, f16",
+            "opt in with `GemmOptions { allow_tf32: true }`",
         ),
         (
             "gemm rank",
@@ -278,9 +278,9 @@ fn configuration_follows_the_shape_class() {
         norm::Variant::Gather
     );
     // GEMM: persistent once there is a 128x128 tile per SM, one tile per block below.
-    assert!(gemm::config::choose(&t, 4096, 4096).persistent);
-    assert!(!gemm::config::choose(&t, 64, 4096).persistent);
-    assert_eq!(gemm::config::choose(&t, 64, 4096).bm, 64);
+    assert!(gemm::config::choose(&t, BF16, 4096, 4096).persistent);
+    assert!(!gemm::config::choose(&t, BF16, 64, 4096).persistent);
+    assert_eq!(gemm::config::choose(&t, BF16, 64, 4096).bm, 64);
 }
 
 /// Every candidate of every representative call plans, specializes (traces) for sm_90 and has a launch

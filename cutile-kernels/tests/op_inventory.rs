@@ -118,7 +118,7 @@ fn softmax_matches_cutile_inventory() {
 fn gemm_matches_cutile_inventory() {
     // cuTile's sample: 128x128x64 f16 tiles, f32 accumulation, a for loop over K with one mma per step.
     let theirs = inventory(&cutile_sample("matmul_v13_5.tilebc"));
-    let k = cutile_kernels::gemm::kernels::gemm::kernel::<half::f16, 128, 128, 64>();
+    let k = cutile_kernels::gemm::kernels::gemm::kernel::<half::f16, half::f16, 128, 128, 64>();
     let arrays = vec![
         TensorMeta::contiguous(F16, &[512, 256]),
         TensorMeta::contiguous(F16, &[256, 384]),

@@ -16,6 +16,9 @@ use crate::data::{Dt, swap_axes, uniform};
 
 /// `eps` of the norm calls.
 pub const EPS: f32 = 1e-5;
+/// GEMM options of the harness: f32 calls run the tf32 product (the only f32 one; its tolerance is in
+/// [`Workload::tolerance`]).
+const TF32: gemm::GemmOptions = gemm::GemmOptions { allow_tf32: true };
 /// `alpha` of the axpy calls.
 pub const ALPHA: f32 = 1.5;
 
@@ -137,9 +140,13 @@ impl Workload {
             .ok_or_else(|| format!("{}: unknown element type", self.name).into())
     }
 
-    /// The first output's tolerance (`cutile_kernels::tolerance`).
+    /// The first output's tolerance (`cutile_kernels::tolerance`); f32 products run as tf32, whose
+    /// 10-bit mantissa is f16's.
     pub fn tolerance(&self) -> f64 {
-        self.dt().map_or(0.0, Dt::tolerance)
+        match self.dt() {
+            Ok(Dt::F32) if matches!(self.op(), gemm::OP | gemm::BMM) => Dt::F16.tolerance(),
+            dt => dt.map_or(0.0, Dt::tolerance),
+        }
     }
 
     /// The tolerance of an output: of the element type, or of f32 for an f32 output.
@@ -188,7 +195,7 @@ impl Workload {
                     o("rstd", lead, true),
                 ]
             }
-            gemm::OP => vec![o("c", self.output_shape()?, false)],
+            gemm::OP | gemm::BMM => vec![o("c", self.output_shape()?, false)],
             // The caches are updated in place (their old contents are inputs): see `storage`.
             fused_qkv::OP => {
                 let (ops, _) = fused_qkv::described_call(self.dt()?.scalar(), &self.call.shapes)?;
@@ -213,13 +220,17 @@ impl Workload {
 
     /// Memory-bound ops: L2 is flushed before each timed call.
     pub fn memory_bound(&self) -> bool {
-        !matches!(self.op(), gemm::OP | attention::OP)
+        !matches!(self.op(), gemm::OP | gemm::BMM | attention::OP)
     }
 
     /// The shape of the output (logical).
     pub fn output_shape(&self) -> Result<Vec<i64>, BoxError> {
         Ok(match self.op() {
             gemm::OP => vec![shape_of(&self.call, 0)?[0], shape_of(&self.call, 1)?[1]],
+            gemm::BMM => {
+                let (a, b) = (shape_of(&self.call, 0)?, shape_of(&self.call, 1)?);
+                vec![a[0], a[1], b[2]]
+            }
             op if activation::find(op).is_some() => self
                 .outputs()?
                 .first()
@@ -263,6 +274,10 @@ impl Workload {
             gemm::OP => {
                 let (m, k, nn) = (x[0], x[1], shape_of(&self.call, 1)?[1]);
                 Metric::Flops(2.0 * m as f64 * nn as f64 * k as f64)
+            }
+            gemm::BMM => {
+                let nn = shape_of(&self.call, 1)?[2];
+                Metric::Flops(2.0 * (x[0] * x[1] * x[2]) as f64 * nn as f64)
             }
             attention::OP => {
                 let k = shape_of(&self.call, 1)?;
@@ -316,7 +331,7 @@ impl Workload {
                 vec![t(x, 8, 1.0), t(&[last(x)], 9, 1.0), t(&[last(x)], 10, 1.0)]
             }
             norm::ADD_RMS_NORM => vec![t(x, 8, 1.0), t(x, 14, 1.0), t(&[last(x)], 9, 1.0)],
-            gemm::OP => vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)],
+            gemm::OP | gemm::BMM => vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)],
             attention::OP => {
                 let k = shape_of(&self.call, 1)?;
                 vec![t(x, 11, 1.0), t(k, 12, 1.0), t(k, 13, 1.0)]
@@ -452,6 +467,17 @@ impl Workload {
                     }
                 }
             }
+            gemm::BMM => {
+                let b = shape_of(&self.call, 1)?;
+                let (batch, m, k, n) = (x[0] as usize, x[1] as usize, x[2] as usize, b[2] as usize);
+                all((0..batch)
+                    .flat_map(|q| {
+                        let a = &i[0].0[q * m * k..(q + 1) * m * k];
+                        let bq = &i[1].0[q * k * n..(q + 1) * k * n];
+                        gemm::gemm_reference(a, bq, m, n, k)
+                    })
+                    .collect())
+            }
             attention::OP => {
                 let k = shape_of(&self.call, 1)?;
                 let r = x.len();
@@ -522,7 +548,7 @@ impl Workload {
                 view(&mut operands[1], 0, 1);
                 // The packing scratch depends on the views' alignment: describe it anew.
                 operands = gemm::with_scratch(&operands[..3], &target)?;
-                gemm::plan(&operands, &target, all_candidates)?
+                gemm::plan_with(&operands, &target, &TF32, all_candidates)?
             }
             Layout::Bshd => {
                 for o in operands.iter_mut() {
@@ -545,7 +571,7 @@ impl Workload {
                 match self.op() {
                     gemm::OP => {
                         operands = gemm::with_scratch(&operands[..3], &target)?;
-                        gemm::plan(&operands, &target, all_candidates)?
+                        gemm::plan_with(&operands, &target, &TF32, all_candidates)?
                     }
                     softmax::OP => softmax::plan(&operands, &target, all_candidates)?,
                     op @ (norm::RMS_NORM

@@ -126,7 +126,9 @@ impl Case {
             norm::RMS_NORM | norm::RMS_NORM_HEADS => vec![x.clone(), vec1],
             norm::LAYER_NORM | norm::LAYER_NORM_STATS => vec![x.clone(), vec1.clone(), vec1],
             norm::ADD_RMS_NORM => vec![x.clone(), x.clone(), vec1],
-            gemm::OP => vec![x.clone(), self.shapes.get(1).ok_or("gemm needs b")?.clone()],
+            gemm::OP | gemm::BMM => {
+                vec![x.clone(), self.shapes.get(1).ok_or("gemm needs b")?.clone()]
+            }
             attention::OP => {
                 let k = self.shapes.get(1).ok_or("attention needs k")?.clone();
                 vec![x.clone(), k.clone(), k]
@@ -199,7 +201,7 @@ fn large_scale(op: &str, dt: Dt, i: usize) -> f32 {
         | norm::ADD_RMS_NORM
         | norm::LAYER_NORM_STATS
         | norm::RMS_NORM_HEADS => 1e15,
-        gemm::OP => 8.0,
+        gemm::OP | gemm::BMM => 8.0,
         attention::OP if i == 0 => 8.0,
         // `x` (gated: both halves, so products of two large values) or `a`: f16 products stay below
         // its 65504, bf16/f32 ones below 1e30; the exponentials saturate (sigmoid 0 or 1, Φ 0 or 1).
@@ -285,7 +287,8 @@ fn dim(max: i64) -> BoxedStrategy<i64> {
 
 fn dtypes(op: &str) -> Vec<&'static str> {
     match op {
-        gemm::OP | attention::OP | fused_qkv::OP => vec!["bf16", "f16"],
+        attention::OP | fused_qkv::OP => vec!["bf16", "f16"],
+        // f32 products run as tf32 (the host API's opt-in; the registry plans it).
         _ => vec!["f32", "f16", "bf16"],
     }
 }
@@ -446,6 +449,25 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        gemm::BMM => (
+            (prop_oneof![3 => 1..=8i64, 1 => 9..=96i64], dim(512), dim(512), dim(512)),
+            dtype,
+            values_rows,
+            seed,
+        )
+            .prop_map(|((batch, m, n, k), dtype, values, seed)| {
+                let s = bounded(vec![batch, m, n, k], MAX_MACS);
+                Case {
+                    op: gemm::BMM.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![s[0], s[1], s[3]], vec![s[0], s[3], s[2]]],
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values,
+                    seed,
+                }
+            })
+            .boxed(),
         fused_qkv::OP => (
             (1..=4i64, prop::sample::select(vec![1i64, 4, 8])),
             (prop::sample::select(vec![64i64, 128]), any::<bool>()),
@@ -543,6 +565,7 @@ pub const COVERED: &[&str] = &[
     norm::LAYER_NORM_STATS,
     norm::RMS_NORM_HEADS,
     gemm::OP,
+    gemm::BMM,
     attention::OP,
     activation::SILU_AND_MUL,
     activation::SILU_AND_MUL_BACKWARD,

@@ -83,6 +83,19 @@ def test_matmul(dtype, mnk):
     assert rel_l2(c, a.float() @ b.float()) < TOL[dtype]
 
 
+@pytest.mark.parametrize("mnk", [(1000, 1023, 517), (1024, 1024, 1024)])
+def test_matmul_f32_runs_as_tf32_when_allowed(mnk, monkeypatch):
+    m, n, k = mnk
+    a = rand(m, k, dtype=torch.float32, seed=9)
+    b = rand(k, n, dtype=torch.float32, seed=10)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    with pytest.raises(ct.CutileError, match="allow_tf32"):
+        ct.matmul(a, b)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    # tf32 keeps f16's 10-bit mantissa.
+    assert rel_l2(ct.matmul(a, b), a.double() @ b.double()) < TOL[torch.float16]
+
+
 def test_matmul_transposed_weight_is_not_copied():
     w = rand(512, 256, dtype=torch.bfloat16, seed=11)  # a Linear weight [out, in]
     x = rand(64, 256, dtype=torch.bfloat16, seed=12)

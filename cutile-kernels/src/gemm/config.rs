@@ -51,8 +51,9 @@ pub fn class(dtype: ScalarType, m: i64, n: i64, k: i64) -> String {
 /// The default configuration, by the number of 128x128 output tiles per SM (H200 tuning runs,
 /// docs/h200-results.md): fewer than one per SM → 64x128 tiles, one block each (more blocks: x1.5 at
 /// 1000x1023x517); up to 16 per SM → persistent 128x128 (4096³: it won); more → one 128x128 tile per
-/// block (8192³: x1.06 over persistent).
-pub fn choose(target: &Target, m: i64, n: i64) -> GemmConfig {
+/// block (8192³: x1.06 over persistent). f32 (tf32) operands take half the K depth, so a stage holds
+/// the same bytes as a 16-bit one.
+pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
     let tiles = ceil_div(m, 128) * ceil_div(n, 128);
     let sms = target.sm_count as i64;
     let (persistent, bm) = if tiles < sms {
@@ -66,20 +67,25 @@ pub fn choose(target: &Target, m: i64, n: i64) -> GemmConfig {
         persistent,
         bm,
         bn: 128,
-        bk: 64,
+        bk: depth(dtype),
     }
 }
 
+/// The K depth of a stage: 64 elements of 16 bits, 32 of f32.
+fn depth(dtype: ScalarType) -> i64 {
+    if dtype == ScalarType::F32 { 32 } else { 64 }
+}
+
 /// Every configuration, the default first.
-pub fn candidates(target: &Target, m: i64, n: i64) -> Vec<GemmConfig> {
-    let mut all = vec![choose(target, m, n)];
+pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GemmConfig> {
+    let mut all = vec![choose(target, dtype, m, n)];
     for persistent in [false, true] {
         for (bm, bn) in [(128, 128), (64, 128)] {
             all.push(GemmConfig {
                 persistent,
                 bm,
                 bn,
-                bk: 64,
+                bk: depth(dtype),
             });
         }
     }

@@ -1,6 +1,8 @@
-//! Matrix product `c = a @ b` with f32 accumulation, as `torch.matmul` on 2-D operands: f16 and bf16,
-//! any strides (a transposed operand is a transposed view, e.g. `w.transpose(0, 1)` of a PyTorch
-//! `Linear` weight).
+//! Matrix product `c = a @ b` with f32 accumulation, as `torch.matmul` on 2-D operands ([`gemm`]) and
+//! `torch.bmm` on 3-D ones ([`bmm`]): f16 and bf16, and f32 on tf32 tensor cores when the caller opts in
+//! ([`GemmOptions::allow_tf32`], as `torch.backends.cuda.matmul.allow_tf32`); any strides (a transposed
+//! operand is a transposed view, e.g. `w.transpose(0, 1)` of a PyTorch `Linear` weight; a batch stride
+//! of 0 broadcasts an operand over the batch).
 //!
 //! Operands: `[a, b, c]`, and a fourth, `packed`, of the element type, when one of them is not
 //! 16-byte aligned ([`Operand::is_16b_aligned`]: a row stride like `k = 517` bf16): each such operand
@@ -29,19 +31,42 @@ use cutile_ir::ScalarType;
 
 use crate::op::ceil_div;
 use crate::op::tuning;
-use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, mma_kernel};
+use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, float_kernel};
 
 /// The op's name.
 pub const OP: &str = "gemm";
-/// Element types with a kernel.
-pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16];
+/// The batched op's name.
+pub const BMM: &str = "bmm";
+/// Element types with a kernel (f32 only with [`GemmOptions::allow_tf32`]).
+pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16, ScalarType::F32];
 
-/// `c = a @ b` for `a: [m, k]`, `b: [k, n]`, `c: [m, n]`, queued on `stream`. An empty `c` is a no-op;
-/// `k = 0` gives zeros.
+/// Options of [`gemm_with`] and [`bmm`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GemmOptions {
+    /// Multiply f32 operands on tensor cores as tf32 (10-bit mantissa, f32 accumulation): relative
+    /// error about 1e-3 of the dot product's magnitude instead of f32's 1e-7. Off by default, as
+    /// `torch.backends.cuda.matmul.allow_tf32`; without it an f32 call is refused (there is no f32
+    /// tensor-core product).
+    pub allow_tf32: bool,
+}
+
+/// `c = a @ b` for `a: [m, k]`, `b: [k, n]`, `c: [m, n]` (f16 or bf16), queued on `stream`. An empty
+/// `c` is a no-op; `k = 0` gives zeros. f32 needs [`gemm_with`] and [`GemmOptions::allow_tf32`].
 pub fn gemm<'a>(
     stream: &'a Stream,
     a: &'a impl TensorArg,
     b: &'a impl TensorArg,
+    c: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    gemm_with(stream, a, b, &GemmOptions::default(), c)
+}
+
+/// [`gemm`] with options.
+pub fn gemm_with<'a>(
+    stream: &'a Stream,
+    a: &'a impl TensorArg,
+    b: &'a impl TensorArg,
+    options: &GemmOptions,
     c: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
     let operands = [
@@ -50,7 +75,7 @@ pub fn gemm<'a>(
         Operand::of("c", &*c),
     ];
     let target = Target::of(stream.device())?;
-    let Some(call) = Call::new(&operands, &target)? else {
+    let Some(call) = Call::new(&operands, &target, options)? else {
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
@@ -63,11 +88,11 @@ pub fn gemm<'a>(
             call.dtype,
             scratch_len(m, n, k),
         )?);
-        Call::new(&operands, &target)?.unwrap_or(call)
+        Call::new(&operands, &target, options)?.unwrap_or(call)
     } else {
         call
     };
-    let candidates = config::candidates(&target, call.m, call.n);
+    let candidates = config::candidates(&target, call.dtype, call.m, call.n);
     let class = config::class(call.dtype, call.m, call.n, call.k);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively), and the
     // stream's scratch buffer, which lives until process exit and is used by work queued on `stream`
@@ -120,8 +145,27 @@ pub fn scratch_len(m: i64, n: i64, k: i64) -> i64 {
     region_len(m, k) + region_len(k, n) + region_len(m, n)
 }
 
+/// `a`'s element type is one the op takes under `options`.
+fn expect_dtype(op: &'static str, a: &Operand, options: &GemmOptions) -> Result<(), OpError> {
+    a.expect_dtype(op, DTYPES)?;
+    if a.dtype == ScalarType::F32 && !options.allow_tf32 {
+        return Err(OpError::Unsupported {
+            op,
+            what:
+                "f32 operands: the product runs on tensor cores as tf32 (10-bit mantissa); opt in \
+                   with `GemmOptions { allow_tf32: true }`, or pass bf16/f16 operands"
+                    .into(),
+        });
+    }
+    Ok(())
+}
+
 impl Call {
-    fn new(operands: &[Operand], target: &Target) -> Result<Option<Call>, OpError> {
+    fn new(
+        operands: &[Operand],
+        target: &Target,
+        options: &GemmOptions,
+    ) -> Result<Option<Call>, OpError> {
         let (a, b, c, packed) = match operands {
             [a, b, c] => (a, b, c, None),
             [a, b, c, p] => (a, b, c, Some(p)),
@@ -135,7 +179,7 @@ impl Call {
                 });
             }
         };
-        a.expect_dtype(OP, DTYPES)?;
+        expect_dtype(OP, a, options)?;
         b.expect_same_dtype(OP, a)?;
         c.expect_same_dtype(OP, a)?;
         for o in [a, b, c] {
@@ -218,7 +262,9 @@ pub fn with_scratch(operands: &[Operand], target: &Target) -> Result<Vec<Operand
     if operands.len() != 3 {
         return Ok(out);
     }
-    if let Some(call) = Call::new(operands, target)?
+    // Whether an f32 call may run is [`plan_with`]'s question; the scratch only depends on the shapes.
+    let any = GemmOptions { allow_tf32: true };
+    if let Some(call) = Call::new(operands, target, &any)?
         && call.needs_packing()
     {
         out.push(Operand::described(
@@ -237,13 +283,23 @@ pub fn plan(
     target: &Target,
     all_candidates: bool,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
-    let Some(call) = Call::new(operands, target)? else {
+    plan_with(operands, target, &GemmOptions::default(), all_candidates)
+}
+
+/// [`plan`] with options.
+pub fn plan_with(
+    operands: &[Operand],
+    target: &Target,
+    options: &GemmOptions,
+    all_candidates: bool,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let Some(call) = Call::new(operands, target, options)? else {
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, call.m, call.n)
+        config::candidates(target, call.dtype, call.m, call.n)
     } else {
-        vec![config::choose(target, call.m, call.n)]
+        vec![config::choose(target, call.dtype, call.m, call.n)]
     };
     let mut out = Vec::new();
     for c in &configs {
@@ -252,15 +308,45 @@ pub fn plan(
     Ok(out)
 }
 
-fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
+/// `$body` with `$e` the storage type and `$m` the tensor-core operand type of the run-time element
+/// type `$dt` (f16/f16, bf16/bf16, f32/tf32); `None` for others.
+macro_rules! product_types {
+    ($dt:expr, |$e:ident, $m:ident| $body:expr) => {{
+        match $dt {
+            ScalarType::F16 => {
+                type $e = half::f16;
+                type $m = half::f16;
+                Some($body)
+            }
+            ScalarType::BF16 => {
+                type $e = half::bf16;
+                type $m = half::bf16;
+                Some($body)
+            }
+            ScalarType::F32 => {
+                type $e = f32;
+                type $m = cutile::core::tf32;
+                Some($body)
+            }
+            _ => None,
+        }
+    }};
+}
+
+/// The product kernel of a configuration, or why there is none.
+fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Kernel, OpError> {
     use kernels as k;
-    let kernel = mma_kernel!(
-        call.dtype,
-        |E| match (cfg.persistent, cfg.bm, cfg.bn, cfg.bk) {
-            (false, 128, 128, 64) => Some(k::gemm::kernel::<E, 128, 128, 64>()),
-            (false, 64, 128, 64) => Some(k::gemm::kernel::<E, 64, 128, 64>()),
-            (true, 128, 128, 64) => Some(k::gemm_persistent::kernel::<E, 128, 128, 64>()),
-            (true, 64, 128, 64) => Some(k::gemm_persistent::kernel::<E, 64, 128, 64>()),
+    product_types!(
+        dtype,
+        |E, M| match (cfg.persistent, cfg.bm, cfg.bn, cfg.bk) {
+            (false, 128, 128, 64) => Some(k::gemm::kernel::<E, M, 128, 128, 64>()),
+            (false, 64, 128, 64) => Some(k::gemm::kernel::<E, M, 64, 128, 64>()),
+            (false, 128, 128, 32) => Some(k::gemm::kernel::<E, M, 128, 128, 32>()),
+            (false, 64, 128, 32) => Some(k::gemm::kernel::<E, M, 64, 128, 32>()),
+            (true, 128, 128, 64) => Some(k::gemm_persistent::kernel::<E, M, 128, 128, 64>()),
+            (true, 64, 128, 64) => Some(k::gemm_persistent::kernel::<E, M, 64, 128, 64>()),
+            (true, 128, 128, 32) => Some(k::gemm_persistent::kernel::<E, M, 128, 128, 32>()),
+            (true, 64, 128, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 128, 32>()),
             _ => None,
         }
     )
@@ -268,12 +354,16 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
     .ok_or_else(|| OpError::Unsupported {
         op: OP,
         what: format!(
-            "no {} kernel for configuration `{}`",
-            call.dtype,
+            "no {dtype} kernel for configuration `{}`",
             tuning::Candidate::name(cfg)
         ),
-    })?;
-    let copy = mma_kernel!(
+    })
+}
+
+fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
+    use kernels as k;
+    let kernel = product_kernel(cfg, call.dtype)?;
+    let copy = float_kernel!(
         call.dtype,
         |E| k::copy_tiles::kernel::<E, COPY_BM, COPY_BN>()
     )
@@ -323,6 +413,103 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
     Ok(out)
 }
 
+/// `c[q] = a[q] @ b[q]` for `a: [B, m, k]`, `b: [B, k, n]`, `c: [B, m, n]`, as `torch.bmm`, in one
+/// launch (grid = batch × output tiles). Any strides: a transposed operand is a view, and a batch stride
+/// of 0 broadcasts `a` or `b` over the batch. An empty `c` is a no-op; `k = 0` gives zeros. f32 needs
+/// [`GemmOptions::allow_tf32`]. Operands whose rows are not 16-byte aligned are read as they are (no
+/// packing: correct, slower).
+pub fn bmm<'a>(
+    stream: &'a Stream,
+    a: &'a impl TensorArg,
+    b: &'a impl TensorArg,
+    options: &GemmOptions,
+    c: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    let operands = [
+        Operand::of("a", a),
+        Operand::of("b", b),
+        Operand::of("c", &*c),
+    ];
+    let target = Target::of(stream.device())?;
+    let launches = plan_bmm(&operands, &target, options)?;
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively).
+    unsafe { crate::op::execute(stream, &operands, &launches) }
+}
+
+/// The launch of a [`bmm`] call (`operands` = `[a, b, c]`), without a device.
+pub fn plan_bmm(
+    operands: &[Operand],
+    target: &Target,
+    options: &GemmOptions,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let [a, b, c] = operands else {
+        return Err(OpError::Unsupported {
+            op: BMM,
+            what: format!("takes 3 tensors (a, b, c), got {}", operands.len()),
+        });
+    };
+    expect_dtype(BMM, a, options)?;
+    b.expect_same_dtype(BMM, a)?;
+    c.expect_same_dtype(BMM, a)?;
+    for o in [a, b, c] {
+        o.expect_rank(BMM, 3)?;
+        target.expect_device(BMM, o)?;
+    }
+    let (batch, m, k, n) = (a.shape[0], a.shape[1], a.shape[2], b.shape[2]);
+    if b.shape[0] != batch || b.shape[1] != k {
+        return Err(OpError::Shape {
+            op: BMM,
+            what: "`b` must be `[a.batch, a.cols, n]`".into(),
+            left: format!("{:?}", b.shape),
+            right: format!("[{batch}, {k}, n]"),
+        });
+    }
+    if c.shape != [batch, m, n] {
+        return Err(OpError::Shape {
+            op: BMM,
+            what: "`c` must be `[a.batch, a.rows, b.cols]`".into(),
+            left: format!("{:?}", c.shape),
+            right: format!("{:?}", [batch, m, n]),
+        });
+    }
+    if batch == 0 || m == 0 || n == 0 {
+        return Ok(Vec::new());
+    }
+    if batch > i32::MAX as i64 {
+        return Err(OpError::Unsupported {
+            op: BMM,
+            what: format!("a batch of {batch} exceeds the grid's 2^31 - 1 blocks"),
+        });
+    }
+    // One tile per block; the tile height follows the single GEMM's rule on the whole batch's tiles.
+    let cfg = config::choose(target, a.dtype, m.saturating_mul(batch), n);
+    let kernel = batched_kernel(cfg.bm, cfg.bk, a.dtype)?;
+    Ok(vec![PlannedLaunch {
+        kernel,
+        args: (0..3)
+            .map(|i| PlannedArg::whole(i, &operands[i], i == 2))
+            .collect(),
+        grid: None,
+        config: format!("gemm_batched {}x{}x{}", cfg.bm, cfg.bn, cfg.bk),
+    }])
+}
+
+fn batched_kernel(bm: i64, bk: i64, dtype: ScalarType) -> Result<cutile::dsl::Kernel, OpError> {
+    use kernels as k;
+    product_types!(dtype, |E, M| match (bm, bk) {
+        (128, 64) => Some(k::gemm_batched::kernel::<E, M, 128, 128, 64>()),
+        (64, 64) => Some(k::gemm_batched::kernel::<E, M, 64, 128, 64>()),
+        (128, 32) => Some(k::gemm_batched::kernel::<E, M, 128, 128, 32>()),
+        (64, 32) => Some(k::gemm_batched::kernel::<E, M, 64, 128, 32>()),
+        _ => None,
+    })
+    .flatten()
+    .ok_or_else(|| OpError::Unsupported {
+        op: BMM,
+        what: format!("no {dtype} batched kernel with {bm}-row, {bk}-deep tiles"),
+    })
+}
+
 /// Tile of the pack copy (bf16: 16 KiB per block).
 const COPY_BM: i32 = 64;
 const COPY_BN: i32 = 128;
@@ -351,5 +538,9 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         c(OP, "bf16", &[&[1000, 517], &[517, 1023]], false),
         c(OP, "f16", &[&[1000, 517], &[517, 1023]], false),
         c(OP, "f16", &[&[4096, 4096], &[4096, 4096]], false),
+        c(OP, "f32", &[&[4096, 4096], &[4096, 4096]], false),
+        c(OP, "f32", &[&[1000, 517], &[517, 1023]], false),
+        c(BMM, "bf16", &[&[16, 512, 512], &[16, 512, 1024]], false),
+        c(BMM, "f16", &[&[7, 100, 77], &[7, 77, 300]], false),
     ]
 }

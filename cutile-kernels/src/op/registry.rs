@@ -165,7 +165,28 @@ fn plan_gemm(
         &[d("a", 0, dt, &a), d("b", 1, dt, &b), d("c", 2, dt, &c)],
         t,
     )?;
-    let launches = gemm::plan(&operands, t, all)?;
+    // f32 calls plan the tf32 product, the only f32 one (an opt-in of the host API).
+    let options = gemm::GemmOptions { allow_tf32: true };
+    let launches = gemm::plan_with(&operands, t, &options, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_bmm(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let [a, b] = shapes(gemm::BMM, spec)?;
+    let c = [
+        a.first().copied().unwrap_or(0),
+        a.get(1).copied().unwrap_or(0),
+        b.get(2).copied().unwrap_or(0),
+    ];
+    let operands = vec![d("a", 0, dt, &a), d("b", 1, dt, &b), d("c", 2, dt, &c)];
+    // As for `gemm`: f32 plans the tf32 product.
+    let options = gemm::GemmOptions { allow_tf32: true };
+    let launches = gemm::plan_bmm(&operands, t, &options)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -281,7 +302,7 @@ pub fn ops() -> &'static [OpInfo] {
 }
 
 /// The ops of the families before the activations.
-const BASE_OPS: [OpInfo; 11] = [
+const BASE_OPS: [OpInfo; 12] = [
     OpInfo {
         name: vector_add::ADD,
         family: "vector_add",
@@ -335,6 +356,12 @@ const BASE_OPS: [OpInfo; 11] = [
         family: "gemm",
         inputs: "[a, b]",
         plan: plan_gemm,
+    },
+    OpInfo {
+        name: gemm::BMM,
+        family: "gemm",
+        inputs: "[a, b] (batched: [B, m, k], [B, k, n])",
+        plan: plan_bmm,
     },
     OpInfo {
         name: attention::OP,

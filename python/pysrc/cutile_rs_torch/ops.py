@@ -112,8 +112,19 @@ def _(a, b):
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
+def _tf32_allowed(a: torch.Tensor) -> None:
+    # f32 products run on tensor cores as tf32; follow torch's own switch for that rounding.
+    if a.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32:
+        raise _native.CutileError(
+            "float32 matmul runs as tf32 (10-bit mantissa) on tensor cores; set "
+            "torch.backends.cuda.matmul.allow_tf32 = True to allow it, or pass float16/bfloat16"
+        )
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for 2-D f16/bf16 operands with any strides (a transposed view is not copied)."""
+    """``a @ b`` for 2-D f16/bf16 operands with any strides (a transposed view is not copied); f32
+    as tf32 when ``torch.backends.cuda.matmul.allow_tf32`` is set."""
+    _tf32_allowed(a)
     return _matmul(a, b)
 
 
