@@ -36,7 +36,8 @@ pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16];
 /// What a registry call spec lists for [`OP`] and [`OP_PAGED`].
 pub const SPEC_INPUTS: &str = "[q [B, Hq, Sq, D], cache [B, Hkv, S_max, D]] (contiguous) or [q, cache \
      [blocks, block_size, Hkv, D], block_table [B, max_blocks]] (paged); v has the cache's shape, \
-     seq_lens is [B] i32, o has q's shape, lse is [B, Hq, Sq] f32";
+     seq_lens is [B] i32, o has q's shape, lse is [B, Hq, Sq] f32; a trailing [1] asks the harness for \
+     ragged lengths";
 
 /// Operand indices of a call, in this order.
 pub mod slot {
@@ -152,7 +153,8 @@ pub fn decode<'a>(
     };
     if parts + dummy > 0 {
         let parts_aligned = round_up(parts, 64);
-        let s = crate::op::scratch::scratch(stream, "scratch", ScalarType::F32, parts_aligned + dummy)?;
+        let s =
+            crate::op::scratch::scratch(stream, "scratch", ScalarType::F32, parts_aligned + dummy)?;
         if lse.is_none() {
             let l = &mut operands[slot::LSE];
             l.ptr = s.ptr + 4 * parts_aligned as u64;
@@ -240,10 +242,18 @@ impl Call {
         v.expect_same_shape(OP, k)?;
         let (b, hq, sq, d) = (q.shape[0], q.shape[1], q.shape[2], q.shape[3]);
         if lse.shape[..] != q.shape[..3] {
-            return Err(shape_err("`lse` must be `q`'s [B, Hq, Sq]", &lse.shape, &q.shape[..3]));
+            return Err(shape_err(
+                "`lse` must be `q`'s [B, Hq, Sq]",
+                &lse.shape,
+                &q.shape[..3],
+            ));
         }
         if lens.shape[0] != b {
-            return Err(shape_err("`seq_lens` length vs the batch of `q`", lens.shape[0], b));
+            return Err(shape_err(
+                "`seq_lens` length vs the batch of `q`",
+                lens.shape[0],
+                b,
+            ));
         }
         if !config::HEAD_DIMS.contains(&d) {
             return Err(unsupported(format!(
@@ -252,7 +262,11 @@ impl Call {
             )));
         }
         if k.shape[3] != d {
-            return Err(shape_err("the cache's head dimension vs `q`'s", k.shape[3], d));
+            return Err(shape_err(
+                "the cache's head dimension vs `q`'s",
+                k.shape[3],
+                d,
+            ));
         }
         if !(0..=config::MAX_QUERIES).contains(&sq) {
             return Err(unsupported(format!(
@@ -262,7 +276,10 @@ impl Call {
         }
         for t in [k, v] {
             if t.shape[3] > 1 && t.strides[3] != 1 {
-                return Err(layout_err(t, "the head dimension must be contiguous (stride 1)"));
+                return Err(layout_err(
+                    t,
+                    "the head dimension must be contiguous (stride 1)",
+                ));
             }
         }
         let (hkv, capacity, block_size) = if paged {
@@ -286,7 +303,11 @@ impl Call {
             (k.shape[2], table.shape[1] * bs, Some(bs))
         } else {
             if k.shape[0] != b {
-                return Err(shape_err("batch (axis 0) of the cache vs `q`", k.shape[0], b));
+                return Err(shape_err(
+                    "batch (axis 0) of the cache vs `q`",
+                    k.shape[0],
+                    b,
+                ));
             }
             (k.shape[1], k.shape[2], None)
         };
@@ -308,7 +329,9 @@ impl Call {
         }
         let scale = options.scale.unwrap_or(1.0 / (d as f32).sqrt());
         if !(scale.is_finite() && scale > 0.0) {
-            return Err(unsupported(format!("scale must be finite and > 0, got {scale}")));
+            return Err(unsupported(format!(
+                "scale must be finite and > 0, got {scale}"
+            )));
         }
         if q.numel() == 0 {
             return Ok(None);
@@ -327,7 +350,9 @@ impl Call {
             options.splits.map(i64::from),
         );
         if b > i64::from(u16::MAX) * 1024 || hkv > i64::from(u16::MAX) {
-            return Err(unsupported(format!("grid of {b} x {hkv} blocks is too large")));
+            return Err(unsupported(format!(
+                "grid of {b} x {hkv} blocks is too large"
+            )));
         }
         Ok(Some(Call {
             dtype: q.dtype,
@@ -585,8 +610,17 @@ pub fn described_call(
     dt: ScalarType,
     shapes: &[Vec<i64>],
 ) -> Result<(Vec<Operand>, bool), OpError> {
-    let bad = || unsupported(format!("a call spec of `{op}` lists {SPEC_INPUTS}, got {shapes:?}"));
+    let bad = || {
+        unsupported(format!(
+            "a call spec of `{op}` lists {SPEC_INPUTS}, got {shapes:?}"
+        ))
+    };
     let paged = op == OP_PAGED;
+    // A trailing one-element shape is the harness's data flag (ragged lengths); planning ignores it.
+    let shapes = match shapes.split_last() {
+        Some((flag, rest)) if flag.len() == 1 && rest.len() == 2 + usize::from(paged) => rest,
+        _ => shapes,
+    };
     let (q, cache, table) = match (paged, shapes) {
         (false, [q, c]) => (q, c, None),
         (true, [q, c, t]) => (q, c, Some(t)),

@@ -136,7 +136,13 @@ fn attend_row(q: &[f32], k: &[f32], v: &[f32], n: usize, d: usize, scale: f32) -
     let s: Vec<f64> = k
         .chunks(d)
         .take(n)
-        .map(|kj| q.iter().zip(kj).map(|(&a, &b)| a as f64 * b as f64).sum::<f64>() * scale as f64)
+        .map(|kj| {
+            q.iter()
+                .zip(kj)
+                .map(|(&a, &b)| a as f64 * b as f64)
+                .sum::<f64>()
+                * scale as f64
+        })
         .collect();
     let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
