@@ -333,3 +333,54 @@ pub fn check_calls() -> Vec<CallSpec> {
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check calls' data: lengths 0 and the capacity occur, NaN sits only past the lengths (so a
+    /// reference that stays finite never read one), and the reference is finite with −inf LSE exactly
+    /// for the empty sequences.
+    #[test]
+    fn check_data_hides_nan_past_the_lengths_only() {
+        let (mut zero, mut full) = (false, false);
+        for call in check_calls() {
+            let dt = Dt::parse(&call.dtype).unwrap();
+            let i = inputs(dt, &call, 5).unwrap();
+            assert!(
+                i[1].0.iter().any(|x| x.is_nan()),
+                "{}: no NaN padding",
+                call.label()
+            );
+            let (o, lse) = {
+                let r = reference(dt, &call, &i).unwrap();
+                (r[0].clone(), r[1].clone())
+            };
+            assert!(o.iter().all(|x| x.is_finite()), "{}", call.label());
+            let q = &i[0].1;
+            let per_seq = (q[1] * q[2]) as usize;
+            let cap = if call.op == OP_PAGED {
+                call.shapes[2][1] * call.shapes[1][1]
+            } else {
+                call.shapes[1][2]
+            };
+            for (b, &len) in i[3].0.iter().enumerate() {
+                zero |= len == 0.0;
+                full |= len as i64 == cap;
+                let l = &lse[b * per_seq..(b + 1) * per_seq];
+                // With Sq queries, query i sees len − Sq + i + 1 keys.
+                let sq = q[2] as f32;
+                for (r, &x) in l.iter().enumerate() {
+                    let i = (r % q[2] as usize) as f32;
+                    assert_eq!(
+                        x == f32::NEG_INFINITY,
+                        len - sq + i + 1.0 <= 0.0,
+                        "{}",
+                        call.label()
+                    );
+                }
+            }
+        }
+        assert!(zero && full);
+    }
+}
