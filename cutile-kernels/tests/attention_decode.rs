@@ -94,6 +94,10 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     for k in ["decode_partial", "decode_combine", "decode_direct"] {
         assert!(kernels.contains(k), "{k} not covered: {kernels:?}");
     }
+    // The catalog (compiled for four archs in CI) gets a handful of specializations.
+    let jobs = cutile_kernels::catalog::dsl_jobs(&decode::representative_calls(), false).unwrap();
+    println!("attention decode catalog specializations: {}", jobs.len());
+    assert!(jobs.len() <= 8, "{} catalog specializations", jobs.len());
 }
 
 /// The launches of a registry call on sm_90.
@@ -448,8 +452,8 @@ fn reference_is_dense_attention_on_the_gathered_keys() {
         };
         let scale = 0.3;
         let (o, lse) = decode_reference(&q, &cache, &lens, b, hq, sq, d, scale);
-        for bi in 0..b {
-            let len = lens[bi] as usize;
+        for (bi, &len) in lens.iter().enumerate() {
+            let len = len as usize;
             for h in 0..hq {
                 let (kk, vv) = cache.gather(bi, h / (hq / hkv), len, d);
                 for i in 0..sq {

@@ -335,6 +335,7 @@ pub fn check_calls() -> Vec<CallSpec> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
