@@ -19,6 +19,11 @@ before every repetition, median):
                       torch eager (F.silu(a) * b, F.gelu(x, approximate=..), torch.relu; the backward
                       through aten's silu_backward / gelu_backward / threshold_backward), and the one
                       Triton kernel of act_kernels.py beside this script (BLOCK 1024/4096, 4/8 warps)
+  attention_decode    scaled_dot_product_attention(enable_gqa=True) on the same contiguous cache [B, Hkv, S, D]
+                      (the benchmark calls are full-length), cuDNN, flash and efficient backends (a backend
+                      that refuses the shape is recorded as an error row)
+  attention_decode_paged  the same SDPA rows on the equivalent contiguous cache; the paged-vs-contiguous
+                      comparison is our own attention_decode row of the same B and KV (same run)
   fused_qkv           torch's unfused sequence (F.linear, split, per-head F.rms_norm, RoPE in torch ops,
                       cache write by index assignment), and F.linear alone (cuBLAS) of the same shape
 
@@ -271,10 +276,46 @@ def bench_call(rec, call, tk):
                     return sdpa(q, k, v)
             rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), flops=flops)
         return
+    if op in ("attention_decode", "attention_decode_paged"):
+        bench_decode(rec, call, dt, esize)
+        return
     if op in ACT_OPS:
         bench_activation(rec, call, dt, esize)
         return
     rec.skip(call, "-", f"no peer for op {op}")
+
+
+def bench_decode(rec, call, dt, esize):
+    """Decode (cutile_kernels::attention::decode::described_call): q [B, Hq, Sq, D]; contiguous cache
+    [B, Hkv, S, D], or paged [blocks, bs, Hkv, D] with block_table [B, max_blocks] (capacity
+    max_blocks·bs). SDPA on a contiguous [B, Hkv, capacity, D] cache, every key visible (the benchmark
+    calls are full-length; for Sq > 1 the causal-suffix mask is not expressible as is_causal, so those
+    calls are skipped). Metric: K/V bytes read."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    shapes = call["shapes"]
+    q_shape, c_shape = shapes[0], shapes[1]
+    b, hq, sq, d = q_shape
+    if call["op"] == "attention_decode":
+        hkv, s = c_shape[1], c_shape[2]
+    else:
+        hkv, s = c_shape[2], shapes[2][1] * c_shape[1]
+    if sq != 1:
+        rec.skip(call, "torch", "Sq > 1 needs a causal-suffix mask SDPA has no flag for")
+        return
+    q = rand([b, hq, sq, d], dt)
+    k, v = rand([b, hkv, s, d], dt), rand([b, hkv, s, d], dt)
+    nbytes = 2 * b * hkv * s * d * esize
+    rep = hq // hkv
+    ref = F.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(rep, dim=1),
+                                         v.float().repeat_interleave(rep, dim=1))
+    backends = (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
+                ("efficient", SDPBackend.EFFICIENT_ATTENTION))
+    for name, backend in backends:
+        def fn(backend=backend):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), nbytes=nbytes,
+                cfg="contiguous cache" if call["op"] == "attention_decode_paged" else None)
 
 
 # The activation ops (cutile-kernels/src/activation): name -> (activation, form, backward).

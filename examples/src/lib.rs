@@ -16,6 +16,7 @@
 //! (`CUTILE_BUNDLE`, made by `cargo xtask aot`).
 
 pub mod data;
+pub mod decode;
 pub mod fused_qkv;
 pub mod run;
 

@@ -337,6 +337,9 @@ pub fn check_with(
     if w.op() == cutile_kernels::fused_qkv::OP {
         return check_fused_qkv(device, stream, w, inputs);
     }
+    if is_decode(w) {
+        return check_decode(device, stream, w, inputs);
+    }
     let mut inst = instantiate_with(device, w, inputs, true)?;
     call(stream, w, &mut inst, After::Wait)?;
     let want = w.reference(&inst.host_inputs)?;
@@ -412,6 +415,29 @@ fn check_fused_qkv(
 ) -> Result<CheckResult, BoxError> {
     let want = w.reference(&inputs)?;
     let (got, _) = crate::fused_qkv::run(device, stream, w, &inputs, None)?;
+    let wanted = std::iter::once(&want.values).chain(&want.others);
+    let mut checks = Vec::new();
+    for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
+        checks.push(output_check(w, spec, got, wanted)?);
+    }
+    Ok(CheckResult::of(&w.name, checks))
+}
+
+/// Whether `w` is an attention decode call (its own tensors: `crate::decode`).
+pub fn is_decode(w: &Workload) -> bool {
+    use cutile_kernels::attention::decode;
+    matches!(w.op(), decode::OP | decode::OP_PAGED)
+}
+
+/// [`check_with`] for attention decode: `o` and the f32 `lse` (−inf where a query sees no key).
+fn check_decode(
+    device: &Device,
+    stream: &Stream,
+    w: &Workload,
+    inputs: Vec<HostTensor>,
+) -> Result<CheckResult, BoxError> {
+    let want = w.reference(&inputs)?;
+    let (got, _) = crate::decode::run(device, stream, w.dt()?, &inputs, None)?;
     let wanted = std::iter::once(&want.values).chain(&want.others);
     let mut checks = Vec::new();
     for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
@@ -515,6 +541,14 @@ pub fn bench(
         let inputs = w.inputs()?;
         let (_, stats) = crate::fused_qkv::run(device, stream, w, &inputs, Some((iters, flush)))?;
         let stats = stats.ok_or("fused_qkv: no timing")?;
+        return bench_result(w, stats, flushed);
+    }
+    if is_decode(w) {
+        let flushed = flush.is_some();
+        let inputs = w.inputs()?;
+        let (_, stats) =
+            crate::decode::run(device, stream, w.dt()?, &inputs, Some((iters, flush)))?;
+        let stats = stats.ok_or("attention decode: no timing")?;
         return bench_result(w, stats, flushed);
     }
     let mut inst = instantiate(device, w, false)?;

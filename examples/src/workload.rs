@@ -7,6 +7,7 @@
 
 use cutile::launch::{Launcher, Plan};
 use cutile::toolchain::GpuArch;
+use cutile_kernels::attention::decode;
 use cutile_kernels::op::registry::launcher_plans;
 use cutile_kernels::op::{CallSpec, Operand, Target, contiguous_strides, describe};
 use cutile_kernels::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
@@ -214,6 +215,12 @@ impl Workload {
                 ]
             }
             attention::OP => vec![o("o", self.output_shape()?, false)],
+            decode::OP | decode::OP_PAGED => {
+                vec![
+                    o("o", x.clone(), false),
+                    o("lse", x[..3.min(x.len())].to_vec(), true),
+                ]
+            }
             _ => vec![o("y", self.output_shape()?, false)],
         })
     }
@@ -291,6 +298,19 @@ impl Workload {
                 };
                 Metric::Flops(4.0 * slices as f64 * pairs * d as f64)
             }
+            // K and V of every sequence at full length (the benchmark calls' lengths; a ragged
+            // call reads less).
+            decode::OP | decode::OP_PAGED => {
+                let c = shape_of(&self.call, 1)?;
+                let keys = if self.op() == decode::OP {
+                    x[0] * c[2]
+                } else {
+                    let t = shape_of(&self.call, 2)?;
+                    t[0] * t[1] * c[1]
+                };
+                let hkv = if self.op() == decode::OP { c[1] } else { c[2] };
+                Metric::Bytes(2.0 * (keys * hkv * c[3]) as f64 * b)
+            }
             fused_qkv::OP => {
                 let h = shape_of(&self.call, 1)?;
                 let n = (h[0] + 2 * h[1]) * h.get(2).copied().unwrap_or(0);
@@ -337,6 +357,7 @@ impl Workload {
                 vec![t(x, 11, 1.0), t(k, 12, 1.0), t(k, 13, 1.0)]
             }
             fused_qkv::OP => crate::fused_qkv::inputs(self.dt()?, &self.call)?,
+            decode::OP | decode::OP_PAGED => crate::decode::inputs(self.dt()?, &self.call, 0)?,
             other => return Err(format!("unknown op {other}").into()),
         })
     }
@@ -512,6 +533,9 @@ impl Workload {
                 ))
             }
             fused_qkv::OP => many(crate::fused_qkv::reference(self.dt()?, &self.call, i)?),
+            decode::OP | decode::OP_PAGED => {
+                many(crate::decode::reference(self.dt()?, &self.call, i)?)
+            }
             other => return Err(format!("no reference for op {other}").into()),
         })
     }
@@ -797,14 +821,18 @@ pub fn checks() -> Vec<Workload> {
         .filter(is_ragged)
         .map(Workload::new)
         .chain(extra_checks())
+        .chain(crate::decode::check_calls().into_iter().map(Workload::new))
         .collect()
 }
 
-/// Benchmarks: every representative call.
+/// Benchmarks: every representative call, and the decode grid (`crate::decode::bench_calls`).
 pub fn benches() -> Vec<Workload> {
+    let mut seen = std::collections::HashSet::new();
     representative_calls()
         .into_iter()
+        .chain(crate::decode::bench_calls())
         .map(Workload::new)
+        .filter(|w| seen.insert(w.name.clone()))
         .collect()
 }
 

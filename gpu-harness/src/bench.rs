@@ -204,6 +204,9 @@ fn error_row(w: &Workload, e: &str) -> Row {
     }
 }
 
+/// Timed calls of an attention decode row (at most a 2 GiB cache read: about 0.5 ms).
+const DECODE_CALLS: usize = 200;
+
 /// Timed calls of a `fused_qkv` row (16384 tokens: about 1.5 ms each).
 const FUSED_QKV_CALLS: usize = 100;
 
@@ -224,6 +227,17 @@ fn bench_one(
         let timing = Some((FUSED_QKV_CALLS, Some(flush)));
         let (_, stats) = cutile_examples::fused_qkv::run(device, stream, w, &inputs, timing)?;
         let stats = stats.ok_or("fused_qkv: no timing")?;
+        let mut row = row_of(w, vec![stats.median_us], true)?;
+        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
+        return Ok(row);
+    }
+    if cutile_examples::run::is_decode(w) {
+        // Decode owns its tensors too (i32 lengths and block table, the f32 LSE:
+        // `cutile_examples::decode`): timed the same way, L2 flushed before every call.
+        let inputs = w.inputs()?;
+        let timing = Some((DECODE_CALLS, Some(flush)));
+        let (_, stats) = cutile_examples::decode::run(device, stream, w.dt()?, &inputs, timing)?;
+        let stats = stats.ok_or("attention decode: no timing")?;
         let mut row = row_of(w, vec![stats.median_us], true)?;
         (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
         return Ok(row);

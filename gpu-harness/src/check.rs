@@ -24,6 +24,7 @@ use cutile::toolchain::{GpuArch, Tileiras};
 use cutile_examples::data::{Dt, uniform};
 use cutile_examples::run::{CheckResult, check, check_with};
 use cutile_examples::workload::{HostTensor, Layout, Workload};
+use cutile_kernels::attention::decode;
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
 use proptest::prelude::*;
@@ -136,6 +137,10 @@ impl Case {
             op if activation::find(op).is_some() => activation_inputs(op, &x)?,
             // Index and RoPE tensors besides the element type: the workload's own seeded data.
             fused_qkv::OP => return w.inputs(),
+            // Lengths and block tables besides the element type: the decode module's data.
+            decode::OP | decode::OP_PAGED => {
+                return cutile_examples::decode::inputs(dt, &w.call, self.seed);
+            }
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -287,7 +292,7 @@ fn dim(max: i64) -> BoxedStrategy<i64> {
 
 fn dtypes(op: &str) -> Vec<&'static str> {
     match op {
-        attention::OP | fused_qkv::OP => vec!["bf16", "f16"],
+        attention::OP | fused_qkv::OP | decode::OP | decode::OP_PAGED => vec!["bf16", "f16"],
         // f32 products run as tf32 (the host API's opt-in; the registry plans it).
         _ => vec!["f32", "f16", "bf16"],
     }
@@ -494,6 +499,37 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        decode::OP | decode::OP_PAGED => (
+            (1..=64i64, 1..=4i64, prop::sample::select(vec![1i64, 4, 8])),
+            (1..=8i64, prop::sample::select(vec![64i64, 128]), dim(4096)),
+            prop::sample::select(vec![16i64, 32, 64, 128, 256]),
+            dtype,
+            seed,
+        )
+            .prop_map(move |((b, hkv, ratio), (sq, d, cap), bs, dtype, seed)| {
+                let hq = hkv * ratio;
+                // The CPU reference's work: B·Hq·Sq·capacity·D multiply-adds.
+                let cap = cap.min((MAX_MACS / (b * hq * sq * d)).max(1));
+                let q = vec![b, hq, sq, d];
+                // The trailing [1] asks for ragged lengths (0, 1 and the capacity among them).
+                let shapes = if op == decode::OP {
+                    vec![q, vec![b, hkv, cap, d], vec![1]]
+                } else {
+                    let per = (cap + bs - 1) / bs;
+                    // A few blocks no sequence uses.
+                    vec![q, vec![b * per + 3, bs, hkv, d], vec![b, per], vec![1]]
+                };
+                Case {
+                    op: op.into(),
+                    dtype: dtype.into(),
+                    shapes,
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
         _ => (
             // attention (`select_ops` admits only `COVERED` ops)
             (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
@@ -582,6 +618,8 @@ pub const COVERED: &[&str] = &[
     activation::RELU,
     activation::RELU_BACKWARD,
     fused_qkv::OP,
+    decode::OP,
+    decode::OP_PAGED,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).

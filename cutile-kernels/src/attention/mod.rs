@@ -8,9 +8,11 @@
 //! - `dsl`: the flash-attention kernels;
 //! - [`config`]: tile sizes per head dimension;
 //! - [`reference`]: the CPU reference;
-//! - [`plan`]: the launches of a call, without a device.
+//! - [`plan`]: the launches of a call, without a device;
+//! - [`decode`]: decode (a few queries per sequence against a contiguous or paged KV cache, split-KV).
 
 pub mod config;
+pub mod decode;
 mod dsl;
 pub mod reference;
 

@@ -211,6 +211,20 @@ fn plan_attention(
     Ok(PlannedCall { operands, launches })
 }
 
+fn plan_decode(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    use attention::decode;
+    let (ops, paged) = decode::described_call(&spec.op, dt, &spec.shapes)?;
+    let options = decode::DecodeOptions::default();
+    let operands = decode::with_scratch(&ops, paged, t, &options)?;
+    let launches = decode::plan(&operands, paged, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
 fn plan_fused_qkv(
     spec: &CallSpec,
     dt: ScalarType,
@@ -302,7 +316,7 @@ pub fn ops() -> &'static [OpInfo] {
 }
 
 /// The ops of the families before the activations.
-const BASE_OPS: [OpInfo; 12] = [
+const BASE_OPS: [OpInfo; 14] = [
     OpInfo {
         name: vector_add::ADD,
         family: "vector_add",
@@ -368,6 +382,18 @@ const BASE_OPS: [OpInfo; 12] = [
         family: "attention",
         inputs: "[q, k] (v has k's shape)",
         plan: plan_attention,
+    },
+    OpInfo {
+        name: attention::decode::OP,
+        family: "attention",
+        inputs: attention::decode::SPEC_INPUTS,
+        plan: plan_decode,
+    },
+    OpInfo {
+        name: attention::decode::OP_PAGED,
+        family: "attention",
+        inputs: attention::decode::SPEC_INPUTS,
+        plan: plan_decode,
     },
     OpInfo {
         name: fused_qkv::OP,

@@ -1,0 +1,78 @@
+//! Decode configuration: the padded query rows `M` of a block, the key tile `BN`, and the split count.
+//!
+//! Decode is bound by reading the cache, so the rule is to keep every SM busy: `B · Hkv` blocks are
+//! multiplied by splits of the key range until there are about two blocks per SM, with at least
+//! [`MIN_KEYS_PER_SPLIT`] keys per split (an empty split costs a launch slot and a combine step) and at
+//! most [`MAX_SPLITS`]. The host cannot read `seq_lens` without a sync, so the split count and the keys
+//! per split follow the cache's capacity; splits past a sequence's length write an empty partial.
+
+use crate::op::Target;
+
+/// Head dimensions with a kernel.
+pub const HEAD_DIMS: &[i64] = &[64, 128];
+/// The most queries per sequence (speculative decoding).
+pub const MAX_QUERIES: i64 = 8;
+/// The largest query tile (`Hq / Hkv · Sq` rows, padded to a power of two).
+pub const MAX_ROWS: i64 = 128;
+/// Paged block sizes with a kernel (powers of two).
+pub const BLOCK_SIZES: &[i64] = &[16, 32, 64, 128, 256];
+/// The most splits of one sequence's keys.
+pub const MAX_SPLITS: i64 = 32;
+/// The fewest keys a split gets (unless the capacity is smaller).
+pub const MIN_KEYS_PER_SPLIT: i64 = 256;
+/// The key tile of contiguous caches (and of pages at least this large).
+pub const KEY_TILE: i64 = 64;
+
+/// A decode configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DecodeConfig {
+    /// Query rows of a block (`G · Sq` padded to a power of two, at least 16).
+    pub m: i64,
+    /// Key rows per tile.
+    pub bn: i64,
+    /// Splits of the key range (1: no combine).
+    pub splits: i64,
+    /// Keys per split (a multiple of `bn`).
+    pub chunk: i64,
+}
+
+impl DecodeConfig {
+    /// The configuration in words, e.g. `decode M=16 BN=64 splits=8`.
+    pub fn name(&self) -> String {
+        format!(
+            "attention_decode M={} BN={} splits={}",
+            self.m, self.bn, self.splits
+        )
+    }
+}
+
+/// The configuration of a call: `rows` = `G · Sq` query rows per KV head, `heads` = `B · Hkv` blocks
+/// before splitting, `capacity` = keys the cache holds per sequence, `block_size` for paged caches.
+pub fn choose(
+    target: &Target,
+    rows: i64,
+    heads: i64,
+    capacity: i64,
+    block_size: Option<i64>,
+    splits: Option<i64>,
+) -> DecodeConfig {
+    let m = (rows.max(16) as u64).next_power_of_two() as i64;
+    let bn = block_size.map_or(KEY_TILE, |bs| bs.min(KEY_TILE));
+    let cap = capacity.max(1);
+    let wanted = splits.unwrap_or_else(|| {
+        let blocks = 2 * i64::from(target.sm_count.max(1));
+        let by_sm = (blocks + heads.max(1) - 1) / heads.max(1);
+        let by_len = (cap + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT;
+        by_sm.min(by_len).min(MAX_SPLITS)
+    });
+    let wanted = wanted.clamp(1, MAX_SPLITS);
+    let per = (cap + wanted - 1) / wanted;
+    let chunk = (per + bn - 1) / bn * bn;
+    let splits = (cap + chunk - 1) / chunk;
+    DecodeConfig {
+        m,
+        bn,
+        splits,
+        chunk,
+    }
+}

@@ -1,0 +1,363 @@
+//! Decode attention kernels: a few query tokens per sequence against a KV cache, split over the keys.
+//!
+//! Block `(b, kvh, split)` owns the query rows of KV head `kvh` of sequence `b`: the `G = Hq / Hkv` query
+//! heads sharing that KV head times the `Sq` queries of the sequence, row `r = g·Sq + i` of an `M`-row
+//! tile (`M` ≥ `G·Sq`, a power of two; the pad rows hold zero queries and are never stored). It streams
+//! the keys `[split·chunk, min((split + 1)·chunk, len))` of the sequence in `BN`-row tiles with an online
+//! softmax (base-2 running max of the scaled scores, f32 sum and accumulator, `exp2` with flush to zero,
+//! as the prefill kernel). Query `i` of `Sq` sees keys `0 ..= len − Sq + i` (the last `Sq` positions,
+//! causal among themselves).
+//!
+//! Tiles visible to every query run unmasked; the rest (the sequence's tail) mask the scores to −inf and
+//! zero the value rows past `len`, so whatever the cache holds there (stale data, NaN) never reaches the
+//! output. A tile never crosses the cache's capacity (contiguous: padded load past `S_max`) nor a page
+//! (paged: `BN` divides the block size), and the block table is read only for pages holding keys below
+//! `len`. `len` is `seq_lens[b]` clamped to `[0, capacity]`.
+//!
+//! Caches: contiguous `[B, Hkv, S_max, D]`, or paged `[blocks, block_size, Hkv, D]` (vLLM) with
+//! `block_table: [B, max_blocks]` (key `p` of sequence `b` is row `p % block_size` of block
+//! `block_table[b, p / block_size]`); `PAGED` picks the layout, contiguous calls pass any i32 matrix as
+//! the (unread) block table.
+//!
+//! Three kernels share the loop ([`attend`]):
+//! - `decode_partial`: split `s` writes its normalized partial output (f32) and its natural-log LSE
+//!   into tile `(b·Hkv + kvh, s)` of `part_o: [B·Hkv, splits, M, D]` / `part_lse: [B·Hkv, splits, M]`;
+//!   an empty split writes zeros and −inf. Grid `(B, Hkv, splits)`.
+//! - `decode_combine`: merges the splits of `(b, kvh)` LSE-weighted and scatters `o` and `lse`. Grid
+//!   `(B, Hkv, 1)`.
+//! - `decode_direct`: one split; writes `o` and `lse` itself. Grid `(B, Hkv, 1)`.
+//!
+//! A query that sees no key (`len = 0`, or `len < Sq`) gets an output of zeros and LSE −inf.
+
+/// The kernels, written in the DSL.
+#[cutile::module]
+pub mod kernels {
+    use cutile::core::*;
+
+    const LOG2_E: f64 = std::f64::consts::LOG2_E;
+    const LN_2: f64 = std::f64::consts::LN_2;
+
+    /// Online-softmax state of the query tile: running max (base 2, scaled), running sum, accumulator.
+    type State<const M: i32, const D: i32> = (
+        Tile<f32, S2<M, 1>>,
+        Tile<f32, S2<M, 1>>,
+        Tile<f32, S2<M, D>>,
+    );
+
+    /// KV heads of the cache.
+    fn kv_heads<E: ElementType, const D: i32, const PAGED: bool>(
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+    ) -> Scalar<i32> {
+        let mut h = k.dim(1);
+        if PAGED {
+            h = k.dim(2);
+        }
+        h
+    }
+
+    /// Keys the cache can hold per sequence.
+    fn capacity<E: ElementType, const D: i32, const PAGED: bool>(
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+    ) -> Scalar<i32> {
+        let mut c = k.dim(2);
+        if PAGED {
+            c = block_table.dim(1) * k.dim(1);
+        }
+        c
+    }
+
+    /// Key tile `j` (keys `j·BN ..`) of KV head `kvh` of sequence `b`.
+    fn kv_tile<E: ElementType, const BN: i32, const D: i32, const PAGED: bool>(
+        t: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        b: Scalar<i32>,
+        kvh: Scalar<i32>,
+        j: Scalar<i32>,
+    ) -> Tile<E, S2<BN, D>> {
+        let mut out = zeros::<E, S2<BN, D>>();
+        if PAGED {
+            let bs = t.dim(1);
+            let key = j * BN;
+            let page = block_table
+                .gather((b.as_tile(), (key / bs).as_tile()), None, 0)
+                .to_scalar();
+            out = t
+                .load_tile::<S4<1, BN, 1, D>>((page, (key % bs) / BN, kvh, 0))
+                .reshape::<S2<BN, D>>();
+        } else {
+            out = t
+                .load_tile_padded::<S4<1, 1, BN, D>>((b, kvh, j, 0), Padding::Zero)
+                .reshape::<S2<BN, D>>();
+        }
+        out
+    }
+
+    /// The `M x D` query tile of `(b, kvh)`: row `g·Sq + i` is query `i` of head `kvh·G + g`.
+    fn query_tile<E: ElementType, const M: i32, const D: i32>(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        b: Scalar<i32>,
+        kvh: Scalar<i32>,
+        group: Scalar<i32>,
+    ) -> Tile<E, S2<M, D>> {
+        let sq = q.dim(2);
+        let rows = iota::<M>();
+        let valid = (rows < group * sq)
+            .reshape::<S2<M, 1>>()
+            .broadcast::<S2<M, D>>();
+        let head = (rows / sq + kvh * group)
+            .reshape::<S2<M, 1>>()
+            .broadcast::<S2<M, D>>();
+        let qi = (rows % sq).reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
+        let lanes = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<M, D>>();
+        q.gather((b.splat::<S2<M, D>>(), head, qi, lanes), Some(valid), 0)
+    }
+
+    /// Fold the raw scores `s` (masked entries −inf) of one key tile and its values into the state.
+    /// `MASKED`: a row may have no finite score yet, so its max may stay −inf; exponents are then taken
+    /// against 0 (every term is `exp2(−inf) = 0`).
+    fn softmax_step<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const MASKED: bool,
+    >(
+        s: Tile<f32, S2<M, BN>>,
+        tv: Tile<E, S2<BN, D>>,
+        qk_scale: Scalar<f32>,
+        st: State<M, D>,
+    ) -> State<M, D> {
+        let (m, l, acc) = st;
+        let m_new = m.max(s.amax::<1>() * qk_scale);
+        let mut m_ref = m_new;
+        if MASKED {
+            m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
+        }
+        let p = fma(s, qk_scale, (-m_ref).broadcast::<S2<M, BN>>()).exp2_ftz();
+        let alpha = (m - m_ref).exp2_ftz();
+        let l_new = fma(l, alpha, p.sum::<1>());
+        let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<M, D>>());
+        (m_new, l_new, acc_new)
+    }
+
+    /// The online softmax of block `(b, kvh, split)` over its key range (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    fn attend<E: MmaOperand<f32>, const M: i32, const BN: i32, const D: i32, const PAGED: bool>(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        seq_lens: &Tensor<i32, S1<DYN>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        scale: Scalar<f32>,
+        chunk: Scalar<i32>,
+        b: Scalar<i32>,
+        kvh: Scalar<i32>,
+        split: Scalar<i32>,
+    ) -> State<M, D> {
+        let group = q.dim(1) / kv_heads::<E, D, PAGED>(k);
+        let sq = q.dim(2);
+        let cap = capacity::<E, D, PAGED>(k, block_table);
+        let len = seq_lens
+            .gather(b.as_tile(), None, 0)
+            .to_scalar()
+            .min(cap)
+            .max(0i32);
+        let tq = query_tile::<E, M, D>(q, b, kvh, group);
+        let qk_scale = scale * LOG2_E;
+        // Key tiles [t_lo, t_end) of this split; [t_lo, t_full) are visible to every query.
+        let lo = split * chunk;
+        let hi = (lo + chunk).min(len);
+        let t_lo = lo / BN;
+        let t_end = ((hi + (BN - 1)) / BN).max(t_lo);
+        let t_full = ((len - sq + 1i32) / BN).max(t_lo).min(t_end);
+        let mut st = (
+            full::<f32, S2<M, 1>>(f32::NEG_INFINITY),
+            zeros::<f32, S2<M, 1>>(),
+            zeros::<f32, S2<M, D>>(),
+        );
+        for j in t_lo..t_full {
+            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
+            let tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
+            let s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
+            st = softmax_step::<E, M, BN, D, false>(s, tv, qk_scale, st);
+        }
+        // The last visible key of row r (query i = r % Sq) is len − Sq + i.
+        let last = ((iota::<M>() % sq) + (len - sq))
+            .reshape::<S2<M, 1>>()
+            .broadcast::<S2<M, BN>>();
+        for j in t_full..t_end {
+            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
+            let tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
+            let keys = iota::<BN>() + j * BN;
+            let in_seq = (keys < len).reshape::<S2<BN, 1>>().broadcast::<S2<BN, D>>();
+            let tv = select(in_seq, tv, 0.0);
+            let s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
+            let visible = keys.reshape::<S2<1, BN>>().broadcast::<S2<M, BN>>() <= last;
+            let s = select(visible, s, f32::NEG_INFINITY);
+            st = softmax_step::<E, M, BN, D, true>(s, tv, qk_scale, st);
+        }
+        st
+    }
+
+    /// The normalized output (zeros where no key was seen) and the natural-log LSE (−inf there).
+    fn finish<const M: i32, const D: i32>(
+        st: State<M, D>,
+    ) -> (Tile<f32, S2<M, D>>, Tile<f32, S2<M, 1>>) {
+        let (m, l, acc) = st;
+        let seen = (l > 0.0f32).broadcast::<S2<M, D>>();
+        let o = select(seen, acc / l.broadcast::<S2<M, D>>(), 0.0f32);
+        let lse = (m + l.log2()) * LN_2;
+        (o, lse)
+    }
+
+    /// Scatter the rows `g·Sq + i < G·Sq` of `out` to `o[b, kvh·G + g, i, :]` and of `lse_rows` to
+    /// `lse[b, kvh·G + g, i]`.
+    #[allow(clippy::too_many_arguments)]
+    fn store_rows<E: Float, const M: i32, const D: i32>(
+        out: Tile<f32, S2<M, D>>,
+        lse_rows: Tile<f32, S2<M, 1>>,
+        b: Scalar<i32>,
+        kvh: Scalar<i32>,
+        group: Scalar<i32>,
+        sq: Scalar<i32>,
+        o: &mut Tensor<E, S4<1, 1, 1, D>>,
+        lse: &mut Tensor<f32, S3<1, 1, 1>>,
+    ) {
+        let rows = iota::<M>();
+        let valid = rows < group * sq;
+        let head = rows / sq + kvh * group;
+        let qi = rows % sq;
+        let b1 = b.splat::<S1<M>>();
+        // SAFETY: rows of distinct (b, kvh) blocks are distinct query heads: each element has one writer.
+        unsafe { lse.scatter((b1, head, qi), lse_rows.reshape::<S1<M>>(), Some(valid)) };
+        let b2 = b1.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
+        let head2 = head.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
+        let qi2 = qi.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
+        let lanes = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<M, D>>();
+        let ok = valid.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
+        // SAFETY: as above.
+        unsafe { o.scatter((b2, head2, qi2, lanes), out.cast::<E>(), Some(ok)) };
+    }
+
+    /// One split of the keys of `(b, kvh)`: its normalized f32 output and LSE into the scratch tiles
+    /// `(b·Hkv + kvh, split)` of `part_o: [B·Hkv, splits, M, D]` and `part_lse: [B·Hkv, splits, M]`.
+    /// Grid explicit: `(B, Hkv, splits)`. `chunk`: keys per split, a multiple of `BN`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_partial<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        seq_lens: &Tensor<i32, S1<DYN>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        scale: Scalar<f32>,
+        chunk: Scalar<i32>,
+        part_o: &mut Tensor<f32, S4<1, 1, M, D>>,
+        part_lse: &mut Tensor<f32, S3<1, 1, M>>,
+    ) {
+        let (b, kvh, split) = block_id();
+        let (_, hkv, _) = num_blocks();
+        let st = attend::<E, M, BN, D, PAGED>(
+            q,
+            k,
+            v,
+            seq_lens,
+            block_table,
+            scale,
+            chunk,
+            b,
+            kvh,
+            split,
+        );
+        let (out, lse) = finish::<M, D>(st);
+        let bh = b * hkv + kvh;
+        // SAFETY: tile (b·Hkv + kvh, split) is written by block (b, kvh, split) only.
+        unsafe {
+            part_o.store_at((bh, split, 0, 0), out.reshape::<S4<1, 1, M, D>>());
+            part_lse.store_at((bh, split, 0), lse.reshape::<S3<1, 1, M>>());
+        }
+    }
+
+    /// The whole key range in one block per `(b, kvh)`: writes `o: [B, Hq, Sq, D]` and `lse: [B, Hq,
+    /// Sq]` (any strides). Grid explicit: `(B, Hkv, 1)`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_direct<
+        E: MmaOperand<f32> + Float,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        seq_lens: &Tensor<i32, S1<DYN>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        scale: Scalar<f32>,
+        chunk: Scalar<i32>,
+        o: &mut Tensor<E, S4<1, 1, 1, D>>,
+        lse: &mut Tensor<f32, S3<1, 1, 1>>,
+    ) {
+        let (b, kvh, _) = block_id();
+        let group = q.dim(1) / kv_heads::<E, D, PAGED>(k);
+        let st = attend::<E, M, BN, D, PAGED>(
+            q,
+            k,
+            v,
+            seq_lens,
+            block_table,
+            scale,
+            chunk,
+            b,
+            kvh,
+            scalar::<i32>(0),
+        );
+        let (out, lse_rows) = finish::<M, D>(st);
+        store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
+    }
+
+    /// Merge the splits of `(b, kvh)`: `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s − max lse)`,
+    /// `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). `q` gives the shapes only.
+    /// Grid explicit: `(B, Hkv, 1)`.
+    #[cutile::entry]
+    pub fn decode_combine<E: Float, const M: i32, const D: i32>(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        part_o: &Tensor<f32, S4<DYN, DYN, M, D>>,
+        part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
+        o: &mut Tensor<E, S4<1, 1, 1, D>>,
+        lse: &mut Tensor<f32, S3<1, 1, 1>>,
+    ) {
+        let (b, kvh, _) = block_id();
+        let (_, hkv, _) = num_blocks();
+        let bh = b * hkv + kvh;
+        let group = q.dim(1) / hkv;
+        let po = part_o.partition::<S4<1, 1, M, D>>();
+        let pl = part_lse.partition::<S3<1, 1, M>>();
+        let mut m = full::<f32, S2<M, 1>>(f32::NEG_INFINITY);
+        let mut l = zeros::<f32, S2<M, 1>>();
+        let mut acc = zeros::<f32, S2<M, D>>();
+        for s in 0..part_o.dim(1) {
+            let ls = pl.load((bh, s, 0)).reshape::<S2<M, 1>>();
+            let os = po.load((bh, s, 0, 0)).reshape::<S2<M, D>>();
+            let m_new = m.max(ls);
+            let m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
+            let alpha = ((m - m_ref) * LOG2_E).exp2_ftz();
+            let w = ((ls - m_ref) * LOG2_E).exp2_ftz();
+            l = fma(l, alpha, w);
+            acc = acc * alpha.broadcast::<S2<M, D>>() + os * w.broadcast::<S2<M, D>>();
+            m = m_new;
+        }
+        let seen = (l > 0.0f32).broadcast::<S2<M, D>>();
+        let out = select(seen, acc / l.broadcast::<S2<M, D>>(), 0.0f32);
+        let lse_rows = m + l.ln();
+        store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
+    }
+}

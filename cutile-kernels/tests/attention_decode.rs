@@ -1,0 +1,664 @@
+//! Attention decode without a GPU, and on one when present:
+//!
+//! - every launch of every representative call specializes, verifies and, with tileiras, compiles for
+//!   sm_90 (each kernel also for sm_80, sm_100 and sm_120);
+//! - bad calls are typed errors naming the cause; an empty batch plans nothing; the split count follows
+//!   the SM count and the cache capacity, one split skips the combine;
+//! - CPU reference: equals dense attention on the gathered keys (contiguous and paged, GQA, the causal
+//!   rule of speculative queries), a length of 0 gives zeros and LSE −inf, paged equals contiguous on
+//!   the same data, and LSE-merging references of disjoint key ranges gives the whole (the combine's
+//!   rule);
+//! - GPU (ignored without `--include-ignored`, skipped without a GPU): ragged calls through the host API,
+//!   both caches, split and not, unused cache entries and pages filled with NaN, against the reference.
+
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::attention::attention_reference;
+use cutile_kernels::attention::decode::{
+    self, CacheRef, DecodeOptions, OP, OP_PAGED, decode_reference, slot,
+};
+use cutile_kernels::op::{CallSpec, OpError, Operand, Target};
+
+fn target() -> Target {
+    Target::planning(GpuArch::Sm90)
+}
+
+fn described(op: &str, dt: ScalarType, shapes: &[&[i64]]) -> (Vec<Operand>, bool) {
+    let shapes: Vec<Vec<i64>> = shapes.iter().map(|s| s.to_vec()).collect();
+    decode::described_call(op, dt, &shapes).unwrap()
+}
+
+fn plan_err(ops: &[Operand], paged: bool, options: &DecodeOptions) -> OpError {
+    match decode::plan(ops, paged, &target(), options) {
+        Ok(p) => panic!("planned {} launches for a bad call", p.len()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn every_launch_of_every_representative_call_specializes_and_compiles() {
+    let t = target();
+    let tileiras = cutile::toolchain::Tileiras::discover();
+    if let Err(e) = &tileiras {
+        cutile_testkit::skip(
+            "attention_decode compile",
+            &format!("tileiras not found ({e})"),
+        );
+    }
+    let req = cutile::toolchain::CompileRequest::new(GpuArch::Sm90);
+    let mut other_archs = std::collections::HashSet::new();
+    let mut kernels = std::collections::HashSet::new();
+    for c in decode::representative_calls() {
+        let planned = c
+            .plan(&t, true)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
+        assert!(!planned.launches.is_empty(), "{}", c.label());
+        for l in &planned.launches {
+            kernels.insert(l.kernel.name().to_string());
+            // SAFETY: described operands are never launched.
+            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+            let metas = args.tensor_metas();
+            let s = l
+                .kernel
+                .specialize(&metas)
+                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
+            cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
+                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
+            if let Ok(tl) = &tileiras {
+                s.compile(tl, &req).unwrap_or_else(|e| {
+                    panic!(
+                        "{} / {} / {}: {e}\n{}",
+                        c.label(),
+                        l.config,
+                        l.kernel.name(),
+                        s.ir_text()
+                    )
+                });
+                if other_archs.insert(l.kernel.name().to_string()) {
+                    for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
+                        let r = cutile::toolchain::CompileRequest::new(arch);
+                        s.compile(tl, &r).unwrap_or_else(|e| {
+                            panic!("{} / {} / {arch}: {e}", c.label(), l.config)
+                        });
+                    }
+                }
+            }
+        }
+    }
+    // The calls cover the three kernels.
+    for k in ["decode_partial", "decode_combine", "decode_direct"] {
+        assert!(kernels.contains(k), "{k} not covered: {kernels:?}");
+    }
+    // The catalog (compiled for four archs in CI) gets a handful of specializations.
+    let jobs = cutile_kernels::catalog::dsl_jobs(&decode::representative_calls(), false).unwrap();
+    println!("attention decode catalog specializations: {}", jobs.len());
+    assert!(jobs.len() <= 8, "{} catalog specializations", jobs.len());
+}
+
+/// The launches of a registry call on sm_90.
+fn launches(op: &str, dt: &str, shapes: &[&[i64]]) -> Vec<cutile_kernels::op::PlannedLaunch> {
+    CallSpec::new(op, dt, shapes, false)
+        .plan(&target(), false)
+        .unwrap_or_else(|e| panic!("{op} {shapes:?}: {e}"))
+        .launches
+}
+
+#[test]
+fn splits_follow_the_sm_count_and_the_capacity() {
+    // B = 1, 8 KV heads, 32k keys: 264 blocks wanted → 32 splits (the cap), combine after.
+    let p = launches(OP, "bf16", &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
+    assert_eq!(p.len(), 2);
+    assert_eq!(p[0].kernel.name(), "decode_partial");
+    assert_eq!(p[0].grid, Some((1, 8, 32)));
+    assert_eq!(p[1].kernel.name(), "decode_combine");
+    assert_eq!(p[1].grid, Some((1, 8, 1)));
+    // The chunk (an i32 argument) times the splits covers the capacity, a multiple of BN = 64.
+    let chunk = p[0]
+        .args
+        .iter()
+        .find_map(|a| match a {
+            cutile_kernels::op::PlannedArg::I32(c) => Some(*c as i64),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(chunk % 64, 0);
+    assert!(chunk * 32 >= 32768 && chunk * 31 < 32768, "chunk {chunk}");
+    // B = 64: 512 blocks already fill the SMs twice: one split, no combine.
+    let p = launches(OP, "bf16", &[&[64, 32, 1, 128], &[64, 8, 4096, 128]]);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].kernel.name(), "decode_direct");
+    assert_eq!(p[0].grid, Some((64, 8, 1)));
+    // A short cache is not split below 256 keys per split.
+    let p = launches(OP, "bf16", &[&[1, 8, 1, 64], &[1, 8, 300, 64]]);
+    assert_eq!(p[0].grid, Some((1, 8, 2)));
+    let p = launches(OP, "bf16", &[&[1, 8, 1, 64], &[1, 8, 100, 64]]);
+    assert_eq!(p.len(), 1);
+    // The paged key tile is the block size up to 64.
+    let p = launches(
+        OP_PAGED,
+        "bf16",
+        &[&[2, 32, 1, 128], &[100, 16, 8, 128], &[2, 50]],
+    );
+    assert!(p[0].config.contains("BN=16"), "{}", p[0].config);
+    let p = launches(
+        OP_PAGED,
+        "bf16",
+        &[&[2, 32, 1, 128], &[100, 256, 8, 128], &[2, 50]],
+    );
+    assert!(p[0].config.contains("BN=64"), "{}", p[0].config);
+    // Query rows: ratio · Sq padded to a power of two (at least 16).
+    for (hq, hkv, sq, m) in [
+        (32, 8, 1, 16),
+        (32, 8, 4, 16),
+        (32, 8, 8, 32),
+        (64, 8, 8, 64),
+        (32, 2, 8, 128),
+    ] {
+        let p = launches(OP, "f16", &[&[1, hq, sq, 64], &[1, hkv, 64, 64]]);
+        assert!(
+            p[0].config.contains(&format!("M={m} ")),
+            "{hq}/{hkv}x{sq}: {}",
+            p[0].config
+        );
+    }
+    // A forced split count.
+    let (ops, paged) = described(OP, BF16, &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
+    let one = DecodeOptions {
+        splits: Some(1),
+        ..Default::default()
+    };
+    let p = decode::plan(&ops, paged, &target(), &one).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].kernel.name(), "decode_direct");
+}
+
+#[test]
+fn bad_calls_are_typed_errors() {
+    let opts = DecodeOptions::default();
+    let base = || described(OP, BF16, &[&[2, 8, 1, 128], &[2, 2, 512, 128]]).0;
+    let paged = || {
+        described(
+            OP_PAGED,
+            BF16,
+            &[&[2, 8, 1, 128], &[64, 16, 2, 128], &[2, 32]],
+        )
+        .0
+    };
+    let is = |e: OpError, what: &str| {
+        let s = e.to_string();
+        assert!(s.contains(what), "`{s}` should mention `{what}`");
+    };
+    // Element types.
+    let mut o = base();
+    o[slot::Q].dtype = F32;
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::DType { arg: "q", .. }
+    ));
+    let mut o = base();
+    o[slot::K].dtype = F16;
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::DType { arg: "k_cache", .. }
+    ));
+    let mut o = base();
+    o[slot::SEQ_LENS].dtype = I64;
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::DType {
+            arg: "seq_lens",
+            ..
+        }
+    ));
+    let mut o = base();
+    o[slot::LSE].dtype = BF16;
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::DType { arg: "lse", .. }
+    ));
+    let mut o = paged();
+    o[slot::BLOCK_TABLE].dtype = I64;
+    assert!(matches!(
+        plan_err(&o, true, &opts),
+        OpError::DType {
+            arg: "block_table",
+            ..
+        }
+    ));
+    // Shapes.
+    is(
+        plan_err(
+            &described(OP, BF16, &[&[2, 8, 1, 96], &[2, 2, 512, 96]]).0,
+            false,
+            &opts,
+        ),
+        "head dimension 96",
+    );
+    is(
+        plan_err(
+            &described(OP, BF16, &[&[2, 8, 9, 128], &[2, 2, 512, 128]]).0,
+            false,
+            &opts,
+        ),
+        "9 queries",
+    );
+    is(
+        plan_err(
+            &described(OP, BF16, &[&[2, 6, 1, 128], &[2, 4, 512, 128]]).0,
+            false,
+            &opts,
+        ),
+        "divide",
+    );
+    is(
+        plan_err(
+            &described(OP, BF16, &[&[2, 64, 4, 128], &[2, 1, 512, 128]]).0,
+            false,
+            &opts,
+        ),
+        "256 rows",
+    );
+    is(
+        plan_err(
+            &described(OP, BF16, &[&[2, 8, 1, 128], &[3, 2, 512, 128]]).0,
+            false,
+            &opts,
+        ),
+        "batch",
+    );
+    is(
+        plan_err(
+            &described(OP, BF16, &[&[2, 8, 1, 128], &[2, 2, 512, 64]]).0,
+            false,
+            &opts,
+        ),
+        "head dimension",
+    );
+    let mut o = base();
+    o[slot::SEQ_LENS].shape = vec![3];
+    is(plan_err(&o, false, &opts), "seq_lens");
+    let mut o = base();
+    o[slot::LSE].shape = vec![2, 8, 2];
+    is(plan_err(&o, false, &opts), "lse");
+    let mut o = base();
+    o[slot::O].shape = vec![2, 8, 2, 128];
+    assert!(matches!(plan_err(&o, false, &opts), OpError::Shape { .. }));
+    let mut o = base();
+    o[slot::V].shape = vec![2, 2, 511, 128];
+    assert!(matches!(plan_err(&o, false, &opts), OpError::Shape { .. }));
+    let mut o = base();
+    o[slot::Q].shape = vec![2, 8, 128];
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::Rank { arg: "q", .. }
+    ));
+    // Paged: block size, table rows and rank.
+    is(
+        plan_err(
+            &described(
+                OP_PAGED,
+                BF16,
+                &[&[2, 8, 1, 128], &[64, 8, 2, 128], &[2, 32]],
+            )
+            .0,
+            true,
+            &opts,
+        ),
+        "block size 8",
+    );
+    is(
+        plan_err(
+            &described(
+                OP_PAGED,
+                BF16,
+                &[&[2, 8, 1, 128], &[64, 48, 2, 128], &[2, 32]],
+            )
+            .0,
+            true,
+            &opts,
+        ),
+        "block size 48",
+    );
+    is(
+        plan_err(
+            &described(
+                OP_PAGED,
+                BF16,
+                &[&[2, 8, 1, 128], &[64, 16, 2, 128], &[3, 32]],
+            )
+            .0,
+            true,
+            &opts,
+        ),
+        "block_table",
+    );
+    let mut o = paged();
+    o[slot::BLOCK_TABLE].shape = vec![64];
+    assert!(matches!(
+        plan_err(&o, true, &opts),
+        OpError::Rank {
+            arg: "block_table",
+            ..
+        }
+    ));
+    // Layout: the head dimension of the cache must be contiguous.
+    let mut o = base();
+    o[slot::K].strides = vec![2 * 2 * 512 * 128 * 2, 512 * 128 * 2, 128 * 2, 2];
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::Layout { arg: "k_cache", .. }
+    ));
+    // Scale.
+    let bad_scale = DecodeOptions {
+        scale: Some(-1.0),
+        ..Default::default()
+    };
+    is(plan_err(&base(), false, &bad_scale), "scale");
+    // Device.
+    let mut o = base();
+    o[slot::V].device = 1;
+    assert!(matches!(
+        plan_err(&o, false, &opts),
+        OpError::Device { arg: "v_cache", .. }
+    ));
+    // A split call without its scratch.
+    let (o, p) = described(OP, BF16, &[&[1, 8, 1, 128], &[1, 2, 8192, 128]]);
+    is(plan_err(&o, p, &opts), "scratch");
+    // Spec shapes that do not fit the op.
+    assert!(decode::described_call(OP, BF16, &[vec![1, 8, 1, 128]]).is_err());
+    assert!(
+        decode::described_call(OP_PAGED, BF16, &[vec![1, 8, 1, 128], vec![4, 16, 2, 128]]).is_err()
+    );
+    // An empty batch, no heads or no queries plan nothing.
+    for q in [[0i64, 8, 1, 128], [2, 0, 1, 128], [2, 8, 0, 128]] {
+        let hkv = if q[1] == 0 { 1 } else { 2 };
+        let (o, p) = described(OP, BF16, &[&q, &[q[0], hkv, 512, 128]]);
+        assert!(
+            decode::plan(&o, p, &target(), &opts).unwrap().is_empty(),
+            "{q:?}"
+        );
+    }
+}
+
+/// A seeded value in [-1, 1).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// A contiguous cache `[B, Hkv, S, D]` copied into pages of `bs` rows, sequence `b`'s pages in a
+/// scrambled order with one spare page, unused slots and pages NaN; returns (k, v, table, max_blocks).
+fn paginate(
+    k: &[f32],
+    v: &[f32],
+    b: usize,
+    hkv: usize,
+    s: usize,
+    d: usize,
+    bs: usize,
+) -> (Vec<f32>, Vec<f32>, Vec<i32>, usize) {
+    let per = s.div_ceil(bs);
+    let blocks = b * per + 1;
+    let mut pk = vec![f32::NAN; blocks * bs * hkv * d];
+    let mut pv = pk.clone();
+    let mut table = vec![-1i32; b * per];
+    for bi in 0..b {
+        for j in 0..per {
+            // Reverse order, interleaved between sequences; block 0 stays unused.
+            let blk = 1 + (per - 1 - j) * b + bi;
+            table[bi * per + j] = blk as i32;
+            for r in 0..bs {
+                let p = j * bs + r;
+                if p >= s {
+                    break;
+                }
+                for h in 0..hkv {
+                    let src = ((bi * hkv + h) * s + p) * d;
+                    let dst = ((blk * bs + r) * hkv + h) * d;
+                    pk[dst..dst + d].copy_from_slice(&k[src..src + d]);
+                    pv[dst..dst + d].copy_from_slice(&v[src..src + d]);
+                }
+            }
+        }
+    }
+    (pk, pv, table, per)
+}
+
+#[test]
+fn reference_is_dense_attention_on_the_gathered_keys() {
+    let (b, hq, hkv, d, s) = (3usize, 8usize, 2usize, 16usize, 40usize);
+    let lens = [40i32, 0, 17];
+    for sq in [1usize, 3] {
+        let q = data(b * hq * sq * d, 1);
+        let k = data(b * hkv * s * d, 2);
+        let v = data(b * hkv * s * d, 3);
+        let cache = CacheRef::Contiguous {
+            k: &k,
+            v: &v,
+            hkv,
+            s_max: s,
+        };
+        let scale = 0.3;
+        let (o, lse) = decode_reference(&q, &cache, &lens, b, hq, sq, d, scale);
+        for (bi, &len) in lens.iter().enumerate() {
+            let len = len as usize;
+            for h in 0..hq {
+                let (kk, vv) = cache.gather(bi, h / (hq / hkv), len, d);
+                for i in 0..sq {
+                    let row = (bi * hq + h) * sq + i;
+                    let got = &o[row * d..(row + 1) * d];
+                    let visible = (len + i + 1).saturating_sub(sq);
+                    if visible == 0 {
+                        assert!(got.iter().all(|&x| x == 0.0), "b {bi} h {h} i {i}");
+                        assert_eq!(lse[row], f32::NEG_INFINITY);
+                        continue;
+                    }
+                    let qi = &q[row * d..(row + 1) * d];
+                    let want = attention_reference(
+                        qi,
+                        &kk[..visible * d],
+                        &vv[..visible * d],
+                        1,
+                        visible,
+                        d,
+                        scale,
+                        false,
+                    );
+                    for (a, w) in got.iter().zip(&want) {
+                        assert!((a - w).abs() < 1e-5, "b {bi} h {h} i {i}: {a} vs {w}");
+                    }
+                    // LSE = ln Σ exp(scale · q·k).
+                    let z: f64 = kk[..visible * d]
+                        .chunks(d)
+                        .map(|kj| {
+                            let dot: f64 =
+                                qi.iter().zip(kj).map(|(&x, &y)| x as f64 * y as f64).sum();
+                            (dot * scale as f64).exp()
+                        })
+                        .sum();
+                    assert!(
+                        (lse[row] as f64 - z.ln()).abs() < 1e-5,
+                        "{} vs {}",
+                        lse[row],
+                        z.ln()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn paged_reference_equals_contiguous_and_lengths_clamp() {
+    let (b, hq, hkv, d, s, sq) = (3usize, 4usize, 2usize, 8usize, 50usize, 2usize);
+    let q = data(b * hq * sq * d, 4);
+    let k = data(b * hkv * s * d, 5);
+    let v = data(b * hkv * s * d, 6);
+    let lens = [50i32, 1, 33];
+    let contiguous = CacheRef::Contiguous {
+        k: &k,
+        v: &v,
+        hkv,
+        s_max: s,
+    };
+    let want = decode_reference(&q, &contiguous, &lens, b, hq, sq, d, 0.5);
+    for bs in [16usize, 32] {
+        let (pk, pv, table, per) = paginate(&k, &v, b, hkv, s, d, bs);
+        let paged = CacheRef::Paged {
+            k: &pk,
+            v: &pv,
+            hkv,
+            block_size: bs,
+            block_table: &table,
+            max_blocks: per,
+        };
+        let got = decode_reference(&q, &paged, &lens, b, hq, sq, d, 0.5);
+        assert_eq!(got, want, "block size {bs}");
+    }
+    // Lengths past the capacity clamp to it; negative ones are 0.
+    let over = decode_reference(&q, &contiguous, &[500, -3, 33], b, hq, sq, d, 0.5);
+    let clamped = decode_reference(&q, &contiguous, &[50, 0, 33], b, hq, sq, d, 0.5);
+    assert_eq!(over, clamped);
+    assert!(
+        clamped.1[hq * sq..2 * hq * sq]
+            .iter()
+            .all(|&l| l == f32::NEG_INFINITY)
+    );
+}
+
+/// The combine's rule: partial results of disjoint key ranges, merged by their LSEs, give the whole.
+#[test]
+fn lse_weighted_merge_of_key_ranges_is_the_whole() {
+    let (hq, d, s, cut) = (2usize, 8usize, 30usize, 11usize);
+    let q = data(hq * d, 7);
+    let k = data(hq * s * d, 8);
+    let v = data(hq * s * d, 9);
+    let part = |lo: usize, hi: usize| {
+        let pick = |t: &[f32]| -> Vec<f32> {
+            (0..hq)
+                .flat_map(|h| t[(h * s + lo) * d..(h * s + hi) * d].iter().copied())
+                .collect()
+        };
+        let (kk, vv) = (pick(&k), pick(&v));
+        let c = CacheRef::Contiguous {
+            k: &kk,
+            v: &vv,
+            hkv: hq,
+            s_max: hi - lo,
+        };
+        decode_reference(&q, &c, &[(hi - lo) as i32], 1, hq, 1, d, 0.25)
+    };
+    let (o_all, l_all) = part(0, s);
+    let (o1, l1) = part(0, cut);
+    let (o2, l2) = part(cut, s);
+    for h in 0..hq {
+        let m = l1[h].max(l2[h]);
+        let (w1, w2) = ((l1[h] - m).exp(), (l2[h] - m).exp());
+        let lse = m + (w1 + w2).ln();
+        assert!((lse - l_all[h]).abs() < 1e-5);
+        for j in 0..d {
+            let o = (w1 * o1[h * d + j] + w2 * o2[h * d + j]) / (w1 + w2);
+            assert!((o - o_all[h * d + j]).abs() < 1e-5);
+        }
+    }
+}
+
+/// Ragged calls through the host API on the GPU, both caches, split and not, NaN past every length.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_decode_matches_the_reference() {
+    use cutile::runtime::Tensor;
+    use decode::KvCache;
+    use half::bf16;
+    let Some((dev, stream)) = common::gpu_device("gpu_decode_matches_the_reference") else {
+        return;
+    };
+    let (b, hq, hkv, d, s) = (4usize, 16usize, 4usize, 128usize, 1000usize);
+    let lens = [1000i32, 0, 1, 517];
+    for sq in [1usize, 4] {
+        let q = data(b * hq * sq * d, 10);
+        let mut k = data(b * hkv * s * d, 11);
+        let mut v = data(b * hkv * s * d, 12);
+        let round = |x: &mut Vec<f32>| x.iter_mut().for_each(|e| *e = bf16::from_f32(*e).to_f32());
+        let mut qr = q.clone();
+        round(&mut qr);
+        round(&mut k);
+        round(&mut v);
+        for bi in 0..b {
+            for h in 0..hkv {
+                let row = (bi * hkv + h) * s;
+                k[(row + lens[bi] as usize) * d..(row + s) * d].fill(f32::NAN);
+                v[(row + lens[bi] as usize) * d..(row + s) * d].fill(f32::NAN);
+            }
+        }
+        let contiguous = CacheRef::Contiguous {
+            k: &k,
+            v: &v,
+            hkv,
+            s_max: s,
+        };
+        let scale = 1.0 / (d as f32).sqrt();
+        let (want_o, want_l) = decode_reference(&qr, &contiguous, &lens, b, hq, sq, d, scale);
+        let up = |x: &[f32], shape: &[i64]| {
+            let h: Vec<bf16> = x.iter().map(|&e| bf16::from_f32(e)).collect();
+            Tensor::from_host(&dev, &h, shape).unwrap()
+        };
+        let qshape = [b as i64, hq as i64, sq as i64, d as i64];
+        let tq = up(&qr, &qshape);
+        let kshape = [b as i64, hkv as i64, s as i64, d as i64];
+        let (tk, tv) = (up(&k, &kshape), up(&v, &kshape));
+        let tl = Tensor::from_host(&dev, &lens, &[b as i64]).unwrap();
+        let (pk, pv, table, per) = paginate(&k, &v, b, hkv, s, d, 16);
+        let pshape = [(pk.len() / (16 * hkv * d)) as i64, 16, hkv as i64, d as i64];
+        let (tpk, tpv) = (up(&pk, &pshape), up(&pv, &pshape));
+        let tt = Tensor::from_host(&dev, &table, &[b as i64, per as i64]).unwrap();
+        for paged in [false, true] {
+            for splits in [None, Some(1), Some(7)] {
+                let mut o = Tensor::<bf16>::zeros(&dev, &qshape).unwrap();
+                let mut l = Tensor::<f32>::zeros(&dev, &qshape[..3]).unwrap();
+                let cache = if paged {
+                    KvCache::Paged {
+                        k: &tpk,
+                        v: &tpv,
+                        block_table: &tt,
+                    }
+                } else {
+                    KvCache::Contiguous { k: &tk, v: &tv }
+                };
+                let opts = DecodeOptions {
+                    scale: None,
+                    splits,
+                };
+                decode::decode(&stream, &tq, &cache, &tl, &opts, &mut o, Some(&mut l))
+                    .unwrap()
+                    .wait()
+                    .unwrap();
+                let got: Vec<f32> = o.to_host().unwrap().iter().map(|x| x.to_f32()).collect();
+                let err = common::max_abs_err(&got, &want_o);
+                assert!(
+                    err < 2e-2,
+                    "sq {sq} paged {paged} splits {splits:?}: o err {err}"
+                );
+                let gl = l.to_host().unwrap();
+                for (g, w) in gl.iter().zip(&want_l) {
+                    assert!(
+                        (g == w) || (g - w).abs() < 1e-2,
+                        "sq {sq} paged {paged} splits {splits:?}: lse {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+}
