@@ -317,3 +317,37 @@ fn dense_moe_matches_a_hand_computed_layer() {
     assert!((f64::from(out[0]) - 0.5 * 2.0 * a).abs() < 1e-5);
     assert!((f64::from(out[1]) - 0.5 * 3.0 * a).abs() < 1e-5);
 }
+
+/// Every catalog specialization of the family specializes, verifies, and with tileiras compiles for
+/// sm_80, sm_90, sm_100 and sm_120.
+#[test]
+fn catalog_kernels_compile_for_four_archs() {
+    use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+    let jobs = cutile_kernels::moe::compile_jobs();
+    assert_eq!(jobs.len(), 8);
+    let mut specialized = Vec::new();
+    for j in &jobs {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let s = k
+            .specialize(metas)
+            .unwrap_or_else(|e| panic!("{} {}: {e}", j.kernel, j.specialization));
+        specialized.push((j.kernel, s));
+    }
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(
+                std::env::var_os("CUTILE_REQUIRE_TOOLS").is_none(),
+                "CUTILE_REQUIRE_TOOLS is set but tileiras is missing: {e}"
+            );
+            eprintln!("SKIPPED: tileiras not found ({e})");
+            return;
+        }
+    };
+    for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+        for (name, s) in &specialized {
+            s.compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{name} {arch:?}: {e}\n{}", s.ir_text()));
+        }
+    }
+}
