@@ -4,11 +4,22 @@
 //!   every midpoint goes to the even code, saturation, zeros and negative zero, the scales of the
 //!   issue's formulas, block boundaries (each 16-element block has its own scale) and the packing;
 //! - routing (softmax with and without renormalization, sigmoid with a selection-only bias), the
-//!   alignment of (token, expert) pairs to GEMM row blocks, and the dense MoE reference on tiny shapes.
+//!   alignment of (token, expert) pairs to GEMM row blocks, and the dense MoE reference on tiny shapes;
+//! - the catalog's kernels compile for sm_80, sm_90, sm_100 and sm_120;
+//! - on a GPU (ignored without `--include-ignored`, skipped without a device): quantize and dequantize
+//!   bit-exact against the CPU reference (bf16, f16, ragged rows), and MoE layers (W4A16 and dense)
+//!   against the reference: ragged T, 8/64 experts, top-1/2/8, an empty expert, one expert taking
+//!   every token.
 
 #![allow(clippy::unwrap_used)]
 
+#[allow(dead_code)]
+mod common;
+
+use cutile::runtime::{DeviceElement, Stream, Tensor};
 use cutile_kernels::moe::reference::{self as r, RoutingMode};
+use cutile_kernels::moe::{self, MoeElem, Routing, Weights};
+use half::{bf16, f16};
 
 #[test]
 fn e2m1_codes_decode_and_roundtrip() {
@@ -349,5 +360,235 @@ fn catalog_kernels_compile_for_four_archs() {
             s.compile(&tileiras, &CompileRequest::new(arch))
                 .unwrap_or_else(|e| panic!("{name} {arch:?}: {e}\n{}", s.ir_text()));
         }
+    }
+}
+
+fn to_e<E: DeviceElement>(v: &[f32]) -> Vec<E> {
+    v.iter().map(|&x| E::from_f64(f64::from(x))).collect()
+}
+fn from_e<E: DeviceElement>(v: &[E]) -> Vec<f32> {
+    v.iter().map(|x| x.to_f64() as f32).collect()
+}
+fn bytes(v: &[u8]) -> Vec<i8> {
+    v.iter().map(|&b| b as i8).collect()
+}
+fn unbytes(v: &[i8]) -> Vec<u8> {
+    v.iter().map(|&b| b as u8).collect()
+}
+
+fn quantize_case<E: MoeElem>(s: &Stream, g: usize, rows: usize, k: usize, seed: u64) {
+    let d = s.device();
+    let x: Vec<f32> = from_e::<E>(&to_e::<E>(
+        &common::data(g * rows * k, seed)
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if i % 97 == 5 {
+                    -0.0
+                } else {
+                    v * (1 + i % 13) as f32
+                }
+            })
+            .collect::<Vec<_>>(),
+    ));
+    let want = r::quantize_rows(&x, g * rows, k, rows).unwrap();
+    let (gi, ri, ki) = (g as i64, rows as i64, k as i64);
+    let tx = Tensor::from_host(d, &to_e::<E>(&x), &[gi, ri, ki]).unwrap();
+    let mut q = Tensor::<i8>::zeros(d, &[gi, ri, ki / 2]).unwrap();
+    let mut sc = Tensor::<i8>::zeros(d, &[gi, ri, ki / 16]).unwrap();
+    let mut gl = Tensor::<f32>::zeros(d, &[gi]).unwrap();
+    moe::nvfp4_quantize(s, &tx, &mut q, &mut sc, &mut gl).unwrap();
+    assert_eq!(gl.to_host().unwrap(), want.global, "global scales");
+    assert_eq!(unbytes(&sc.to_host().unwrap()), want.scales, "block scales");
+    assert_eq!(unbytes(&q.to_host().unwrap()), want.packed, "codes");
+    // Dequantize the reference's data.
+    let tw = Tensor::from_host(d, &bytes(&want.packed), &[gi, ri, ki / 2]).unwrap();
+    let ts = Tensor::from_host(d, &bytes(&want.scales), &[gi, ri, ki / 16]).unwrap();
+    let tg = Tensor::from_host(d, &want.global, &[gi]).unwrap();
+    let mut y = Tensor::<E>::zeros(d, &[gi, ri, ki]).unwrap();
+    moe::nvfp4_dequantize(s, &tw, &ts, &tg, &mut y).unwrap();
+    let want_y = from_e::<E>(&to_e::<E>(&r::dequantize(&want)));
+    let got = from_e::<E>(&y.to_host().unwrap());
+    for (i, (a, b)) in got.iter().zip(&want_y).enumerate() {
+        assert!(
+            a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0),
+            "element {i}: {a} != {b}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_quantize_dequantize_bit_exact() {
+    let Some((_d, s)) = common::gpu_device("gpu_quantize_dequantize_bit_exact") else {
+        return;
+    };
+    quantize_case::<bf16>(&s, 1, 1, 256, 1);
+    quantize_case::<bf16>(&s, 3, 37, 512, 2);
+    quantize_case::<f16>(&s, 2, 50, 768, 3);
+}
+
+/// One layer case: `t` tokens, `e` experts, top-`k`, `h x i`; `force` routes every token's first
+/// slot to expert 0 and never to expert 1 (an empty expert) when set.
+fn layer_case<E: MoeElem>(
+    s: &Stream,
+    (t, e, k, h, i): (usize, usize, usize, usize, usize),
+    force: bool,
+    nvfp4: bool,
+    seed: u64,
+) {
+    let d = s.device();
+    let x = from_e::<E>(&to_e::<E>(&common::data(t * h, seed)));
+    let w13f: Vec<f32> = common::data(e * 2 * i * h, seed + 1)
+        .iter()
+        .map(|v| v * 0.2)
+        .collect();
+    let w2f: Vec<f32> = common::data(e * h * i, seed + 2)
+        .iter()
+        .map(|v| v * 0.2)
+        .collect();
+    let logits = common::data(t * e, seed + 3);
+    let (mut ids, weights) = r::route(
+        &logits,
+        t,
+        e,
+        k,
+        RoutingMode::SoftmaxTopK { renormalize: true },
+        None,
+    );
+    if force {
+        for tok in 0..t {
+            let row = &mut ids[tok * k..(tok + 1) * k];
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = if j == 0 {
+                    0
+                } else {
+                    (2 + (tok + j) % (e - 2)) as i32
+                };
+            }
+        }
+    }
+    let a = r::align_block_size(&ids, e, 64);
+    let p = r::max_padded(t * k, e, 64);
+    let mut sorted = a.sorted_ids.clone();
+    sorted.resize(p, (t * k) as i32);
+    let mut experts = a.expert_ids.clone();
+    experts.resize(p / 64, 0);
+    let (ti, hi, ii, ei, ki) = (t as i64, h as i64, i as i64, e as i64, k as i64);
+    let tsorted = Tensor::from_host(d, &sorted, &[p as i64]).unwrap();
+    let texperts = Tensor::from_host(d, &experts, &[(p / 64) as i64]).unwrap();
+    let ttotal = Tensor::from_host(d, &[a.total as i32], &[1]).unwrap();
+    let tweights = Tensor::from_host(d, &weights, &[ti * ki]).unwrap();
+    let tx = Tensor::from_host(d, &to_e::<E>(&x), &[ti, hi]).unwrap();
+    let routing = Routing {
+        sorted_ids: &tsorted,
+        expert_ids: &texperts,
+        total: &ttotal,
+        weights: &tweights,
+        topk: k as i32,
+    };
+    let mut out = Tensor::<E>::zeros(d, &[ti, hi]).unwrap();
+    let round = |v: &[f32]| from_e::<E>(&to_e::<E>(v));
+    let (w13r, w2r);
+    if nvfp4 {
+        let q13 = r::quantize_rows(&w13f, e * 2 * i, h, 2 * i).unwrap();
+        let q2 = r::quantize_rows(&w2f, e * h, i, h).unwrap();
+        w13r = round(&r::dequantize(&q13));
+        w2r = round(&r::dequantize(&q2));
+        let up = |b: &[u8], sh: &[i64]| Tensor::from_host(d, &bytes(b), sh).unwrap();
+        let (w13, s13) = (
+            up(&q13.packed, &[ei, 2 * ii, hi / 2]),
+            up(&q13.scales, &[ei, 2 * ii, hi / 16]),
+        );
+        let (w2, s2) = (
+            up(&q2.packed, &[ei, hi, ii / 2]),
+            up(&q2.scales, &[ei, hi, ii / 16]),
+        );
+        let g13 = Tensor::from_host(d, &q13.global, &[ei]).unwrap();
+        let g2 = Tensor::from_host(d, &q2.global, &[ei]).unwrap();
+        let w = Weights::Nvfp4 {
+            w13: &w13,
+            s13: &s13,
+            g13: &g13,
+            w2: &w2,
+            s2: &s2,
+            g2: &g2,
+        };
+        moe::moe_layer(s, &tx, &w, &routing, &mut out).unwrap();
+    } else {
+        w13r = round(&w13f);
+        w2r = round(&w2f);
+        let w13 = Tensor::from_host(d, &to_e::<E>(&w13r), &[ei, 2 * ii, hi]).unwrap();
+        let w2 = Tensor::from_host(d, &to_e::<E>(&w2r), &[ei, hi, ii]).unwrap();
+        moe::moe_layer(
+            s,
+            &tx,
+            &Weights::Dense { w13: &w13, w2: &w2 },
+            &routing,
+            &mut out,
+        )
+        .unwrap();
+    }
+    let want = r::moe_dense(&x, &w13r, &w2r, &ids, &weights, (t, h, i, k), |v| {
+        from_e::<E>(&to_e::<E>(&[v]))[0]
+    });
+    let got = from_e::<E>(&out.to_host().unwrap());
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-3);
+    let tol = cutile_kernels::tolerance(<E as cutile::core::ElementType>::SCALAR) as f32;
+    for (j, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (a - b).abs() <= 2.0 * tol * (scale + b.abs()),
+            "{} t={t} e={e} k={k} h={h} i={i} nvfp4={nvfp4} force={force}: out[{}, {}] = {a}, want {b}",
+            std::any::type_name::<E>(),
+            j / h,
+            j % h
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_moe_layer_matches_reference() {
+    let Some((_d, s)) = common::gpu_device("gpu_moe_layer_matches_reference") else {
+        return;
+    };
+    let cases = [
+        ((1, 8, 2, 128, 64), false),
+        ((37, 8, 2, 256, 128), true),
+        ((100, 4, 1, 128, 128), true),
+        ((200, 64, 8, 128, 64), false),
+        ((129, 8, 2, 192, 192), false),
+    ];
+    for (n, (shape, force)) in cases.into_iter().enumerate() {
+        for nvfp4 in [true, false] {
+            layer_case::<bf16>(&s, shape, force, nvfp4, 10 + n as u64);
+        }
+    }
+    layer_case::<f16>(&s, (37, 8, 2, 256, 128), true, true, 40);
+    layer_case::<f16>(&s, (5, 8, 2, 128, 64), false, false, 41);
+}
+
+#[test]
+fn max_padded_bounds_every_alignment() {
+    // The layer sizes its row buffers by `max_padded` so no count is read back from the device.
+    for (seed, (t, e, k)) in [
+        (1u64, (1, 8, 2)),
+        (2, (37, 8, 2)),
+        (3, (300, 64, 8)),
+        (4, (5, 128, 8)),
+    ] {
+        let logits = common::data(t * e, seed);
+        let (ids, _) = r::route(
+            &logits,
+            t,
+            e,
+            k,
+            RoutingMode::SoftmaxTopK { renormalize: true },
+            None,
+        );
+        let a = r::align_block_size(&ids, e, 64);
+        assert!(a.total <= r::max_padded(t * k, e, 64), "t={t} e={e} k={k}");
+        assert_eq!(a.total % 64, 0);
+        assert_eq!(a.expert_ids.len() * 64, a.total);
     }
 }

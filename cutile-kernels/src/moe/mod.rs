@@ -13,16 +13,20 @@
 //! (`out[t] = Σ_j y[t·k + j]` in slot order): a deterministic combine, see `docs/moe.md`.
 //!
 //! - [`reference`](mod@reference): the CPU references (format, routing, alignment, expert computation);
-//! - [`kernels`]: the DSL kernels;
+//! - [`kernels`]: the DSL kernels, [`codec`] the format on tiles;
+//! - [`host`]: quantize / dequantize and one MoE layer over runtime tensors;
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
-//! Not built yet: the GPU routing and alignment kernels, the host API over runtime tensors, registry
-//! ops and harness workloads (see `docs/moe.md`).
+//! Not built yet: the GPU routing and alignment kernels (the layer takes the aligned order as input;
+//! [`reference::route`] and [`reference::align_block_size`] compute it on the CPU), registry ops and
+//! harness workloads (see `docs/moe.md`).
 
 mod dsl;
+pub mod host;
 pub mod reference;
 
-pub use dsl::kernels;
+pub use dsl::{codec, kernels};
+pub use host::{MoeElem, Routing, Weights, moe_layer, nvfp4_dequantize, nvfp4_quantize};
 
 use crate::catalog::CompileJob;
 use cutile::dsl::TensorMeta;
