@@ -222,12 +222,9 @@ fn exact_grid_values_roundtrip() {
     x[7] = 12.0;
     x[23] = 12.0;
     let q = r::quantize_rows(&x, 1, 32, 1).unwrap();
-    assert_eq!(
-        r::dequantize(&q),
-        x.iter()
-            .map(|v| if *v == 0.0 { *v } else { *v })
-            .collect::<Vec<_>>()
-    );
+    // Bit-exact, negative zeros included.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&r::dequantize(&q)), bits(&x));
 }
 
 #[test]

@@ -45,7 +45,7 @@ pub mod codec {
         let mut big_e = zeros::<i32, S>();
         let mut p = 0.03125f32;
         for _ in 0..14 {
-            big_e = big_e + v.cmp_ge(p).cast::<i32>();
+            big_e += v.cmp_ge(p).cast::<i32>();
             p *= 2.0;
         }
         let scale = (full::<i32, S>(1i32) << (-big_e + 14i32)).cast::<f32>() * 0.03125f32;
@@ -433,7 +433,7 @@ pub mod kernels {
         let py = y.partition_padded::<S3<BT, 1, BH>>(Padding::Zero);
         let mut acc = zeros::<f32, S3<BT, 1, BH>>();
         for j in 0..y.dim(1) {
-            acc = acc + py.load((t, j, c));
+            acc += py.load((t, j, c));
         }
         out.store(acc.reshape::<S2<BT, BH>>().cast::<E>());
     }

@@ -80,7 +80,7 @@ pub fn e4m3_encode(v: f32) -> u8 {
     }
     let (a, b) = (f64::from(e4m3_decode(lo)), f64::from(e4m3_decode(lo + 1)));
     let v = f64::from(v);
-    if v - a < b - v || (v - a == b - v && lo % 2 == 0) {
+    if v - a < b - v || (v - a == b - v && lo.is_multiple_of(2)) {
         lo
     } else {
         lo + 1
@@ -126,7 +126,8 @@ pub fn inv_scale(code: u8, global: f32) -> f32 {
 /// `rows_per_global`) to NVFP4, the global scale of each row group from that group's absolute maximum.
 /// `None` when the sizes do not fit that description.
 pub fn quantize_rows(x: &[f32], rows: usize, k: usize, rows_per_global: usize) -> Option<Nvfp4> {
-    if k % (2 * BLOCK) != 0 || rows_per_global == 0 || rows % rows_per_global != 0 {
+    if !k.is_multiple_of(2 * BLOCK) || rows_per_global == 0 || !rows.is_multiple_of(rows_per_global)
+    {
         return None;
     }
     if x.len() != rows * k {
@@ -153,7 +154,7 @@ pub fn quantize_rows(x: &[f32], rows: usize, k: usize, rows_per_global: usize) -
                 let q = e2m1_encode(v * inv);
                 let col = b * BLOCK + i;
                 let byte = &mut packed[r * k / 2 + col / 2];
-                *byte |= if col % 2 == 0 { q } else { q << 4 };
+                *byte |= if col.is_multiple_of(2) { q } else { q << 4 };
             }
         }
     }
@@ -171,7 +172,11 @@ pub fn quantize_rows(x: &[f32], rows: usize, k: usize, rows_per_global: usize) -
 /// kernels compute it.
 pub fn dequant_at(q: &Nvfp4, r: usize, c: usize) -> f32 {
     let byte = q.packed[r * q.k / 2 + c / 2];
-    let nib = if c % 2 == 0 { byte & 0xF } else { byte >> 4 };
+    let nib = if c.is_multiple_of(2) {
+        byte & 0xF
+    } else {
+        byte >> 4
+    };
     let scale =
         e4m3_decode(q.scales[r * (q.k / BLOCK) + c / BLOCK]) * q.global[r / q.rows_per_global];
     e2m1_decode(nib) * scale
