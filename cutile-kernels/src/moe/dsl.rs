@@ -71,10 +71,44 @@ pub mod codec {
     }
 }
 
+/// Top-k selection on `BT x EP` score tiles (plain Rust over DSL values, unrolled over `KP` slots).
+pub mod route {
+    use cutile::core::*;
+
+    /// `(ids, picked)`: the `KP` best experts of each row of `sel` in descending order (ties to the
+    /// lower id), and `p` at those experts. Columns `>= E` must hold -inf in `sel`.
+    pub fn top_k<const BT: i32, const EP: i32, const KP: i32>(
+        sel: Tile<f32, S2<BT, EP>>,
+        p: Tile<f32, S2<BT, EP>>,
+    ) -> (Tile<i32, S2<BT, KP>>, Tile<f32, S2<BT, KP>>) {
+        let cols = iota::<EP>()
+            .reshape::<S2<1, EP>>()
+            .broadcast::<S2<BT, EP>>();
+        let slots = iota::<KP>()
+            .reshape::<S2<1, KP>>()
+            .broadcast::<S2<BT, KP>>();
+        let mut sel = sel;
+        let mut ids = zeros::<i32, S2<BT, KP>>();
+        let mut picked = zeros::<f32, S2<BT, KP>>();
+        for j in 0..KP {
+            let m = sel.amax::<1>().broadcast::<S2<BT, EP>>();
+            let idx = select(sel.cmp_eq(m), cols, EP).amin::<1>();
+            let hit = cols.cmp_eq(idx.broadcast::<S2<BT, EP>>());
+            let w = select(hit, p, 0.0f32).sum::<1>();
+            let at_j = slots.cmp_eq(j);
+            ids = select(at_j, idx.broadcast::<S2<BT, KP>>(), ids);
+            picked = select(at_j, w.broadcast::<S2<BT, KP>>(), picked);
+            sel = select(hit, f32::NEG_INFINITY, sel);
+        }
+        (ids, picked)
+    }
+}
+
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
     use super::codec::*;
+    use super::route;
     use cutile::core::*;
 
     /// Bytes (`i8`) as their `0..256` values.
@@ -419,6 +453,64 @@ pub mod kernels {
                 acc = mma(ph.load((b, k)), wt.transpose(), acc);
             }
             scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+        }
+    }
+
+    /// `MODE` of `moe_route`: softmax, top-k probabilities as they are.
+    pub const SOFTMAX: i32 = 0;
+    /// `MODE`: softmax, top-k probabilities divided by their sum.
+    pub const SOFTMAX_RENORM: i32 = 1;
+    /// `MODE`: sigmoid; experts chosen by `sigmoid + bias`, weights the chosen sigmoids divided by
+    /// their sum times `scale` (DeepSeek-V3 without expert groups).
+    pub const SIGMOID_BIAS: i32 = 2;
+
+    /// Router logits `[T, E]` → `ids`, `weights` `[T, k]` (`E <= EP`, `k <= KP`); block `p` routes
+    /// tokens `p·BT..`. `bias: [E]` is read in `SIGMOID_BIAS` mode only. Grid = tiles of `ids`.
+    #[cutile::entry]
+    pub fn moe_route<E: Float, const MODE: i32, const BT: i32, const EP: i32, const KP: i32>(
+        logits: &Tensor<E, S2<DYN, DYN>>,
+        bias: &Tensor<f32, S1<DYN>>,
+        scale: Scalar<f32>,
+        ids: &mut Tensor<i32, S2<BT, KP>>,
+        weights: &mut Tensor<f32, S2<BT, KP>>,
+    ) {
+        let t = block_id_x();
+        let v = logits
+            .partition_padded::<S2<BT, EP>>(Padding::NegInf)
+            .load((t, 0i32))
+            .cast::<f32>();
+        let k = ids.dim(1);
+        let slot_ok = iota::<KP>()
+            .reshape::<S2<1, KP>>()
+            .broadcast::<S2<BT, KP>>()
+            .cmp_lt(k.splat::<S2<BT, KP>>());
+        if MODE == SIGMOID_BIAS {
+            let p = full::<f32, S2<BT, EP>>(1.0f32) / ((-v).exp() + 1.0f32);
+            let b = bias
+                .partition_padded::<S1<EP>>(Padding::NegInf)
+                .load(0i32)
+                .reshape::<S2<1, EP>>()
+                .broadcast::<S2<BT, EP>>();
+            let (top, picked) = route::top_k::<BT, EP, KP>(p + b, p);
+            let sum = select(slot_ok, picked, 0.0f32)
+                .sum::<1>()
+                .broadcast::<S2<BT, KP>>();
+            ids.store(top);
+            weights.store(picked / sum * scale.splat::<S2<BT, KP>>());
+        } else {
+            let m = v.amax::<1>().broadcast::<S2<BT, EP>>();
+            let ex = (v - m).exp();
+            let p = ex / ex.sum::<1>().broadcast::<S2<BT, EP>>();
+            let (top, picked) = route::top_k::<BT, EP, KP>(p, p);
+            ids.store(top);
+            if MODE == SOFTMAX_RENORM {
+                let sum = select(slot_ok, picked, 0.0f32)
+                    .sum::<1>()
+                    .broadcast::<S2<BT, KP>>();
+                weights.store(picked / sum);
+            } else {
+                weights.store(picked);
+            }
         }
     }
 

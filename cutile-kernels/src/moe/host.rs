@@ -313,3 +313,100 @@ pub fn moe_layer<E: MoeElem>(
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
 }
+
+/// Router logits `logits: [T, E]` (`E <= 256`) → top-`k` expert `ids` and `weights`, both `[T, k]`
+/// (`k <= min(8, E)`), as [`reference::route`](super::reference::route): softmax then top-k (optionally
+/// renormalized), or sigmoid with a selection-only `bias: [E]` (required in that mode). One launch.
+pub fn moe_route<L: Float + DeviceElement>(
+    stream: &Stream,
+    logits: &Tensor<L>,
+    mode: super::reference::RoutingMode,
+    bias: Option<&Tensor<f32>>,
+    ids: &mut Tensor<i32>,
+    weights: &mut Tensor<f32>,
+) -> Result<(), OpError> {
+    use super::dsl::kernels::{SIGMOID_BIAS, SOFTMAX, SOFTMAX_RENORM};
+    use super::reference::RoutingMode;
+    const OP: &str = "moe_route";
+    let sh = logits.shape().to_vec();
+    if sh.len() != 2 {
+        return Err(OpError::Rank {
+            op: OP,
+            arg: "logits",
+            expected: "2 ([T, E])".into(),
+            shape: sh,
+        });
+    }
+    let (t, e) = (sh[0], sh[1]);
+    let k = ids.shape().get(1).copied().unwrap_or(0);
+    expect(OP, "ids", ids.shape(), &[t, k])?;
+    expect(OP, "weights", weights.shape(), &[t, k])?;
+    if !(1..=256).contains(&e) || k < 1 || k > e.min(8) {
+        return Err(OpError::Unsupported {
+            op: OP,
+            what: format!(
+                "E = {e} and k = {k}: the kernel takes 1 <= E <= 256 and 1 <= k <= min(8, E)"
+            ),
+        });
+    }
+    let (mode_c, scale) = match mode {
+        RoutingMode::SoftmaxTopK { renormalize: false } => (SOFTMAX, 1.0),
+        RoutingMode::SoftmaxTopK { renormalize: true } => (SOFTMAX_RENORM, 1.0),
+        RoutingMode::SigmoidBias { scale } => (SIGMOID_BIAS, scale),
+    };
+    let zeros;
+    let bias = match (bias, mode_c == SIGMOID_BIAS) {
+        (Some(b), true) => {
+            expect(OP, "bias", b.shape(), &[e])?;
+            b
+        }
+        (None, true) => {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: "the sigmoid mode needs a `bias` of shape [E]".into(),
+            });
+        }
+        (_, false) => {
+            zeros = Tensor::<f32>::zeros(stream.device(), &[e])?;
+            &zeros
+        }
+    };
+    if t == 0 {
+        return Ok(());
+    }
+    let ep = if e <= 8 {
+        8
+    } else {
+        (e as u64).next_power_of_two().max(64) as i64
+    };
+    let kp = if k <= 2 { 2 } else { 8 };
+    macro_rules! go {
+        ($m:expr, $bt:literal, $ep:literal, $kp:literal) => {
+            match $m {
+                SOFTMAX => kernels::moe_route::<L, SOFTMAX, $bt, $ep, $kp>(
+                    logits, bias, scale, ids, weights,
+                )
+                .launch(stream)?,
+                SOFTMAX_RENORM => kernels::moe_route::<L, SOFTMAX_RENORM, $bt, $ep, $kp>(
+                    logits, bias, scale, ids, weights,
+                )
+                .launch(stream)?,
+                _ => kernels::moe_route::<L, SIGMOID_BIAS, $bt, $ep, $kp>(
+                    logits, bias, scale, ids, weights,
+                )
+                .launch(stream)?,
+            }
+        };
+    }
+    match (ep, kp) {
+        (8, 2) => go!(mode_c, 16, 8, 2),
+        (8, _) => go!(mode_c, 16, 8, 8),
+        (64, 2) => go!(mode_c, 16, 64, 2),
+        (64, _) => go!(mode_c, 16, 64, 8),
+        (128, 2) => go!(mode_c, 8, 128, 2),
+        (128, _) => go!(mode_c, 8, 128, 8),
+        (_, 2) => go!(mode_c, 8, 256, 2),
+        _ => go!(mode_c, 8, 256, 8),
+    }
+    Ok(())
+}

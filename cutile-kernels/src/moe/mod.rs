@@ -17,8 +17,8 @@
 //! - [`host`]: quantize / dequantize and one MoE layer over runtime tensors;
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
-//! Not built yet: the GPU routing and alignment kernels (the layer takes the aligned order as input;
-//! [`reference::route`] and [`reference::align_block_size`] compute it on the CPU), registry ops and
+//! Not built yet: the GPU alignment kernel (the layer takes the aligned order as input;
+//! [`reference::align_block_size`] computes it on the CPU), registry ops and
 //! harness workloads (see `docs/moe.md`).
 
 mod dsl;
@@ -26,7 +26,7 @@ pub mod host;
 pub mod reference;
 
 pub use dsl::{codec, kernels};
-pub use host::{MoeElem, Routing, Weights, moe_layer, nvfp4_dequantize, nvfp4_quantize};
+pub use host::{MoeElem, Routing, Weights, moe_layer, moe_route, nvfp4_dequantize, nvfp4_quantize};
 
 use crate::catalog::CompileJob;
 use cutile::dsl::TensorMeta;
@@ -40,7 +40,7 @@ fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dt, shape)
 }
 
-/// The catalog's specializations of the family (one per kernel, bf16): 9 kernels, compiled for
+/// The catalog's specializations of the family (one per kernel, bf16; the router f32): 9 kernels, compiled for
 /// sm_80, sm_90, sm_100 and sm_120 by `cargo xtask kernels`. Shapes: a small MoE layer (T = 256,
 /// H = 1024, I = 512, E = 8, top-2, P_max = 1024 rows of 64).
 pub fn compile_jobs() -> Vec<CompileJob> {
@@ -129,6 +129,17 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "E=bf16 BM=64 BN=64 BK=64",
         kernels::moe_gemm2_dense::kernel::<bf16, 64, 64, 64>(),
         d2,
+    ));
+    jobs.push(job(
+        "moe_route",
+        "L=f32 MODE=sigmoid_bias BT=16 EP=64 KP=8",
+        kernels::moe_route::kernel::<f32, { kernels::SIGMOID_BIAS }, 16, 64, 8>(),
+        vec![
+            meta(F32, &[t, 64]),
+            meta(F32, &[64]),
+            meta(I32, &[t, 8]),
+            meta(F32, &[t, 8]),
+        ],
     ));
     jobs.push(job(
         "moe_combine",
