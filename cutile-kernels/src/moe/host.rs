@@ -1,5 +1,5 @@
-//! The family's host functions over runtime tensors: NVFP4 quantize / dequantize and one MoE layer
-//! (W4A16 or dense weights) given the routing's aligned order. Shapes are checked (typed
+//! The family's host functions over runtime tensors: NVFP4 quantize / dequantize, top-k routing, and
+//! one MoE layer (W4A16 or dense weights) given the routing's aligned order. Shapes are checked (typed
 //! [`OpError`]s, never a panic); each function queues its launches on `stream` and waits.
 //!
 //! Intermediates (`part` of the quantizer, `h` and `y` of a layer) are allocated per call: these

@@ -14,7 +14,7 @@
 //!
 //! - [`reference`](mod@reference): the CPU references (format, routing, alignment, expert computation);
 //! - [`kernels`]: the DSL kernels, [`codec`] the format on tiles;
-//! - [`host`]: quantize / dequantize and one MoE layer over runtime tensors;
+//! - [`host`]: quantize / dequantize, routing and one MoE layer over runtime tensors;
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
 //! Not built yet: the GPU alignment kernel (the layer takes the aligned order as input;

@@ -1,6 +1,6 @@
 //! An NVFP4 mixture-of-experts layer on the GPU: random bf16 expert weights quantized to NVFP4 on the
-//! device (`nvfp4_quantize`), a random router (softmax top-k, renormalized; routing and alignment on
-//! the CPU for now), the W4A16 layer (`moe_layer` with NVFP4 weights) checked against the same layer
+//! device (`nvfp4_quantize`), random router logits routed on the device (`moe_route`: softmax top-k,
+//! renormalized) and aligned on the CPU (no GPU alignment kernel yet), the W4A16 layer (`moe_layer` with NVFP4 weights) checked against the same layer
 //! over the dequantized weights in bf16 (`nvfp4_dequantize` then the dense path, a different kernel
 //! path over the same numbers), then timed. Prints time, weight bandwidth (bytes of the experts the
 //! tokens hit) and the memory saved against bf16 weights. Two layers: 8 experts, H 4096, I 14336,
@@ -67,14 +67,12 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
     drop((w13, w2));
     let x = Tensor::<bf16>::random(d, &[t, h], seed + 2)?;
     let logits = logits((t * e) as usize, seed + 3);
-    let (ids, weights) = r::route(
-        &logits,
-        t as usize,
-        e as usize,
-        k as usize,
-        r::RoutingMode::SoftmaxTopK { renormalize: true },
-        None,
-    );
+    let tl = Tensor::from_host(d, &logits, &[t, e])?;
+    let mut tids = Tensor::<i32>::zeros(d, &[t, k])?;
+    let mut tw = Tensor::<f32>::zeros(d, &[t, k])?;
+    let mode = r::RoutingMode::SoftmaxTopK { renormalize: true };
+    moe::moe_route(s, &tl, mode, None, &mut tids, &mut tw)?;
+    let ids = tids.to_host()?;
     let a = r::align_block_size(&ids, e as usize, moe::host::BM as usize);
     let p = r::max_padded(ids.len(), e as usize, moe::host::BM as usize);
     let mut sorted = a.sorted_ids.clone();
@@ -84,7 +82,7 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
     let ts = Tensor::from_host(d, &sorted, &[p as i64])?;
     let te = Tensor::from_host(d, &experts, &[experts.len() as i64])?;
     let tt = Tensor::from_host(d, &[a.total as i32], &[1])?;
-    let tw = Tensor::from_host(d, &weights, &[t * k])?;
+    let tw = Tensor::from_host(d, &tw.to_host()?, &[t * k])?;
     let routing = Routing {
         sorted_ids: &ts,
         expert_ids: &te,
