@@ -161,6 +161,7 @@ pub fn dsl_jobs(calls: &[CallSpec], all_candidates: bool) -> Result<Vec<CompileJ
 /// representative call (what CI compiles for four archs).
 pub fn compile_jobs() -> Vec<CompileJob> {
     let mut jobs = ir_builder_jobs();
+    jobs.extend(crate::moe::compile_jobs());
     match dsl_jobs(&representative_calls(), false) {
         Ok(j) => jobs.extend(j),
         Err(e) => jobs.push(CompileJob::new(
@@ -177,6 +178,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
 /// --full`).
 pub fn compile_jobs_full() -> Vec<CompileJob> {
     let mut jobs = ir_builder_jobs();
+    jobs.extend(crate::moe::compile_jobs());
     match dsl_jobs(&representative_calls(), true) {
         Ok(j) => jobs.extend(j),
         Err(e) => jobs.push(CompileJob::new(

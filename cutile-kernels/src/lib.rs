@@ -25,6 +25,7 @@ pub mod catalog;
 pub mod foreign;
 pub mod fused_qkv;
 pub mod gemm;
+pub mod moe;
 pub mod norm;
 pub mod op;
 pub mod softmax;

@@ -1,0 +1,532 @@
+//! The NVFP4 MoE kernels: the format's codecs on integer tiles, quantize / dequantize, and the grouped
+//! expert GEMMs (W4A16 on any arch with bf16/f16 MMA, sm_80 and up; the same structure with dense
+//! bf16/f16 weights as the peer).
+//!
+//! Packed NVFP4 bytes and e4m3 scale bytes are `i8` tensors (a `u8` runtime tensor binds to them); a
+//! loaded byte is widened to i32 and masked with `0xFF`, so the sign extension of the load never
+//! leaks into the nibbles. Every decode is exact integer work plus one exact i32 → f32 conversion
+//! and a multiplication by a power of two:
+//! - e2m1 nibble `s e e m`: `2·|v| = m` when `e = 0`, else `(2 + m) << (e - 1)`;
+//! - e4m3 byte `s eeee mmm`: `|v| = mant · 2^(max(e,1) - 1) · 2^-9` with `mant = m` (e = 0) or `8 + m`.
+//!
+//! The encodes are branch-free too: the e2m1 code of `|v|` is the number of grid midpoints below it
+//! (`>` or `>=` per midpoint so ties go to the even code), the e4m3 code of a block scale is
+//! `8·E + rne(v · 2^(9-E))` with `E` the number of powers of two `2^-5 … 2^8` at or below `v`
+//! (rounding by adding and subtracting `1.5 · 2^23`, exact in f32 for `0 <= x < 2^22`).
+
+/// The format's codecs on integer and f32 tiles (plain Rust over DSL values; traced into the kernels).
+pub mod codec {
+    use cutile::core::*;
+
+    /// `1.5 · 2^23`: adding and subtracting it rounds an f32 in `[0, 2^22)` to an integer, ties to even.
+    const RNE_MAGIC: f32 = 12_582_912.0;
+
+    /// The values of e2m1 nibbles (low 4 bits of `nib`, already `0..16`).
+    pub fn e2m1_decode<S: Shape>(nib: Tile<i32, S>) -> Tile<f32, S> {
+        let e = (nib >> 1i32) & 3i32;
+        let m = nib & 1i32;
+        let shift = (e - 1i32).max(0i32);
+        let twice = select(e.cmp_eq(0i32), m, (m + 2i32) << shift);
+        let mag = twice.cast::<f32>() * 0.5f32;
+        select((nib & 8i32).cmp_ne(0i32), -mag, mag)
+    }
+
+    /// The values of non-negative e4m3 bytes (`0..0x7F`, already masked).
+    pub fn e4m3_decode<S: Shape>(b: Tile<i32, S>) -> Tile<f32, S> {
+        let e = (b >> 3i32) & 15i32;
+        let m = b & 7i32;
+        let mant = select(e.cmp_eq(0i32), m, m + 8i32);
+        let pow = full::<i32, S>(1i32) << (e.max(1i32) - 1i32);
+        (mant * pow).cast::<f32>() * 0.001_953_125f32
+    }
+
+    /// The e4m3 codes of non-negative block scales `v <= 448` (round to nearest even, saturating).
+    pub fn e4m3_encode<S: Shape>(v: Tile<f32, S>) -> Tile<i32, S> {
+        let mut big_e = zeros::<i32, S>();
+        let mut p = 0.03125f32;
+        for _ in 0..14 {
+            big_e += v.cmp_ge(p).cast::<i32>();
+            p *= 2.0;
+        }
+        let scale = (full::<i32, S>(1i32) << (-big_e + 14i32)).cast::<f32>() * 0.03125f32;
+        let q = v * scale;
+        let n = ((q + RNE_MAGIC) - RNE_MAGIC).cast::<i32>();
+        (big_e * 8i32 + n).min(0x7Ei32)
+    }
+
+    /// The e2m1 nibbles of `v` (nearest, ties to even, magnitudes clamped to 6); bit 3 is the sign
+    /// bit of `x` (the element before scaling, so -0.0 keeps its sign).
+    pub fn e2m1_encode<S: Shape>(v: Tile<f32, S>, x: Tile<f32, S>) -> Tile<i32, S> {
+        let a = v.abs();
+        let code = a.cmp_gt(0.25f32).cast::<i32>()
+            + a.cmp_ge(0.75f32).cast::<i32>()
+            + a.cmp_gt(1.25f32).cast::<i32>()
+            + a.cmp_ge(1.75f32).cast::<i32>()
+            + a.cmp_gt(2.5f32).cast::<i32>()
+            + a.cmp_ge(3.5f32).cast::<i32>()
+            + a.cmp_gt(5.0f32).cast::<i32>();
+        let neg_zero = x.cmp_eq(0.0f32) & (full::<f32, S>(1.0f32) / x).cmp_lt(0.0f32);
+        let neg = x.cmp_lt(0.0f32) | neg_zero;
+        code + select(neg, 8i32, 0i32)
+    }
+}
+
+/// Top-k selection on `BT x EP` score tiles (plain Rust over DSL values, unrolled over `KP` slots).
+pub mod route {
+    use cutile::core::*;
+
+    /// `(ids, picked)`: the `KP` best experts of each row of `sel` in descending order (ties to the
+    /// lower id), and `p` at those experts. Columns `>= E` must hold -inf in `sel`.
+    pub fn top_k<const BT: i32, const EP: i32, const KP: i32>(
+        sel: Tile<f32, S2<BT, EP>>,
+        p: Tile<f32, S2<BT, EP>>,
+    ) -> (Tile<i32, S2<BT, KP>>, Tile<f32, S2<BT, KP>>) {
+        let cols = iota::<EP>()
+            .reshape::<S2<1, EP>>()
+            .broadcast::<S2<BT, EP>>();
+        let slots = iota::<KP>()
+            .reshape::<S2<1, KP>>()
+            .broadcast::<S2<BT, KP>>();
+        let mut sel = sel;
+        let mut ids = zeros::<i32, S2<BT, KP>>();
+        let mut picked = zeros::<f32, S2<BT, KP>>();
+        for j in 0..KP {
+            let m = sel.amax::<1>().broadcast::<S2<BT, EP>>();
+            let idx = select(sel.cmp_eq(m), cols, EP).amin::<1>();
+            let hit = cols.cmp_eq(idx.broadcast::<S2<BT, EP>>());
+            let w = select(hit, p, 0.0f32).sum::<1>();
+            let at_j = slots.cmp_eq(j);
+            ids = select(at_j, idx.broadcast::<S2<BT, KP>>(), ids);
+            picked = select(at_j, w.broadcast::<S2<BT, KP>>(), picked);
+            sel = select(hit, f32::NEG_INFINITY, sel);
+        }
+        (ids, picked)
+    }
+}
+
+/// The kernels, written in the DSL.
+#[cutile::module]
+pub mod kernels {
+    use super::codec::*;
+    use super::route;
+    use cutile::core::*;
+
+    /// Bytes (`i8`) as their `0..256` values.
+    pub fn unsigned<S: Shape>(b: Tile<i8, S>) -> Tile<i32, S> {
+        b.cast::<i32>() & 255i32
+    }
+
+    /// The dequantized `BN x BK` tile of rows `n·BN..` and columns `k·BK..` of group `g` of NVFP4
+    /// data (`w: [G, N, K/2]`, `s: [G, N, K/16]`, `global` the group's scale), in f32. `BKH = BK/2`,
+    /// `BKS = BK/16`.
+    pub fn dequant_tile<const BN: i32, const BK: i32, const BKH: i32, const BKS: i32>(
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: Scalar<f32>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> Tile<f32, S2<BN, BK>> {
+        let bytes = unsigned(
+            w.partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKH>>(),
+        );
+        let lo = e2m1_decode(bytes & 15i32).reshape::<S3<BN, BKH, 1>>();
+        let hi = e2m1_decode(bytes >> 4i32).reshape::<S3<BN, BKH, 1>>();
+        let vals = cat::<2, f32, S3<BN, BKH, 1>, S3<BN, BKH, 1>, S3<BN, BKH, 2>>(lo, hi)
+            .reshape::<S2<BN, BK>>();
+        let sc = unsigned(
+            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKS>>(),
+        );
+        let scale = (e4m3_decode(sc) * global)
+            .reshape::<S3<BN, BKS, 1>>()
+            .broadcast::<S3<BN, BKS, 16>>()
+            .reshape::<S2<BN, BK>>();
+        vals * scale
+    }
+
+    /// Element `i` of a rank-1 tensor, as a scalar.
+    pub fn at<E: ElementType>(t: &Tensor<E, S1<DYN>>, i: Scalar<i32>) -> Scalar<E> {
+        t.load_tile::<S1<1>>(i).reshape::<S0>().to_scalar()
+    }
+
+    /// `y[g] = dequantize(w[g], s[g], global[g])`, `y: [G, N, K]`; block `(p, g)` writes tile `p` of
+    /// `BN x BK` (row-major over the `N x K` tiles) of group `g`.
+    #[cutile::entry]
+    pub fn nvfp4_dequantize<
+        E: Float,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        y: &mut Tensor<E, S3<1, BN, BK>>,
+    ) {
+        let (p, g, _) = block_id();
+        let col_tiles = (y.dim(2) + (BK - 1)) / BK;
+        let n = p / col_tiles;
+        let k = p - n * col_tiles;
+        let t = dequant_tile::<BN, BK, BKH, BKS>(w, s, at(global, g), g, n, k);
+        // SAFETY: block `(p, g)` writes only tile `(g, n, k)`.
+        unsafe { y.store_at((g, n, k), t.cast::<E>().reshape::<S3<1, BN, BK>>()) };
+    }
+
+    /// Per-tile absolute maxima of `x: [G, R, K]`: block `(p, g)` writes `part[g, p]`, the maximum of
+    /// `|x|` over its `BR x BK` tile (row-major over the tiles of one group).
+    #[cutile::entry]
+    pub fn nvfp4_amax<E: Float, const BR: i32, const BK: i32>(
+        x: &Tensor<E, S3<DYN, DYN, DYN>>,
+        part: &mut Tensor<f32, S2<1, 1>>,
+    ) {
+        let (p, g, _) = block_id();
+        let col_tiles = (x.dim(2) + (BK - 1)) / BK;
+        let r = p / col_tiles;
+        let c = p - r * col_tiles;
+        let t = x
+            .partition_padded::<S3<1, BR, BK>>(Padding::Zero)
+            .load((g, r, c))
+            .reshape::<S2<BR, BK>>()
+            .cast::<f32>()
+            .abs();
+        let m = t.amax::<1>().amax::<0>();
+        // SAFETY: block `(p, g)` writes only element `(g, p)`.
+        unsafe { part.store_at((g, p), m) };
+    }
+
+    /// NVFP4 quantization of `x: [G, R, K]` given the per-tile maxima `part: [G, tiles]` of
+    /// `nvfp4_amax` (same `BR x BK` tiling): block `(p, g)` reduces its group's maxima to the global
+    /// scale `amax / 2688` (block 0 of the group stores it), then writes the codes `q: [G, R, K/2]`
+    /// and the e4m3 scales `s: [G, R, K/16]` of its tile.
+    #[cutile::entry]
+    pub fn nvfp4_quantize<
+        E: Float,
+        const BR: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        x: &Tensor<E, S3<DYN, DYN, DYN>>,
+        part: &Tensor<f32, S2<DYN, DYN>>,
+        q: &mut Tensor<i8, S3<1, BR, BKH>>,
+        s: &mut Tensor<i8, S3<1, BR, BKS>>,
+        global: &mut Tensor<f32, S1<1>>,
+    ) {
+        let (p, g, _) = block_id();
+        let pp = part.partition_padded::<S2<1, 1024>>(Padding::Zero);
+        let mut amax = zeros::<f32, S2<1, 1>>();
+        for c in 0..pp.num_tiles(1) {
+            amax = amax.max(pp.load((g, c)).amax::<1>());
+        }
+        let gs = amax.reshape::<S0>().to_scalar() / 2688.0f32;
+        if p == 0i32 {
+            // SAFETY: only block `(0, g)` writes element `g`.
+            unsafe { global.store_at(g, gs.splat::<S1<1>>()) };
+        }
+        let col_tiles = (x.dim(2) + (BK - 1)) / BK;
+        let r = p / col_tiles;
+        let c = p - r * col_tiles;
+        let t = x
+            .partition_padded::<S3<1, BR, BK>>(Padding::Zero)
+            .load((g, r, c))
+            .reshape::<S2<BR, BK>>()
+            .cast::<f32>();
+        let bamax = t.abs().reshape::<S3<BR, BKS, 16>>().amax_squeezed::<2>();
+        let gt = gs.splat::<S2<BR, BKS>>();
+        let safe_g = select(gt.cmp_eq(0.0f32), 1.0f32, gt);
+        let code = select(
+            gt.cmp_eq(0.0f32),
+            0i32,
+            e4m3_encode((bamax / 6.0f32) / safe_g),
+        );
+        let sd = e4m3_decode(code) * gt;
+        let inv = select(
+            sd.cmp_eq(0.0f32),
+            0.0f32,
+            full::<f32, S2<BR, BKS>>(1.0f32) / select(sd.cmp_eq(0.0f32), 1.0f32, sd),
+        );
+        let inv_full = inv
+            .reshape::<S3<BR, BKS, 1>>()
+            .broadcast::<S3<BR, BKS, 16>>()
+            .reshape::<S2<BR, BK>>();
+        let codes = e2m1_encode(t * inv_full, t).reshape::<S3<BR, BKH, 2>>();
+        let lo = codes.extract::<S3<BR, BKH, 1>>(&[0, 0, 0]);
+        let hi = codes.extract::<S3<BR, BKH, 1>>(&[0, 0, 1]);
+        let bytes = (lo | (hi << 4i32)).cast::<i8>().reshape::<S3<1, BR, BKH>>();
+        // SAFETY: block `(p, g)` writes only its tile `(g, r, c)` of `q` and of `s`.
+        unsafe { q.store_at((g, r, c), bytes) };
+        unsafe { s.store_at((g, r, c), code.cast::<i8>().reshape::<S3<1, BR, BKS>>()) };
+    }
+
+    /// The `BM` pair ids of row block `b` of the aligned order, their tokens and whether each row is
+    /// a real pair (padding rows hold `pairs`).
+    pub fn block_rows<const BM: i32>(
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        b: Scalar<i32>,
+        pairs: Scalar<i32>,
+        topk: Scalar<i32>,
+    ) -> (Tile<i32, S1<BM>>, Tile<i32, S1<BM>>, Tile<bool, S1<BM>>) {
+        let ids = sorted_ids.partition_padded::<S1<BM>>(Padding::Zero).load(b);
+        let valid = ids.cmp_lt(pairs.splat::<S1<BM>>());
+        let tok = ids / topk.splat::<S1<BM>>();
+        (ids, tok, valid)
+    }
+
+    /// `BM x BK` tile `k` of the rows `tok` of `x` (zero where `valid` is false or past the edge).
+    pub fn gather_rows<E: ElementType, const BM: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        tok: Tile<i32, S1<BM>>,
+        valid: Tile<bool, S1<BM>>,
+        k: Scalar<i32>,
+    ) -> Tile<E, S2<BM, BK>> {
+        let rows = tok.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BK>>();
+        let cols = (iota::<BK>() + k * BK)
+            .reshape::<S2<1, BK>>()
+            .broadcast::<S2<BM, BK>>();
+        let mask = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BK>>();
+        x.gather((rows, cols), Some(mask), 0i32)
+    }
+
+    /// Grouped GEMM 1 with NVFP4 weights (W4A16): for row block `b` of the aligned order (expert
+    /// `expert_ids[b]`) and column tile `n` of the intermediate, `h[rows, n] = silu(x[tok] · W13[e,
+    /// gate n]ᵀ) · (x[tok] · W13[e, I + gate n]ᵀ)`; weights dequantized in the kernel to `E`, f32
+    /// accumulation. `w: [E, 2I, H/2]`, `s: [E, 2I, H/16]`, `h: [P, I]`; blocks past `total` return.
+    /// Grid `(P_max / BM, I / BN, 1)`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        let (b, n, _) = block_id();
+        if b * BM < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let ge = at(global, e);
+            let (_ids, tok, valid) = block_rows::<BM>(sorted_ids, b, x.dim(0) * topk, topk);
+            let up_n = n + h.dim(1) / BN;
+            let mut acc_g = zeros::<f32, S2<BM, BN>>();
+            let mut acc_u = zeros::<f32, S2<BM, BN>>();
+            for k in 0..(x.dim(1) + (BK - 1)) / BK {
+                let a = gather_rows::<E, BM, BK>(x, tok, valid, k);
+                let wg = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, n, k).cast::<E>();
+                let wu = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, up_n, k).cast::<E>();
+                acc_g = mma(a, wg.transpose(), acc_g);
+                acc_u = mma(a, wu.transpose(), acc_u);
+            }
+            let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
+            // SAFETY: block `(b, n)` writes only tile `(b, n)`.
+            unsafe { h.store_at((b, n), (acc_g * sig * acc_u).cast::<E>()) };
+        }
+    }
+
+    /// Grouped GEMM 1 with dense weights `w: [E, 2I, H]` (the bf16/f16 peer of `moe_gemm1_w4a16`).
+    #[cutile::entry]
+    pub fn moe_gemm1_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        let (b, n, _) = block_id();
+        if b * BM < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let (_ids, tok, valid) = block_rows::<BM>(sorted_ids, b, x.dim(0) * topk, topk);
+            let up_n = n + h.dim(1) / BN;
+            let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+            let mut acc_g = zeros::<f32, S2<BM, BN>>();
+            let mut acc_u = zeros::<f32, S2<BM, BN>>();
+            for k in 0..(x.dim(1) + (BK - 1)) / BK {
+                let a = gather_rows::<E, BM, BK>(x, tok, valid, k);
+                let wg = pw.load((e, n, k)).reshape::<S2<BN, BK>>();
+                let wu = pw.load((e, up_n, k)).reshape::<S2<BN, BK>>();
+                acc_g = mma(a, wg.transpose(), acc_g);
+                acc_u = mma(a, wu.transpose(), acc_u);
+            }
+            let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
+            // SAFETY: block `(b, n)` writes only tile `(b, n)`.
+            unsafe { h.store_at((b, n), (acc_g * sig * acc_u).cast::<E>()) };
+        }
+    }
+
+    /// Writes `acc · weights[ids]` (f32) to the rows `ids` of `y: [T·k, H]`, columns `n·BN..`.
+    pub fn scatter_weighted<const BM: i32, const BN: i32>(
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        ids: Tile<i32, S1<BM>>,
+        valid: Tile<bool, S1<BM>>,
+        n: Scalar<i32>,
+        acc: Tile<f32, S2<BM, BN>>,
+    ) {
+        let wt = weights.gather(ids, Some(valid), 0i32);
+        let out = acc * wt.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
+        let rows = ids.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
+        let cols = (iota::<BN>() + n * BN)
+            .reshape::<S2<1, BN>>()
+            .broadcast::<S2<BM, BN>>();
+        let mask = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
+        // SAFETY: every real pair id occurs once in the aligned order, so block `(b, n)` is the only
+        // writer of rows `ids` in columns `n·BN..(n+1)·BN`.
+        unsafe { y.scatter((rows, cols), out, Some(mask)) };
+    }
+
+    /// Grouped GEMM 2 with NVFP4 weights: `y[id, n] = weights[id] · (h[rows] · W2[e, n]ᵀ)` for the
+    /// real rows of block `b` (f32 `y: [T·k, H]`; the top-k sum is `moe_combine`). `w: [E, H, I/2]`,
+    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, 1)`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let (b, n, _) = block_id();
+        if b * BM < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let ge = at(global, e);
+            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, b, y.dim(0), scalar::<i32>(1i32));
+            let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..ph.num_tiles(1) {
+                let wt = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, n, k).cast::<E>();
+                acc = mma(ph.load((b, k)), wt.transpose(), acc);
+            }
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+        }
+    }
+
+    /// Grouped GEMM 2 with dense weights `w: [E, H, I]` (the peer of `moe_gemm2_w4a16`).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let (b, n, _) = block_id();
+        if b * BM < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, b, y.dim(0), scalar::<i32>(1i32));
+            let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
+            let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..ph.num_tiles(1) {
+                let wt = pw.load((e, n, k)).reshape::<S2<BN, BK>>();
+                acc = mma(ph.load((b, k)), wt.transpose(), acc);
+            }
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+        }
+    }
+
+    /// `MODE` of `moe_route`: softmax, top-k probabilities as they are.
+    pub const SOFTMAX: i32 = 0;
+    /// `MODE`: softmax, top-k probabilities divided by their sum.
+    pub const SOFTMAX_RENORM: i32 = 1;
+    /// `MODE`: sigmoid; experts chosen by `sigmoid + bias`, weights the chosen sigmoids divided by
+    /// their sum times `scale` (DeepSeek-V3 without expert groups).
+    pub const SIGMOID_BIAS: i32 = 2;
+
+    /// Router logits `[T, E]` → `ids`, `weights` `[T, k]` (`E <= EP`, `k <= KP`); block `p` routes
+    /// tokens `p·BT..`. `bias: [E]` is read in `SIGMOID_BIAS` mode only. Grid = tiles of `ids`.
+    #[cutile::entry]
+    pub fn moe_route<E: Float, const MODE: i32, const BT: i32, const EP: i32, const KP: i32>(
+        logits: &Tensor<E, S2<DYN, DYN>>,
+        bias: &Tensor<f32, S1<DYN>>,
+        scale: Scalar<f32>,
+        ids: &mut Tensor<i32, S2<BT, KP>>,
+        weights: &mut Tensor<f32, S2<BT, KP>>,
+    ) {
+        let t = block_id_x();
+        let v = logits
+            .partition_padded::<S2<BT, EP>>(Padding::NegInf)
+            .load((t, 0i32))
+            .cast::<f32>();
+        let k = ids.dim(1);
+        let slot_ok = iota::<KP>()
+            .reshape::<S2<1, KP>>()
+            .broadcast::<S2<BT, KP>>()
+            .cmp_lt(k.splat::<S2<BT, KP>>());
+        if MODE == SIGMOID_BIAS {
+            let p = full::<f32, S2<BT, EP>>(1.0f32) / ((-v).exp() + 1.0f32);
+            let b = bias
+                .partition_padded::<S1<EP>>(Padding::NegInf)
+                .load(0i32)
+                .reshape::<S2<1, EP>>()
+                .broadcast::<S2<BT, EP>>();
+            let (top, picked) = route::top_k::<BT, EP, KP>(p + b, p);
+            let sum = select(slot_ok, picked, 0.0f32)
+                .sum::<1>()
+                .broadcast::<S2<BT, KP>>();
+            ids.store(top);
+            weights.store(picked / sum * scale.splat::<S2<BT, KP>>());
+        } else {
+            let m = v.amax::<1>().broadcast::<S2<BT, EP>>();
+            let ex = (v - m).exp();
+            let p = ex / ex.sum::<1>().broadcast::<S2<BT, EP>>();
+            let (top, picked) = route::top_k::<BT, EP, KP>(p, p);
+            ids.store(top);
+            if MODE == SOFTMAX_RENORM {
+                let sum = select(slot_ok, picked, 0.0f32)
+                    .sum::<1>()
+                    .broadcast::<S2<BT, KP>>();
+                weights.store(picked / sum);
+            } else {
+                weights.store(picked);
+            }
+        }
+    }
+
+    /// The deterministic top-k combine: `out[t, c] = Σ_j y[t, j, c]` in slot order `j = 0..k`
+    /// (`y: [T, k, H]` f32, `out: [T, H]`). Grid = tiles of `out`.
+    #[cutile::entry]
+    pub fn moe_combine<E: Float, const BT: i32, const BH: i32>(
+        y: &Tensor<f32, S3<DYN, DYN, DYN>>,
+        out: &mut Tensor<E, S2<BT, BH>>,
+    ) {
+        let (t, c, _) = block_id();
+        let py = y.partition_padded::<S3<BT, 1, BH>>(Padding::Zero);
+        let mut acc = zeros::<f32, S3<BT, 1, BH>>();
+        for j in 0..y.dim(1) {
+            acc += py.load((t, j, c));
+        }
+        out.store(acc.reshape::<S2<BT, BH>>().cast::<E>());
+    }
+}

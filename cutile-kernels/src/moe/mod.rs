@@ -1,0 +1,151 @@
+//! NVFP4 mixture-of-experts (issue 12): the NVFP4 weight format, its quantize / dequantize kernels, and
+//! the grouped expert GEMMs of a MoE layer on Hopper-class GPUs as weight-only W4A16 (e2m1 nibbles and
+//! e4m3 scales decoded to bf16/f16 in the kernel, bf16/f16 MMA with f32 accumulation), with the same
+//! GEMMs over dense bf16/f16 weights as the peer.
+//!
+//! Layouts (the issue's): `W13: [E, 2I, H/2]` bytes (row `n` of expert `e` holds `K = H` values, byte
+//! `j` element `2j` in the low nibble and `2j+1` in the high one; gate rows `0..I`, up rows `I..2I`),
+//! `S13: [E, 2I, H/16]` e4m3 bytes, `G13: [E]` f32; `W2: [E, H, I/2]`, `S2: [E, H, I/16]`, `G2: [E]`.
+//!
+//! A layer runs `moe_gemm1_*` (rows of `x` gathered in the expert-sorted, block-padded order of
+//! `moe_align_block_size`; SiLU(gate)·up in the epilogue, `h: [P, I]` in that order), `moe_gemm2_*`
+//! (routed weight in the epilogue, each pair's row scattered to `y: [T·k, H]` f32) and `moe_combine`
+//! (`out[t] = Σ_j y[t·k + j]` in slot order): a deterministic combine, see `docs/moe.md`.
+//!
+//! - [`reference`](mod@reference): the CPU references (format, routing, alignment, expert computation);
+//! - [`kernels`]: the DSL kernels, [`codec`] the format on tiles;
+//! - [`host`]: quantize / dequantize, routing and one MoE layer over runtime tensors;
+//! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
+//!
+//! Not built yet: the GPU alignment kernel (the layer takes the aligned order as input;
+//! [`reference::align_block_size`] computes it on the CPU), registry ops and
+//! harness workloads (see `docs/moe.md`).
+
+mod dsl;
+pub mod host;
+pub mod reference;
+
+pub use dsl::{codec, kernels};
+pub use host::{MoeElem, Routing, Weights, moe_layer, moe_route, nvfp4_dequantize, nvfp4_quantize};
+
+use crate::catalog::CompileJob;
+use cutile::dsl::TensorMeta;
+use cutile_ir::ScalarType::{self, *};
+
+/// The W4A16 GEMM tile: `BM` rows of the aligned order, `BN` output columns, `BK` of K per step
+/// (`BK/2` packed bytes and `BK/16` scales per weight row).
+pub const GEMM_TILE: (i32, i32, i32) = (64, 64, 64);
+
+fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
+    TensorMeta::contiguous(dt, shape)
+}
+
+/// The catalog's specializations of the family (one per kernel, bf16; the router f32): 9 kernels, compiled for
+/// sm_80, sm_90, sm_100 and sm_120 by `cargo xtask kernels`. Shapes: a small MoE layer (T = 256,
+/// H = 1024, I = 512, E = 8, top-2, P_max = 1024 rows of 64).
+pub fn compile_jobs() -> Vec<CompileJob> {
+    use half::bf16;
+    let (t, h, i, e, k) = (256i64, 1024i64, 512i64, 8i64, 2i64);
+    let p = crate::moe::reference::max_padded((t * k) as usize, e as usize, 64) as i64;
+    let ids = || vec![meta(I32, &[p]), meta(I32, &[p / 64]), meta(I32, &[1])];
+    let mut jobs = Vec::new();
+    let job = |name: &'static str, spec: &str, k: cutile::dsl::Kernel, m: Vec<TensorMeta>| {
+        CompileJob::dsl(name, spec.into(), k, m)
+    };
+    jobs.push(job(
+        "nvfp4_dequantize",
+        "E=bf16 BN=64 BK=128",
+        kernels::nvfp4_dequantize::kernel::<bf16, 64, 128, 64, 8>(),
+        vec![
+            meta(I8, &[e, 2 * i, h / 2]),
+            meta(I8, &[e, 2 * i, h / 16]),
+            meta(F32, &[e]),
+            meta(BF16, &[e, 2 * i, h]),
+        ],
+    ));
+    let tiles = (2 * i / 16) * (h / 256);
+    jobs.push(job(
+        "nvfp4_amax",
+        "E=bf16 BR=16 BK=256",
+        kernels::nvfp4_amax::kernel::<bf16, 16, 256>(),
+        vec![meta(BF16, &[e, 2 * i, h]), meta(F32, &[e, tiles])],
+    ));
+    jobs.push(job(
+        "nvfp4_quantize",
+        "E=bf16 BR=16 BK=256",
+        kernels::nvfp4_quantize::kernel::<bf16, 16, 256, 128, 16>(),
+        vec![
+            meta(BF16, &[e, 2 * i, h]),
+            meta(F32, &[e, tiles]),
+            meta(I8, &[e, 2 * i, h / 2]),
+            meta(I8, &[e, 2 * i, h / 16]),
+            meta(F32, &[e]),
+        ],
+    ));
+    let mut g1 = vec![
+        meta(BF16, &[t, h]),
+        meta(I8, &[e, 2 * i, h / 2]),
+        meta(I8, &[e, 2 * i, h / 16]),
+        meta(F32, &[e]),
+    ];
+    g1.extend(ids());
+    g1.push(meta(BF16, &[p, i]));
+    jobs.push(job(
+        "moe_gemm1_w4a16",
+        "E=bf16 BM=64 BN=64 BK=64",
+        kernels::moe_gemm1_w4a16::kernel::<bf16, 64, 64, 64, 32, 4>(),
+        g1,
+    ));
+    let mut d1 = vec![meta(BF16, &[t, h]), meta(BF16, &[e, 2 * i, h])];
+    d1.extend(ids());
+    d1.push(meta(BF16, &[p, i]));
+    jobs.push(job(
+        "moe_gemm1_dense",
+        "E=bf16 BM=64 BN=64 BK=64",
+        kernels::moe_gemm1_dense::kernel::<bf16, 64, 64, 64>(),
+        d1,
+    ));
+    let mut g2 = vec![
+        meta(BF16, &[p, i]),
+        meta(I8, &[e, h, i / 2]),
+        meta(I8, &[e, h, i / 16]),
+        meta(F32, &[e]),
+    ];
+    g2.extend(ids());
+    g2.push(meta(F32, &[t * k]));
+    g2.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_w4a16",
+        "E=bf16 BM=64 BN=64 BK=64",
+        kernels::moe_gemm2_w4a16::kernel::<bf16, 64, 64, 64, 32, 4>(),
+        g2,
+    ));
+    let mut d2 = vec![meta(BF16, &[p, i]), meta(BF16, &[e, h, i])];
+    d2.extend(ids());
+    d2.push(meta(F32, &[t * k]));
+    d2.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_dense",
+        "E=bf16 BM=64 BN=64 BK=64",
+        kernels::moe_gemm2_dense::kernel::<bf16, 64, 64, 64>(),
+        d2,
+    ));
+    jobs.push(job(
+        "moe_route",
+        "L=f32 MODE=sigmoid_bias BT=16 EP=64 KP=8",
+        kernels::moe_route::kernel::<f32, { kernels::SIGMOID_BIAS }, 16, 64, 8>(),
+        vec![
+            meta(F32, &[t, 64]),
+            meta(F32, &[64]),
+            meta(I32, &[t, 8]),
+            meta(F32, &[t, 8]),
+        ],
+    ));
+    jobs.push(job(
+        "moe_combine",
+        "E=bf16 BT=8 BH=512",
+        kernels::moe_combine::kernel::<bf16, 8, 512>(),
+        vec![meta(F32, &[t, k, h]), meta(BF16, &[t, h])],
+    ));
+    jobs
+}

@@ -1,0 +1,659 @@
+//! The NVFP4 MoE family without a GPU:
+//!
+//! - the format: every e2m1 and e4m3 code decodes to its value and re-encodes to itself, rounding at
+//!   every midpoint goes to the even code, saturation, zeros and negative zero, the scales of the
+//!   issue's formulas, block boundaries (each 16-element block has its own scale) and the packing;
+//! - routing (softmax with and without renormalization, sigmoid with a selection-only bias), the
+//!   alignment of (token, expert) pairs to GEMM row blocks, and the dense MoE reference on tiny shapes;
+//! - the catalog's kernels compile for sm_80, sm_90, sm_100 and sm_120;
+//! - on a GPU (ignored without `--include-ignored`, skipped without a device): quantize and dequantize
+//!   bit-exact against the CPU reference (bf16, f16, ragged rows), and MoE layers (W4A16 and dense)
+//!   against the reference: ragged T, 8/64 experts, top-1/2/8, an empty expert, one expert taking
+//!   every token.
+
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::runtime::{DeviceElement, Stream, Tensor};
+use cutile_kernels::moe::reference::{self as r, RoutingMode};
+use cutile_kernels::moe::{self, MoeElem, Routing, Weights};
+use half::{bf16, f16};
+
+#[test]
+fn e2m1_codes_decode_and_roundtrip() {
+    let want = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    for code in 0u8..16 {
+        let v = r::e2m1_decode(code);
+        let mag = want[usize::from(code & 7)];
+        assert_eq!(v.abs(), mag, "code {code:#x}");
+        assert_eq!(v.is_sign_negative(), code & 8 != 0, "code {code:#x}");
+        assert_eq!(r::e2m1_encode(v), code, "code {code:#x} ({v})");
+    }
+    // The high nibble is ignored by decode.
+    assert_eq!(r::e2m1_decode(0xF3), 1.5);
+}
+
+#[test]
+fn e2m1_rounds_to_nearest_even_and_saturates() {
+    let cases: &[(f32, u8)] = &[
+        (0.25, 0),
+        (0.2500001, 1),
+        (0.7499999, 1),
+        (0.75, 2),
+        (1.25, 2),
+        (1.2500001, 3),
+        (1.75, 4),
+        (2.5, 4),
+        (2.5000002, 5),
+        (3.5, 6),
+        (5.0, 6),
+        (5.0000005, 7),
+        (6.0, 7),
+        (7.0, 7),
+        (1e30, 7),
+        (f32::INFINITY, 7),
+        (0.1, 0),
+    ];
+    for &(v, code) in cases {
+        assert_eq!(r::e2m1_encode(v), code, "{v}");
+        assert_eq!(r::e2m1_encode(-v), code | 8, "-{v}");
+    }
+    assert_eq!(r::e2m1_encode(0.0), 0);
+    assert_eq!(r::e2m1_encode(-0.0), 8);
+    assert_eq!(
+        r::e2m1_encode(-0.1),
+        8,
+        "negative values rounding to zero keep the sign"
+    );
+    // Exhaustive: every f32 near the grid encodes to its nearest grid value.
+    let mut v = -7.0f32;
+    while v <= 7.0 {
+        let got = r::e2m1_decode(r::e2m1_encode(v));
+        let best = r::E2M1_GRID
+            .iter()
+            .map(|g| (v.abs().min(6.0) - g).abs())
+            .fold(f32::INFINITY, f32::min);
+        assert_eq!((v.abs().min(6.0) - got.abs()).abs(), best, "{v}");
+        v += 1.0 / 64.0;
+    }
+}
+
+#[test]
+fn e4m3_codes_decode_and_roundtrip() {
+    // Known values.
+    assert_eq!(r::e4m3_decode(0x00), 0.0);
+    assert_eq!(r::e4m3_decode(0x01), 2f32.powi(-9));
+    assert_eq!(r::e4m3_decode(0x07), 7.0 * 2f32.powi(-9));
+    assert_eq!(r::e4m3_decode(0x08), 2f32.powi(-6));
+    assert_eq!(r::e4m3_decode(0x38), 1.0);
+    assert_eq!(r::e4m3_decode(0x7E), 448.0);
+    assert_eq!(r::e4m3_decode(0xB8), -1.0);
+    assert!(r::e4m3_decode(0x7F).is_nan());
+    assert!(r::e4m3_decode(0xFF).is_nan());
+    // Every non-negative finite code re-encodes to itself and the values increase.
+    let mut prev = -1.0;
+    for c in 0u8..=0x7E {
+        let v = r::e4m3_decode(c);
+        assert!(v > prev, "{c:#x}");
+        prev = v;
+        if c > 0 {
+            assert_eq!(r::e4m3_encode(v), c, "{c:#x}");
+        }
+        // Midpoints go to the even code.
+        if c < 0x7E {
+            let mid = (v + r::e4m3_decode(c + 1)) / 2.0;
+            let want = if c % 2 == 0 { c } else { c + 1 };
+            assert_eq!(r::e4m3_encode(mid), want, "midpoint after {c:#x}");
+        }
+    }
+    assert_eq!(r::e4m3_encode(500.0), 0x7E, "saturates at 448");
+    assert_eq!(r::e4m3_encode(1e-9), 0, "underflows to zero");
+    assert_eq!(
+        r::e4m3_encode(2f32.powi(-10)),
+        0,
+        "half the smallest subnormal ties to 0"
+    );
+    assert_eq!(r::e4m3_encode(2f32.powi(-10) * 1.01), 1);
+}
+
+/// A matrix with one block holding the tensor's maximum, zero blocks, negative zeros and values on
+/// the e2m1 grid of their block.
+fn sample(rows: usize, k: usize) -> Vec<f32> {
+    (0..rows * k)
+        .map(|i| {
+            let (r, c) = (i / k, i % k);
+            let b = c / r::BLOCK;
+            match (r + b) % 5 {
+                0 => 0.0,
+                1 => -0.0,
+                2 => ((c % 7) as f32 - 3.0) * 0.37 * (r + 1) as f32,
+                3 => r::E2M1_GRID[c % 8] * if c % 2 == 0 { 1.0 } else { -1.0 },
+                _ => ((i * 2654435761) % 1000) as f32 / 100.0 - 5.0,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn quantize_follows_the_scale_formulas() {
+    let (rows, k) = (6, 64);
+    let x = sample(rows, k);
+    let q = r::quantize_rows(&x, rows, k, 3).unwrap();
+    assert_eq!(q.packed.len(), rows * k / 2);
+    assert_eq!(q.scales.len(), rows * k / 16);
+    assert_eq!(q.global.len(), 2);
+    for g in 0..2 {
+        let amax = x[g * 3 * k..(g + 1) * 3 * k]
+            .iter()
+            .fold(0f32, |m, v| m.max(v.abs()));
+        assert_eq!(q.global[g], amax / 2688.0);
+    }
+    for row in 0..rows {
+        let g = q.global[row / 3];
+        for b in 0..k / 16 {
+            let blk = &x[row * k + b * 16..row * k + b * 16 + 16];
+            let bamax = blk.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let code = q.scales[row * k / 16 + b];
+            assert_eq!(code, r::e4m3_encode(bamax / 6.0 / g));
+            let s = r::e4m3_decode(code) * g;
+            for (i, &v) in blk.iter().enumerate() {
+                let c = b * 16 + i;
+                let byte = q.packed[row * k / 2 + c / 2];
+                let nib = if c % 2 == 0 { byte & 15 } else { byte >> 4 };
+                let want = if s == 0.0 {
+                    r::e2m1_encode(v * 0.0)
+                } else {
+                    r::e2m1_encode(v / s)
+                };
+                assert_eq!(nib, want, "({row}, {c})");
+                // Error bound of the format: half a grid step of the block's scale, at most 1 · s
+                // (between 4 and 6), plus the scale's own rounding (2^-4 relative) for clamped values.
+                let d = r::dequant_at(&q, row, c);
+                assert!(
+                    (d - v).abs() <= s * 1.0 + bamax * 0.0625 + 1e-30,
+                    "({row}, {c}): {v} → {d}"
+                );
+                assert_eq!(
+                    d.is_sign_negative() && d == 0.0,
+                    v.is_sign_negative() && d == 0.0
+                );
+            }
+        }
+    }
+    // A zero block stores zero codes with the signs of its elements and a zero scale.
+    let zero_rows = r::quantize_rows(&[-0.0; 32], 1, 32, 1).unwrap();
+    assert_eq!(zero_rows.global, vec![0.0]);
+    assert_eq!(zero_rows.scales, vec![0, 0]);
+    assert!(zero_rows.packed.iter().all(|&b| b == 0x88));
+    assert!(r::dequantize(&zero_rows).iter().all(|v| *v == 0.0));
+}
+
+#[test]
+fn block_boundaries_get_their_own_scale() {
+    // Block 0 is small, block 1 holds the maximum: without per-block scales block 0 would round to
+    // zero.
+    let mut x = vec![0.01f32; 32];
+    x[16..].fill(100.0);
+    x[31] = -100.0;
+    let q = r::quantize_rows(&x, 1, 32, 1).unwrap();
+    assert_ne!(q.scales[0], q.scales[1]);
+    assert_eq!(q.scales[1], 0x7E, "the tensor's max block gets scale 448");
+    let d = r::dequantize(&q);
+    for (i, (&a, &b)) in x.iter().zip(&d).enumerate() {
+        assert!((a - b).abs() <= a.abs() * 0.07, "{i}: {a} → {b}");
+    }
+    assert_eq!(d[31], -100.0);
+    // Element 15 and 16 sit in bytes 7 (high nibble) and 8 (low nibble).
+    assert_eq!(
+        q.packed[8] & 0xF,
+        r::e2m1_encode(100.0 / (448.0 * q.global[0]))
+    );
+}
+
+#[test]
+fn exact_grid_values_roundtrip() {
+    // A block whose max is 6·448·global holds grid values exactly.
+    let mut x = vec![0f32; 32];
+    for (i, v) in x.iter_mut().enumerate() {
+        *v = r::E2M1_GRID[i % 8] * if i % 3 == 0 { -1.0 } else { 1.0 } * 2.0;
+    }
+    x[7] = 12.0;
+    x[23] = 12.0;
+    let q = r::quantize_rows(&x, 1, 32, 1).unwrap();
+    // Bit-exact, negative zeros included.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&r::dequantize(&q)), bits(&x));
+}
+
+#[test]
+fn quantize_rejects_bad_sizes() {
+    assert!(
+        r::quantize_rows(&[0.0; 16], 1, 16, 1).is_none(),
+        "k must be a multiple of 32"
+    );
+    assert!(r::quantize_rows(&[0.0; 64], 2, 32, 3).is_none());
+    assert!(r::quantize_rows(&[0.0; 63], 2, 32, 1).is_none());
+}
+
+#[test]
+fn routing_modes() {
+    let logits = [1.0f32, 3.0, 2.0, 3.0, -1.0, 0.0, 0.5, 0.25];
+    let (ids, w) = r::route(
+        &logits,
+        2,
+        4,
+        2,
+        RoutingMode::SoftmaxTopK { renormalize: false },
+        None,
+    );
+    assert_eq!(ids, vec![1, 3, 2, 3], "ties go to the lower expert");
+    let p: f64 = (3f64).exp() / [1f64, 3.0, 2.0, 3.0].iter().map(|v| v.exp()).sum::<f64>();
+    assert!((f64::from(w[0]) - p).abs() < 1e-6);
+    let (_, w) = r::route(
+        &logits,
+        2,
+        4,
+        2,
+        RoutingMode::SoftmaxTopK { renormalize: true },
+        None,
+    );
+    assert!((w[0] + w[1] - 1.0).abs() < 1e-6 && (w[0] - 0.5).abs() < 1e-6);
+    // The bias changes the selection but not the weights.
+    let bias = [0.0f32, 0.0, 0.0, 10.0];
+    let (ids, w) = r::route(
+        &logits[..4],
+        1,
+        4,
+        2,
+        RoutingMode::SigmoidBias { scale: 2.5 },
+        Some(&bias),
+    );
+    assert_eq!(ids, vec![3, 1]);
+    let s = |v: f64| 1.0 / (1.0 + (-v).exp());
+    assert!((f64::from(w[0]) - 2.5 * s(3.0) / (2.0 * s(3.0))).abs() < 1e-6);
+    let bias = [10.0f32, 0.0, 0.0, 0.0];
+    let (ids, w) = r::route(
+        &logits[..4],
+        1,
+        4,
+        2,
+        RoutingMode::SigmoidBias { scale: 1.0 },
+        Some(&bias),
+    );
+    assert_eq!(ids, vec![0, 1]);
+    assert!((f64::from(w[0]) - s(1.0) / (s(1.0) + s(3.0))).abs() < 1e-6);
+}
+
+#[test]
+fn align_pads_every_expert_to_the_block() {
+    // 5 tokens, top-2 over 4 experts; expert 2 gets nothing, expert 0 every token.
+    let ids = [0, 1, 0, 3, 0, 1, 0, 3, 0, 1];
+    let a = r::align_block_size(&ids, 4, 4);
+    let s = 10;
+    assert_eq!(
+        a.sorted_ids,
+        vec![0, 2, 4, 6, 8, s, s, s, 1, 5, 9, s, 3, 7, s, s]
+    );
+    assert_eq!(a.expert_ids, vec![0, 0, 1, 3]);
+    assert_eq!(a.total, 16);
+    assert!(a.total <= r::max_padded(ids.len(), 4, 4));
+    // Every pair appears exactly once; blocks hold only their expert's pairs.
+    let mut seen = vec![0; ids.len()];
+    for (row, &p) in a.sorted_ids.iter().enumerate() {
+        if p < s {
+            seen[p as usize] += 1;
+            assert_eq!(ids[p as usize], a.expert_ids[row / 4]);
+        }
+    }
+    assert!(seen.iter().all(|&n| n == 1));
+    let empty = r::align_block_size(&[], 8, 16);
+    assert_eq!(empty.total, 0);
+}
+
+#[test]
+fn dense_moe_matches_a_hand_computed_layer() {
+    // One token, two experts, top-1: out = w · W2[e] (silu(g) · u).
+    let (t, h, i, k) = (1, 2, 1, 1);
+    let x = [1.0f32, 2.0];
+    let w13 = [1.0f32, 0.0, 0.0, 1.0, /* e1 */ 0.5, 0.5, 1.0, 1.0];
+    let w2 = [1.0f32, -1.0, /* e1 */ 2.0, 3.0];
+    let out = r::moe_dense(&x, &w13, &w2, &[1], &[0.5], (t, h, i, k), |v| v);
+    let g = 1.5f64;
+    let a = g / (1.0 + (-g).exp()) * 3.0;
+    assert!((f64::from(out[0]) - 0.5 * 2.0 * a).abs() < 1e-5);
+    assert!((f64::from(out[1]) - 0.5 * 3.0 * a).abs() < 1e-5);
+}
+
+/// Every catalog specialization of the family specializes, verifies, and with tileiras compiles for
+/// sm_80, sm_90, sm_100 and sm_120.
+#[test]
+fn catalog_kernels_compile_for_four_archs() {
+    use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+    let jobs = cutile_kernels::moe::compile_jobs();
+    assert_eq!(jobs.len(), 9);
+    let mut specialized = Vec::new();
+    for j in &jobs {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let s = k
+            .specialize(metas)
+            .unwrap_or_else(|e| panic!("{} {}: {e}", j.kernel, j.specialization));
+        specialized.push((j.kernel, s));
+    }
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(
+                std::env::var_os("CUTILE_REQUIRE_TOOLS").is_none(),
+                "CUTILE_REQUIRE_TOOLS is set but tileiras is missing: {e}"
+            );
+            eprintln!("SKIPPED: tileiras not found ({e})");
+            return;
+        }
+    };
+    for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+        for (name, s) in &specialized {
+            s.compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{name} {arch:?}: {e}\n{}", s.ir_text()));
+        }
+    }
+}
+
+fn to_e<E: DeviceElement>(v: &[f32]) -> Vec<E> {
+    v.iter().map(|&x| E::from_f64(f64::from(x))).collect()
+}
+fn from_e<E: DeviceElement>(v: &[E]) -> Vec<f32> {
+    v.iter().map(|x| x.to_f64() as f32).collect()
+}
+fn bytes(v: &[u8]) -> Vec<i8> {
+    v.iter().map(|&b| b as i8).collect()
+}
+fn unbytes(v: &[i8]) -> Vec<u8> {
+    v.iter().map(|&b| b as u8).collect()
+}
+
+fn quantize_case<E: MoeElem>(s: &Stream, g: usize, rows: usize, k: usize, seed: u64) {
+    let d = s.device();
+    let x: Vec<f32> = from_e::<E>(&to_e::<E>(
+        &common::data(g * rows * k, seed)
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if i % 97 == 5 {
+                    -0.0
+                } else {
+                    v * (1 + i % 13) as f32
+                }
+            })
+            .collect::<Vec<_>>(),
+    ));
+    let want = r::quantize_rows(&x, g * rows, k, rows).unwrap();
+    let (gi, ri, ki) = (g as i64, rows as i64, k as i64);
+    let tx = Tensor::from_host(d, &to_e::<E>(&x), &[gi, ri, ki]).unwrap();
+    let mut q = Tensor::<i8>::zeros(d, &[gi, ri, ki / 2]).unwrap();
+    let mut sc = Tensor::<i8>::zeros(d, &[gi, ri, ki / 16]).unwrap();
+    let mut gl = Tensor::<f32>::zeros(d, &[gi]).unwrap();
+    moe::nvfp4_quantize(s, &tx, &mut q, &mut sc, &mut gl).unwrap();
+    assert_eq!(gl.to_host().unwrap(), want.global, "global scales");
+    assert_eq!(unbytes(&sc.to_host().unwrap()), want.scales, "block scales");
+    assert_eq!(unbytes(&q.to_host().unwrap()), want.packed, "codes");
+    // Dequantize the reference's data.
+    let tw = Tensor::from_host(d, &bytes(&want.packed), &[gi, ri, ki / 2]).unwrap();
+    let ts = Tensor::from_host(d, &bytes(&want.scales), &[gi, ri, ki / 16]).unwrap();
+    let tg = Tensor::from_host(d, &want.global, &[gi]).unwrap();
+    let mut y = Tensor::<E>::zeros(d, &[gi, ri, ki]).unwrap();
+    moe::nvfp4_dequantize(s, &tw, &ts, &tg, &mut y).unwrap();
+    let want_y = from_e::<E>(&to_e::<E>(&r::dequantize(&want)));
+    let got = from_e::<E>(&y.to_host().unwrap());
+    for (i, (a, b)) in got.iter().zip(&want_y).enumerate() {
+        assert!(
+            a.to_bits() == b.to_bits() || (*a == 0.0 && *b == 0.0),
+            "element {i}: {a} != {b}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_quantize_dequantize_bit_exact() {
+    let Some((_d, s)) = common::gpu_device("gpu_quantize_dequantize_bit_exact") else {
+        return;
+    };
+    quantize_case::<bf16>(&s, 1, 1, 256, 1);
+    quantize_case::<bf16>(&s, 3, 37, 512, 2);
+    quantize_case::<f16>(&s, 2, 50, 768, 3);
+}
+
+/// One layer case: `t` tokens, `e` experts, top-`k`, `h x i`; `force` routes every token's first
+/// slot to expert 0 and never to expert 1 (an empty expert) when set.
+fn layer_case<E: MoeElem>(
+    s: &Stream,
+    (t, e, k, h, i): (usize, usize, usize, usize, usize),
+    force: bool,
+    nvfp4: bool,
+    seed: u64,
+) {
+    let d = s.device();
+    let x = from_e::<E>(&to_e::<E>(&common::data(t * h, seed)));
+    let w13f: Vec<f32> = common::data(e * 2 * i * h, seed + 1)
+        .iter()
+        .map(|v| v * 0.2)
+        .collect();
+    let w2f: Vec<f32> = common::data(e * h * i, seed + 2)
+        .iter()
+        .map(|v| v * 0.2)
+        .collect();
+    let logits = common::data(t * e, seed + 3);
+    let (mut ids, weights) = r::route(
+        &logits,
+        t,
+        e,
+        k,
+        RoutingMode::SoftmaxTopK { renormalize: true },
+        None,
+    );
+    if force {
+        for tok in 0..t {
+            let row = &mut ids[tok * k..(tok + 1) * k];
+            for (j, v) in row.iter_mut().enumerate() {
+                *v = if j == 0 {
+                    0
+                } else {
+                    (2 + (tok + j) % (e - 2)) as i32
+                };
+            }
+        }
+    }
+    let a = r::align_block_size(&ids, e, 64);
+    let p = r::max_padded(t * k, e, 64);
+    let mut sorted = a.sorted_ids.clone();
+    sorted.resize(p, (t * k) as i32);
+    let mut experts = a.expert_ids.clone();
+    experts.resize(p / 64, 0);
+    let (ti, hi, ii, ei, ki) = (t as i64, h as i64, i as i64, e as i64, k as i64);
+    let tsorted = Tensor::from_host(d, &sorted, &[p as i64]).unwrap();
+    let texperts = Tensor::from_host(d, &experts, &[(p / 64) as i64]).unwrap();
+    let ttotal = Tensor::from_host(d, &[a.total as i32], &[1]).unwrap();
+    let tweights = Tensor::from_host(d, &weights, &[ti * ki]).unwrap();
+    let tx = Tensor::from_host(d, &to_e::<E>(&x), &[ti, hi]).unwrap();
+    let routing = Routing {
+        sorted_ids: &tsorted,
+        expert_ids: &texperts,
+        total: &ttotal,
+        weights: &tweights,
+        topk: k as i32,
+    };
+    let mut out = Tensor::<E>::zeros(d, &[ti, hi]).unwrap();
+    let round = |v: &[f32]| from_e::<E>(&to_e::<E>(v));
+    let (w13r, w2r);
+    if nvfp4 {
+        let q13 = r::quantize_rows(&w13f, e * 2 * i, h, 2 * i).unwrap();
+        let q2 = r::quantize_rows(&w2f, e * h, i, h).unwrap();
+        w13r = round(&r::dequantize(&q13));
+        w2r = round(&r::dequantize(&q2));
+        let up = |b: &[u8], sh: &[i64]| Tensor::from_host(d, &bytes(b), sh).unwrap();
+        let (w13, s13) = (
+            up(&q13.packed, &[ei, 2 * ii, hi / 2]),
+            up(&q13.scales, &[ei, 2 * ii, hi / 16]),
+        );
+        let (w2, s2) = (
+            up(&q2.packed, &[ei, hi, ii / 2]),
+            up(&q2.scales, &[ei, hi, ii / 16]),
+        );
+        let g13 = Tensor::from_host(d, &q13.global, &[ei]).unwrap();
+        let g2 = Tensor::from_host(d, &q2.global, &[ei]).unwrap();
+        let w = Weights::Nvfp4 {
+            w13: &w13,
+            s13: &s13,
+            g13: &g13,
+            w2: &w2,
+            s2: &s2,
+            g2: &g2,
+        };
+        moe::moe_layer(s, &tx, &w, &routing, &mut out).unwrap();
+    } else {
+        w13r = round(&w13f);
+        w2r = round(&w2f);
+        let w13 = Tensor::from_host(d, &to_e::<E>(&w13r), &[ei, 2 * ii, hi]).unwrap();
+        let w2 = Tensor::from_host(d, &to_e::<E>(&w2r), &[ei, hi, ii]).unwrap();
+        moe::moe_layer(
+            s,
+            &tx,
+            &Weights::Dense { w13: &w13, w2: &w2 },
+            &routing,
+            &mut out,
+        )
+        .unwrap();
+    }
+    let want = r::moe_dense(&x, &w13r, &w2r, &ids, &weights, (t, h, i, k), |v| {
+        from_e::<E>(&to_e::<E>(&[v]))[0]
+    });
+    let got = from_e::<E>(&out.to_host().unwrap());
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-3);
+    let tol = cutile_kernels::tolerance(<E as cutile::core::ElementType>::SCALAR) as f32;
+    for (j, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (a - b).abs() <= 2.0 * tol * (scale + b.abs()),
+            "{} t={t} e={e} k={k} h={h} i={i} nvfp4={nvfp4} force={force}: out[{}, {}] = {a}, want {b}",
+            std::any::type_name::<E>(),
+            j / h,
+            j % h
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_moe_layer_matches_reference() {
+    let Some((_d, s)) = common::gpu_device("gpu_moe_layer_matches_reference") else {
+        return;
+    };
+    let cases = [
+        ((1, 8, 2, 128, 64), false),
+        ((37, 8, 2, 256, 128), true),
+        ((100, 4, 1, 128, 128), true),
+        ((200, 64, 8, 128, 64), false),
+        ((129, 8, 2, 192, 192), false),
+    ];
+    for (n, (shape, force)) in cases.into_iter().enumerate() {
+        for nvfp4 in [true, false] {
+            layer_case::<bf16>(&s, shape, force, nvfp4, 10 + n as u64);
+        }
+    }
+    layer_case::<f16>(&s, (37, 8, 2, 256, 128), true, true, 40);
+    layer_case::<f16>(&s, (5, 8, 2, 128, 64), false, false, 41);
+}
+
+#[test]
+fn max_padded_bounds_every_alignment() {
+    // The layer sizes its row buffers by `max_padded` so no count is read back from the device.
+    for (seed, (t, e, k)) in [
+        (1u64, (1, 8, 2)),
+        (2, (37, 8, 2)),
+        (3, (300, 64, 8)),
+        (4, (5, 128, 8)),
+    ] {
+        let logits = common::data(t * e, seed);
+        let (ids, _) = r::route(
+            &logits,
+            t,
+            e,
+            k,
+            RoutingMode::SoftmaxTopK { renormalize: true },
+            None,
+        );
+        let a = r::align_block_size(&ids, e, 64);
+        assert!(a.total <= r::max_padded(t * k, e, 64), "t={t} e={e} k={k}");
+        assert_eq!(a.total % 64, 0);
+        assert_eq!(a.expert_ids.len() * 64, a.total);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_route_matches_reference() {
+    let Some((d, s)) = common::gpu_device("gpu_route_matches_reference") else {
+        return;
+    };
+    let modes = [
+        RoutingMode::SoftmaxTopK { renormalize: false },
+        RoutingMode::SoftmaxTopK { renormalize: true },
+        RoutingMode::SigmoidBias { scale: 2.5 },
+    ];
+    for (n, &(t, e, k)) in [
+        (1, 8, 2),
+        (37, 8, 1),
+        (300, 64, 8),
+        (129, 128, 8),
+        (64, 256, 8),
+        (10, 5, 3),
+    ]
+    .iter()
+    .enumerate()
+    {
+        for mode in modes {
+            let logits: Vec<f32> = common::data(t * e, 50 + n as u64)
+                .iter()
+                .map(|v| v * 4.0)
+                .collect();
+            let bias: Vec<f32> = common::data(e, 60 + n as u64)
+                .iter()
+                .map(|v| v * 0.5)
+                .collect();
+            let (want_ids, want_w) = r::route(&logits, t, e, k, mode, Some(&bias));
+            let tl = Tensor::from_host(&d, &logits, &[t as i64, e as i64]).unwrap();
+            let tb = Tensor::from_host(&d, &bias, &[e as i64]).unwrap();
+            let mut ids = Tensor::<i32>::zeros(&d, &[t as i64, k as i64]).unwrap();
+            let mut w = Tensor::<f32>::zeros(&d, &[t as i64, k as i64]).unwrap();
+            moe::moe_route(&s, &tl, mode, Some(&tb), &mut ids, &mut w).unwrap();
+            let (got_ids, got_w) = (ids.to_host().unwrap(), w.to_host().unwrap());
+            for row in 0..t {
+                let sl = row * k..(row + 1) * k;
+                // f32 scores may order near-ties differently from the f64 reference: then only the
+                // weights' multiset must agree closely.
+                if got_ids[sl.clone()] != want_ids[sl.clone()] {
+                    let mut a: Vec<f32> = got_w[sl.clone()].to_vec();
+                    let mut b: Vec<f32> = want_w[sl.clone()].to_vec();
+                    a.sort_by(f32::total_cmp);
+                    b.sort_by(f32::total_cmp);
+                    for (x, y) in a.iter().zip(&b) {
+                        assert!(
+                            (x - y).abs() <= 1e-4,
+                            "{mode:?} t={t} e={e} k={k} row {row}: ids {:?} vs {:?}",
+                            &got_ids[sl.clone()],
+                            &want_ids[sl.clone()]
+                        );
+                    }
+                    continue;
+                }
+                for (x, y) in got_w[sl.clone()].iter().zip(&want_w[sl.clone()]) {
+                    assert!(
+                        (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+                        "{mode:?} t={t} e={e} k={k} row {row}: {x} vs {y}"
+                    );
+                }
+            }
+        }
+    }
+}
