@@ -8,6 +8,8 @@
 #                                                    cache, the bundle built there
 #   stage bench  (nothing)                         : bench (criterion, CUDA events)
 #   stage peers  carry .gpu/reference (+ extras)   : peers.py, report, tune, validate, $EXTRA
+#   stage extras carry .gpu/p3 (extras.tar.xz)     : GPU tests of test binaries (`--ignored`), the
+#                                                    nvfp4_moe example and its torch peer (ci/gpu/moe_peer.py)
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -87,6 +89,19 @@ case "${1:-}" in
     grep -h 'FAILED\|ERROR\|NOT COVERED' "$R"/*.log | head -n 40
     cat "$R/steps.txt"
     ;;
+  extras)
+    [ -x /tmp/nvidia/cu13/bin/tileiras ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
+    toolchain_env
+    export CUTILE_CACHE_DIR=/tmp/kcache
+    rm -rf /tmp/x && mkdir -p /tmp/x && tar -xJf .gpu/p3/extras.tar.xz -C /tmp/x || exit 2
+    for t in /tmp/x/tests/*; do
+      step "test-$(basename "$t")" "${BUDGET_TESTS:-150}" "$t" --ignored --test-threads 1 --nocapture
+    done
+    for b in /tmp/x/bin/*; do step "bin-$(basename "$b")" "${BUDGET_BINS:-200}" "$b"; done
+    step moe-peer 150 python3 ci/gpu/moe_peer.py
+    tar -czf "$OUT/extras.tar.gz" -C "$R" .
+    grep -h 'test result\|FAILED\|panicked\|µs' "$R"/test-*.log "$R"/bin-*.log "$R"/moe-peer.log | head -n 60
+    ;;
   python)
     [ -x /tmp/nvidia/cu13/bin/tileiras ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
     toolchain_env
@@ -94,7 +109,7 @@ case "${1:-}" in
     OUT="$OUT" PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-150} bash python/gpu_check.sh "${PY_MODE:-all}"
     ;;
   *)
-    echo "usage: $0 tc1|run|bench|peers|python" >&2
+    echo "usage: $0 tc1|run|bench|peers|extras|python" >&2
     exit 2
     ;;
 esac

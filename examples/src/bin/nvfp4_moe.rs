@@ -7,8 +7,6 @@
 //! top-2 (Mixtral-8x7B), and 64 experts, H 2048, I 1408, top-8; T = 16 (decode) and 4096 (prefill).
 //! Prints `skipped` and exits 0 without a GPU.
 
-use std::time::Instant;
-
 use cutile::runtime::{Device, Stream, Tensor};
 use cutile_kernels::moe::{self, Routing, Weights, reference as r};
 use half::bf16;
@@ -105,10 +103,10 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
     let mut d2 = Tensor::<bf16>::zeros(d, &[e, h, i])?;
     moe::nvfp4_dequantize(s, &q13, &s13, &g13, &mut d13)?;
     moe::nvfp4_dequantize(s, &q2, &s2, &g2, &mut d2)?;
-    let mut want = Tensor::<bf16>::zeros(d, &[t, h])?;
+    let mut want_t = Tensor::<bf16>::zeros(d, &[t, h])?;
     let dense = Weights::Dense { w13: &d13, w2: &d2 };
-    moe::moe_layer(s, &x, &dense, &routing, &mut want)?;
-    let (got, want) = (out.to_host()?, want.to_host()?);
+    moe::moe_layer(s, &x, &dense, &routing, &mut want_t)?;
+    let (got, want) = (out.to_host()?, want_t.to_host()?);
     let scale = want
         .iter()
         .fold(0f32, |m, v| m.max(v.to_f32().abs()))
@@ -118,13 +116,18 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
         .zip(&want)
         .fold(0f32, |m, (a, b)| m.max((a.to_f32() - b.to_f32()).abs()));
     let ok = err <= 2e-2 * scale;
-    // Time the W4A16 layer.
-    let iters = if t > 64 { 5 } else { 20 };
-    let start = Instant::now();
-    for _ in 0..iters {
-        moe::moe_layer(s, &x, &w4, &routing, &mut out)?;
-    }
-    let secs = start.elapsed().as_secs_f64() / f64::from(iters);
+    // Device time (CUDA events, L2 flushed before each call, median of the runs) of the W4A16 layer
+    // and of the same layer with bf16 weights (our dense grouped GEMMs: the issue's peer). Both include
+    // the per-call allocations of the intermediates, which `moe_layer` makes on every call.
+    let iters = if t > 64 { 10 } else { 30 };
+    let mut flush = cutile::runtime::timing::L2Flush::new(d, 256 << 20)?;
+    let w4_stats = cutile::runtime::timing::time_device(s, 3, iters, Some(&mut flush), || {
+        moe::moe_layer(s, &x, &w4, &routing, &mut out)
+    })?;
+    let bf_stats = cutile::runtime::timing::time_device(s, 3, iters, Some(&mut flush), || {
+        moe::moe_layer(s, &x, &dense, &routing, &mut want_t)
+    })?;
+    let secs = w4_stats.median_us * 1e-6;
     let hit = experts[..a.total / moe::host::BM as usize]
         .iter()
         .collect::<std::collections::BTreeSet<_>>()
@@ -132,11 +135,14 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
     let weight_bytes = nvfp4_bytes(l) / e * hit;
     let bf16_bytes = e * 3 * i * h * 2;
     println!(
-        "E={e} H={h} I={i} top-{k} T={t}: max |err| {err:.3e} (scale {scale:.3e}) {}; {:.1} µs per layer \
-         (host-timed, includes per-call allocations), {:.1} GB/s of expert weights ({hit} experts hit); \
-         NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB ({:.2}x smaller)",
+        "E={e} H={h} I={i} top-{k} T={t}: max |err| {err:.3e} (scale {scale:.3e}) {}; W4A16 {:.1} µs, \
+         bf16 weights {:.1} µs ({:.2}x) per layer (CUDA events, median of {iters}, L2 flushed); \
+         {:.1} GB/s of NVFP4 expert weights ({hit} experts hit); NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB \
+         ({:.2}x smaller)",
         if ok { "ok" } else { "MISMATCH" },
-        secs * 1e6,
+        w4_stats.median_us,
+        bf_stats.median_us,
+        bf_stats.median_us / w4_stats.median_us,
         weight_bytes as f64 / secs / 1e9,
         nvfp4_bytes(l) as f64 / 1048576.0,
         bf16_bytes as f64 / 1048576.0,
