@@ -121,7 +121,10 @@ fn bad_calls_are_typed_errors() {
     expect_error(rope::plan(&o, &t, RopeStyle::Neox), "must match `q`");
     let mut o = ok.clone();
     o[1] = Operand::described("k", 1, BF16, &[10, 2, 64]);
-    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "`k` must be [T, Hk, D]");
+    expect_error(
+        rope::plan(&o, &t, RopeStyle::Neox),
+        "`k` must be [T, Hk, D]",
+    );
     let mut o = ok.clone();
     o[4] = Operand::described("positions", 4, I32, &[9]);
     expect_error(rope::plan(&o, &t, RopeStyle::Neox), "one entry per token");
@@ -135,10 +138,16 @@ fn bad_calls_are_typed_errors() {
     expect_error(rope::plan(&o, &t, RopeStyle::Neox), "rot ≤ D");
     let mut o = ok.clone();
     o[3] = Operand::described("sin", 3, F32, &[4095, 64]);
-    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "`sin` must have `cos`'s shape");
+    expect_error(
+        rope::plan(&o, &t, RopeStyle::Neox),
+        "`sin` must have `cos`'s shape",
+    );
     let mut o = ok.clone();
     o[5] = Operand::described("q_out", 5, BF16, &[10, 4, 127]);
-    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "`q_out` must have `q`'s shape");
+    expect_error(
+        rope::plan(&o, &t, RopeStyle::Neox),
+        "`q_out` must have `q`'s shape",
+    );
     expect_error(rope::plan(&ok[..6], &t, RopeStyle::Neox), "takes 7 tensors");
     let o = described(BF16, [10, 4, 2, 1024], 128, [0, 0, 0]);
     expect_error(rope::plan(&o, &t, RopeStyle::Neox), "outside 1..=512");
@@ -206,9 +215,9 @@ fn strided_q_and_k_column_slices_of_a_fused_qkv_output_plan() {
     ops[1].ptr = ops[0].ptr + (hq * d * 2) as u64;
     let l = rope::plan(&ops, &target(), RopeStyle::Neox).unwrap();
     assert_eq!(l.len(), 1);
-    let s = l[0].kernel.specialize(
-        &unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas(),
-    );
+    let s = l[0]
+        .kernel
+        .specialize(&unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas());
     assert!(s.is_ok(), "{:?}", s.err());
 }
 
@@ -227,7 +236,13 @@ fn the_op_is_in_the_registry() {
 // ---------------------------------------------------------------------------------------------------------
 // Compilation.
 
-fn jobs(calls: &[CallSpec]) -> Vec<(&'static str, cutile::dsl::Kernel, Vec<cutile::dsl::TensorMeta>)> {
+fn jobs(
+    calls: &[CallSpec],
+) -> Vec<(
+    &'static str,
+    cutile::dsl::Kernel,
+    Vec<cutile::dsl::TensorMeta>,
+)> {
     cutile_kernels::catalog::dsl_jobs(calls, false)
         .unwrap()
         .iter()
@@ -257,7 +272,10 @@ fn compile_four_archs() {
     let tileiras = match Tileiras::discover() {
         Ok(t) => t,
         Err(e) => {
-            cutile_testkit::skip("rope compile_four_archs", &format!("tileiras not found ({e})"));
+            cutile_testkit::skip(
+                "rope compile_four_archs",
+                &format!("tileiras not found ({e})"),
+            );
             return;
         }
     };
@@ -269,6 +287,157 @@ fn compile_four_archs() {
                 .compile(&tileiras, &CompileRequest::new(arch))
                 .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
             assert!(!c.bytes.is_empty());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GPU.
+
+mod gpu {
+    use super::*;
+    use common::gpu_device;
+    use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
+    use half::{bf16, f16};
+
+    fn up<T: DeviceElement>(dev: &Device, v: &[f32], shape: &[i64]) -> Tensor<T> {
+        let h: Vec<T> = v.iter().map(|&x| T::from_f64(x as f64)).collect();
+        Tensor::from_host(dev, &h, shape).unwrap()
+    }
+
+    fn round<T: DeviceElement>(v: &[f32]) -> Vec<f32> {
+        v.iter()
+            .map(|&x| T::from_f64(x as f64).to_f64() as f32)
+            .collect()
+    }
+
+    fn close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= tol * (1.0 + w.abs()),
+                "{what}: element {i}: {g} vs {w}"
+            );
+        }
+    }
+
+    /// One case: (T, Hq, Hk, D, rot, style, in place, i64 positions, q/k as slices of one qkv buffer).
+    type Case = (i64, i64, i64, i64, i64, RopeStyle, bool, bool, bool);
+
+    fn run_case<T: DeviceElement>(dev: &Device, stream: &Stream, c: Case, tol: f32) {
+        let (t, hq, hk, d, rot, style, in_place, i64_pos, fused) = c;
+        let max_pos = 300i64;
+        let (cs, sn) = r::cos_sin_cache(max_pos as usize, rot as usize, 10000.0);
+        let cos = Tensor::from_host(dev, &cs, &[max_pos, rot / 2]).unwrap();
+        let sin = Tensor::from_host(dev, &sn, &[max_pos, rot / 2]).unwrap();
+        // Random non-monotonic positions, one past the cache and one negative (both zero the rotation).
+        let mut rng = cutile_testkit::data::Rng::new(t as u64 * 31 + d as u64);
+        let mut pos: Vec<i64> = (0..t)
+            .map(|_| (rng.next_u64() % max_pos as u64) as i64)
+            .collect();
+        if t > 3 {
+            pos[1] = max_pos;
+            pos[2] = -5;
+        }
+        let q = round::<T>(&data((t * hq * d) as usize, 11));
+        let k = round::<T>(&data((t * hk * d) as usize, 12));
+        let want_q = r::rope(
+            &q,
+            hq as usize,
+            d as usize,
+            &cs,
+            &sn,
+            &pos,
+            rot as usize,
+            style,
+        );
+        let want_k = r::rope(
+            &k,
+            hk as usize,
+            d as usize,
+            &cs,
+            &sn,
+            &pos,
+            rot as usize,
+            style,
+        );
+        let down = |v: Vec<T>| -> Vec<f32> { v.into_iter().map(|x| x.to_f64() as f32).collect() };
+        let pos32: Vec<i32> = pos.iter().map(|&p| p as i32).collect();
+        let p64 = Tensor::from_host(dev, &pos, &[t]).unwrap();
+        let p32 = Tensor::from_host(dev, &pos32, &[t]).unwrap();
+        let label = format!("{c:?} {}", T::DTYPE);
+        macro_rules! with_pos {
+            ($p:expr) => {
+                if in_place {
+                    let mut qd = up::<T>(dev, &q, &[t, hq, d]);
+                    let mut kd = up::<T>(dev, &k, &[t, hk, d]);
+                    rope::rope_(stream, &mut qd, &mut kd, &cos, &sin, $p, style)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    close(&format!("{label} q"), &down(qd.to_host().unwrap()), &want_q, tol);
+                    close(&format!("{label} k"), &down(kd.to_host().unwrap()), &want_k, tol);
+                } else if fused {
+                    // q and k as head slices of one [T, Hq + 2Hk, D] buffer (row stride (Hq+2Hk)·D).
+                    let h = hq + 2 * hk;
+                    let mut all = vec![0f32; (t * h * d) as usize];
+                    for ti in 0..t as usize {
+                        let row = ti * (h * d) as usize;
+                        let (qn, kn) = ((hq * d) as usize, (hk * d) as usize);
+                        all[row..row + qn].copy_from_slice(&q[ti * qn..(ti + 1) * qn]);
+                        all[row + qn..row + qn + kn].copy_from_slice(&k[ti * kn..(ti + 1) * kn]);
+                    }
+                    let qkv = up::<T>(dev, &all, &[t, h, d]);
+                    let qv = qkv.slice(1, 0..hq).unwrap();
+                    let kv = qkv.slice(1, hq..hq + hk).unwrap();
+                    let mut qo = Tensor::<T>::zeros(dev, &[t, hq, d]).unwrap();
+                    let mut ko = Tensor::<T>::zeros(dev, &[t, hk, d]).unwrap();
+                    rope::rope(stream, &qv, &kv, &cos, &sin, $p, &mut qo, &mut ko, style)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    close(&format!("{label} q"), &down(qo.to_host().unwrap()), &want_q, tol);
+                    close(&format!("{label} k"), &down(ko.to_host().unwrap()), &want_k, tol);
+                } else {
+                    let qd = up::<T>(dev, &q, &[t, hq, d]);
+                    let kd = up::<T>(dev, &k, &[t, hk, d]);
+                    let mut qo = Tensor::<T>::zeros(dev, &[t, hq, d]).unwrap();
+                    let mut ko = Tensor::<T>::zeros(dev, &[t, hk, d]).unwrap();
+                    rope::rope(stream, &qd, &kd, &cos, &sin, $p, &mut qo, &mut ko, style)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    close(&format!("{label} q"), &down(qo.to_host().unwrap()), &want_q, tol);
+                    close(&format!("{label} k"), &down(ko.to_host().unwrap()), &want_k, tol);
+                }
+            };
+        }
+        if i64_pos {
+            with_pos!(&p64)
+        } else {
+            with_pos!(&p32)
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn host_api_matches_reference() {
+        let Some((dev, stream)) = gpu_device("rope host_api_matches_reference") else {
+            return;
+        };
+        use RopeStyle::*;
+        let cases: &[Case] = &[
+            (1, 1, 1, 16, 16, Neox, false, false, false),
+            (7, 4, 2, 64, 64, Gptj, true, true, false),
+            (77, 5, 3, 80, 32, Neox, false, true, true),
+            (300, 8, 2, 128, 64, Gptj, false, false, true),
+            (1000, 32, 8, 128, 128, Neox, true, false, false),
+            (33, 2, 1, 256, 256, Gptj, false, true, false),
+        ];
+        for &c in cases {
+            run_case::<f32>(&dev, &stream, c, 1e-5);
+            run_case::<bf16>(&dev, &stream, c, 1.6e-2);
+            run_case::<f16>(&dev, &stream, c, 2e-3);
         }
     }
 }

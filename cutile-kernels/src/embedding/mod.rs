@@ -150,9 +150,8 @@ pub fn described_call(dt: ScalarType, shapes: &[Vec<i64>]) -> Result<Vec<Operand
 /// 128256 × 4096) at prefill (T = 16384, the bandwidth bench) and decode (T = 8, i64 ids), and a
 /// ragged f32 one (D = 100).
 pub fn representative_calls() -> Vec<CallSpec> {
-    let c = |dt: &str, tab: &[i64], t: i64, f: i64| {
-        CallSpec::new(OP, dt, &[tab, &[t], &[f]], false)
-    };
+    let c =
+        |dt: &str, tab: &[i64], t: i64, f: i64| CallSpec::new(OP, dt, &[tab, &[t], &[f]], false);
     vec![
         c("bf16", &[128256, 4096], 16384, 0),
         c("bf16", &[128256, 4096], 8, 1),

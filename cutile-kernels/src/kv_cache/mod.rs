@@ -89,11 +89,7 @@ pub fn write_kv_cache_paged<'a>(
     run(stream, OP_PAGED, &operands)
 }
 
-fn run<'a>(
-    stream: &'a Stream,
-    op: &str,
-    operands: &[Operand],
-) -> Result<Pending<'a>, OpError> {
+fn run<'a>(stream: &'a Stream, op: &str, operands: &[Operand]) -> Result<Pending<'a>, OpError> {
     let target = Target::of(stream.device())?;
     let launches = plan(op, operands, &target)?;
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (caches exclusively); the
@@ -111,7 +107,11 @@ fn shape_err(op: &'static str, what: String, left: &[i64], right: &[i64]) -> OpE
 }
 
 /// The launch of a call of `op` ([`OP`] or [`OP_PAGED`], operands as they list); none when empty.
-pub fn plan(op: &str, operands: &[Operand], target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
+pub fn plan(
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+) -> Result<Vec<PlannedLaunch>, OpError> {
     let (op, paged) = match op {
         OP => (OP, false),
         OP_PAGED => (OP_PAGED, true),
@@ -163,12 +163,19 @@ pub fn plan(op: &str, operands: &[Operand], target: &Target) -> Result<Vec<Plann
             (c.shape.clone(), c.strides.clone())
         } else {
             let (s, st) = (&c.shape, &c.strides);
-            (vec![s[0], s[2], s[1], s[3]], vec![st[0], st[2], st[1], st[3]])
+            (
+                vec![s[0], s[2], s[1], s[3]],
+                vec![st[0], st[2], st[1], st[3]],
+            )
         }
     };
     let (kshape, _) = view(kc);
     if kshape[2] != hkv || kshape[3] != d {
-        let want = if paged { "[num_blocks, block_size, Hkv, D]" } else { "[B, Hkv, max_seq, D]" };
+        let want = if paged {
+            "[num_blocks, block_size, Hkv, D]"
+        } else {
+            "[B, Hkv, max_seq, D]"
+        };
         return Err(shape_err(
             op,
             format!("`k_cache` must be {want} with `k`'s Hkv and D"),

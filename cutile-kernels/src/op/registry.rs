@@ -362,10 +362,9 @@ const ACTIVATION_OPS: [OpInfo; 14] = activation_ops!(
 
 /// Every op of the catalog.
 pub fn ops() -> &'static [OpInfo] {
-    static ALL: std::sync::LazyLock<Vec<OpInfo>> =
-        std::sync::LazyLock::new(|| {
-            [BASE_OPS.as_slice(), &ACTIVATION_OPS, &TRANSFORMER_OPS].concat()
-        });
+    static ALL: std::sync::LazyLock<Vec<OpInfo>> = std::sync::LazyLock::new(|| {
+        [BASE_OPS.as_slice(), &ACTIVATION_OPS, &TRANSFORMER_OPS].concat()
+    });
     &ALL
 }
 

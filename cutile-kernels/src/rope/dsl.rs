@@ -40,9 +40,7 @@ pub mod kernels {
         let pos = select(in_range, p.cast::<i32>(), zeros::<i32, S1<BM>>())
             .reshape::<S2<BM, 1>>()
             .broadcast::<S2<BM, DP>>();
-        let pos_ok = in_range
-            .reshape::<S2<BM, 1>>()
-            .broadcast::<S2<BM, DP>>();
+        let pos_ok = in_range.reshape::<S2<BM, 1>>().broadcast::<S2<BM, DP>>();
         let r = rows.reshape::<S2<BM, 1>>().broadcast::<S2<BM, DP>>();
         let lane = iota::<DP>()
             .reshape::<S2<1, DP>>()

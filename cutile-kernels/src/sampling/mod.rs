@@ -88,7 +88,11 @@ fn shape_err(op: &'static str, what: &str, left: &[i64], right: &[i64]) -> OpErr
 
 /// The launch of a call of `op` ([`ARGMAX`] `[x, out]` or [`TOPK`] `[x, values, indices]`); none when
 /// there are no rows.
-pub fn plan(op: &str, operands: &[Operand], target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
+pub fn plan(
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+) -> Result<Vec<PlannedLaunch>, OpError> {
     let (op, n) = match op {
         ARGMAX => (ARGMAX, 2),
         TOPK => (TOPK, 3),
@@ -133,7 +137,12 @@ pub fn plan(op: &str, operands: &[Operand], target: &Target) -> Result<Vec<Plann
         let out = &operands[1];
         out.expect_dtype(op, &[ScalarType::I64])?;
         if out.shape != [t] {
-            return Err(shape_err(op, "`out` must be [T] for `x: [T, V]`", &out.shape, &[t]));
+            return Err(shape_err(
+                op,
+                "`out` must be [T] for `x: [T, V]`",
+                &out.shape,
+                &[t],
+            ));
         }
         if t > 0 && v == 0 {
             return Err(OpError::Unsupported {
@@ -142,7 +151,14 @@ pub fn plan(op: &str, operands: &[Operand], target: &Target) -> Result<Vec<Plann
             });
         }
         let k = float_kernel!(x.dtype, |E| argmax_kernel::<E>(bn)).flatten();
-        (k, vec![PlannedArg::whole(0, x, false), PlannedArg::whole(1, out, true)], format!("argmax BN={bn}"))
+        (
+            k,
+            vec![
+                PlannedArg::whole(0, x, false),
+                PlannedArg::whole(1, out, true),
+            ],
+            format!("argmax BN={bn}"),
+        )
     } else {
         let (vals, idx) = (&operands[1], &operands[2]);
         vals.expect_same_dtype(op, x)?;
@@ -151,12 +167,20 @@ pub fn plan(op: &str, operands: &[Operand], target: &Target) -> Result<Vec<Plann
         idx.expect_same_shape(op, vals)?;
         let k = vals.shape[1];
         if vals.shape[0] != t {
-            return Err(shape_err(op, "`values` must be [T, k] for `x: [T, V]`", &vals.shape, &[t, k]));
+            return Err(shape_err(
+                op,
+                "`values` must be [T, k] for `x: [T, V]`",
+                &vals.shape,
+                &[t, k],
+            ));
         }
         if k > config::MAX_K || (t > 0 && k > v) {
             return Err(OpError::Unsupported {
                 op,
-                what: format!("k = {k} must be at most {} and at most V = {v}", config::MAX_K),
+                what: format!(
+                    "k = {k} must be at most {} and at most V = {v}",
+                    config::MAX_K
+                ),
             });
         }
         if k == 0 {
@@ -232,7 +256,11 @@ fn topk_kernel<E: cutile::core::Float>(kp: i64, bn: i64) -> Option<cutile::dsl::
 pub const SPEC_INPUTS: &str = "[[T, V]] (topk: [[T, V], [k]])";
 
 /// The described operands of a registry call spec of `op` (see [`SPEC_INPUTS`]).
-pub fn described_call(op: &str, dt: ScalarType, shapes: &[Vec<i64>]) -> Result<Vec<Operand>, OpError> {
+pub fn described_call(
+    op: &str,
+    dt: ScalarType,
+    shapes: &[Vec<i64>],
+) -> Result<Vec<Operand>, OpError> {
     let name = if op == TOPK { TOPK } else { ARGMAX };
     let bad = || OpError::Unsupported {
         op: name,
@@ -241,9 +269,16 @@ pub fn described_call(op: &str, dt: ScalarType, shapes: &[Vec<i64>]) -> Result<V
     let x = shapes.first().filter(|x| x.len() == 2).ok_or_else(bad)?;
     let d = Operand::described;
     if name == ARGMAX {
-        return Ok(vec![d("x", 0, dt, x), d("out", 1, ScalarType::I64, &x[..1])]);
+        return Ok(vec![
+            d("x", 0, dt, x),
+            d("out", 1, ScalarType::I64, &x[..1]),
+        ]);
     }
-    let k = shapes.get(1).and_then(|k| k.first()).copied().ok_or_else(bad)?;
+    let k = shapes
+        .get(1)
+        .and_then(|k| k.first())
+        .copied()
+        .ok_or_else(bad)?;
     Ok(vec![
         d("x", 0, dt, x),
         d("values", 1, dt, &[x[0], k]),

@@ -22,7 +22,12 @@ pub fn topk(x: &[f32], v: usize, k: usize) -> (Vec<f32>, Vec<i64>) {
     let (mut vals, mut idx) = (Vec::new(), Vec::new());
     for row in x.chunks(v.max(1)) {
         let mut order: Vec<usize> = (0..row.len()).collect();
-        order.sort_by(|&a, &b| row[b].partial_cmp(&row[a]).unwrap_or(std::cmp::Ordering::Equal).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            row[b]
+                .partial_cmp(&row[a])
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(a.cmp(&b))
+        });
         for &i in order.iter().take(k) {
             vals.push(row[i]);
             idx.push(i as i64);
