@@ -18,6 +18,7 @@
 pub mod data;
 pub mod fused_qkv;
 pub mod run;
+pub mod transformer;
 
 pub mod workload;
 

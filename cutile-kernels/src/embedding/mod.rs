@@ -146,15 +146,15 @@ pub fn described_call(dt: ScalarType, shapes: &[Vec<i64>]) -> Result<Vec<Operand
     ])
 }
 
-/// The calls the catalog compiles and the runner checks and benchmarks: Llama-3 vocabulary (bf16,
-/// 128256 × 4096) at prefill (T = 16384, the bandwidth bench) and decode (T = 8, i64 ids), and a
-/// ragged f32 one (D = 100).
+/// The calls the catalog compiles and the runner checks and benchmarks: a Llama-2 vocabulary (bf16,
+/// 32000 × 4096) at prefill (T = 16384, the bandwidth bench) and decode (T = 8, i64 ids), and a ragged
+/// f32 one (D = 100).
 pub fn representative_calls() -> Vec<CallSpec> {
     let c =
         |dt: &str, tab: &[i64], t: i64, f: i64| CallSpec::new(OP, dt, &[tab, &[t], &[f]], false);
     vec![
-        c("bf16", &[128256, 4096], 16384, 0),
-        c("bf16", &[128256, 4096], 8, 1),
+        c("bf16", &[32000, 4096], 16384, 0),
+        c("bf16", &[32000, 4096], 8, 1),
         c("f32", &[1000, 100], 77, 0),
     ]
 }

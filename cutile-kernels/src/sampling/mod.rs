@@ -287,12 +287,12 @@ pub fn described_call(
 }
 
 /// The calls the catalog compiles and the runner checks and benchmarks: argmax over a Llama-3
-/// vocabulary (bf16, 128256) at T = 4096 (the bandwidth bench) and decode T = 8, ragged f32; top-k 50
+/// vocabulary (bf16, 128256) at T = 1024 (the bandwidth bench) and decode T = 8, ragged f32; top-k 50
 /// of bf16 decode logits and k = 5 of a ragged f16 row set.
 pub fn representative_calls() -> Vec<CallSpec> {
     let c = |op: &str, dt: &str, s: &[&[i64]]| CallSpec::new(op, dt, s, false);
     vec![
-        c(ARGMAX, "bf16", &[&[4096, 128256]]),
+        c(ARGMAX, "bf16", &[&[1024, 128256]]),
         c(ARGMAX, "bf16", &[&[8, 128256]]),
         c(ARGMAX, "f32", &[&[77, 1000]]),
         c(TOPK, "bf16", &[&[8, 128256], &[50]]),
