@@ -525,8 +525,7 @@ pub fn bench(
     if crate::transformer::covers(w.op()) {
         let flushed = flush.is_some();
         let inputs = w.inputs()?;
-        let (_, stats) =
-            crate::transformer::run(device, stream, w, &inputs, Some((iters, flush)))?;
+        let (_, stats) = crate::transformer::run(device, stream, w, &inputs, Some((iters, flush)))?;
         let stats = stats.ok_or("no timing")?;
         return bench_result(w, stats, flushed);
     }

@@ -55,7 +55,14 @@ pub fn operands(dt: Dt, call: &CallSpec) -> Result<Vec<Operand>, BoxError> {
 }
 
 fn in_place(call: &CallSpec) -> bool {
-    call.op == rope::OP && call.shapes.get(2).and_then(|f| f.get(2)).copied().unwrap_or(0) != 0
+    call.op == rope::OP
+        && call
+            .shapes
+            .get(2)
+            .and_then(|f| f.get(2))
+            .copied()
+            .unwrap_or(0)
+            != 0
 }
 
 /// How many leading operands are inputs (the rest are outputs, uploaded as zeros); the caches of a
@@ -97,7 +104,9 @@ pub fn metric(dt: Dt, call: &CallSpec) -> Result<Metric, BoxError> {
         // q and k read and written; per token rot/2 cos and sin entries and one position.
         rope::OP => {
             let t = ops[0].shape[0] as f64;
-            2.0 * (bytes(&ops[0]) + bytes(&ops[1])) + t * ops[2].shape[1] as f64 * 8.0 + bytes(&ops[4])
+            2.0 * (bytes(&ops[0]) + bytes(&ops[1]))
+                + t * ops[2].shape[1] as f64 * 8.0
+                + bytes(&ops[4])
         }
         // k and v read, the same amount written into the caches, the indices read.
         kv_cache::OP | kv_cache::OP_PAGED => {
@@ -116,13 +125,18 @@ pub fn inputs(dt: Dt, call: &CallSpec) -> Result<Vec<HostTensor>, BoxError> {
     let ops = operands(dt, call)?;
     let sh = |i: usize| ops[i].shape.clone();
     let r = |i: usize, seed: u64, range: f64| -> HostTensor {
-        (dt.round(&uniform(numel(&sh(i)), -range, range, seed)), sh(i))
+        (
+            dt.round(&uniform(numel(&sh(i)), -range, range, seed)),
+            sh(i),
+        )
     };
-    let ints = |i: usize, v: Vec<i64>| -> HostTensor { (v.iter().map(|&x| x as f32).collect(), sh(i)) };
+    let ints =
+        |i: usize, v: Vec<i64>| -> HostTensor { (v.iter().map(|&x| x as f32).collect(), sh(i)) };
     Ok(match call.op.as_str() {
         rope::OP => {
             let [max_pos, half] = [ops[2].shape[0], ops[2].shape[1]];
-            let (c, s) = rope::reference::cos_sin_cache(max_pos as usize, 2 * half as usize, 10000.0);
+            let (c, s) =
+                rope::reference::cos_sin_cache(max_pos as usize, 2 * half as usize, 10000.0);
             let t = ops[0].shape[0] as usize;
             let order = shuffle(max_pos.max(1) as usize, 41);
             let pos: Vec<i64> = (0..t).map(|i| order[i % order.len()]).collect();
@@ -139,9 +153,21 @@ pub fn inputs(dt: Dt, call: &CallSpec) -> Result<Vec<HostTensor>, BoxError> {
             let c = &ops[3].shape;
             let slots = shuffle((c[0] * c[1]) as usize, 44);
             let a: Vec<i64> = (0..t)
-                .map(|i| if i % 8 == 7 || i >= slots.len() { -1 } else { slots[i] })
+                .map(|i| {
+                    if i % 8 == 7 || i >= slots.len() {
+                        -1
+                    } else {
+                        slots[i]
+                    }
+                })
                 .collect();
-            vec![r(0, 45, 2.0), r(1, 46, 2.0), ints(2, a), r(3, 47, 1.0), r(4, 48, 1.0)]
+            vec![
+                r(0, 45, 2.0),
+                r(1, 46, 2.0),
+                ints(2, a),
+                r(3, 47, 1.0),
+                r(4, 48, 1.0),
+            ]
         }
         kv_cache::OP => {
             let t = ops[0].shape[0] as usize;
@@ -150,14 +176,27 @@ pub fn inputs(dt: Dt, call: &CallSpec) -> Result<Vec<HostTensor>, BoxError> {
             let pick = |i: usize| entries.get(i).copied();
             let batch: Vec<i64> = (0..t).map(|i| pick(i).map_or(-1, |e| e / c[2])).collect();
             let pos: Vec<i64> = (0..t).map(|i| pick(i).map_or(0, |e| e % c[2])).collect();
-            vec![r(0, 50, 2.0), r(1, 51, 2.0), ints(2, batch), ints(3, pos), r(4, 52, 1.0), r(5, 53, 1.0)]
+            vec![
+                r(0, 50, 2.0),
+                r(1, 51, 2.0),
+                ints(2, batch),
+                ints(3, pos),
+                r(4, 52, 1.0),
+                r(5, 53, 1.0),
+            ]
         }
         embedding::OP => {
             let v = ops[0].shape[0];
             let t = ops[1].shape[0] as usize;
             let mut rng = cutile_testkit_free_rng(54);
             let ids: Vec<i64> = (0..t)
-                .map(|i| if i % 16 == 5 { v + i as i64 } else { (rng() % v.max(1) as u64) as i64 })
+                .map(|i| {
+                    if i % 16 == 5 {
+                        v + i as i64
+                    } else {
+                        (rng() % v.max(1) as u64) as i64
+                    }
+                })
                 .collect();
             vec![r(0, 55, 2.0), ints(1, ids)]
         }
@@ -194,8 +233,26 @@ pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f3
             let rot = 2 * opts_ops[2].shape[1] as usize;
             let pos = as_i64(&i[4].0);
             let (c, s) = (&i[2].0, &i[3].0);
-            let q = rope::reference::rope(&i[0].0, ops[0].shape[1] as usize, d, c, s, &pos, rot, opts.style);
-            let k = rope::reference::rope(&i[1].0, ops[1].shape[1] as usize, d, c, s, &pos, rot, opts.style);
+            let q = rope::reference::rope(
+                &i[0].0,
+                ops[0].shape[1] as usize,
+                d,
+                c,
+                s,
+                &pos,
+                rot,
+                opts.style,
+            );
+            let k = rope::reference::rope(
+                &i[1].0,
+                ops[1].shape[1] as usize,
+                d,
+                c,
+                s,
+                &pos,
+                rot,
+                opts.style,
+            );
             vec![q, k]
         }
         kv_cache::OP | kv_cache::OP_PAGED => {
@@ -206,7 +263,10 @@ pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f3
             let a = as_i64(&i[2].0);
             let b = as_i64(&i[3.min(n - 3)].0);
             let (index, dims) = if call.op == kv_cache::OP_PAGED {
-                (kv_cache::reference::Index::Paged { slot: &a }, (c[0] as usize, c[1] as usize))
+                (
+                    kv_cache::reference::Index::Paged { slot: &a },
+                    (c[0] as usize, c[1] as usize),
+                )
             } else {
                 (
                     kv_cache::reference::Index::Contiguous { batch: &a, pos: &b },
@@ -223,7 +283,12 @@ pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f3
         )],
         sampling::ARGMAX => {
             let v = ops[0].shape[1] as usize;
-            vec![sampling::reference::argmax(&i[0].0, v).iter().map(|&x| x as f32).collect()]
+            vec![
+                sampling::reference::argmax(&i[0].0, v)
+                    .iter()
+                    .map(|&x| x as f32)
+                    .collect(),
+            ]
         }
         _ => {
             let v = ops[0].shape[1] as usize;
@@ -263,7 +328,11 @@ impl<T: DeviceElement> Dev<T> {
 
     fn down(&self) -> Result<Vec<f32>, BoxError> {
         Ok(match self {
-            Dev::T(t) => t.to_host()?.into_iter().map(|x| x.to_f64() as f32).collect(),
+            Dev::T(t) => t
+                .to_host()?
+                .into_iter()
+                .map(|x| x.to_f64() as f32)
+                .collect(),
             Dev::F32(t) => t.to_host()?,
             Dev::I32(t) => t.to_host()?.into_iter().map(|x| x as f32).collect(),
             Dev::I64(t) => t.to_host()?.into_iter().map(|x| x as f32).collect(),
@@ -340,12 +409,16 @@ fn call<T: DeviceElement>(
         (rope::OP, [q, k, c, s, p, qo, ko]) => {
             let (q, k, c, s) = (ty(q)?, ty(k)?, table(c)?, table(s)?);
             let (qo, ko) = (ty_mut(qo)?, ty_mut(ko)?);
-            index!(p, |p| done!(rope::rope(stream, q, k, c, s, &*p, qo, ko, style)))
+            index!(p, |p| done!(rope::rope(
+                stream, q, k, c, s, &*p, qo, ko, style
+            )))
         }
         (kv_cache::OP_PAGED, [k, v, a, kc, vc]) => {
             let (k, v) = (ty(k)?, ty(v)?);
             let (kc, vc) = (ty_mut(kc)?, ty_mut(vc)?);
-            index!(a, |a| done!(kv_cache::write_kv_cache_paged(stream, k, v, &*a, kc, vc)))
+            index!(a, |a| done!(kv_cache::write_kv_cache_paged(
+                stream, k, v, &*a, kc, vc
+            )))
         }
         (kv_cache::OP, [k, v, a, b, kc, vc]) => {
             let (k, v) = (ty(k)?, ty(v)?);
@@ -362,7 +435,9 @@ fn call<T: DeviceElement>(
         }
         (embedding::OP, [t, ids, out]) => {
             let (t, out) = (ty(t)?, ty_mut(out)?);
-            index!(ids, |ids| done!(embedding::embedding(stream, t, &*ids, out)))
+            index!(ids, |ids| done!(embedding::embedding(
+                stream, t, &*ids, out
+            )))
         }
         (sampling::ARGMAX, [x, out]) => done!(sampling::argmax(stream, ty(x)?, i64_mut(out)?)),
         (sampling::TOPK, [x, vals, idx]) => {

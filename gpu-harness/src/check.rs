@@ -316,7 +316,11 @@ fn transformer_strategy(
         sampling::ARGMAX => (dim(512), prop_oneof![dim(5000), 100_000..=200_000i64])
             .prop_map(|(t, v)| vec![bounded(vec![t, v], MAX_ELEMS / 8)])
             .boxed(),
-        _ => (dim(128), prop_oneof![dim(5000), 100_000..=200_000i64], 1..=64i64)
+        _ => (
+            dim(128),
+            prop_oneof![dim(5000), 100_000..=200_000i64],
+            1..=64i64,
+        )
             .prop_map(|(t, v, k)| {
                 let x = bounded(vec![t, v], MAX_ELEMS / 64);
                 let k = k.min(x[1]);
@@ -1130,6 +1134,44 @@ mod tests {
             planned * 100 >= total * 85,
             "only {planned} of {total} cases plan"
         );
+    }
+
+    #[test]
+    fn transformer_cases_plan_and_their_references_fit_the_outputs() {
+        let ops = [
+            "rope",
+            "kv_cache_write",
+            "kv_cache_write_paged",
+            "embedding",
+            "argmax",
+            "topk",
+        ];
+        let mut checked = 0;
+        for t in generate(&ops, 30 * ops.len(), 7).expect("gen") {
+            let c = t.current();
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            let outs = w.outputs().expect("outputs");
+            let elems: i64 = outs.iter().map(|o| o.shape.iter().product::<i64>()).sum();
+            if elems > 1 << 21 {
+                continue;
+            }
+            let i = c.inputs().expect("inputs");
+            let r = w.reference(&i).expect("reference");
+            let got = std::iter::once(&r.values).chain(&r.others);
+            for (o, v) in outs.iter().zip(got) {
+                assert_eq!(
+                    v.len() as i64,
+                    o.shape.iter().product::<i64>(),
+                    "{} {}",
+                    w.name,
+                    o.name
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 60, "only {checked} small cases");
     }
 
     #[test]
