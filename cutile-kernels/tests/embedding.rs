@@ -4,7 +4,7 @@
 //! without a GPU).
 
 // Test code: an unwrap is an assertion.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_range_loop)]
 
 #[allow(dead_code)]
 mod common;

@@ -5,7 +5,7 @@
 //! also checks untouched entries.
 
 // Test code: an unwrap is an assertion.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_range_loop)]
 
 #[allow(dead_code)]
 mod common;

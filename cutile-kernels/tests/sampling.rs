@@ -4,7 +4,7 @@
 //! skipped without a GPU) with ties, −∞ and ragged vocabularies.
 
 // Test code: an unwrap is an assertion.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::needless_range_loop)]
 
 #[allow(dead_code)]
 mod common;

@@ -24,7 +24,7 @@ pub fn write(
     k_cache: &mut [f32],
     v_cache: &mut [f32],
 ) {
-    let tokens = if hkv * d == 0 { 0 } else { k.len() / (hkv * d) };
+    let tokens = k.len().checked_div(hkv * d).unwrap_or(0);
     let (n0, n1) = (dims.0 as i64, dims.1 as i64);
     for t in 0..tokens {
         // The element offset of (token t, head h, lane 0) in the cache, or None to skip.

@@ -34,7 +34,7 @@ pub fn rope(
     style: RopeStyle,
 ) -> Vec<f32> {
     let half = rot / 2;
-    let max_pos = if half == 0 { 0 } else { cos.len() / half };
+    let max_pos = cos.len().checked_div(half).unwrap_or(0);
     let mut out = x.to_vec();
     for (t, &p) in positions.iter().enumerate() {
         let p_ok = p >= 0 && (p as u64) < max_pos as u64;
