@@ -360,7 +360,12 @@ impl Workload {
                 _ => (d.clone(), s.clone()),
             })
             .collect();
-        if self.op() == fused_qkv::OP {
+        if crate::transformer::covers(self.op()) {
+            // As for fused_qkv, the first output last; `crate::transformer::run` uploads its own
+            // tensors (in-place outputs are inputs there).
+            let first = self.output_shape()?;
+            out.push((vec![0.0; numel(&first)], first));
+        } else if self.op() == fused_qkv::OP {
             // Only q: the caches are the last inputs, updated in place.
             let q = self.output_shape()?;
             out.push((vec![0.0; numel(&q)], q));
