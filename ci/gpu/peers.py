@@ -24,6 +24,11 @@ before every repetition, median):
                       that refuses the shape is recorded as an error row)
   attention_decode_paged  the same SDPA rows on the equivalent contiguous cache; the paged-vs-contiguous
                       comparison is our own attention_decode row of the same B and KV (same run)
+  rope                RoPE in torch ops on q and k (vLLM's native form: gather cos/sin rows, cat/stack),
+                      in place (copy_) or out of place as the call asks
+  kv_cache_write[_paged]  cache writes by index assignment / index_copy_ (torch only)
+  embedding           F.embedding
+  argmax / topk       torch.argmax / torch.topk (sorted)
   fused_qkv           torch's unfused sequence (F.linear, split, per-head F.rms_norm, RoPE in torch ops,
                       cache write by index assignment), and F.linear alone (cuBLAS) of the same shape
 
@@ -230,6 +235,10 @@ def bench_call(rec, call, tk):
         return
     if op == "fused_qkv":
         bench_fused_qkv(rec, call, dt, shapes)
+        return
+    if op in TRANSFORMER_OPS:
+        TRANSFORMER_OPS[op](rec, call, dt, shapes, esize)
+        rec.skip(call, "triton", "no Triton peer for this op")
         return
     if op in ("gemm", "bmm"):
         # f32: ours runs as tf32, so cuBLAS gets tf32 too (torch's allow_tf32), and the check is
@@ -456,6 +465,134 @@ def bench_fused_qkv(rec, call, dt, shapes):
     lin_ref = F.linear(x.float(), w.float())
     rec.run(call, "cublas", lambda: torch.matmul(x, w.t(), out=out), lambda: relerr(out, lin_ref),
             flops=flops)
+
+
+def rope_tables(max_pos, rot):
+    half = rot // 2
+    inv = 1.0 / (10000.0 ** (torch.arange(0, half, device=DEV, dtype=torch.float32) * 2 / rot))
+    ang = torch.arange(max_pos, device=DEV, dtype=torch.float32)[:, None] * inv[None, :]
+    return ang.cos(), ang.sin()
+
+
+def bench_rope(rec, call, dt, shapes, esize):
+    """cutile_kernels::rope::described_call: [[T, Hq, Hk, D], [rot, max_pos], [gptj, i64, in_place]];
+    f32 cos/sin tables [max_pos, rot/2]."""
+    (t, hq, hk, d), (rot, max_pos) = shapes[0], shapes[1]
+    gptj, wide, in_place = (bool(v) for v in (shapes[2] if len(shapes) > 2 else [0, 0, 0]))
+    half = rot // 2
+    cos, sin = rope_tables(max_pos, rot)
+    pos = torch.randint(0, max_pos, (t,), device=DEV, dtype=torch.int64 if wide else torch.int32)
+    q, k = rand([t, hq, d], dt, 2.0), rand([t, hk, d], dt, 2.0)
+    q0, k0 = q.clone(), k.clone()
+
+    def rot_(v, c, s):
+        c, s = c[:, None, :].to(v.dtype), s[:, None, :].to(v.dtype)
+        r, rest = v[..., :rot], v[..., rot:]
+        if gptj:
+            e, o = r[..., 0::2], r[..., 1::2]
+            r = torch.stack((e * c - o * s, o * c + e * s), dim=-1).flatten(-2)
+        else:
+            a, b = r[..., :half], r[..., half:]
+            r = torch.cat((a * c - b * s, b * c + a * s), dim=-1)
+        return torch.cat((r, rest), dim=-1)
+
+    def fwd(qq, kk):
+        c, s = cos[pos.long()], sin[pos.long()]
+        return rot_(qq, c, s), rot_(kk, c, s)
+
+    q_ref, k_ref = fwd(q0.float(), k0.float())
+
+    def run():
+        qo, ko = fwd(q, k)
+        if in_place:
+            q.copy_(qo)
+            k.copy_(ko)
+        return qo, ko
+
+    def check():
+        q.copy_(q0)
+        k.copy_(k0)
+        qo, ko = run()
+        return max(relerr(qo, q_ref), relerr(ko, k_ref))
+    idx = 8 if wide else 4
+    nbytes = 2 * t * (hq + hk) * d * esize + t * half * 8 + t * idx
+    rec.run(call, "torch", run, check, nbytes=nbytes)
+
+
+def bench_kv_cache(rec, call, dt, shapes, esize):
+    """cutile_kernels::kv_cache::described_call: [[T, Hkv, D], [B, S] or [num_blocks, block_size],
+    [i64]]; paged slots a random injection, contiguous (batch, position) pairs distinct."""
+    (t, hkv, d), (a, b) = shapes[0], shapes[1]
+    paged = call["op"] == "kv_cache_write_paged"
+    wide = bool(shapes[2][0]) if len(shapes) > 2 and shapes[2] else False
+    idt = torch.int64 if wide else torch.int32
+    k, v = rand([t, hkv, d], dt), rand([t, hkv, d], dt)
+    n = min(t, a * b)
+    entries = torch.randperm(a * b, device=DEV)[:n]
+    k, v = k[:n], v[:n]
+    if paged:
+        kc = torch.zeros(a * b, hkv, d, device=DEV, dtype=dt)  # [num_blocks·block_size, Hkv, D]
+        slot = entries.to(idt)
+
+        def run():
+            kc.index_copy_(0, slot.long(), k)
+            vc.index_copy_(0, slot.long(), v)
+        idx_bytes = t * (8 if wide else 4)
+    else:
+        kc = torch.zeros(a, hkv, b, d, device=DEV, dtype=dt)
+        bi, pi = (entries // b).to(idt), (entries % b).to(idt)
+
+        def run():
+            kc[bi.long(), :, pi.long()] = k
+            vc[bi.long(), :, pi.long()] = v
+        idx_bytes = 2 * t * (8 if wide else 4)
+    vc = torch.zeros_like(kc)
+
+    def check():
+        run()
+        if paged:
+            return max(relerr(kc[slot.long()], k), relerr(vc[slot.long()], v))
+        return max(relerr(kc[bi.long(), :, pi.long()], k), relerr(vc[bi.long(), :, pi.long()], v))
+    rec.run(call, "torch", run, check, nbytes=4 * t * hkv * d * esize + idx_bytes)
+
+
+def bench_embedding(rec, call, dt, shapes, esize):
+    """cutile_kernels::embedding::described_call: [[V, D], [T], [i64]]."""
+    (vocab, d), (t,) = shapes[0], shapes[1]
+    wide = bool(shapes[2][0]) if len(shapes) > 2 and shapes[2] else False
+    table = rand([vocab, d], dt)
+    ids = torch.randint(0, vocab, (t,), device=DEV, dtype=torch.int64 if wide else torch.int32)
+    ref = table[ids.long()]
+    rec.run(call, "torch", lambda: F.embedding(ids, table), lambda: relerr(F.embedding(ids, table), ref),
+            nbytes=2 * t * d * esize + t * (8 if wide else 4))
+
+
+def bench_argmax(rec, call, dt, shapes, esize):
+    (t, v) = shapes[0]
+    x = rand([t, v], dt, 8.0)
+    ref = x.float().argmax(dim=-1)
+    rec.run(call, "torch", lambda: torch.argmax(x, dim=-1),
+            lambda: float((torch.argmax(x, dim=-1) != ref).sum()) / max(t, 1),
+            nbytes=t * v * esize + t * 8)
+
+
+def bench_topk(rec, call, dt, shapes, esize):
+    (t, v), (k,) = shapes[0], shapes[1]
+    x = rand([t, v], dt, 8.0)
+    ref = torch.topk(x.float(), k, dim=-1, sorted=True).values
+    rec.run(call, "torch", lambda: torch.topk(x, k, dim=-1, sorted=True),
+            lambda: relerr(torch.topk(x, k, dim=-1, sorted=True).values, ref),
+            nbytes=t * v * esize + t * k * (esize + 8))
+
+
+TRANSFORMER_OPS = {
+    "rope": bench_rope,
+    "kv_cache_write": bench_kv_cache,
+    "kv_cache_write_paged": bench_kv_cache,
+    "embedding": bench_embedding,
+    "argmax": bench_argmax,
+    "topk": bench_topk,
+}
 
 
 @functools.lru_cache(maxsize=None)  # read once: the file is rewritten after every call

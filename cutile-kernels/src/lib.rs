@@ -22,12 +22,16 @@
 pub mod activation;
 pub mod attention;
 pub mod catalog;
+pub mod embedding;
 pub mod foreign;
 pub mod fused_qkv;
 pub mod gemm;
 pub mod moe;
+pub mod kv_cache;
 pub mod norm;
 pub mod op;
+pub mod rope;
+pub mod sampling;
 pub mod softmax;
 pub mod vector_add;
 

@@ -23,7 +23,7 @@ fn numel(s: &[i64]) -> usize {
 }
 
 /// A deterministic shuffle of `0..n` (a small LCG; the data must not depend on a crate's RNG stream).
-fn shuffle(n: usize, seed: u64) -> Vec<i64> {
+pub fn shuffle(n: usize, seed: u64) -> Vec<i64> {
     let mut v: Vec<i64> = (0..n as i64).collect();
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     for i in (1..n).rev() {

@@ -19,6 +19,7 @@ pub mod data;
 pub mod decode;
 pub mod fused_qkv;
 pub mod run;
+pub mod transformer;
 
 pub mod workload;
 

@@ -334,7 +334,7 @@ pub fn check_with(
     w: &Workload,
     inputs: Vec<HostTensor>,
 ) -> Result<CheckResult, BoxError> {
-    if w.op() == cutile_kernels::fused_qkv::OP {
+    if w.op() == cutile_kernels::fused_qkv::OP || crate::transformer::covers(w.op()) {
         return check_fused_qkv(device, stream, w, inputs);
     }
     if is_decode(w) {
@@ -405,8 +405,9 @@ fn output_check(
     })
 }
 
-/// [`check_with`] for `fused_qkv` (its own tensors: `crate::fused_qkv`): q and both whole caches
-/// (entries no token addresses must keep their old values, which the reference keeps).
+/// [`check_with`] for `fused_qkv` and the transformer ops (their own tensors: `crate::fused_qkv`,
+/// `crate::transformer`): every output whole, caches included (entries no token addresses must keep
+/// their old values, which the reference keeps).
 fn check_fused_qkv(
     device: &Device,
     stream: &Stream,
@@ -414,7 +415,11 @@ fn check_fused_qkv(
     inputs: Vec<HostTensor>,
 ) -> Result<CheckResult, BoxError> {
     let want = w.reference(&inputs)?;
-    let (got, _) = crate::fused_qkv::run(device, stream, w, &inputs, None)?;
+    let (got, _) = if crate::transformer::covers(w.op()) {
+        crate::transformer::run(device, stream, w, &inputs, None)?
+    } else {
+        crate::fused_qkv::run(device, stream, w, &inputs, None)?
+    };
     let wanted = std::iter::once(&want.values).chain(&want.others);
     let mut checks = Vec::new();
     for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
@@ -549,6 +554,13 @@ pub fn bench(
         let (_, stats) =
             crate::decode::run(device, stream, w.dt()?, &inputs, Some((iters, flush)))?;
         let stats = stats.ok_or("attention decode: no timing")?;
+        return bench_result(w, stats, flushed);
+    }
+    if crate::transformer::covers(w.op()) {
+        let flushed = flush.is_some();
+        let inputs = w.inputs()?;
+        let (_, stats) = crate::transformer::run(device, stream, w, &inputs, Some((iters, flush)))?;
+        let stats = stats.ok_or("no timing")?;
         return bench_result(w, stats, flushed);
     }
     let mut inst = instantiate(device, w, false)?;

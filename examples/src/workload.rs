@@ -174,6 +174,9 @@ impl Workload {
     /// axis), otherwise the one output ([`Workload::output_shape`]; `axpy`'s `y` updated in place).
     pub fn outputs(&self) -> Result<Vec<OutputSpec>, BoxError> {
         let o = |name, shape, f32| OutputSpec { name, shape, f32 };
+        if crate::transformer::covers(self.op()) {
+            return crate::transformer::outputs(self.dt()?, &self.call);
+        }
         let x = shape_of(&self.call, 0)?.to_vec();
         if let Some(spec) = activation::find(self.op()) {
             let shapes = spec
@@ -233,6 +236,11 @@ impl Workload {
     /// The shape of the output (logical).
     pub fn output_shape(&self) -> Result<Vec<i64>, BoxError> {
         Ok(match self.op() {
+            op if crate::transformer::covers(op) => self
+                .outputs()?
+                .first()
+                .map(|o| o.shape.clone())
+                .unwrap_or_default(),
             gemm::OP => vec![shape_of(&self.call, 0)?[0], shape_of(&self.call, 1)?[1]],
             gemm::BMM => {
                 let (a, b) = (shape_of(&self.call, 0)?, shape_of(&self.call, 1)?);
@@ -257,6 +265,9 @@ impl Workload {
 
     /// Bytes moved or flops done by one call.
     pub fn metric(&self) -> Result<Metric, BoxError> {
+        if crate::transformer::covers(self.op()) {
+            return crate::transformer::metric(self.dt()?, &self.call);
+        }
         let b = self.dt()?.bytes() as f64;
         let x = shape_of(&self.call, 0)?;
         let n = numel(x) as f64;
@@ -324,6 +335,9 @@ impl Workload {
     /// second input is `y`'s initial value (the op updates it in place).
     pub fn inputs(&self) -> Result<Vec<HostTensor>, BoxError> {
         let dt = self.dt()?;
+        if crate::transformer::covers(self.op()) {
+            return crate::transformer::inputs(dt, &self.call);
+        }
         let t = |shape: &[i64], seed: u64, range: f64| -> HostTensor {
             (
                 dt.round(&uniform(numel(shape), -range, range, seed)),
@@ -382,7 +396,12 @@ impl Workload {
                 _ => (d.clone(), s.clone()),
             })
             .collect();
-        if self.op() == fused_qkv::OP {
+        if crate::transformer::covers(self.op()) {
+            // As for fused_qkv, the first output last; `crate::transformer::run` uploads its own
+            // tensors (in-place outputs are inputs there).
+            let first = self.output_shape()?;
+            out.push((vec![0.0; numel(&first)], first));
+        } else if self.op() == fused_qkv::OP {
             // Only q: the caches are the last inputs, updated in place.
             let q = self.output_shape()?;
             out.push((vec![0.0; numel(&q)], q));
@@ -437,6 +456,13 @@ impl Workload {
                 others: outs,
             }
         };
+        if crate::transformer::covers(self.op()) {
+            return Ok(many(crate::transformer::reference(
+                self.dt()?,
+                &self.call,
+                i,
+            )?));
+        }
         let x = shape_of(&self.call, 0)?;
         let cols = last(x) as usize;
         if let Some(spec) = activation::find(self.op()) {

@@ -26,7 +26,10 @@ use cutile_examples::run::{CheckResult, check, check_with};
 use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::attention::decode;
 use cutile_kernels::op::CallSpec;
-use cutile_kernels::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
+use cutile_kernels::{
+    activation, attention, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling, softmax,
+    vector_add,
+};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -141,6 +144,7 @@ impl Case {
             decode::OP | decode::OP_PAGED => {
                 return cutile_examples::decode::inputs(dt, &w.call, self.seed);
             }
+            op if cutile_examples::transformer::covers(op) => return w.inputs(),
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -262,6 +266,84 @@ fn activation_strategy(
                 values,
                 seed,
             }
+        })
+        .boxed()
+}
+
+/// The transformer ops' cases: tiny, ragged and large token counts, head dimensions off the power-of-two
+/// tiles, partial rotary, both index widths, in place and out of place, paged caches with holes (−1
+/// slots, more tokens than slots) and contiguous ones, vocabularies up to 200k. The data (out-of-order
+/// positions, slot mappings, ids with out-of-range entries, tie-heavy logits) is the workload's
+/// (`cutile_examples::transformer::inputs`).
+fn transformer_strategy(
+    op: &'static str,
+    dtype: BoxedStrategy<&'static str>,
+    seed: BoxedStrategy<u64>,
+) -> BoxedStrategy<Case> {
+    let head_dim = prop::sample::select(vec![2i64, 16, 40, 64, 80, 128, 256]);
+    let shapes: BoxedStrategy<Vec<Vec<i64>>> = match op {
+        rope::OP => (
+            (dim(4096), 1..=8i64, 0..=4i64, head_dim),
+            (0..=2u8, 1..=600i64),
+            (any::<bool>(), any::<bool>(), any::<bool>()),
+        )
+            .prop_map(|((t, hq, hk, d), (r, max_pos), (g, wide, inplace))| {
+                let rot = match r {
+                    0 => d,
+                    1 => (d / 2).max(2) / 2 * 2,
+                    _ => 2,
+                };
+                let t = t.min((MAX_ELEMS / 8 / ((hq + hk) * d)).max(1));
+                vec![
+                    vec![t, hq, hk, d],
+                    vec![rot, max_pos],
+                    vec![i64::from(g), i64::from(wide), i64::from(inplace)],
+                ]
+            })
+            .boxed(),
+        kv_cache::OP | kv_cache::OP_PAGED => (
+            (dim(4096), 1..=8i64, head_dim),
+            (1..=300i64, prop::sample::select(vec![1i64, 5, 16, 32])),
+            any::<bool>(),
+        )
+            .prop_map(|((t, hkv, d), (a, b), wide)| {
+                let t = t.min((MAX_ELEMS / 8 / (hkv * d)).max(1));
+                // Cache entries ≈ a · b: fewer or more than the tokens.
+                let a = a.min((MAX_ELEMS / 8 / (b * hkv * d)).max(1));
+                vec![vec![t, hkv, d], vec![a, b], vec![i64::from(wide)]]
+            })
+            .boxed(),
+        embedding::OP => ((1..=50_000i64, dim(4096)), dim(2048), any::<bool>())
+            .prop_map(|((v, d), t, wide)| {
+                let v = v.min((MAX_ELEMS / 4 / d).max(1));
+                let t = t.min((MAX_ELEMS / 4 / d).max(1));
+                vec![vec![v, d], vec![t], vec![i64::from(wide)]]
+            })
+            .boxed(),
+        sampling::ARGMAX => (dim(512), prop_oneof![dim(5000), 100_000..=200_000i64])
+            .prop_map(|(t, v)| vec![bounded(vec![t, v], MAX_ELEMS / 8)])
+            .boxed(),
+        _ => (
+            dim(128),
+            prop_oneof![dim(5000), 100_000..=200_000i64],
+            1..=64i64,
+        )
+            .prop_map(|(t, v, k)| {
+                let x = bounded(vec![t, v], MAX_ELEMS / 64);
+                let k = k.min(x[1]);
+                vec![x, vec![k]]
+            })
+            .boxed(),
+    };
+    (shapes, dtype, seed)
+        .prop_map(move |(shapes, dtype, seed)| Case {
+            op: op.into(),
+            dtype: dtype.into(),
+            shapes,
+            causal: false,
+            layout: CaseLayout::Contiguous,
+            values: Values::Normal,
+            seed,
         })
         .boxed()
 }
@@ -530,6 +612,7 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        op if cutile_examples::transformer::covers(op) => transformer_strategy(op, dtype.boxed(), seed.boxed()),
         _ => (
             // attention (`select_ops` admits only `COVERED` ops)
             (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
@@ -620,6 +703,12 @@ pub const COVERED: &[&str] = &[
     fused_qkv::OP,
     decode::OP,
     decode::OP_PAGED,
+    rope::OP,
+    kv_cache::OP,
+    kv_cache::OP_PAGED,
+    embedding::OP,
+    sampling::ARGMAX,
+    sampling::TOPK,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).
@@ -1106,6 +1195,44 @@ mod tests {
             planned * 100 >= total * 85,
             "only {planned} of {total} cases plan"
         );
+    }
+
+    #[test]
+    fn transformer_cases_plan_and_their_references_fit_the_outputs() {
+        let ops = [
+            "rope",
+            "kv_cache_write",
+            "kv_cache_write_paged",
+            "embedding",
+            "argmax",
+            "topk",
+        ];
+        let mut checked = 0;
+        for t in generate(&ops, 30 * ops.len(), 7).expect("gen") {
+            let c = t.current();
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            let outs = w.outputs().expect("outputs");
+            let elems: i64 = outs.iter().map(|o| o.shape.iter().product::<i64>()).sum();
+            if elems > 1 << 21 {
+                continue;
+            }
+            let i = c.inputs().expect("inputs");
+            let r = w.reference(&i).expect("reference");
+            let got = std::iter::once(&r.values).chain(&r.others);
+            for (o, v) in outs.iter().zip(got) {
+                assert_eq!(
+                    v.len() as i64,
+                    o.shape.iter().product::<i64>(),
+                    "{} {}",
+                    w.name,
+                    o.name
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 60, "only {checked} small cases");
     }
 
     #[test]

@@ -61,3 +61,24 @@ macro_rules! mma_kernel {
 }
 
 pub(crate) use {float_kernel, mma_kernel, pow2_float_kernel};
+
+/// `$body` with `$e` the Rust float type of `$dt` and `$i` the Rust index type of `$it` (i32, i64);
+/// `None` for other types.
+macro_rules! float_index_kernel {
+    ($dt:expr, $it:expr, |$e:ident, $i:ident| $body:expr) => {{
+        use cutile_ir::ScalarType as __It;
+        match $it {
+            __It::I32 => {
+                type $i = i32;
+                $crate::op::float_kernel!($dt, |$e| $body)
+            }
+            __It::I64 => {
+                type $i = i64;
+                $crate::op::float_kernel!($dt, |$e| $body)
+            }
+            _ => None,
+        }
+    }};
+}
+
+pub(crate) use float_index_kernel;

@@ -24,7 +24,11 @@ pub mod registry;
 pub mod scratch;
 pub mod tuning;
 
-pub(crate) use dispatch::{float_kernel, mma_kernel, pow2_float_kernel};
+pub(crate) use dispatch::{float_index_kernel, float_kernel, mma_kernel, pow2_float_kernel};
+
+/// The index element types of positions, ids and slot mappings.
+pub const INDICES: &[cutile_ir::ScalarType] =
+    &[cutile_ir::ScalarType::I32, cutile_ir::ScalarType::I64];
 pub use error::OpError;
 pub use launch::{PlannedArg, PlannedLaunch, describe, execute};
 pub use operand::{Operand, Target, contiguous_strides};

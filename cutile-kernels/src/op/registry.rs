@@ -12,7 +12,10 @@ use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, Target, describe};
-use crate::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
+use crate::{
+    activation, attention, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling, softmax,
+    vector_add,
+};
 
 /// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -261,6 +264,90 @@ fn plan_axpy(
     Ok(PlannedCall { operands, launches })
 }
 
+fn plan_rope(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let (operands, opts) = rope::described_call(dt, &spec.shapes)?;
+    let launches = rope::plan(&operands, t, opts.style)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_kv_cache(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let operands = kv_cache::described_call(&spec.op, dt, &spec.shapes)?;
+    let launches = kv_cache::plan(&spec.op, &operands, t)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_embedding(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let operands = embedding::described_call(dt, &spec.shapes)?;
+    let launches = embedding::plan(&operands, t)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_sampling(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let operands = sampling::described_call(&spec.op, dt, &spec.shapes)?;
+    let launches = sampling::plan(&spec.op, &operands, t)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+/// The transformer ops (RoPE, KV-cache writes, embedding, sampling).
+const TRANSFORMER_OPS: [OpInfo; 6] = [
+    OpInfo {
+        name: rope::OP,
+        family: "rope",
+        inputs: rope::SPEC_INPUTS,
+        plan: plan_rope,
+    },
+    OpInfo {
+        name: kv_cache::OP,
+        family: "kv_cache",
+        inputs: kv_cache::SPEC_INPUTS,
+        plan: plan_kv_cache,
+    },
+    OpInfo {
+        name: kv_cache::OP_PAGED,
+        family: "kv_cache",
+        inputs: kv_cache::SPEC_INPUTS,
+        plan: plan_kv_cache,
+    },
+    OpInfo {
+        name: embedding::OP,
+        family: "embedding",
+        inputs: embedding::SPEC_INPUTS,
+        plan: plan_embedding,
+    },
+    OpInfo {
+        name: sampling::ARGMAX,
+        family: "sampling",
+        inputs: "[[T, V]] (out is i64 [T])",
+        plan: plan_sampling,
+    },
+    OpInfo {
+        name: sampling::TOPK,
+        family: "sampling",
+        inputs: "[[T, V], [k]] (values [T, k], indices i64 [T, k])",
+        plan: plan_sampling,
+    },
+];
+
 /// An activation op (any of [`activation::OPS`]): the input shape is `x`'s (`a`'s for the pair ops);
 /// the other operands follow from it (`activation::OpSpec::operand_shapes`).
 fn plan_activation(
@@ -310,8 +397,9 @@ const ACTIVATION_OPS: [OpInfo; 14] = activation_ops!(
 
 /// Every op of the catalog.
 pub fn ops() -> &'static [OpInfo] {
-    static ALL: std::sync::LazyLock<Vec<OpInfo>> =
-        std::sync::LazyLock::new(|| [BASE_OPS.as_slice(), &ACTIVATION_OPS].concat());
+    static ALL: std::sync::LazyLock<Vec<OpInfo>> = std::sync::LazyLock::new(|| {
+        [BASE_OPS.as_slice(), &ACTIVATION_OPS, &TRANSFORMER_OPS].concat()
+    });
     &ALL
 }
 

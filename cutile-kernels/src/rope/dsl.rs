@@ -1,0 +1,113 @@
+//! The standalone RoPE kernel: q `[T, Hq, D]` and k `[T, Hk, D]` (any strides) rotated in one launch.
+//!
+//! Block `(i, h)` owns tokens `i·BM ..` of head `h` (heads `0..Hq` are q, `Hq..Hq+Hk` are k) as one
+//! `[BM, DP]` tile (`DP` the power of two ≥ `D`; lanes `≥ D` are masked off). Every lane `j < rot`
+//! reads its own value and its partner's (`j ± rot/2` for NeoX, `j ^ 1` for GPT-J) through pointer
+//! gathers and writes `x·cos + sign·x_partner·sin`; lanes `rot..D` are copied. Reads and writes of a
+//! lane's pair stay in one block, so in place (`q_in` and `q_out` the same memory) is safe.
+//!
+//! A position outside `[0, max_pos)` reads `cos = sin = 0` (its rotated lanes become 0); nothing is read
+//! out of bounds. The range check runs in the index type, so an i64 position is never truncated into
+//! range.
+
+/// `flags` bit: interleaved (GPT-J) pairs instead of half-split (NeoX).
+pub const GPTJ: i32 = 1;
+
+/// The kernels, written in the DSL.
+#[cutile::module]
+pub mod kernels {
+    use cutile::core::*;
+
+    /// RoPE of `BM` tokens of head `h` of `x_in` into `x_out` (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    fn rope_head<E: Float, I: ElementType, const BM: i32, const DP: i32>(
+        x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        x_out: &mut Tensor<E, S3<1, 1, DP>>,
+        h: Scalar<i32>,
+        rows: Tile<i32, S1<BM>>,
+        valid: Tile<bool, S1<BM>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        rot: Scalar<i32>,
+        flags: Scalar<i32>,
+    ) {
+        let d = x_in.dim(2);
+        let p = positions.gather(rows, Some(valid), 0);
+        let in_range = (p >= scalar::<I>(0).splat::<S1<BM>>())
+            & (p < cos.dim(0).cast::<I>().splat::<S1<BM>>())
+            & valid;
+        let pos = select(in_range, p.cast::<i32>(), zeros::<i32, S1<BM>>())
+            .reshape::<S2<BM, 1>>()
+            .broadcast::<S2<BM, DP>>();
+        let pos_ok = in_range.reshape::<S2<BM, 1>>().broadcast::<S2<BM, DP>>();
+        let r = rows.reshape::<S2<BM, 1>>().broadcast::<S2<BM, DP>>();
+        let lane = iota::<DP>()
+            .reshape::<S2<1, DP>>()
+            .broadcast::<S2<BM, DP>>();
+        let ok = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, DP>>() & (lane < d);
+        let half = rot / 2;
+        let gptj = ((flags & super::GPTJ) != 0).splat::<S2<BM, DP>>();
+        let even = (lane % 2) == 0;
+        let lo = lane < half;
+        // `first`: the lane whose partner's term enters with a minus sign.
+        let first = select(gptj, even, lo);
+        let partner = select(
+            gptj,
+            select(even, lane + 1, lane - 1),
+            select(lo, lane + half, lane - half),
+        );
+        let cidx = select(gptj, lane / 2, select(lo, lane, lane - half));
+        let rot_ok = ok & (lane < rot);
+        let hh = h.splat::<S2<BM, DP>>();
+        let x = x_in.gather((r, hh, lane), Some(ok), 0.0).cast::<f32>();
+        let xp = x_in
+            .gather((r, hh, partner), Some(rot_ok), 0.0)
+            .cast::<f32>();
+        let cs_ok = rot_ok & pos_ok;
+        let c = cos.gather((pos, cidx), Some(cs_ok), 0.0);
+        let s = sin.gather((pos, cidx), Some(cs_ok), 0.0);
+        let ss = select(first, -s, s);
+        let y = select(lane < rot, x * c + xp * ss, x);
+        // SAFETY: block `(i, h)` writes only head `h` of its own tokens `i·BM ..`.
+        unsafe { x_out.scatter((r, hh, lane), y.cast::<E>(), Some(ok)) };
+    }
+
+    /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope<E: Float, I: ElementType, const BM: i32, const DP: i32>(
+        q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        rot: Scalar<i32>,
+        flags: Scalar<i32>,
+        q_out: &mut Tensor<E, S3<1, 1, DP>>,
+        k_out: &mut Tensor<E, S3<1, 1, DP>>,
+    ) {
+        let (bi, head, _) = block_id();
+        let nq = q_in.dim(1);
+        let rows = iota::<BM>() + bi * BM;
+        let valid = rows < positions.dim(0);
+        if head < nq {
+            rope_head::<E, I, BM, DP>(
+                q_in, q_out, head, rows, valid, cos, sin, positions, rot, flags,
+            );
+        } else {
+            rope_head::<E, I, BM, DP>(
+                k_in,
+                k_out,
+                head - nq,
+                rows,
+                valid,
+                cos,
+                sin,
+                positions,
+                rot,
+                flags,
+            );
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Standalone rotary position embedding (RoPE), as vLLM's `rotary_embedding`: q `[T, Hq, D]` and k `[T,
+//! Hk, D]` rotated in ONE launch, at `positions[T]` (i32 or i64, any order), from a cos/sin cache.
+//!
+//! ```no_run
+//! use cutile::runtime::{Device, Stream, Tensor};
+//! use cutile_kernels::rope::{self, RopeStyle};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let device = Device::new(0)?;
+//! let stream = Stream::new(&device)?;
+//! let (t, hq, hk, d, rot, max_pos) = (4096, 32, 8, 128, 128, 8192);
+//! let mut q = Tensor::<half::bf16>::random(&device, &[t, hq, d], 1)?;
+//! let mut k = Tensor::<half::bf16>::random(&device, &[t, hk, d], 2)?;
+//! let (c, s) = rope::reference::cos_sin_cache(max_pos as usize, rot as usize, 10000.0);
+//! let cos = Tensor::from_host(&device, &c, &[max_pos, rot / 2])?;
+//! let sin = Tensor::from_host(&device, &s, &[max_pos, rot / 2])?;
+//! let pos = Tensor::from_host(&device, &(0..t as i32).collect::<Vec<_>>(), &[t])?;
+//! rope::rope_(&stream, &mut q, &mut k, &cos, &sin, &pos, RopeStyle::Neox)?.wait()?;
+//! # Ok(()) }
+//! ```
+//!
+//! - Styles: NeoX (half-split: lane `i` pairs with `i + rot/2`) and GPT-J (interleaved: `2i` with
+//!   `2i + 1`), [`RopeStyle`].
+//! - Partial rotary: `rot = 2 · cos.shape[1]` lanes rotate (`rot ≤ D`), lanes `rot..D` are copied.
+//! - The cos/sin cache is **f32** `[max_pos, rot/2]` whatever the activation type (vLLM keeps it in the
+//!   model dtype; f32 costs 2 × 4 bytes per rotated pair per token and keeps the angles exact).
+//! - A position outside `[0, max_pos)` reads `cos = sin = 0`: its rotated lanes become 0. Nothing is
+//!   read out of bounds.
+//! - [`rope`] writes `q_out`, `k_out` (out of place); [`rope_`] rotates `q`, `k` in place. Any strides:
+//!   q and k are usually column slices of a fused qkv output `[T, (Hq + 2Hkv)·D]` viewed as `[T, H, D]`.
+//! - bf16, f16, f32; math in f32.
+//!
+//! - [`config`]: the tile per head dimension; [`reference`](mod@reference): the CPU reference;
+//! - [`plan`]: the launch of a call, without a device; [`representative_calls`] for the catalog.
+
+pub mod config;
+mod dsl;
+pub mod reference;
+
+pub use config::RopeConfig;
+pub use dsl::kernels;
+pub use reference::RopeStyle;
+
+use cutile::launch::{Pending, TensorArg, TensorArgMut};
+use cutile::runtime::Stream;
+use cutile_ir::ScalarType;
+
+use crate::op::{
+    CallSpec, FLOATS, INDICES, OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div,
+    execute, float_index_kernel,
+};
+
+/// The op's name in the registry.
+pub const OP: &str = "rope";
+
+/// Operand order, out of place: `[q, k, cos, sin, positions, q_out, k_out]`; in place the first five
+/// (q and k are then the outputs).
+pub mod slot {
+    pub const Q: usize = 0;
+    pub const K: usize = 1;
+    pub const COS: usize = 2;
+    pub const SIN: usize = 3;
+    pub const POSITIONS: usize = 4;
+    pub const Q_OUT: usize = 5;
+    pub const K_OUT: usize = 6;
+}
+
+/// `q_out`, `k_out` = RoPE of `q`, `k` at `positions`, queued on `stream` (one launch).
+#[allow(clippy::too_many_arguments)]
+pub fn rope<'a>(
+    stream: &'a Stream,
+    q: &'a impl TensorArg,
+    k: &'a impl TensorArg,
+    cos: &'a impl TensorArg,
+    sin: &'a impl TensorArg,
+    positions: &'a impl TensorArg,
+    q_out: &'a mut impl TensorArgMut,
+    k_out: &'a mut impl TensorArgMut,
+    style: RopeStyle,
+) -> Result<Pending<'a>, OpError> {
+    let operands = [
+        Operand::of("q", q),
+        Operand::of("k", k),
+        Operand::of("cos", cos),
+        Operand::of("sin", sin),
+        Operand::of("positions", positions),
+        Operand::of("q_out", &*q_out),
+        Operand::of("k_out", &*k_out),
+    ];
+    run(stream, &operands, style)
+}
+
+/// RoPE of `q` and `k` in place at `positions`, queued on `stream` (one launch).
+pub fn rope_<'a>(
+    stream: &'a Stream,
+    q: &'a mut impl TensorArgMut,
+    k: &'a mut impl TensorArgMut,
+    cos: &'a impl TensorArg,
+    sin: &'a impl TensorArg,
+    positions: &'a impl TensorArg,
+    style: RopeStyle,
+) -> Result<Pending<'a>, OpError> {
+    let operands = [
+        Operand::of("q", &*q),
+        Operand::of("k", &*k),
+        Operand::of("cos", cos),
+        Operand::of("sin", sin),
+        Operand::of("positions", positions),
+    ];
+    run(stream, &operands, style)
+}
+
+fn run<'a>(
+    stream: &'a Stream,
+    operands: &[Operand],
+    style: RopeStyle,
+) -> Result<Pending<'a>, OpError> {
+    let target = Target::of(stream.device())?;
+    let launches = plan(operands, &target, style)?;
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
+    // launch addresses only elements `plan` checked against their shapes.
+    unsafe { execute(stream, operands, &launches) }
+}
+
+/// A validated call.
+#[derive(Debug, Clone)]
+struct Call {
+    dtype: ScalarType,
+    index: ScalarType,
+    tokens: i64,
+    heads: i64,
+    d: i64,
+    rot: i64,
+    in_place: bool,
+}
+
+fn shape_err(what: String, left: &[i64], right: &[i64]) -> OpError {
+    OpError::Shape {
+        op: OP,
+        what,
+        left: format!("{left:?}"),
+        right: format!("{right:?}"),
+    }
+}
+
+impl Call {
+    fn new(operands: &[Operand], target: &Target) -> Result<Call, OpError> {
+        let in_place = match operands.len() {
+            5 => true,
+            7 => false,
+            n => {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    what: format!(
+                        "takes 7 tensors (q, k, cos, sin, positions, q_out, k_out) or 5 in place, got {n}"
+                    ),
+                });
+            }
+        };
+        for o in operands {
+            target.expect_device(OP, o)?;
+        }
+        let (q, k) = (&operands[slot::Q], &operands[slot::K]);
+        let (cos, sin, pos) = (
+            &operands[slot::COS],
+            &operands[slot::SIN],
+            &operands[slot::POSITIONS],
+        );
+        q.expect_dtype(OP, FLOATS)?;
+        k.expect_same_dtype(OP, q)?;
+        cos.expect_dtype(OP, &[ScalarType::F32])?;
+        sin.expect_dtype(OP, &[ScalarType::F32])?;
+        pos.expect_dtype(OP, INDICES)?;
+        q.expect_rank(OP, 3)?;
+        k.expect_rank(OP, 3)?;
+        cos.expect_rank(OP, 2)?;
+        pos.expect_rank(OP, 1)?;
+        sin.expect_same_shape(OP, cos)?;
+        let (t, hq, d) = (q.shape[0], q.shape[1], q.shape[2]);
+        if k.shape[0] != t || k.shape[2] != d {
+            return Err(shape_err(
+                "`k` must be [T, Hk, D] with `q`'s T and D".into(),
+                &k.shape,
+                &q.shape,
+            ));
+        }
+        if pos.shape[0] != t {
+            return Err(shape_err(
+                "`positions` must have one entry per token of `q`".into(),
+                &pos.shape,
+                &[t],
+            ));
+        }
+        let rot = 2 * cos.shape[1];
+        if rot > d || rot == 0 {
+            return Err(shape_err(
+                "the cos/sin cache is [max_pos, rot/2] with 0 < rot ≤ D".into(),
+                &cos.shape,
+                &[cos.shape[0], d / 2],
+            ));
+        }
+        if !in_place {
+            for (o, src) in [(slot::Q_OUT, q), (slot::K_OUT, k)] {
+                operands[o].expect_same_dtype(OP, src)?;
+                operands[o].expect_same_shape(OP, src)?;
+            }
+        }
+        let heads = hq + k.shape[1];
+        if heads > 65535 {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: format!("{heads} heads exceed the grid's 65535 along y"),
+            });
+        }
+        Ok(Call {
+            dtype: q.dtype,
+            index: pos.dtype,
+            tokens: t,
+            heads,
+            d,
+            rot,
+            in_place,
+        })
+    }
+
+    fn launch(
+        &self,
+        operands: &[Operand],
+        cfg: &RopeConfig,
+        style: RopeStyle,
+    ) -> Result<PlannedLaunch, OpError> {
+        let kernel = kernel(self.dtype, self.index, cfg).ok_or_else(|| OpError::Unsupported {
+            op: OP,
+            what: format!(
+                "no {} kernel with {} positions for BM = {}, DP = {}",
+                self.dtype, self.index, cfg.bm, cfg.dp
+            ),
+        })?;
+        let (q_out, k_out) = if self.in_place {
+            (slot::Q, slot::K)
+        } else {
+            (slot::Q_OUT, slot::K_OUT)
+        };
+        let flags = match style {
+            RopeStyle::Neox => 0,
+            RopeStyle::Gptj => dsl::GPTJ,
+        };
+        let whole = |i: usize, output: bool| PlannedArg::whole(i, &operands[i], output);
+        Ok(PlannedLaunch {
+            kernel,
+            args: vec![
+                whole(slot::Q, false),
+                whole(slot::K, false),
+                whole(slot::COS, false),
+                whole(slot::SIN, false),
+                whole(slot::POSITIONS, false),
+                PlannedArg::I32(self.rot as i32),
+                PlannedArg::I32(flags),
+                whole(q_out, true),
+                whole(k_out, true),
+            ],
+            grid: Some((
+                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
+                self.heads as u32,
+                1,
+            )),
+            config: format!("rope BM={} DP={}", cfg.bm, cfg.dp),
+        })
+    }
+}
+
+/// `kernels::rope::kernel::<E, I, BM, DP>()` for the listed tiles ([`config::TILES`]).
+fn kernel(dt: ScalarType, it: ScalarType, cfg: &RopeConfig) -> Option<cutile::dsl::Kernel> {
+    float_index_kernel!(dt, it, |E, I| match (cfg.bm, cfg.dp) {
+        (64, 16) => Some(kernels::rope::kernel::<E, I, 64, 16>()),
+        (64, 32) => Some(kernels::rope::kernel::<E, I, 64, 32>()),
+        (32, 64) => Some(kernels::rope::kernel::<E, I, 32, 64>()),
+        (16, 128) => Some(kernels::rope::kernel::<E, I, 16, 128>()),
+        (8, 256) => Some(kernels::rope::kernel::<E, I, 8, 256>()),
+        (4, 512) => Some(kernels::rope::kernel::<E, I, 4, 512>()),
+        (1, 16) => Some(kernels::rope::kernel::<E, I, 1, 16>()),
+        (1, 32) => Some(kernels::rope::kernel::<E, I, 1, 32>()),
+        (1, 64) => Some(kernels::rope::kernel::<E, I, 1, 64>()),
+        (1, 128) => Some(kernels::rope::kernel::<E, I, 1, 128>()),
+        (1, 256) => Some(kernels::rope::kernel::<E, I, 1, 256>()),
+        (1, 512) => Some(kernels::rope::kernel::<E, I, 1, 512>()),
+        _ => None,
+    })
+    .flatten()
+}
+
+/// The launch of a call (operands as [`slot`] lists them; 5 operands = in place); none when the call
+/// is empty.
+pub fn plan(
+    operands: &[Operand],
+    target: &Target,
+    style: RopeStyle,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let call = Call::new(operands, target)?;
+    if call.tokens == 0 || call.heads == 0 || call.d == 0 {
+        return Ok(Vec::new());
+    }
+    let cfg = config::choose(OP, call.tokens, call.d)?;
+    Ok(vec![call.launch(operands, &cfg, style)?])
+}
+
+/// What [`CallSpec::shapes`] lists for the op.
+pub const SPEC_INPUTS: &str =
+    "[[T, Hq, Hk, D], [rot, max_pos], optional [gptj, i64 positions, in place] as 0/1]";
+
+/// The options a call spec encodes besides the shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecOptions {
+    pub style: RopeStyle,
+    pub index: ScalarType,
+    pub in_place: bool,
+}
+
+/// The described operands and options of a registry call spec (see [`SPEC_INPUTS`]).
+pub fn described_call(
+    dt: ScalarType,
+    shapes: &[Vec<i64>],
+) -> Result<(Vec<Operand>, SpecOptions), OpError> {
+    let bad = || OpError::Unsupported {
+        op: OP,
+        what: format!("a call spec lists {SPEC_INPUTS}, got {shapes:?}"),
+    };
+    let (dims, rp) = match shapes {
+        [a, b] | [a, b, _] if a.len() == 4 && b.len() == 2 => (a, b),
+        _ => return Err(bad()),
+    };
+    let flags = shapes.get(2).cloned().unwrap_or_default();
+    let flag = |i: usize| flags.get(i).copied().unwrap_or(0) != 0;
+    let (t, hq, hk, d) = (dims[0], dims[1], dims[2], dims[3]);
+    let (rot, max_pos) = (rp[0], rp[1]);
+    let opts = SpecOptions {
+        style: if flag(0) {
+            RopeStyle::Gptj
+        } else {
+            RopeStyle::Neox
+        },
+        index: if flag(1) {
+            ScalarType::I64
+        } else {
+            ScalarType::I32
+        },
+        in_place: flag(2),
+    };
+    let mut ops = vec![
+        Operand::described("q", 0, dt, &[t, hq, d]),
+        Operand::described("k", 1, dt, &[t, hk, d]),
+        Operand::described("cos", 2, ScalarType::F32, &[max_pos, rot / 2]),
+        Operand::described("sin", 3, ScalarType::F32, &[max_pos, rot / 2]),
+        Operand::described("positions", 4, opts.index, &[t]),
+    ];
+    if !opts.in_place {
+        ops.push(Operand::described("q_out", 5, dt, &[t, hq, d]));
+        ops.push(Operand::described("k_out", 6, dt, &[t, hk, d]));
+    }
+    Ok((ops, opts))
+}
+
+/// The calls the catalog compiles and the runner checks and benchmarks: Llama-like prefill (bf16, T =
+/// 16384, 32 q + 8 k heads of 128, in place) for the bandwidth bench, decode (T = 8), GPT-J partial
+/// rotary with i64 positions (f16, D = 256, rot = 64), and ragged f32 (D = 80, rot = 32, out of place).
+pub fn representative_calls() -> Vec<CallSpec> {
+    let c = |dt: &str, a: &[i64], b: &[i64], f: &[i64]| CallSpec::new(OP, dt, &[a, b, f], false);
+    vec![
+        c("bf16", &[16384, 32, 8, 128], &[128, 32768], &[0, 0, 1]),
+        c("bf16", &[8, 32, 8, 128], &[128, 4096], &[0, 0, 1]),
+        c("f16", &[1000, 16, 16, 256], &[64, 4096], &[1, 1, 0]),
+        c("f32", &[77, 5, 3, 80], &[32, 1024], &[0, 0, 0]),
+    ]
+}

@@ -1,0 +1,301 @@
+//! Greedy and top-k sampling helpers over logits `x: [T, V]` (V up to 2^31 − 1, any row stride; bf16,
+//! f16, f32):
+//!
+//! - [`argmax`]: `out[T]` i64 = `torch.argmax(x, -1)` (ties → the smaller index);
+//! - [`topk`]: `values[T, k]` (x's type) and `indices[T, k]` i64 = `torch.topk(x, k)` with `k =
+//!   values.shape[1] ≤ 64 ≤ V`, sorted descending, ties → the smaller index.
+//!
+//! ```no_run
+//! use cutile::runtime::{Device, Stream, Tensor};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let device = Device::new(0)?;
+//! let stream = Stream::new(&device)?;
+//! let logits = Tensor::<half::bf16>::random(&device, &[64, 128256], 1)?;
+//! let mut next = Tensor::<i64>::zeros(&device, &[64])?;
+//! cutile_kernels::sampling::argmax(&stream, &logits, &mut next)?.wait()?;
+//! let mut vals = Tensor::<half::bf16>::zeros(&device, &[64, 50])?;
+//! let mut idx = Tensor::<i64>::zeros(&device, &[64, 50])?;
+//! cutile_kernels::sampling::topk(&stream, &logits, &mut vals, &mut idx)?.wait()?;
+//! # Ok(()) }
+//! ```
+//!
+//! One block per row (see `dsl`): decode batches of a few rows use few SMs; a split-row variant is
+//! future work. NaN inputs give unspecified in-range indices.
+//!
+//! - [`config`]: chunk and slot sizes; [`reference`](mod@reference): the CPU references;
+//! - [`plan`]: the launch of a call, without a device; [`representative_calls`] for the catalog.
+
+pub mod config;
+mod dsl;
+pub mod reference;
+
+pub use dsl::kernels;
+
+use cutile::launch::{Pending, TensorArg, TensorArgMut};
+use cutile::runtime::Stream;
+use cutile_ir::ScalarType;
+
+use crate::op::{
+    CallSpec, FLOATS, OpError, Operand, PlannedArg, PlannedLaunch, Target, execute, float_kernel,
+};
+
+/// `[x, out]`.
+pub const ARGMAX: &str = "argmax";
+/// `[x, values, indices]`.
+pub const TOPK: &str = "topk";
+
+/// `out[t] = argmax(x[t, :])` (i64), queued on `stream`.
+pub fn argmax<'a>(
+    stream: &'a Stream,
+    x: &'a impl TensorArg,
+    out: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    let operands = [Operand::of("x", x), Operand::of("out", &*out)];
+    run(stream, ARGMAX, &operands)
+}
+
+/// The `k = values.shape[1]` largest of each row and their indices (i64), sorted descending.
+pub fn topk<'a>(
+    stream: &'a Stream,
+    x: &'a impl TensorArg,
+    values: &'a mut impl TensorArgMut,
+    indices: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    let operands = [
+        Operand::of("x", x),
+        Operand::of("values", &*values),
+        Operand::of("indices", &*indices),
+    ];
+    run(stream, TOPK, &operands)
+}
+
+fn run<'a>(stream: &'a Stream, op: &str, operands: &[Operand]) -> Result<Pending<'a>, OpError> {
+    let target = Target::of(stream.device())?;
+    let launches = plan(op, operands, &target)?;
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
+    // launch addresses only the shapes `plan` checked.
+    unsafe { execute(stream, operands, &launches) }
+}
+
+fn shape_err(op: &'static str, what: &str, left: &[i64], right: &[i64]) -> OpError {
+    OpError::Shape {
+        op,
+        what: what.into(),
+        left: format!("{left:?}"),
+        right: format!("{right:?}"),
+    }
+}
+
+/// The launch of a call of `op` ([`ARGMAX`] `[x, out]` or [`TOPK`] `[x, values, indices]`); none when
+/// there are no rows.
+pub fn plan(
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let (op, n) = match op {
+        ARGMAX => (ARGMAX, 2),
+        TOPK => (TOPK, 3),
+        _ => {
+            return Err(OpError::UnknownOp {
+                name: op.into(),
+                known: format!("{ARGMAX}, {TOPK}"),
+            });
+        }
+    };
+    if operands.len() != n {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!("takes {n} tensors, got {}", operands.len()),
+        });
+    }
+    for o in operands {
+        target.expect_device(op, o)?;
+    }
+    let x = &operands[0];
+    x.expect_dtype(op, FLOATS)?;
+    x.expect_rank(op, 2)?;
+    let (t, v) = (x.shape[0], x.shape[1]);
+    if x.strides[1] != 1 && v > 1 {
+        return Err(OpError::Layout {
+            op,
+            arg: x.name,
+            shape: x.shape.clone(),
+            strides: x.strides.clone(),
+            constraint: "the vocabulary axis must be contiguous (stride 1); pass a contiguous copy"
+                .into(),
+        });
+    }
+    if v > i64::from(i32::MAX) {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!("rows of {v} elements exceed 2^31 - 1"),
+        });
+    }
+    let bn = config::chunk(v);
+    let (kernel, args, config) = if op == ARGMAX {
+        let out = &operands[1];
+        out.expect_dtype(op, &[ScalarType::I64])?;
+        if out.shape != [t] {
+            return Err(shape_err(
+                op,
+                "`out` must be [T] for `x: [T, V]`",
+                &out.shape,
+                &[t],
+            ));
+        }
+        if t > 0 && v == 0 {
+            return Err(OpError::Unsupported {
+                op,
+                what: "argmax of an empty row".into(),
+            });
+        }
+        let k = float_kernel!(x.dtype, |E| argmax_kernel::<E>(bn)).flatten();
+        (
+            k,
+            vec![
+                PlannedArg::whole(0, x, false),
+                PlannedArg::whole(1, out, true),
+            ],
+            format!("argmax BN={bn}"),
+        )
+    } else {
+        let (vals, idx) = (&operands[1], &operands[2]);
+        vals.expect_same_dtype(op, x)?;
+        idx.expect_dtype(op, &[ScalarType::I64])?;
+        vals.expect_rank(op, 2)?;
+        idx.expect_same_shape(op, vals)?;
+        let k = vals.shape[1];
+        if vals.shape[0] != t {
+            return Err(shape_err(
+                op,
+                "`values` must be [T, k] for `x: [T, V]`",
+                &vals.shape,
+                &[t, k],
+            ));
+        }
+        if k > config::MAX_K || (t > 0 && k > v) {
+            return Err(OpError::Unsupported {
+                op,
+                what: format!(
+                    "k = {k} must be at most {} and at most V = {v}",
+                    config::MAX_K
+                ),
+            });
+        }
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let kp = config::slots(k);
+        let kern = float_kernel!(x.dtype, |E| topk_kernel::<E>(kp, bn)).flatten();
+        (
+            kern,
+            vec![
+                PlannedArg::whole(0, x, false),
+                PlannedArg::I32(k as i32),
+                PlannedArg::whole(1, vals, true),
+                PlannedArg::whole(2, idx, true),
+            ],
+            format!("topk KP={kp} BN={bn}"),
+        )
+    };
+    if t == 0 {
+        return Ok(Vec::new());
+    }
+    crate::op::grid_rows(op, t)?;
+    let kernel = kernel.ok_or_else(|| OpError::Unsupported {
+        op,
+        what: format!("no {} kernel for `{config}`", x.dtype),
+    })?;
+    Ok(vec![PlannedLaunch {
+        kernel,
+        args,
+        grid: None,
+        config,
+    }])
+}
+
+fn argmax_kernel<E: cutile::core::Float>(bn: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::argmax as k;
+    match bn {
+        128 => Some(k::kernel::<E, 128>()),
+        256 => Some(k::kernel::<E, 256>()),
+        512 => Some(k::kernel::<E, 512>()),
+        1024 => Some(k::kernel::<E, 1024>()),
+        2048 => Some(k::kernel::<E, 2048>()),
+        4096 => Some(k::kernel::<E, 4096>()),
+        _ => None,
+    }
+}
+
+fn topk_kernel<E: cutile::core::Float>(kp: i64, bn: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::topk as k;
+    macro_rules! by_bn {
+        ($kp:literal) => {
+            match bn {
+                128 => Some(k::kernel::<E, $kp, 128>()),
+                256 => Some(k::kernel::<E, $kp, 256>()),
+                512 => Some(k::kernel::<E, $kp, 512>()),
+                1024 => Some(k::kernel::<E, $kp, 1024>()),
+                2048 => Some(k::kernel::<E, $kp, 2048>()),
+                4096 => Some(k::kernel::<E, $kp, 4096>()),
+                _ => None,
+            }
+        };
+    }
+    match kp {
+        8 => by_bn!(8),
+        16 => by_bn!(16),
+        32 => by_bn!(32),
+        64 => by_bn!(64),
+        _ => None,
+    }
+}
+
+/// What [`CallSpec::shapes`] lists: argmax `[[T, V]]`; topk `[[T, V], [k]]`.
+pub const SPEC_INPUTS: &str = "[[T, V]] (topk: [[T, V], [k]])";
+
+/// The described operands of a registry call spec of `op` (see [`SPEC_INPUTS`]).
+pub fn described_call(
+    op: &str,
+    dt: ScalarType,
+    shapes: &[Vec<i64>],
+) -> Result<Vec<Operand>, OpError> {
+    let name = if op == TOPK { TOPK } else { ARGMAX };
+    let bad = || OpError::Unsupported {
+        op: name,
+        what: format!("a call spec lists {SPEC_INPUTS}, got {shapes:?}"),
+    };
+    let x = shapes.first().filter(|x| x.len() == 2).ok_or_else(bad)?;
+    let d = Operand::described;
+    if name == ARGMAX {
+        return Ok(vec![
+            d("x", 0, dt, x),
+            d("out", 1, ScalarType::I64, &x[..1]),
+        ]);
+    }
+    let k = shapes
+        .get(1)
+        .and_then(|k| k.first())
+        .copied()
+        .ok_or_else(bad)?;
+    Ok(vec![
+        d("x", 0, dt, x),
+        d("values", 1, dt, &[x[0], k]),
+        d("indices", 2, ScalarType::I64, &[x[0], k]),
+    ])
+}
+
+/// The calls the catalog compiles and the runner checks and benchmarks: argmax over a Llama-3
+/// vocabulary (bf16, 128256) at T = 1024 (the bandwidth bench) and decode T = 8, ragged f32; top-k 50
+/// of bf16 decode logits and k = 5 of a ragged f16 row set.
+pub fn representative_calls() -> Vec<CallSpec> {
+    let c = |op: &str, dt: &str, s: &[&[i64]]| CallSpec::new(op, dt, s, false);
+    vec![
+        c(ARGMAX, "bf16", &[&[1024, 128256]]),
+        c(ARGMAX, "bf16", &[&[8, 128256]]),
+        c(ARGMAX, "f32", &[&[77, 1000]]),
+        c(TOPK, "bf16", &[&[8, 128256], &[50]]),
+        c(TOPK, "f16", &[&[33, 1000], &[5]]),
+    ]
+}

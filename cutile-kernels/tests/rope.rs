@@ -1,0 +1,443 @@
+//! The standalone RoPE family: the CPU reference's properties (norm preserved, position 0 is the
+//! identity, NeoX and GPT-J agree up to a lane permutation, partial rotary copies the tail), the
+//! planner without a GPU (typed errors, empty calls, in place vs out of place, strided q/k), every
+//! representative call compiled by tileiras (sm_90; two kernels for sm_80/90/100/120), and a GPU test
+//! through the host API (`#[ignore]`d; skipped without a GPU).
+
+// Test code: an unwrap is an assertion.
+#![allow(clippy::unwrap_used, clippy::needless_range_loop)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedArg, Target};
+use cutile_kernels::rope::{self, RopeStyle, reference as r};
+
+fn target() -> Target {
+    Target::planning(GpuArch::Sm90)
+}
+
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    cutile_testkit::data::uniform(n, seed, -2.0, 2.0)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reference.
+
+#[test]
+fn rotation_preserves_pair_norms_and_position_zero_is_identity() {
+    let (t, h, d, rot) = (5, 3, 16, 12);
+    let (c, s) = r::cos_sin_cache(64, rot, 10000.0);
+    let x = data(t * h * d, 1);
+    let positions = [0i64, 7, 63, 3, 0];
+    for style in [RopeStyle::Neox, RopeStyle::Gptj] {
+        let y = r::rope(&x, h, d, &c, &s, &positions, rot, style);
+        for ti in 0..t {
+            for hi in 0..h {
+                let b = (ti * h + hi) * d;
+                let (xv, yv) = (&x[b..b + d], &y[b..b + d]);
+                let pairs: Vec<(usize, usize)> = match style {
+                    RopeStyle::Neox => (0..rot / 2).map(|i| (i, i + rot / 2)).collect(),
+                    RopeStyle::Gptj => (0..rot / 2).map(|i| (2 * i, 2 * i + 1)).collect(),
+                };
+                for (a, b2) in pairs {
+                    let n0 = xv[a].hypot(xv[b2]);
+                    let n1 = yv[a].hypot(yv[b2]);
+                    assert!((n0 - n1).abs() < 1e-5, "{style:?} pair norm {n0} vs {n1}");
+                }
+                assert_eq!(&xv[rot..], &yv[rot..], "lanes past rot are copied");
+                if positions[ti] == 0 {
+                    for j in 0..d {
+                        assert!((xv[j] - yv[j]).abs() < 1e-6, "position 0 is the identity");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn neox_and_gptj_agree_under_the_lane_permutation() {
+    let (t, h, d, rot) = (4, 2, 8, 8);
+    let (c, s) = r::cos_sin_cache(32, rot, 500.0);
+    let x = data(t * h * d, 2);
+    let positions = [31i64, 2, 9, 17];
+    // GPT-J lane 2i ↔ NeoX lane i, 2i+1 ↔ i + rot/2.
+    let perm = |v: &[f32]| -> Vec<f32> {
+        let mut o = v.to_vec();
+        for row in 0..t * h {
+            for i in 0..rot / 2 {
+                o[row * d + 2 * i] = v[row * d + i];
+                o[row * d + 2 * i + 1] = v[row * d + i + rot / 2];
+            }
+        }
+        o
+    };
+    let neox = r::rope(&x, h, d, &c, &s, &positions, rot, RopeStyle::Neox);
+    let gptj = r::rope(&perm(&x), h, d, &c, &s, &positions, rot, RopeStyle::Gptj);
+    for (a, b) in perm(&neox).iter().zip(&gptj) {
+        assert!((a - b).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn a_known_rotation() {
+    // One pair at angle p·1 (theta irrelevant for i = 0): (1, 0) → (cos p, sin p).
+    let (c, s) = r::cos_sin_cache(4, 2, 10000.0);
+    let y = r::rope(&[1.0, 0.0], 1, 2, &c, &s, &[3], 2, RopeStyle::Neox);
+    assert!((y[0] - 3f32.cos()).abs() < 1e-6 && (y[1] - 3f32.sin()).abs() < 1e-6);
+    // Out-of-range positions zero the rotated lanes, never read past the cache.
+    let y = r::rope(&[1.0, 2.0, 5.0], 1, 3, &c, &s, &[4], 2, RopeStyle::Neox);
+    assert_eq!(y, vec![0.0, 0.0, 5.0]);
+    let y = r::rope(&[1.0, 2.0], 1, 2, &c, &s, &[-1], 2, RopeStyle::Gptj);
+    assert_eq!(y, vec![0.0, 0.0]);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Planner.
+
+fn described(dt: ScalarType, dims: [i64; 4], rot: i64, flags: [i64; 3]) -> Vec<Operand> {
+    rope::described_call(dt, &[dims.to_vec(), vec![rot, 4096], flags.to_vec()])
+        .unwrap()
+        .0
+}
+
+fn expect_error(r: Result<Vec<cutile_kernels::op::PlannedLaunch>, OpError>, needle: &str) {
+    match r {
+        Ok(_) => panic!("expected an error containing `{needle}`"),
+        Err(e) => assert!(e.to_string().contains(needle), "`{e}` lacks `{needle}`"),
+    }
+}
+
+#[test]
+fn bad_calls_are_typed_errors() {
+    let t = target();
+    let ok = described(BF16, [10, 4, 2, 128], 128, [0, 0, 0]);
+    assert_eq!(rope::plan(&ok, &t, RopeStyle::Neox).unwrap().len(), 1);
+    let mut o = ok.clone();
+    o[1] = Operand::described("k", 1, F16, &[10, 2, 128]);
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "must match `q`");
+    let mut o = ok.clone();
+    o[1] = Operand::described("k", 1, BF16, &[10, 2, 64]);
+    expect_error(
+        rope::plan(&o, &t, RopeStyle::Neox),
+        "`k` must be [T, Hk, D]",
+    );
+    let mut o = ok.clone();
+    o[4] = Operand::described("positions", 4, I32, &[9]);
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "one entry per token");
+    let mut o = ok.clone();
+    o[4] = Operand::described("positions", 4, F32, &[10]);
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "i32, i64");
+    let mut o = ok.clone();
+    o[2] = Operand::described("cos", 2, BF16, &[4096, 64]);
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "f32");
+    let o = described(BF16, [10, 4, 2, 64], 128, [0, 0, 0]);
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "rot ≤ D");
+    let mut o = ok.clone();
+    o[3] = Operand::described("sin", 3, F32, &[4095, 64]);
+    expect_error(
+        rope::plan(&o, &t, RopeStyle::Neox),
+        "`sin` must have `cos`'s shape",
+    );
+    let mut o = ok.clone();
+    o[5] = Operand::described("q_out", 5, BF16, &[10, 4, 127]);
+    expect_error(
+        rope::plan(&o, &t, RopeStyle::Neox),
+        "`q_out` must have `q`'s shape",
+    );
+    expect_error(rope::plan(&ok[..6], &t, RopeStyle::Neox), "takes 7 tensors");
+    let o = described(BF16, [10, 4, 2, 1024], 128, [0, 0, 0]);
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "outside 1..=512");
+    let mut o = ok.clone();
+    o[0].device = 1;
+    expect_error(rope::plan(&o, &t, RopeStyle::Neox), "device");
+}
+
+#[test]
+fn empty_calls_plan_nothing() {
+    let t = target();
+    for dims in [[0, 4, 2, 128], [10, 0, 0, 128]] {
+        let o = described(F32, dims, 64, [0, 0, 0]);
+        assert!(rope::plan(&o, &t, RopeStyle::Neox).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn one_launch_covers_q_and_k_and_in_place_writes_the_inputs() {
+    let t = target();
+    let out = described(BF16, [1000, 32, 8, 128], 128, [1, 1, 0]);
+    let l = &rope::plan(&out, &t, RopeStyle::Gptj).unwrap()[0];
+    assert_eq!(l.grid, Some((1000u32.div_ceil(16), 40, 1)));
+    assert!(l.args.contains(&PlannedArg::I32(128)) && l.args.contains(&PlannedArg::I32(1)));
+    let outs: Vec<usize> = l
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            PlannedArg::Tensor {
+                operand,
+                output: true,
+                ..
+            } => Some(*operand),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outs, [rope::slot::Q_OUT, rope::slot::K_OUT]);
+    let inp = described(BF16, [4, 32, 8, 128], 64, [0, 0, 1]);
+    let l = &rope::plan(&inp, &t, RopeStyle::Neox).unwrap()[0];
+    assert_eq!(l.grid, Some((4, 40, 1)), "decode: one token per block");
+    assert!(l.args.contains(&PlannedArg::I32(64)) && l.args.contains(&PlannedArg::I32(0)));
+    let outs: Vec<usize> = l
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            PlannedArg::Tensor {
+                operand,
+                output: true,
+                ..
+            } => Some(*operand),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outs, [rope::slot::Q, rope::slot::K]);
+}
+
+#[test]
+fn strided_q_and_k_column_slices_of_a_fused_qkv_output_plan() {
+    // q and k as column slices of one [T, (Hq + 2Hkv)·D] buffer viewed as [T, H, D].
+    let (tt, hq, hkv, d) = (33i64, 4i64, 2i64, 64i64);
+    let row = (hq + 2 * hkv) * d;
+    let mut ops = described(F16, [tt, hq, hkv, d], 32, [0, 1, 1]);
+    ops[0].strides = vec![row, d, 1];
+    ops[1].strides = vec![row, d, 1];
+    ops[1].ptr = ops[0].ptr + (hq * d * 2) as u64;
+    let l = rope::plan(&ops, &target(), RopeStyle::Neox).unwrap();
+    assert_eq!(l.len(), 1);
+    let s = l[0]
+        .kernel
+        .specialize(&unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas());
+    assert!(s.is_ok(), "{:?}", s.err());
+}
+
+#[test]
+fn the_op_is_in_the_registry() {
+    let info = cutile_kernels::op::registry::find(rope::OP).unwrap();
+    assert_eq!(info.family, "rope");
+    for c in rope::representative_calls() {
+        let p = c.plan(&target(), false).unwrap();
+        assert_eq!(p.launches.len(), 1, "{}", c.label());
+    }
+    let bad = CallSpec::new(rope::OP, "bf16", &[&[1, 2, 3]], false);
+    assert!(bad.plan(&target(), false).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Compilation.
+
+fn jobs(
+    calls: &[CallSpec],
+) -> Vec<(
+    &'static str,
+    cutile::dsl::Kernel,
+    Vec<cutile::dsl::TensorMeta>,
+)> {
+    cutile_kernels::catalog::dsl_jobs(calls, false)
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let (k, metas) = j.dsl_spec().unwrap();
+            let name: &'static str = Box::leak(
+                format!("{} {}", j.kernel, j.specialization)
+                    .replace(['/', ' ', '[', ']', ','], "_")
+                    .into_boxed_str(),
+            );
+            (name, k.clone(), metas.to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn representative_calls_compile_for_sm90() {
+    common::compile_all_sm90(
+        "rope representative_calls_compile_for_sm90",
+        jobs(&rope::representative_calls()),
+    );
+}
+
+#[test]
+fn compile_four_archs() {
+    use cutile::toolchain::{CompileRequest, Tileiras};
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip(
+                "rope compile_four_archs",
+                &format!("tileiras not found ({e})"),
+            );
+            return;
+        }
+    };
+    let calls = &rope::representative_calls()[..1];
+    for (name, k, metas) in jobs(calls) {
+        let s = k.specialize(&metas).unwrap();
+        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let c = s
+                .compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
+            assert!(!c.bytes.is_empty());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// GPU.
+
+mod gpu {
+    use super::*;
+    use common::gpu_device;
+    use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
+    use half::{bf16, f16};
+
+    fn up<T: DeviceElement>(dev: &Device, v: &[f32], shape: &[i64]) -> Tensor<T> {
+        let h: Vec<T> = v.iter().map(|&x| T::from_f64(x as f64)).collect();
+        Tensor::from_host(dev, &h, shape).unwrap()
+    }
+
+    fn round<T: DeviceElement>(v: &[f32]) -> Vec<f32> {
+        v.iter()
+            .map(|&x| T::from_f64(x as f64).to_f64() as f32)
+            .collect()
+    }
+
+    fn close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+        assert_eq!(got.len(), want.len(), "{what}: length");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= tol * (1.0 + w.abs()),
+                "{what}: element {i}: {g} vs {w}"
+            );
+        }
+    }
+
+    /// One case: (T, Hq, Hk, D, rot, style, in place, i64 positions, q/k as slices of one qkv buffer).
+    type Case = (i64, i64, i64, i64, i64, RopeStyle, bool, bool, bool);
+
+    fn run_case<T: DeviceElement>(dev: &Device, stream: &Stream, c: Case, tol: f32) {
+        let (t, hq, hk, d, rot, style, in_place, i64_pos, fused) = c;
+        let max_pos = 300i64;
+        let (cs, sn) = r::cos_sin_cache(max_pos as usize, rot as usize, 10000.0);
+        let cos = Tensor::from_host(dev, &cs, &[max_pos, rot / 2]).unwrap();
+        let sin = Tensor::from_host(dev, &sn, &[max_pos, rot / 2]).unwrap();
+        // Random non-monotonic positions, one past the cache and one negative (both zero the rotation).
+        let mut rng = cutile_testkit::data::Rng::new(t as u64 * 31 + d as u64);
+        let mut pos: Vec<i64> = (0..t)
+            .map(|_| (rng.next_u64() % max_pos as u64) as i64)
+            .collect();
+        if t > 3 {
+            pos[1] = max_pos;
+            pos[2] = -5;
+        }
+        let q = round::<T>(&data((t * hq * d) as usize, 11));
+        let k = round::<T>(&data((t * hk * d) as usize, 12));
+        let want_q = r::rope(
+            &q,
+            hq as usize,
+            d as usize,
+            &cs,
+            &sn,
+            &pos,
+            rot as usize,
+            style,
+        );
+        let want_k = r::rope(
+            &k,
+            hk as usize,
+            d as usize,
+            &cs,
+            &sn,
+            &pos,
+            rot as usize,
+            style,
+        );
+        let down = |v: Vec<T>| -> Vec<f32> { v.into_iter().map(|x| x.to_f64() as f32).collect() };
+        let pos32: Vec<i32> = pos.iter().map(|&p| p as i32).collect();
+        let p64 = Tensor::from_host(dev, &pos, &[t]).unwrap();
+        let p32 = Tensor::from_host(dev, &pos32, &[t]).unwrap();
+        let label = format!("{c:?} {}", T::DTYPE);
+        macro_rules! with_pos {
+            ($p:expr) => {
+                if in_place {
+                    let mut qd = up::<T>(dev, &q, &[t, hq, d]);
+                    let mut kd = up::<T>(dev, &k, &[t, hk, d]);
+                    rope::rope_(stream, &mut qd, &mut kd, &cos, &sin, $p, style)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    close(&format!("{label} q"), &down(qd.to_host().unwrap()), &want_q, tol);
+                    close(&format!("{label} k"), &down(kd.to_host().unwrap()), &want_k, tol);
+                } else if fused {
+                    // q and k as head slices of one [T, Hq + 2Hk, D] buffer (row stride (Hq+2Hk)·D).
+                    let h = hq + 2 * hk;
+                    let mut all = vec![0f32; (t * h * d) as usize];
+                    for ti in 0..t as usize {
+                        let row = ti * (h * d) as usize;
+                        let (qn, kn) = ((hq * d) as usize, (hk * d) as usize);
+                        all[row..row + qn].copy_from_slice(&q[ti * qn..(ti + 1) * qn]);
+                        all[row + qn..row + qn + kn].copy_from_slice(&k[ti * kn..(ti + 1) * kn]);
+                    }
+                    let qkv = up::<T>(dev, &all, &[t, h, d]);
+                    let qv = qkv.slice(1, 0..hq).unwrap();
+                    let kv = qkv.slice(1, hq..hq + hk).unwrap();
+                    let mut qo = Tensor::<T>::zeros(dev, &[t, hq, d]).unwrap();
+                    let mut ko = Tensor::<T>::zeros(dev, &[t, hk, d]).unwrap();
+                    rope::rope(stream, &qv, &kv, &cos, &sin, $p, &mut qo, &mut ko, style)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    close(&format!("{label} q"), &down(qo.to_host().unwrap()), &want_q, tol);
+                    close(&format!("{label} k"), &down(ko.to_host().unwrap()), &want_k, tol);
+                } else {
+                    let qd = up::<T>(dev, &q, &[t, hq, d]);
+                    let kd = up::<T>(dev, &k, &[t, hk, d]);
+                    let mut qo = Tensor::<T>::zeros(dev, &[t, hq, d]).unwrap();
+                    let mut ko = Tensor::<T>::zeros(dev, &[t, hk, d]).unwrap();
+                    rope::rope(stream, &qd, &kd, &cos, &sin, $p, &mut qo, &mut ko, style)
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    close(&format!("{label} q"), &down(qo.to_host().unwrap()), &want_q, tol);
+                    close(&format!("{label} k"), &down(ko.to_host().unwrap()), &want_k, tol);
+                }
+            };
+        }
+        if i64_pos {
+            with_pos!(&p64)
+        } else {
+            with_pos!(&p32)
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn host_api_matches_reference() {
+        let Some((dev, stream)) = gpu_device("rope host_api_matches_reference") else {
+            return;
+        };
+        use RopeStyle::*;
+        let cases: &[Case] = &[
+            (1, 1, 1, 16, 16, Neox, false, false, false),
+            (7, 4, 2, 64, 64, Gptj, true, true, false),
+            (77, 5, 3, 80, 32, Neox, false, true, true),
+            (300, 8, 2, 128, 64, Gptj, false, false, true),
+            (1000, 32, 8, 128, 128, Neox, true, false, false),
+            (33, 2, 1, 256, 256, Gptj, false, true, false),
+        ];
+        for &c in cases {
+            run_case::<f32>(&dev, &stream, c, 1e-5);
+            run_case::<bf16>(&dev, &stream, c, 1.6e-2);
+            run_case::<f16>(&dev, &stream, c, 2e-3);
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The sampling family (argmax, top-k): the CPU references (ties to the smaller index, sorted top-k),
+//! the planner without a GPU (typed errors, empty calls), every representative call compiled by tileiras
+//! (sm_90; argmax and top-k for sm_80/90/100/120), and a GPU test through the host API (`#[ignore]`d;
+//! skipped without a GPU) with ties, −∞ and ragged vocabularies.
+
+// Test code: an unwrap is an assertion.
+#![allow(clippy::unwrap_used, clippy::needless_range_loop)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedLaunch, Target};
+use cutile_kernels::sampling::{self, reference as r};
+
+fn target() -> Target {
+    Target::planning(GpuArch::Sm90)
+}
+
+#[test]
+fn references_break_ties_toward_the_smaller_index() {
+    let x = [
+        1.0,
+        3.0,
+        3.0,
+        -1.0,
+        f32::NEG_INFINITY,
+        f32::NEG_INFINITY,
+        2.0,
+        2.0,
+    ];
+    assert_eq!(r::argmax(&x, 4), [1, 2]);
+    let (v, i) = r::topk(&x, 4, 3);
+    assert_eq!(i, [1, 2, 0, 2, 3, 0]);
+    assert_eq!(v[..3], [3.0, 3.0, 1.0]);
+    assert_eq!(v[3..5], [2.0, 2.0]);
+    assert_eq!(r::argmax(&[f32::NEG_INFINITY; 3], 3), [0]);
+}
+
+fn described(op: &str, dt: ScalarType, x: [i64; 2], k: i64) -> Vec<Operand> {
+    sampling::described_call(op, dt, &[x.to_vec(), vec![k]]).unwrap()
+}
+
+fn expect_error(r: Result<Vec<PlannedLaunch>, OpError>, needle: &str) {
+    match r {
+        Ok(_) => panic!("expected an error containing `{needle}`"),
+        Err(e) => assert!(e.to_string().contains(needle), "`{e}` lacks `{needle}`"),
+    }
+}
+
+#[test]
+fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
+    let t = target();
+    let a = sampling::ARGMAX;
+    let k = sampling::TOPK;
+    let ok = described(a, BF16, [8, 128256], 0);
+    assert_eq!(
+        sampling::plan(a, &ok, &t).unwrap()[0].config,
+        "argmax BN=4096"
+    );
+    let mut o = ok.clone();
+    o[1] = Operand::described("out", 1, I32, &[8]);
+    expect_error(sampling::plan(a, &o, &t), "i64");
+    let mut o = ok.clone();
+    o[1] = Operand::described("out", 1, I64, &[7]);
+    expect_error(sampling::plan(a, &o, &t), "`out` must be [T]");
+    let mut o = ok.clone();
+    o[0].strides = vec![1, 8];
+    expect_error(sampling::plan(a, &o, &t), "contiguous");
+    expect_error(
+        sampling::plan(a, &described(a, F32, [3, 0], 0), &t),
+        "empty row",
+    );
+    assert!(
+        sampling::plan(a, &described(a, F32, [0, 10], 0), &t)
+            .unwrap()
+            .is_empty()
+    );
+    let ok = described(k, F16, [33, 1000], 5);
+    assert_eq!(
+        sampling::plan(k, &ok, &t).unwrap()[0].config,
+        "topk KP=8 BN=1024"
+    );
+    expect_error(
+        sampling::plan(k, &described(k, F16, [3, 1000], 65), &t),
+        "at most 64",
+    );
+    expect_error(
+        sampling::plan(k, &described(k, F16, [3, 10], 11), &t),
+        "at most V = 10",
+    );
+    assert!(
+        sampling::plan(k, &described(k, F16, [3, 10], 0), &t)
+            .unwrap()
+            .is_empty()
+    );
+    let mut o = ok.clone();
+    o[2] = Operand::described("indices", 2, I64, &[33, 4]);
+    expect_error(
+        sampling::plan(k, &o, &t),
+        "`indices` must have `values`'s shape",
+    );
+    let mut o = ok.clone();
+    o[1] = Operand::described("values", 1, F32, &[33, 5]);
+    expect_error(sampling::plan(k, &o, &t), "must match `x`");
+    expect_error(sampling::plan("sort", &ok, &t), "no op named");
+}
+
+#[test]
+fn the_ops_are_in_the_registry() {
+    for op in [sampling::ARGMAX, sampling::TOPK] {
+        assert_eq!(
+            cutile_kernels::op::registry::find(op).unwrap().family,
+            "sampling"
+        );
+    }
+    for c in sampling::representative_calls() {
+        assert_eq!(c.plan(&target(), false).unwrap().launches.len(), 1);
+    }
+}
+
+fn jobs(
+    calls: &[CallSpec],
+) -> Vec<(
+    &'static str,
+    cutile::dsl::Kernel,
+    Vec<cutile::dsl::TensorMeta>,
+)> {
+    cutile_kernels::catalog::dsl_jobs(calls, false)
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let (k, metas) = j.dsl_spec().unwrap();
+            let name: &'static str = Box::leak(
+                format!("{} {}", j.kernel, j.specialization)
+                    .replace(['/', ' ', '[', ']', ','], "_")
+                    .into_boxed_str(),
+            );
+            (name, k.clone(), metas.to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn representative_calls_compile_for_sm90() {
+    common::compile_all_sm90(
+        "sampling representative_calls_compile_for_sm90",
+        jobs(&sampling::representative_calls()),
+    );
+}
+
+#[test]
+fn compile_four_archs() {
+    use cutile::toolchain::{CompileRequest, Tileiras};
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip(
+                "sampling compile_four_archs",
+                &format!("tileiras not found ({e})"),
+            );
+            return;
+        }
+    };
+    let calls = sampling::representative_calls();
+    for (name, k, metas) in jobs(&[calls[0].clone(), calls[3].clone()]) {
+        let s = k.specialize(&metas).unwrap();
+        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let c = s
+                .compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
+            assert!(!c.bytes.is_empty());
+        }
+    }
+}
+
+mod gpu {
+    use super::*;
+    use common::gpu_device;
+    use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
+    use half::bf16;
+
+    /// Rows with planted ties at the maximum, a −∞ row, values quantized so ties are common.
+    fn logits<T: DeviceElement>(t: i64, v: i64) -> Vec<f32> {
+        let mut x = cutile_testkit::data::uniform((t * v) as usize, 21, -8.0, 8.0);
+        for e in &mut x {
+            *e = T::from_f64((*e * 4.0).round() as f64 / 4.0).to_f64() as f32;
+        }
+        for row in 0..t as usize {
+            let b = row * v as usize;
+            if row % 3 == 0 && v > 2 {
+                x[b + v as usize - 1] = 9.0;
+                x[b + (row % (v as usize - 1))] = 9.0;
+            }
+            if row == 1 {
+                x[b..b + v as usize].fill(f32::NEG_INFINITY);
+            }
+        }
+        x
+    }
+
+    fn case<T: DeviceElement>(dev: &Device, s: &Stream, t: i64, v: i64, k: i64) {
+        let x = logits::<T>(t, v);
+        let h: Vec<T> = x.iter().map(|&e| T::from_f64(e as f64)).collect();
+        let xd = Tensor::from_host(dev, &h, &[t, v]).unwrap();
+        let mut out = Tensor::<i64>::full(dev, &[t], -9).unwrap();
+        sampling::argmax(s, &xd, &mut out).unwrap().wait().unwrap();
+        assert_eq!(
+            out.to_host().unwrap(),
+            r::argmax(&x, v as usize),
+            "argmax t={t} v={v}"
+        );
+        let k = k.min(v);
+        let mut vals = Tensor::<T>::zeros(dev, &[t, k]).unwrap();
+        let mut idx = Tensor::<i64>::full(dev, &[t, k], -9).unwrap();
+        sampling::topk(s, &xd, &mut vals, &mut idx)
+            .unwrap()
+            .wait()
+            .unwrap();
+        let (wv, wi) = r::topk(&x, v as usize, k as usize);
+        assert_eq!(idx.to_host().unwrap(), wi, "topk indices t={t} v={v} k={k}");
+        let got: Vec<f32> = vals
+            .to_host()
+            .unwrap()
+            .into_iter()
+            .map(|e| e.to_f64() as f32)
+            .collect();
+        assert_eq!(got, wv, "topk values t={t} v={v} k={k}");
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn host_api_matches_reference() {
+        let Some((dev, s)) = gpu_device("sampling host_api_matches_reference") else {
+            return;
+        };
+        for (t, v, k) in [
+            (1, 1, 1),
+            (3, 7, 5),
+            (77, 1000, 5),
+            (8, 128256, 50),
+            (5, 4097, 64),
+            (300, 32000, 8),
+        ] {
+            case::<bf16>(&dev, &s, t, v, k);
+            case::<f32>(&dev, &s, t, v, k);
+        }
+    }
+}

@@ -1,0 +1,517 @@
+//! The transformer ops (`rope`, `kv_cache_write`, `kv_cache_write_paged`, `embedding`, `argmax`,
+//! `topk`) as [`Workload`]s: their tensors mix the element type with i32/i64 index tensors (and f32
+//! RoPE tables, i64 outputs), so like `fused_qkv` they have their own host data, upload and call here;
+//! the comparison and the timing are the workload's ([`crate::run`]).
+//!
+//! Inputs (logical f32 host values; integers exact), per op:
+//! - `rope`: `q, k, cos, sin, positions` (positions a shuffle of the table, out of order); outputs
+//!   `q_out, k_out` (in place calls update `q`, `k`);
+//! - `kv_cache_write[_paged]`: `k, v, index(es), k_cache, v_cache` (the caches' old contents, updated in
+//!   place); outputs the whole caches, so entries no token addresses are checked too. Paged slot
+//!   mappings are a random injection with every eighth token −1; contiguous calls write distinct
+//!   random (batch, position) pairs;
+//! - `embedding`: `table, ids` (random ids, every 16th out of range → a zero row); output `out`;
+//! - `argmax`, `topk`: `x` quantized to quarter steps so ties are common; outputs `out` / `values,
+//!   indices` (the indices compared at the f32 tolerance: they must be exact).
+
+use cutile::runtime::timing::{L2Flush, Stats, time_device};
+use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
+use cutile_ir::ScalarType;
+use cutile_kernels::op::{CallSpec, Operand};
+use cutile_kernels::{embedding, kv_cache, rope, sampling};
+
+use crate::BoxError;
+use crate::data::{Dt, uniform};
+use crate::fused_qkv::shuffle;
+use crate::workload::{HostTensor, Metric, OutputSpec, Workload};
+
+/// Whether `op` is one of this module's.
+pub fn covers(op: &str) -> bool {
+    [
+        rope::OP,
+        kv_cache::OP,
+        kv_cache::OP_PAGED,
+        embedding::OP,
+        sampling::ARGMAX,
+        sampling::TOPK,
+    ]
+    .contains(&op)
+}
+
+fn numel(s: &[i64]) -> usize {
+    s.iter().product::<i64>().max(0) as usize
+}
+
+/// The call's described operands (shapes and types of every tensor, outputs included).
+pub fn operands(dt: Dt, call: &CallSpec) -> Result<Vec<Operand>, BoxError> {
+    let s = dt.scalar();
+    Ok(match call.op.as_str() {
+        rope::OP => rope::described_call(s, &call.shapes)?.0,
+        kv_cache::OP | kv_cache::OP_PAGED => kv_cache::described_call(&call.op, s, &call.shapes)?,
+        embedding::OP => embedding::described_call(s, &call.shapes)?,
+        sampling::ARGMAX | sampling::TOPK => sampling::described_call(&call.op, s, &call.shapes)?,
+        other => return Err(format!("{other} is no transformer op").into()),
+    })
+}
+
+fn in_place(call: &CallSpec) -> bool {
+    call.op == rope::OP
+        && call
+            .shapes
+            .get(2)
+            .and_then(|f| f.get(2))
+            .copied()
+            .unwrap_or(0)
+            != 0
+}
+
+/// How many leading operands are inputs (the rest are outputs, uploaded as zeros); the caches of a
+/// KV-cache write and in-place RoPE's q, k are inputs updated in place.
+fn n_inputs(call: &CallSpec, n: usize) -> usize {
+    match call.op.as_str() {
+        rope::OP => 5,
+        kv_cache::OP | kv_cache::OP_PAGED => n,
+        embedding::OP => 2,
+        _ => 1,
+    }
+}
+
+/// The outputs, in host-API order (indices at the f32 tolerance: exact).
+pub fn outputs(dt: Dt, call: &CallSpec) -> Result<Vec<OutputSpec>, BoxError> {
+    let ops = operands(dt, call)?;
+    let o = |x: &Operand, name| OutputSpec {
+        name,
+        shape: x.shape.clone(),
+        f32: x.dtype == ScalarType::I64,
+    };
+    Ok(match call.op.as_str() {
+        rope::OP => vec![o(&ops[0], "q_out"), o(&ops[1], "k_out")],
+        kv_cache::OP | kv_cache::OP_PAGED => {
+            let n = ops.len();
+            vec![o(&ops[n - 2], "k_cache"), o(&ops[n - 1], "v_cache")]
+        }
+        embedding::OP => vec![o(&ops[2], "out")],
+        sampling::ARGMAX => vec![o(&ops[1], "out")],
+        _ => vec![o(&ops[1], "values"), o(&ops[2], "indices")],
+    })
+}
+
+/// Bytes read and written once by a call.
+pub fn metric(dt: Dt, call: &CallSpec) -> Result<Metric, BoxError> {
+    let ops = operands(dt, call)?;
+    let bytes = |o: &Operand| numel(&o.shape) as f64 * o.elem_bytes() as f64;
+    Ok(Metric::Bytes(match call.op.as_str() {
+        // q and k read and written; per token rot/2 cos and sin entries and one position.
+        rope::OP => {
+            let t = ops[0].shape[0] as f64;
+            2.0 * (bytes(&ops[0]) + bytes(&ops[1]))
+                + t * ops[2].shape[1] as f64 * 8.0
+                + bytes(&ops[4])
+        }
+        // k and v read, the same amount written into the caches, the indices read.
+        kv_cache::OP | kv_cache::OP_PAGED => {
+            let idx: f64 = ops[2..ops.len() - 2].iter().map(bytes).sum();
+            2.0 * (bytes(&ops[0]) + bytes(&ops[1])) + idx
+        }
+        // The addressed rows read, out written, ids read.
+        embedding::OP => 2.0 * bytes(&ops[2]) + bytes(&ops[1]),
+        // x read once (top-k rereads it k times, mostly from L2: counted once).
+        _ => bytes(&ops[0]) + ops[1..].iter().map(bytes).sum::<f64>(),
+    }))
+}
+
+/// The call's logical inputs (see the module docs).
+pub fn inputs(dt: Dt, call: &CallSpec) -> Result<Vec<HostTensor>, BoxError> {
+    let ops = operands(dt, call)?;
+    let sh = |i: usize| ops[i].shape.clone();
+    let r = |i: usize, seed: u64, range: f64| -> HostTensor {
+        (
+            dt.round(&uniform(numel(&sh(i)), -range, range, seed)),
+            sh(i),
+        )
+    };
+    let ints =
+        |i: usize, v: Vec<i64>| -> HostTensor { (v.iter().map(|&x| x as f32).collect(), sh(i)) };
+    Ok(match call.op.as_str() {
+        rope::OP => {
+            let [max_pos, half] = [ops[2].shape[0], ops[2].shape[1]];
+            let (c, s) =
+                rope::reference::cos_sin_cache(max_pos as usize, 2 * half as usize, 10000.0);
+            let t = ops[0].shape[0] as usize;
+            let order = shuffle(max_pos.max(1) as usize, 41);
+            let pos: Vec<i64> = (0..t).map(|i| order[i % order.len()]).collect();
+            vec![
+                r(0, 42, 2.0),
+                r(1, 43, 2.0),
+                (c, sh(2)),
+                (s, sh(3)),
+                ints(4, pos),
+            ]
+        }
+        kv_cache::OP_PAGED => {
+            let t = ops[0].shape[0] as usize;
+            let c = &ops[3].shape;
+            let slots = shuffle((c[0] * c[1]) as usize, 44);
+            let a: Vec<i64> = (0..t)
+                .map(|i| {
+                    if i % 8 == 7 || i >= slots.len() {
+                        -1
+                    } else {
+                        slots[i]
+                    }
+                })
+                .collect();
+            vec![
+                r(0, 45, 2.0),
+                r(1, 46, 2.0),
+                ints(2, a),
+                r(3, 47, 1.0),
+                r(4, 48, 1.0),
+            ]
+        }
+        kv_cache::OP => {
+            let t = ops[0].shape[0] as usize;
+            let c = &ops[4].shape; // [B, Hkv, S, D]
+            let entries = shuffle((c[0] * c[2]) as usize, 49);
+            let pick = |i: usize| entries.get(i).copied();
+            let batch: Vec<i64> = (0..t).map(|i| pick(i).map_or(-1, |e| e / c[2])).collect();
+            let pos: Vec<i64> = (0..t).map(|i| pick(i).map_or(0, |e| e % c[2])).collect();
+            vec![
+                r(0, 50, 2.0),
+                r(1, 51, 2.0),
+                ints(2, batch),
+                ints(3, pos),
+                r(4, 52, 1.0),
+                r(5, 53, 1.0),
+            ]
+        }
+        embedding::OP => {
+            let v = ops[0].shape[0];
+            let t = ops[1].shape[0] as usize;
+            let mut rng = cutile_testkit_free_rng(54);
+            let ids: Vec<i64> = (0..t)
+                .map(|i| {
+                    if i % 16 == 5 {
+                        v + i as i64
+                    } else {
+                        (rng() % v.max(1) as u64) as i64
+                    }
+                })
+                .collect();
+            vec![r(0, 55, 2.0), ints(1, ids)]
+        }
+        _ => {
+            let x = uniform(numel(&sh(0)), -8.0, 8.0, 56);
+            let q: Vec<f32> = x.iter().map(|v| (v * 4.0).round() / 4.0).collect();
+            vec![(dt.round(&q), sh(0))]
+        }
+    })
+}
+
+/// A small deterministic u64 stream (an LCG), independent of any crate's RNG.
+fn cutile_testkit_free_rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        s >> 17
+    }
+}
+
+fn as_i64(v: &[f32]) -> Vec<i64> {
+    v.iter().map(|&x| x as i64).collect()
+}
+
+/// The expected outputs ([`outputs`] order) from the logical inputs.
+pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f32>>, BoxError> {
+    let ops = operands(dt, call)?;
+    Ok(match call.op.as_str() {
+        rope::OP => {
+            let (opts_ops, opts) = rope::described_call(dt.scalar(), &call.shapes)?;
+            let d = opts_ops[0].shape[2] as usize;
+            let rot = 2 * opts_ops[2].shape[1] as usize;
+            let pos = as_i64(&i[4].0);
+            let (c, s) = (&i[2].0, &i[3].0);
+            let q = rope::reference::rope(
+                &i[0].0,
+                ops[0].shape[1] as usize,
+                d,
+                c,
+                s,
+                &pos,
+                rot,
+                opts.style,
+            );
+            let k = rope::reference::rope(
+                &i[1].0,
+                ops[1].shape[1] as usize,
+                d,
+                c,
+                s,
+                &pos,
+                rot,
+                opts.style,
+            );
+            vec![q, k]
+        }
+        kv_cache::OP | kv_cache::OP_PAGED => {
+            let n = ops.len();
+            let (hkv, d) = (ops[0].shape[1] as usize, ops[0].shape[2] as usize);
+            let (mut kc, mut vc) = (i[n - 2].0.clone(), i[n - 1].0.clone());
+            let c = &ops[n - 2].shape;
+            let a = as_i64(&i[2].0);
+            let b = as_i64(&i[3.min(n - 3)].0);
+            let (index, dims) = if call.op == kv_cache::OP_PAGED {
+                (
+                    kv_cache::reference::Index::Paged { slot: &a },
+                    (c[0] as usize, c[1] as usize),
+                )
+            } else {
+                (
+                    kv_cache::reference::Index::Contiguous { batch: &a, pos: &b },
+                    (c[0] as usize, c[2] as usize),
+                )
+            };
+            kv_cache::reference::write(&i[0].0, &i[1].0, hkv, d, index, dims, &mut kc, &mut vc);
+            vec![kc, vc]
+        }
+        embedding::OP => vec![embedding::reference::embedding(
+            &i[0].0,
+            ops[0].shape[1] as usize,
+            &as_i64(&i[1].0),
+        )],
+        sampling::ARGMAX => {
+            let v = ops[0].shape[1] as usize;
+            vec![
+                sampling::reference::argmax(&i[0].0, v)
+                    .iter()
+                    .map(|&x| x as f32)
+                    .collect(),
+            ]
+        }
+        _ => {
+            let v = ops[0].shape[1] as usize;
+            let k = ops[1].shape[1] as usize;
+            let (vals, idx) = sampling::reference::topk(&i[0].0, v, k);
+            vec![vals, idx.iter().map(|&x| x as f32).collect()]
+        }
+    })
+}
+
+/// One device tensor of any of the call's element types.
+enum Dev<T: DeviceElement> {
+    T(Tensor<T>),
+    F32(Tensor<f32>),
+    I32(Tensor<i32>),
+    I64(Tensor<i64>),
+}
+
+impl<T: DeviceElement> Dev<T> {
+    fn up(dev: &Device, o: &Operand, h: &HostTensor) -> Result<Dev<T>, BoxError> {
+        let (v, s) = h;
+        Ok(match o.dtype {
+            _ if o.name == "cos" || o.name == "sin" => Dev::F32(Tensor::from_host(dev, v, s)?),
+            ScalarType::I32 => Dev::I32(Tensor::from_host(
+                dev,
+                &v.iter().map(|&x| x as i32).collect::<Vec<_>>(),
+                s,
+            )?),
+            ScalarType::I64 => Dev::I64(Tensor::from_host(dev, &as_i64(v), s)?),
+            _ => Dev::T(Tensor::from_host(
+                dev,
+                &v.iter().map(|&x| T::from_f64(x as f64)).collect::<Vec<_>>(),
+                s,
+            )?),
+        })
+    }
+
+    fn down(&self) -> Result<Vec<f32>, BoxError> {
+        Ok(match self {
+            Dev::T(t) => t
+                .to_host()?
+                .into_iter()
+                .map(|x| x.to_f64() as f32)
+                .collect(),
+            Dev::F32(t) => t.to_host()?,
+            Dev::I32(t) => t.to_host()?.into_iter().map(|x| x as f32).collect(),
+            Dev::I64(t) => t.to_host()?.into_iter().map(|x| x as f32).collect(),
+        })
+    }
+}
+
+fn ty<T: DeviceElement>(d: &Dev<T>) -> Result<&Tensor<T>, BoxError> {
+    match d {
+        Dev::T(t) => Ok(t),
+        _ => Err("expected a tensor of the element type".into()),
+    }
+}
+
+fn ty_mut<T: DeviceElement>(d: &mut Dev<T>) -> Result<&mut Tensor<T>, BoxError> {
+    match d {
+        Dev::T(t) => Ok(t),
+        _ => Err("expected a tensor of the element type".into()),
+    }
+}
+
+fn table<T: DeviceElement>(d: &Dev<T>) -> Result<&Tensor<f32>, BoxError> {
+    match d {
+        Dev::F32(t) => Ok(t),
+        _ => Err("expected an f32 table".into()),
+    }
+}
+
+fn i64_mut<T: DeviceElement>(d: &mut Dev<T>) -> Result<&mut Tensor<i64>, BoxError> {
+    match d {
+        Dev::I64(t) => Ok(t),
+        _ => Err("expected an i64 output".into()),
+    }
+}
+
+/// `$body` with `$n` the i32 or i64 tensor of `$d`.
+macro_rules! index {
+    ($d:expr, |$n:ident| $body:expr) => {
+        match $d {
+            Dev::I32($n) => $body,
+            Dev::I64($n) => $body,
+            _ => return Err("expected an index tensor".into()),
+        }
+    };
+}
+
+/// Queues one call on `stream` over the device tensors `d` (operand order); waits for it, or leaves it
+/// queued (`wait = false`: the timing loop waits for its end event, and `d` outlives it).
+fn call<T: DeviceElement>(
+    stream: &Stream,
+    w: &Workload,
+    d: &mut [Dev<T>],
+    wait: bool,
+) -> Result<(), BoxError> {
+    let style = rope::described_call(ScalarType::F32, &w.call.shapes)
+        .map(|(_, o)| o.style)
+        .unwrap_or(rope::RopeStyle::Neox);
+    macro_rules! done {
+        ($p:expr) => {{
+            let p = $p?;
+            if wait {
+                p.wait()?;
+            } else {
+                std::mem::forget(p);
+            }
+        }};
+    }
+    match (w.op(), d) {
+        (rope::OP, [q, k, c, s, p]) => {
+            let (c, s) = (table(c)?, table(s)?);
+            let (q, k) = (ty_mut(q)?, ty_mut(k)?);
+            index!(p, |p| done!(rope::rope_(stream, q, k, c, s, &*p, style)))
+        }
+        (rope::OP, [q, k, c, s, p, qo, ko]) => {
+            let (q, k, c, s) = (ty(q)?, ty(k)?, table(c)?, table(s)?);
+            let (qo, ko) = (ty_mut(qo)?, ty_mut(ko)?);
+            index!(p, |p| done!(rope::rope(
+                stream, q, k, c, s, &*p, qo, ko, style
+            )))
+        }
+        (kv_cache::OP_PAGED, [k, v, a, kc, vc]) => {
+            let (k, v) = (ty(k)?, ty(v)?);
+            let (kc, vc) = (ty_mut(kc)?, ty_mut(vc)?);
+            index!(a, |a| done!(kv_cache::write_kv_cache_paged(
+                stream, k, v, &*a, kc, vc
+            )))
+        }
+        (kv_cache::OP, [k, v, a, b, kc, vc]) => {
+            let (k, v) = (ty(k)?, ty(v)?);
+            let (kc, vc) = (ty_mut(kc)?, ty_mut(vc)?);
+            match (a, b) {
+                (Dev::I32(a), Dev::I32(b)) => {
+                    done!(kv_cache::write_kv_cache(stream, k, v, &*a, &*b, kc, vc))
+                }
+                (Dev::I64(a), Dev::I64(b)) => {
+                    done!(kv_cache::write_kv_cache(stream, k, v, &*a, &*b, kc, vc))
+                }
+                _ => return Err("batch and pos must be i32 or i64 alike".into()),
+            }
+        }
+        (embedding::OP, [t, ids, out]) => {
+            let (t, out) = (ty(t)?, ty_mut(out)?);
+            index!(ids, |ids| done!(embedding::embedding(
+                stream, t, &*ids, out
+            )))
+        }
+        (sampling::ARGMAX, [x, out]) => done!(sampling::argmax(stream, ty(x)?, i64_mut(out)?)),
+        (sampling::TOPK, [x, vals, idx]) => {
+            done!(sampling::topk(stream, ty(x)?, ty_mut(vals)?, i64_mut(idx)?))
+        }
+        (op, d) => return Err(format!("{op}: unexpected {} tensors", d.len()).into()),
+    }
+    Ok(())
+}
+
+/// The indices of the output tensors among the operands, in [`outputs`] order.
+fn output_slots(call: &CallSpec, n: usize) -> Vec<usize> {
+    match call.op.as_str() {
+        rope::OP if in_place(call) => vec![0, 1],
+        rope::OP => vec![5, 6],
+        kv_cache::OP | kv_cache::OP_PAGED => vec![n - 2, n - 1],
+        embedding::OP => vec![2],
+        sampling::ARGMAX => vec![1],
+        _ => vec![1, 2],
+    }
+}
+
+fn run_typed<T: DeviceElement>(
+    dev: &Device,
+    stream: &Stream,
+    w: &Workload,
+    inputs: &[HostTensor],
+    timing: Option<(usize, Option<&mut L2Flush>)>,
+) -> Result<(Vec<Vec<f32>>, Option<Stats>), BoxError> {
+    let dt = w.dt()?;
+    let ops = operands(dt, &w.call)?;
+    let n_in = n_inputs(&w.call, ops.len());
+    if inputs.len() != n_in {
+        return Err(format!("{}: {n_in} inputs expected, got {}", w.name, inputs.len()).into());
+    }
+    let mut d: Vec<Dev<T>> = Vec::with_capacity(ops.len());
+    for (k, o) in ops.iter().enumerate() {
+        let zeros;
+        let h = match inputs.get(k) {
+            Some(h) => h,
+            None => {
+                zeros = (vec![0.0; numel(&o.shape)], o.shape.clone());
+                &zeros
+            }
+        };
+        d.push(Dev::up(dev, o, h)?);
+    }
+    call(stream, w, &mut d, true)?;
+    let outs = output_slots(&w.call, ops.len())
+        .into_iter()
+        .map(|k| d[k].down())
+        .collect::<Result<Vec<_>, _>>()?;
+    let stats = match timing {
+        None => None,
+        Some((iters, flush)) => Some(time_device(stream, 5, iters, flush, || {
+            call(stream, w, &mut d, false)
+        })?),
+    };
+    stream.synchronize()?;
+    Ok((outs, stats))
+}
+
+/// Runs the call once on `inputs` (and, with `timing`, times it): the outputs read back ([`outputs`]
+/// order) and the timing.
+pub fn run(
+    dev: &Device,
+    stream: &Stream,
+    w: &Workload,
+    inputs: &[HostTensor],
+    timing: Option<(usize, Option<&mut L2Flush>)>,
+) -> Result<(Vec<Vec<f32>>, Option<Stats>), BoxError> {
+    match w.dt()? {
+        Dt::BF16 => run_typed::<half::bf16>(dev, stream, w, inputs, timing),
+        Dt::F16 => run_typed::<half::f16>(dev, stream, w, inputs, timing),
+        Dt::F32 => run_typed::<f32>(dev, stream, w, inputs, timing),
+    }
+}
