@@ -298,7 +298,11 @@ pub unsafe fn attention(
     scale: Option<f32>,
     o: &RawTensor,
 ) -> Result<(), OpError> {
-    let options = crate::attention::AttentionOptions { causal, scale };
+    let options = crate::attention::AttentionOptions {
+        causal,
+        scale,
+        ..Default::default()
+    };
     with_tensors!("attention", s, q, |E| [qt = q, kt = k, vt = v, ot = o] {
         let p = crate::attention::attention(s.stream(), &qt, &kt, &vt, &options, &mut ot)?;
         // SAFETY: as in `softmax`.

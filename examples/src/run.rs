@@ -188,7 +188,8 @@ fn call_typed<T: DeviceElement>(
             let options = attention::AttentionOptions {
                 causal: w.call.causal,
                 scale: None,
-            };
+                    ..Default::default()
+                };
             if layout == Layout::Bshd {
                 let (q, k, v) = (
                     ins[0].transpose(1, 2)?,

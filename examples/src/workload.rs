@@ -531,6 +531,7 @@ impl Workload {
                 let options = attention::AttentionOptions {
                     causal: self.call.causal,
                     scale: None,
+                    ..Default::default()
                 };
                 attention::plan(&operands, &target, &options)?
             }

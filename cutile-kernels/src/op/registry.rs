@@ -185,8 +185,19 @@ fn plan_attention(
     let options = attention::AttentionOptions {
         causal: spec.causal,
         scale: None,
+        ..Default::default()
     };
     let launches = attention::plan(&operands, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_attention_variant(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let (operands, launches) = attention::plan_spec(&spec.op, dt, &spec.shapes, spec.causal, t)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -281,7 +292,7 @@ pub fn ops() -> &'static [OpInfo] {
 }
 
 /// The ops of the families before the activations.
-const BASE_OPS: [OpInfo; 11] = [
+const BASE_OPS: [OpInfo; 13] = [
     OpInfo {
         name: vector_add::ADD,
         family: "vector_add",
@@ -341,6 +352,18 @@ const BASE_OPS: [OpInfo; 11] = [
         family: "attention",
         inputs: "[q, k] (v has k's shape)",
         plan: plan_attention,
+    },
+    OpInfo {
+        name: attention::PREFILL_OP,
+        family: "attention",
+        inputs: attention::PREFILL_INPUTS,
+        plan: plan_attention_variant,
+    },
+    OpInfo {
+        name: attention::VARLEN_OP,
+        family: "attention",
+        inputs: attention::VARLEN_INPUTS,
+        plan: plan_attention_variant,
     },
     OpInfo {
         name: fused_qkv::OP,
