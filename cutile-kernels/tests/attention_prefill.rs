@@ -25,10 +25,14 @@ fn target() -> Target {
 
 /// Deterministic values in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
@@ -62,7 +66,10 @@ fn dense(b: usize, h: usize, hkv: usize, sq: usize, sk: usize, d: usize, seed: u
         sq,
         sk,
         d,
-        q: values(b * h * sq * d, seed).iter().map(|x| x * 2.0).collect(),
+        q: values(b * h * sq * d, seed)
+            .iter()
+            .map(|x| x * 2.0)
+            .collect(),
         k: values(b * hkv * sk * d, seed + 1),
         v: values(b * hkv * sk * d, seed + 2),
     }
@@ -120,7 +127,17 @@ fn sink_of_minus_infinity_equals_no_sink() {
 fn a_sink_takes_its_share_of_the_softmax() {
     // One key of logit 0 (q = 0) and a sink of logit ln 3: the key gets weight 1/4, LSE = ln 4.
     let (q, k, v) = (vec![0f32; 4], vec![1f32; 4], vec![2f32; 4]);
-    let (o, l) = prefill_reference(&q, &k, &v, (1, 1, 1), 1, 1, 4, &opts(false), Some(&[3f32.ln()]));
+    let (o, l) = prefill_reference(
+        &q,
+        &k,
+        &v,
+        (1, 1, 1),
+        1,
+        1,
+        4,
+        &opts(false),
+        Some(&[3f32.ln()]),
+    );
     close(&o, &[0.5; 4], 1e-6, "out");
     close(&l, &[4f32.ln()], 1e-6, "lse");
 }
@@ -160,7 +177,12 @@ fn bottom_right_with_equal_lengths_equals_top_left() {
         bottom_right: true,
         ..opts(true)
     };
-    close(&x.run(&br, None).0, &x.run(&opts(true), None).0, 1e-6, "out");
+    close(
+        &x.run(&br, None).0,
+        &x.run(&opts(true), None).0,
+        1e-6,
+        "out",
+    );
     // With fewer queries than keys, query i sees i + S_k - S_q + 1 keys: the last query sees all.
     let y = dense(1, 1, 1, 5, 12, 8, 5);
     let (o, _) = y.run(&br, None);
@@ -200,7 +222,12 @@ fn softcap_bounds_the_logits() {
         softcap: Some(1e6),
         ..opts(false)
     };
-    close(&x.run(&big, None).0, &x.run(&opts(false), None).0, 1e-4, "big cap");
+    close(
+        &x.run(&big, None).0,
+        &x.run(&opts(false), None).0,
+        1e-4,
+        "big cap",
+    );
     // A tiny cap makes every logit ~0: the output is the mean of the values, LSE ~ ln S_k.
     let tiny = AttentionOptions {
         softcap: Some(1e-4),
@@ -277,7 +304,12 @@ fn varlen_of_one_sequence_equals_dense_and_sequences_are_independent() {
         for hi in 0..4 {
             for t in 0..22 {
                 let (b, i) = (t / 11, t % 11);
-                close(&[vl[hi * 22 + t]], &[dense_l[(b * 4 + hi) * 11 + i]], 1e-5, "varlen lse");
+                close(
+                    &[vl[hi * 22 + t]],
+                    &[dense_l[(b * 4 + hi) * 11 + i]],
+                    1e-5,
+                    "varlen lse",
+                );
             }
         }
     }
@@ -304,7 +336,12 @@ fn d(name: &'static str, i: usize, dt: ScalarType, s: &[i64]) -> Operand {
 }
 
 fn dense_ops(q: &[i64], k: &[i64], sinks: Option<&[i64]>, lse: Option<&[i64]>) -> Vec<Operand> {
-    let mut ops = vec![d("q", 0, BF16, q), d("k", 1, BF16, k), d("v", 2, BF16, k), d("o", 3, BF16, q)];
+    let mut ops = vec![
+        d("q", 0, BF16, q),
+        d("k", 1, BF16, k),
+        d("v", 2, BF16, k),
+        d("o", 3, BF16, q),
+    ];
     if let Some(s) = sinks {
         ops.push(d("sinks", ops.len(), F32, s));
     }
@@ -336,21 +373,48 @@ fn plain_calls_keep_the_dense_kernels_and_variants_take_the_variant_kernel() {
         bottom_right: true,
         ..opts(true)
     };
-    assert_eq!(attention::plan_prefill(&ops, &t, &br).unwrap()[0].kernel.name(), "flash_attention_4d");
+    assert_eq!(
+        attention::plan_prefill(&ops, &t, &br).unwrap()[0]
+            .kernel
+            .name(),
+        "flash_attention_4d"
+    );
     for o in [
-        AttentionOptions { window: Some(10), ..opts(true) },
-        AttentionOptions { softcap: Some(30.0), ..opts(false) },
-        AttentionOptions { query_offset: 3, ..opts(true) },
+        AttentionOptions {
+            window: Some(10),
+            ..opts(true)
+        },
+        AttentionOptions {
+            softcap: Some(30.0),
+            ..opts(false)
+        },
+        AttentionOptions {
+            query_offset: 3,
+            ..opts(true)
+        },
     ] {
         let p = attention::plan_prefill(&ops, &t, &o).unwrap();
         assert_eq!(p[0].kernel.name(), "attention_prefill", "{o:?}");
         assert_eq!(p[0].grid, Some((16, 2, 1)));
     }
-    let with = dense_ops(&[2, 8, 100, 128], &[2, 2, 100, 128], Some(&[8]), Some(&[2, 8, 100]));
+    let with = dense_ops(
+        &[2, 8, 100, 128],
+        &[2, 2, 100, 128],
+        Some(&[8]),
+        Some(&[2, 8, 100]),
+    );
     let p = attention::plan_prefill(&with, &t, &opts(false)).unwrap();
     assert_eq!(p[0].kernel.name(), "attention_prefill");
     // The plain op routes variant options to the variant kernel too (with the stand-in operand).
-    let p = attention::plan(&ops, &t, &AttentionOptions { window: Some(4), ..opts(true) }).unwrap();
+    let p = attention::plan(
+        &ops,
+        &t,
+        &AttentionOptions {
+            window: Some(4),
+            ..opts(true)
+        },
+    )
+    .unwrap();
     assert_eq!(p[0].kernel.name(), "attention_prefill");
 }
 
@@ -361,8 +425,16 @@ fn varlen_grid_follows_the_longest_sequence_and_empty_batches_plan_nothing() {
     assert_eq!(p[0].kernel.name(), "attention_varlen");
     assert_eq!(p[0].grid, Some((3, 8, 3)));
     // No sequences, or only empty ones.
-    assert!(attention::plan_varlen(&varlen_ops(0, 0, 0, 8, 2), &t, 0, &opts(true)).unwrap().is_empty());
-    assert!(attention::plan_varlen(&varlen_ops(0, 5, 2, 8, 2), &t, 0, &opts(false)).unwrap().is_empty());
+    assert!(
+        attention::plan_varlen(&varlen_ops(0, 0, 0, 8, 2), &t, 0, &opts(true))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        attention::plan_varlen(&varlen_ops(0, 5, 2, 8, 2), &t, 0, &opts(false))
+            .unwrap()
+            .is_empty()
+    );
     // Length-1 sequences.
     let p = attention::plan_varlen(&varlen_ops(2, 2, 2, 8, 8), &t, 1, &opts(true)).unwrap();
     assert_eq!(p[0].grid, Some((1, 8, 2)));
@@ -379,42 +451,129 @@ fn unsupported(r: Result<Vec<cutile_kernels::op::PlannedLaunch>, OpError>, needl
 fn bad_calls_are_typed_errors() {
     let t = target();
     let ops = dense_ops(&[2, 8, 100, 128], &[2, 2, 100, 128], None, None);
-    unsupported(attention::plan_prefill(&ops, &t, &AttentionOptions { softcap: Some(0.0), ..opts(true) }), "softcap");
-    unsupported(attention::plan_prefill(&ops, &t, &AttentionOptions { softcap: Some(f32::NAN), ..opts(true) }), "softcap");
-    unsupported(attention::plan_prefill(&ops, &t, &AttentionOptions { window: Some(u32::MAX), ..opts(true) }), "window");
-    unsupported(attention::plan_prefill(&ops, &t, &AttentionOptions { query_offset: 1 << 40, ..opts(true) }), "query_offset");
+    unsupported(
+        attention::plan_prefill(
+            &ops,
+            &t,
+            &AttentionOptions {
+                softcap: Some(0.0),
+                ..opts(true)
+            },
+        ),
+        "softcap",
+    );
+    unsupported(
+        attention::plan_prefill(
+            &ops,
+            &t,
+            &AttentionOptions {
+                softcap: Some(f32::NAN),
+                ..opts(true)
+            },
+        ),
+        "softcap",
+    );
+    unsupported(
+        attention::plan_prefill(
+            &ops,
+            &t,
+            &AttentionOptions {
+                window: Some(u32::MAX),
+                ..opts(true)
+            },
+        ),
+        "window",
+    );
+    unsupported(
+        attention::plan_prefill(
+            &ops,
+            &t,
+            &AttentionOptions {
+                query_offset: 1 << 40,
+                ..opts(true)
+            },
+        ),
+        "query_offset",
+    );
     // Sinks: f32 [H].
     let bad = dense_ops(&[2, 8, 100, 128], &[2, 2, 100, 128], Some(&[2]), None);
     unsupported(attention::plan_prefill(&bad, &t, &opts(true)), "sinks");
     let mut bf = dense_ops(&[2, 8, 100, 128], &[2, 2, 100, 128], Some(&[8]), None);
     bf[4].dtype = BF16;
-    assert!(matches!(attention::plan_prefill(&bf, &t, &opts(true)), Err(OpError::DType { arg: "sinks", .. })));
+    assert!(matches!(
+        attention::plan_prefill(&bf, &t, &opts(true)),
+        Err(OpError::DType { arg: "sinks", .. })
+    ));
     // LSE: f32 [B, H, S_q].
-    let bad = dense_ops(&[2, 8, 100, 128], &[2, 2, 100, 128], None, Some(&[2, 8, 99]));
+    let bad = dense_ops(
+        &[2, 8, 100, 128],
+        &[2, 2, 100, 128],
+        None,
+        Some(&[2, 8, 99]),
+    );
     unsupported(attention::plan_prefill(&bad, &t, &opts(true)), "lse");
     // Sinks need heads: not the 3-D layout.
     let three = dense_ops(&[16, 100, 128], &[16, 100, 128], Some(&[1]), None);
-    assert!(matches!(attention::plan_prefill(&three, &t, &opts(true)), Err(OpError::Rank { .. })));
+    assert!(matches!(
+        attention::plan_prefill(&three, &t, &opts(true)),
+        Err(OpError::Rank { .. })
+    ));
     // Missing stand-in operand.
-    let bare = vec![d("q", 0, BF16, &[1, 1, 8, 64]), d("k", 1, BF16, &[1, 1, 8, 64]), d("v", 2, BF16, &[1, 1, 8, 64]), d("o", 3, BF16, &[1, 1, 8, 64])];
-    unsupported(attention::plan_prefill(&bare, &t, &AttentionOptions { window: Some(1), ..opts(true) }), "with_unused");
+    let bare = vec![
+        d("q", 0, BF16, &[1, 1, 8, 64]),
+        d("k", 1, BF16, &[1, 1, 8, 64]),
+        d("v", 2, BF16, &[1, 1, 8, 64]),
+        d("o", 3, BF16, &[1, 1, 8, 64]),
+    ];
+    unsupported(
+        attention::plan_prefill(
+            &bare,
+            &t,
+            &AttentionOptions {
+                window: Some(1),
+                ..opts(true)
+            },
+        ),
+        "with_unused",
+    );
     // Varlen.
     let ok = varlen_ops(300, 400, 3, 8, 2);
-    unsupported(attention::plan_varlen(&ok, &t, 301, &opts(true)), "max_seqlen_q");
+    unsupported(
+        attention::plan_varlen(&ok, &t, 301, &opts(true)),
+        "max_seqlen_q",
+    );
     let mut cu = ok.clone();
     cu[3].dtype = I64;
-    assert!(matches!(attention::plan_varlen(&cu, &t, 10, &opts(true)), Err(OpError::DType { arg: "cu_seqlens_q", .. })));
+    assert!(matches!(
+        attention::plan_varlen(&cu, &t, 10, &opts(true)),
+        Err(OpError::DType {
+            arg: "cu_seqlens_q",
+            ..
+        })
+    ));
     let mut cu = ok.clone();
     cu[4].shape = vec![3];
-    unsupported(attention::plan_varlen(&cu, &t, 10, &opts(true)), "cu_seqlens_k");
-    unsupported(attention::plan_varlen(&varlen_ops(300, 400, 3, 8, 3), &t, 10, &opts(true)), "divide");
+    unsupported(
+        attention::plan_varlen(&cu, &t, 10, &opts(true)),
+        "cu_seqlens_k",
+    );
+    unsupported(
+        attention::plan_varlen(&varlen_ops(300, 400, 3, 8, 3), &t, 10, &opts(true)),
+        "divide",
+    );
     let mut hd = ok.clone();
     hd[0].shape = vec![300, 8, 96];
     hd[5].shape = vec![300, 8, 96];
-    unsupported(attention::plan_varlen(&hd, &t, 10, &opts(true)), "head dimension");
+    unsupported(
+        attention::plan_varlen(&hd, &t, 10, &opts(true)),
+        "head dimension",
+    );
     let mut r = ok;
     r[0].shape = vec![300, 8, 1, 128];
-    assert!(matches!(attention::plan_varlen(&r, &t, 10, &opts(true)), Err(OpError::Rank { .. })));
+    assert!(matches!(
+        attention::plan_varlen(&r, &t, 10, &opts(true)),
+        Err(OpError::Rank { .. })
+    ));
 }
 
 #[test]
@@ -422,7 +581,10 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
     let t = target();
     let tileiras = cutile::toolchain::Tileiras::discover();
     if let Err(e) = &tileiras {
-        cutile_testkit::skip("attention_prefill compile", &format!("tileiras not found ({e})"));
+        cutile_testkit::skip(
+            "attention_prefill compile",
+            &format!("tileiras not found ({e})"),
+        );
     }
     let mut seen = std::collections::HashSet::new();
     let calls: Vec<_> = attention::representative_calls()
@@ -431,13 +593,18 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
         .collect();
     assert_eq!(calls.len(), 4);
     for c in calls {
-        let planned = c.plan(&t, true).unwrap_or_else(|e| panic!("{}: {e}", c.label()));
+        let planned = c
+            .plan(&t, true)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
         assert_eq!(planned.launches.len(), 1, "{}", c.label());
         for l in &planned.launches {
             // SAFETY: described operands are never launched.
             let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
             let metas = args.tensor_metas();
-            let s = l.kernel.specialize(&metas).unwrap_or_else(|e| panic!("{}: {e}", c.label()));
+            let s = l
+                .kernel
+                .specialize(&metas)
+                .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
             cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
                 .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
             let key = cutile::launch::plan(
@@ -449,7 +616,11 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
             )
             .unwrap()
             .key;
-            assert!(seen.insert(key), "{}: a duplicate specialization", c.label());
+            assert!(
+                seen.insert(key),
+                "{}: a duplicate specialization",
+                c.label()
+            );
             if let Ok(tl) = &tileiras {
                 for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
                     let r = cutile::toolchain::CompileRequest::new(arch);

@@ -225,7 +225,14 @@ pub mod kernels {
     // ---- Prefill variants: dense `[B, S, H, D]` views and packed variable-length batches ----------------
 
     /// Run-time options of the variant kernels, the same for every block of a launch.
-    type Knobs = (Scalar<f32>, Scalar<i32>, Scalar<i32>, Scalar<i32>, Scalar<f32>, Scalar<i32>);
+    type Knobs = (
+        Scalar<f32>,
+        Scalar<i32>,
+        Scalar<i32>,
+        Scalar<i32>,
+        Scalar<f32>,
+        Scalar<i32>,
+    );
 
     /// Flash attention with the prefill variants over dense `[B, S, H, D]` arrays (a permuted view of
     /// `[B, H, S, D]` storage; `k`/`v` with `H_kv` heads dividing `H`).
@@ -280,19 +287,25 @@ pub mod kernels {
         for j in lo..u_lo {
             let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
             let tv = pv.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(tq, tk, j, qt, off, len_k, knobs);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
             st = safe_step(s, tv, st);
         }
         for j in u_lo..u_hi {
             let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
             let tv = pv.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(tq, tk, j, qt, off, len_k, knobs);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
             st = safe_step(s, tv, st);
         }
         for j in u_hi..end {
             let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
             let tv = pv.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(tq, tk, j, qt, off, len_k, knobs);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
             st = safe_step(s, tv, st);
         }
         let (out, lse_row) = safe_finish(st);
@@ -356,24 +369,34 @@ pub mod kernels {
         let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
         let off = shift + bottom_right * (len_k - len_q);
         // A tile past the sequence's end visits no keys.
-        let live_k = if qt * BM < len_q { len_k } else { scalar::<i32>(0i32) };
+        let live_k = if qt * BM < len_q {
+            len_k
+        } else {
+            scalar::<i32>(0i32)
+        };
         let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, live_k, window);
         let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
         let hk = zeros::<i32, S2<BN, D>>() + kvh;
         let kcols = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<BN, D>>();
         for j in lo..u_lo {
             let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(tq, tk, j, qt, off, len_k, knobs);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
             st = safe_step(s, tv, st);
         }
         for j in u_lo..u_hi {
             let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(tq, tk, j, qt, off, len_k, knobs);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
             st = safe_step(s, tv, st);
         }
         for j in u_hi..end {
             let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(tq, tk, j, qt, off, len_k, knobs);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
             st = safe_step(s, tv, st);
         }
         let (out, lse_row) = safe_finish(st);
@@ -383,7 +406,9 @@ pub mod kernels {
             let r1 = rows.reshape::<S1<BM>>();
             let h1 = zeros::<i32, S1<BM>>() + h;
             // SAFETY: as for `o`.
-            unsafe { lse.scatter::<S1<BM>>((h1, r1 + q0), lse_row.reshape::<S1<BM>>(), Some(r1 < len_q)) };
+            unsafe {
+                lse.scatter::<S1<BM>>((h1, r1 + q0), lse_row.reshape::<S1<BM>>(), Some(r1 < len_q))
+            };
         }
     }
 
@@ -436,7 +461,9 @@ pub mod kernels {
         let end = ((hi_key + (BN - 1)) / BN).max(lo);
         // Tiles every query of the tile sees whole: from the last query's window start, up to the
         // first query's position (causal) and the last full tile.
-        let u_lo = (((last - window).max(0i32) + (BN - 1)) / BN).max(lo).min(end);
+        let u_lo = (((last - window).max(0i32) + (BN - 1)) / BN)
+            .max(lo)
+            .min(end);
         let full = if CAUSAL {
             ((first + 1i32).max(0i32) / BN).min(len_k / BN)
         } else {

@@ -18,9 +18,9 @@ pub mod reference;
 pub use config::AttentionConfig;
 pub use dsl::kernels;
 pub use prefill::{
-    Extras, FLAGS_DOC, MAX_EXTENT, PREFILL_INPUTS, PREFILL_OP, VARLEN_INPUTS, VARLEN_OP, VariantCall,
-    attention_varlen, attention_with, described_call, plan_prefill, plan_spec, plan_varlen,
-    ragged_lengths, spec_flags, with_unused,
+    Extras, FLAGS_DOC, MAX_EXTENT, PREFILL_INPUTS, PREFILL_OP, VARLEN_INPUTS, VARLEN_OP,
+    VariantCall, attention_varlen, attention_with, described_call, plan_prefill, plan_spec,
+    plan_varlen, ragged_lengths, spec_flags, with_unused,
 };
 pub use reference::{VarlenBatch, attention_reference, prefill_reference, varlen_reference};
 

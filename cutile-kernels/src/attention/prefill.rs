@@ -95,10 +95,7 @@ fn knobs(op: &'static str, o: &AttentionOptions, d: i64) -> Result<Knobs, OpErro
     if o.query_offset.abs() > MAX_EXTENT {
         return Err(unsupported(
             op,
-            format!(
-                "query_offset {} is outside ±{MAX_EXTENT}",
-                o.query_offset
-            ),
+            format!("query_offset {} is outside ±{MAX_EXTENT}", o.query_offset),
         ));
     }
     Ok(Knobs {
@@ -111,16 +108,30 @@ fn knobs(op: &'static str, o: &AttentionOptions, d: i64) -> Result<Knobs, OpErro
 }
 
 /// Whether a dense call needs the variant kernel (anything beyond top-left causal or none).
-pub(crate) fn needs_variant(o: &AttentionOptions, seq_q: i64, seq_k: i64, sinks: bool, lse: bool) -> bool {
+pub(crate) fn needs_variant(
+    o: &AttentionOptions,
+    seq_q: i64,
+    seq_k: i64,
+    sinks: bool,
+    lse: bool,
+) -> bool {
     let shift = o.query_offset + if o.bottom_right { seq_k - seq_q } else { 0 };
-    sinks || lse || o.window.is_some() || o.softcap.is_some() || (shift != 0 && (o.causal || o.window.is_some()))
+    sinks
+        || lse
+        || o.window.is_some()
+        || o.softcap.is_some()
+        || (shift != 0 && (o.causal || o.window.is_some()))
 }
 
 fn find<'o>(ops: &'o [Operand], name: &str) -> Option<(usize, &'o Operand)> {
     ops.iter().enumerate().find(|(_, o)| o.name == name)
 }
 
-fn need<'o>(op: &'static str, ops: &'o [Operand], name: &'static str) -> Result<(usize, &'o Operand), OpError> {
+fn need<'o>(
+    op: &'static str,
+    ops: &'o [Operand],
+    name: &'static str,
+) -> Result<(usize, &'o Operand), OpError> {
     find(ops, name).ok_or_else(|| unsupported(op, format!("the call has no `{name}` operand")))
 }
 
@@ -160,22 +171,37 @@ fn kernel(
     macro_rules! pick {
         ($k:ident) => {
             mma_kernel!(dtype, |E| match (d, causal, softcap, lse) {
-                (64, false, false, false) => Some(k::$k::kernel::<E, 64, 128, 64, false, false, false>()),
-                (64, false, false, true) => Some(k::$k::kernel::<E, 64, 128, 64, false, false, true>()),
-                (64, false, true, false) => Some(k::$k::kernel::<E, 64, 128, 64, false, true, false>()),
-                (64, false, true, true) => Some(k::$k::kernel::<E, 64, 128, 64, false, true, true>()),
-                (64, true, false, false) => Some(k::$k::kernel::<E, 64, 128, 64, true, false, false>()),
-                (64, true, false, true) => Some(k::$k::kernel::<E, 64, 128, 64, true, false, true>()),
-                (64, true, true, false) => Some(k::$k::kernel::<E, 64, 128, 64, true, true, false>()),
+                (64, false, false, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, false, false, false>()),
+                (64, false, false, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, false, false, true>()),
+                (64, false, true, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, false, true, false>()),
+                (64, false, true, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, false, true, true>()),
+                (64, true, false, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, true, false, false>()),
+                (64, true, false, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, true, false, true>()),
+                (64, true, true, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 64, true, true, false>()),
                 (64, true, true, true) => Some(k::$k::kernel::<E, 64, 128, 64, true, true, true>()),
-                (128, false, false, false) => Some(k::$k::kernel::<E, 64, 128, 128, false, false, false>()),
-                (128, false, false, true) => Some(k::$k::kernel::<E, 64, 128, 128, false, false, true>()),
-                (128, false, true, false) => Some(k::$k::kernel::<E, 64, 128, 128, false, true, false>()),
-                (128, false, true, true) => Some(k::$k::kernel::<E, 64, 128, 128, false, true, true>()),
-                (128, true, false, false) => Some(k::$k::kernel::<E, 64, 128, 128, true, false, false>()),
-                (128, true, false, true) => Some(k::$k::kernel::<E, 64, 128, 128, true, false, true>()),
-                (128, true, true, false) => Some(k::$k::kernel::<E, 64, 128, 128, true, true, false>()),
-                (128, true, true, true) => Some(k::$k::kernel::<E, 64, 128, 128, true, true, true>()),
+                (128, false, false, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, false, false, false>()),
+                (128, false, false, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, false, false, true>()),
+                (128, false, true, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, false, true, false>()),
+                (128, false, true, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, false, true, true>()),
+                (128, true, false, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, true, false, false>()),
+                (128, true, false, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, true, false, true>()),
+                (128, true, true, false) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, true, true, false>()),
+                (128, true, true, true) =>
+                    Some(k::$k::kernel::<E, 64, 128, 128, true, true, true>()),
                 _ => None,
             })
             .flatten()
@@ -189,7 +215,12 @@ fn kernel(
     } else {
         pick!(attention_prefill)
     };
-    found.ok_or_else(|| unsupported(op, format!("no {dtype} variant kernel for head dimension {d}")))
+    found.ok_or_else(|| {
+        unsupported(
+            op,
+            format!("no {dtype} variant kernel for head dimension {d}"),
+        )
+    })
 }
 
 fn scalars(k: &Knobs, sinks_on: bool) -> Vec<PlannedArg> {
@@ -235,7 +266,12 @@ fn lacks_extras(ops: &[Operand]) -> bool {
 pub fn with_unused(operands: &[Operand]) -> Vec<Operand> {
     let mut out = operands.to_vec();
     if lacks_extras(operands) && find(operands, "unused").is_none() {
-        out.push(Operand::described("unused", out.len(), ScalarType::F32, &[1]));
+        out.push(Operand::described(
+            "unused",
+            out.len(),
+            ScalarType::F32,
+            &[1],
+        ));
     }
     out
 }
@@ -285,7 +321,10 @@ pub fn plan_prefill(
     let as_bshd = |t: &Operand| -> (Vec<i64>, Vec<i64>) {
         if t.rank() == 4 {
             let (s, st) = (&t.shape, &t.strides);
-            (vec![s[0], s[2], s[1], s[3]], vec![st[0], st[2], st[1], st[3]])
+            (
+                vec![s[0], s[2], s[1], s[3]],
+                vec![st[0], st[2], st[1], st[3]],
+            )
         } else {
             let (s, st) = (&t.shape, &t.strides);
             (vec![s[0], s[1], 1, s[2]], vec![st[0], st[1], st[0], st[2]])
@@ -298,7 +337,10 @@ pub fn plan_prefill(
     };
     for (name, len) in [("seq_q", sq), ("seq_k", sk)] {
         if len > MAX_EXTENT {
-            return Err(unsupported(op, format!("{name} {len} exceeds {MAX_EXTENT}")));
+            return Err(unsupported(
+                op,
+                format!("{name} {len} exceeds {MAX_EXTENT}"),
+            ));
         }
     }
     let sinks_arg = match sinks {
@@ -325,7 +367,12 @@ pub fn plan_prefill(
                 PlannedArg::whole(i, l, true)
             } else {
                 check_f32(op, l, &[b, sq], "[BH, S_q]")?;
-                view(i, true, vec![b, 1, sq], vec![l.strides[0], l.strides[0], l.strides[1]])
+                view(
+                    i,
+                    true,
+                    vec![b, 1, sq],
+                    vec![l.strides[0], l.strides[0], l.strides[1]],
+                )
             }
         }
         None => unused_view(operands, true).map(|a| match a {
@@ -345,7 +392,8 @@ pub fn plan_prefill(
     let cfg = config::choose(d);
     let grid = (
         u32::try_from(b * h).map_err(|_| unsupported(op, "batch·heads exceed the grid"))?,
-        u32::try_from(ceil_div(sq, cfg.bm)).map_err(|_| unsupported(op, "query tiles exceed the grid"))?,
+        u32::try_from(ceil_div(sq, cfg.bm))
+            .map_err(|_| unsupported(op, "query tiles exceed the grid"))?,
         1,
     );
     let idx = |n: &str| find(operands, n).map(|(i, _)| i).unwrap_or(0);
@@ -353,7 +401,12 @@ pub fn plan_prefill(
         let (s, st) = as_bshd(t);
         view(idx(n), out, s, st)
     };
-    let mut args = vec![t("q", q, false), t("k", k, false), t("v", v, false), sinks_arg];
+    let mut args = vec![
+        t("q", q, false),
+        t("k", k, false),
+        t("v", v, false),
+        sinks_arg,
+    ];
     args.extend(scalars(&kn, sinks.is_some()));
     args.push(t("o", o, true));
     args.push(lse_arg);
@@ -405,29 +458,61 @@ pub fn plan_varlen(
         t.expect_dtype(op, &[ScalarType::I32])?;
         t.expect_rank(op, 1)?;
         if t.shape[0] < 1 {
-            return Err(unsupported(op, format!("`{}` must hold B+1 ≥ 1 offsets", t.name)));
+            return Err(unsupported(
+                op,
+                format!("`{}` must hold B+1 ≥ 1 offsets", t.name),
+            ));
         }
     }
     if cq.shape != ck.shape {
-        return Err(shape_err(op, "`cu_seqlens_k` length vs `cu_seqlens_q`'s (B+1)", ck.shape[0], cq.shape[0]));
+        return Err(shape_err(
+            op,
+            "`cu_seqlens_k` length vs `cu_seqlens_q`'s (B+1)",
+            ck.shape[0],
+            cq.shape[0],
+        ));
     }
     let d = q.shape[2];
     if !config::HEAD_DIMS.contains(&d) {
-        return Err(unsupported(op, format!("head dimension {d}; the kernels take {:?}", config::HEAD_DIMS)));
+        return Err(unsupported(
+            op,
+            format!(
+                "head dimension {d}; the kernels take {:?}",
+                config::HEAD_DIMS
+            ),
+        ));
     }
     if k.shape[2] != d {
-        return Err(shape_err(op, "`k`'s head dimension vs `q`'s", k.shape[2], d));
+        return Err(shape_err(
+            op,
+            "`k`'s head dimension vs `q`'s",
+            k.shape[2],
+            d,
+        ));
     }
     let (h, hkv) = (q.shape[1], k.shape[1]);
     if hkv == 0 || h % hkv != 0 {
-        return Err(shape_err(op, "`k`'s heads must divide `q`'s heads (grouped-query attention)", hkv, h));
+        return Err(shape_err(
+            op,
+            "`k`'s heads must divide `q`'s heads (grouped-query attention)",
+            hkv,
+            h,
+        ));
     }
     if max_seqlen_q < 0 || max_seqlen_q > q.shape[0].max(0) {
-        return Err(shape_err(op, "max_seqlen_q must be in 0 ..= total_q", max_seqlen_q, q.shape[0]));
+        return Err(shape_err(
+            op,
+            "max_seqlen_q must be in 0 ..= total_q",
+            max_seqlen_q,
+            q.shape[0],
+        ));
     }
     for (name, len) in [("total_q", q.shape[0]), ("total_k", k.shape[0])] {
         if len > MAX_EXTENT {
-            return Err(unsupported(op, format!("{name} {len} exceeds {MAX_EXTENT}")));
+            return Err(unsupported(
+                op,
+                format!("{name} {len} exceeds {MAX_EXTENT}"),
+            ));
         }
     }
     let kn = knobs(op, options, d)?;
@@ -456,12 +541,34 @@ pub fn plan_varlen(
     if batch == 0 || max_seqlen_q == 0 || h == 0 || q.numel() == 0 {
         return Ok(Vec::new());
     }
-    let kernel = kernel(op, q.dtype, d, options.causal, kn.softcap.is_some(), lse.is_some(), true)?;
+    let kernel = kernel(
+        op,
+        q.dtype,
+        d,
+        options.causal,
+        kn.softcap.is_some(),
+        lse.is_some(),
+        true,
+    )?;
     let cfg = config::choose(d);
     let grid = (
-        u32::try_from(ceil_div(max_seqlen_q, cfg.bm)).map_err(|_| unsupported(op, "query tiles exceed the grid"))?,
-        u32::try_from(h).ok().filter(|&x| x <= 65535).ok_or_else(|| unsupported(op, format!("{h} heads exceed the grid's y extent (65535)")))?,
-        u32::try_from(batch).ok().filter(|&x| x <= 65535).ok_or_else(|| unsupported(op, format!("{batch} sequences exceed the grid's z extent (65535)")))?,
+        u32::try_from(ceil_div(max_seqlen_q, cfg.bm))
+            .map_err(|_| unsupported(op, "query tiles exceed the grid"))?,
+        u32::try_from(h)
+            .ok()
+            .filter(|&x| x <= 65535)
+            .ok_or_else(|| {
+                unsupported(op, format!("{h} heads exceed the grid's y extent (65535)"))
+            })?,
+        u32::try_from(batch)
+            .ok()
+            .filter(|&x| x <= 65535)
+            .ok_or_else(|| {
+                unsupported(
+                    op,
+                    format!("{batch} sequences exceed the grid's z extent (65535)"),
+                )
+            })?,
     );
     let mut args = vec![
         PlannedArg::whole(iq, q, false),
@@ -495,7 +602,12 @@ fn push_extras(
         operands.push(Operand::of("lse", l));
     }
     if lacks_extras(operands) {
-        operands.push(crate::op::scratch::scratch(stream, "unused", ScalarType::F32, 1)?);
+        operands.push(crate::op::scratch::scratch(
+            stream,
+            "unused",
+            ScalarType::F32,
+            1,
+        )?);
     }
     Ok(())
 }
@@ -568,10 +680,10 @@ pub const FLAGS_DOC: &str =
     "[bottom_right, window (-1 none), softcap x1000 (0 none), query_offset, sinks 0/1, lse 0/1]";
 
 /// Registry inputs of [`PREFILL_OP`].
-pub const PREFILL_INPUTS: &str = "[q [B, H, S_q, D], k [B, H_kv, S_k, D], flags] (flags: see attention::FLAGS_DOC)";
+pub const PREFILL_INPUTS: &str =
+    "[q [B, H, S_q, D], k [B, H_kv, S_k, D], flags] (flags: see attention::FLAGS_DOC)";
 /// Registry inputs of [`VARLEN_OP`].
-pub const VARLEN_INPUTS: &str =
-    "[[H, H_kv, D], seqlens_q, seqlens_k, flags] (per-sequence lengths; flags: see attention::FLAGS_DOC)";
+pub const VARLEN_INPUTS: &str = "[[H, H_kv, D], seqlens_q, seqlens_k, flags] (per-sequence lengths; flags: see attention::FLAGS_DOC)";
 
 /// The flags vector of a call spec for `options` with or without sinks and LSE.
 pub fn spec_flags(options: &AttentionOptions, sinks: bool, lse: bool) -> Vec<i64> {
@@ -597,11 +709,20 @@ pub struct VariantCall {
     pub heads: [i64; 3],
 }
 
-fn decode_flags(op: &'static str, causal: bool, f: Option<&Vec<i64>>) -> Result<(AttentionOptions, bool, bool), OpError> {
+fn decode_flags(
+    op: &'static str,
+    causal: bool,
+    f: Option<&Vec<i64>>,
+) -> Result<(AttentionOptions, bool, bool), OpError> {
     let f = match f {
         None => vec![0, -1, 0, 0, 0, 0],
         Some(f) if f.len() == 6 => f.clone(),
-        Some(f) => return Err(unsupported(op, format!("flags must be {FLAGS_DOC}, got {f:?}"))),
+        Some(f) => {
+            return Err(unsupported(
+                op,
+                format!("flags must be {FLAGS_DOC}, got {f:?}"),
+            ));
+        }
     };
     let window = match f[1] {
         -1 => None,
@@ -626,42 +747,86 @@ pub fn described_call(
     shapes: &[Vec<i64>],
     causal: bool,
 ) -> Result<(Vec<Operand>, VariantCall, i64), OpError> {
-    let d = |name: &'static str, i: usize, dt: ScalarType, s: &[i64]| Operand::described(name, i, dt, s);
+    let d = |name: &'static str, i: usize, dt: ScalarType, s: &[i64]| {
+        Operand::described(name, i, dt, s)
+    };
     if op == PREFILL_OP {
         let (q, k) = match shapes {
             [q, k] | [q, k, _] => (q, k),
-            _ => return Err(unsupported(PREFILL_OP, format!("a call spec lists {PREFILL_INPUTS}, got {shapes:?}"))),
+            _ => {
+                return Err(unsupported(
+                    PREFILL_OP,
+                    format!("a call spec lists {PREFILL_INPUTS}, got {shapes:?}"),
+                ));
+            }
         };
         let (options, sinks, lse) = decode_flags(PREFILL_OP, causal, shapes.get(2))?;
-        let mut ops = vec![d("q", 0, dt, q), d("k", 1, dt, k), d("v", 2, dt, k), d("o", 3, dt, q)];
+        let mut ops = vec![
+            d("q", 0, dt, q),
+            d("k", 1, dt, k),
+            d("v", 2, dt, k),
+            d("o", 3, dt, q),
+        ];
         let rank = q.len();
         if sinks {
             ops.push(d("sinks", ops.len(), ScalarType::F32, &q[1..2.min(rank)]));
         }
         if lse {
-            ops.push(d("lse", ops.len(), ScalarType::F32, &q[..rank.saturating_sub(1)]));
+            ops.push(d(
+                "lse",
+                ops.len(),
+                ScalarType::F32,
+                &q[..rank.saturating_sub(1)],
+            ));
         }
         let ops = with_unused(&ops);
-        let call = VariantCall { options, sinks, lse, batch: None, heads: [0; 3] };
+        let call = VariantCall {
+            options,
+            sinks,
+            lse,
+            batch: None,
+            heads: [0; 3],
+        };
         return Ok((ops, call, 0));
     }
     let [heads, lq, lk, rest @ ..] = shapes else {
-        return Err(unsupported(VARLEN_OP, format!("a call spec lists {VARLEN_INPUTS}, got {shapes:?}")));
+        return Err(unsupported(
+            VARLEN_OP,
+            format!("a call spec lists {VARLEN_INPUTS}, got {shapes:?}"),
+        ));
     };
     let (options, sinks, lse) = decode_flags(VARLEN_OP, causal, rest.first())?;
     let [h, hkv, hd] = heads[..] else {
-        return Err(unsupported(VARLEN_OP, format!("heads must be [H, H_kv, D], got {heads:?}")));
+        return Err(unsupported(
+            VARLEN_OP,
+            format!("heads must be [H, H_kv, D], got {heads:?}"),
+        ));
     };
     let lens = |l: &[i64]| -> Result<Vec<usize>, OpError> {
         l.iter()
-            .map(|&x| usize::try_from(x).map_err(|_| unsupported(VARLEN_OP, format!("negative length {x}"))))
+            .map(|&x| {
+                usize::try_from(x)
+                    .map_err(|_| unsupported(VARLEN_OP, format!("negative length {x}")))
+            })
             .collect()
     };
-    let batch = super::VarlenBatch { seqlens_q: lens(lq)?, seqlens_k: lens(lk)? };
+    let batch = super::VarlenBatch {
+        seqlens_q: lens(lq)?,
+        seqlens_k: lens(lk)?,
+    };
     if batch.seqlens_q.len() != batch.seqlens_k.len() {
-        return Err(shape_err(VARLEN_OP, "number of key vs query sequences", lk.len() as i64, lq.len() as i64));
+        return Err(shape_err(
+            VARLEN_OP,
+            "number of key vs query sequences",
+            lk.len() as i64,
+            lq.len() as i64,
+        ));
     }
-    let (tq, tk, b) = (batch.total_q() as i64, batch.total_k() as i64, lq.len() as i64);
+    let (tq, tk, b) = (
+        batch.total_q() as i64,
+        batch.total_k() as i64,
+        lq.len() as i64,
+    );
     let mut ops = vec![
         d("q", 0, dt, &[tq, h, hd]),
         d("k", 1, dt, &[tk, hkv, hd]),
@@ -678,7 +843,13 @@ pub fn described_call(
     }
     let ops = with_unused(&ops);
     let max = batch.max_q() as i64;
-    let call = VariantCall { options, sinks, lse, batch: Some(batch), heads: [h, hkv, hd] };
+    let call = VariantCall {
+        options,
+        sinks,
+        lse,
+        batch: Some(batch),
+        heads: [h, hkv, hd],
+    };
     Ok((ops, call, max))
 }
 
@@ -728,7 +899,12 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         shapes,
         causal,
     };
-    let gpt_oss = AttentionOptions { causal: true, bottom_right: true, window: Some(127), ..Default::default() };
+    let gpt_oss = AttentionOptions {
+        causal: true,
+        bottom_right: true,
+        window: Some(127),
+        ..Default::default()
+    };
     let everything = AttentionOptions {
         causal: true,
         bottom_right: true,
@@ -739,11 +915,52 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let ragged = ragged_lengths(16, 16384);
     vec![
         // GPT-OSS style: causal bottom-right, sliding window, sinks (no soft-cap, no LSE).
-        spec(PREFILL_OP, vec![vec![2, 8, 777, 128], vec![2, 2, 1000, 128], spec_flags(&gpt_oss, true, false)], true),
+        spec(
+            PREFILL_OP,
+            vec![
+                vec![2, 8, 777, 128],
+                vec![2, 2, 1000, 128],
+                spec_flags(&gpt_oss, true, false),
+            ],
+            true,
+        ),
         // Every option at once (soft-cap and LSE are their own specialization).
-        spec(PREFILL_OP, vec![vec![2, 8, 777, 128], vec![2, 2, 1000, 128], spec_flags(&everything, true, true)], true),
+        spec(
+            PREFILL_OP,
+            vec![
+                vec![2, 8, 777, 128],
+                vec![2, 2, 1000, 128],
+                spec_flags(&everything, true, true),
+            ],
+            true,
+        ),
         // Varlen at the dense benchmark's token count (B4 H32 S4096 D128), plain and causal.
-        spec(VARLEN_OP, vec![vec![32, 32, 128], ragged.clone(), ragged.clone(), spec_flags(&AttentionOptions::default(), false, false)], false),
-        spec(VARLEN_OP, vec![vec![32, 32, 128], ragged.clone(), ragged, spec_flags(&AttentionOptions { causal: true, ..Default::default() }, false, false)], true),
+        spec(
+            VARLEN_OP,
+            vec![
+                vec![32, 32, 128],
+                ragged.clone(),
+                ragged.clone(),
+                spec_flags(&AttentionOptions::default(), false, false),
+            ],
+            false,
+        ),
+        spec(
+            VARLEN_OP,
+            vec![
+                vec![32, 32, 128],
+                ragged.clone(),
+                ragged,
+                spec_flags(
+                    &AttentionOptions {
+                        causal: true,
+                        ..Default::default()
+                    },
+                    false,
+                    false,
+                ),
+            ],
+            true,
+        ),
     ]
 }

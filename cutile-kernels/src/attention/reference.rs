@@ -158,7 +158,12 @@ pub fn prefill_reference(
         return (out, lse);
     }
     let scale = options.scale.map_or(1.0 / (d as f64).sqrt(), f64::from);
-    let shift = options.query_offset + if options.bottom_right { sk as i64 - sq as i64 } else { 0 };
+    let shift = options.query_offset
+        + if options.bottom_right {
+            sk as i64 - sq as i64
+        } else {
+            0
+        };
     let group = h / hkv;
     out.par_chunks_mut(d)
         .zip(lse.par_iter_mut())
@@ -220,7 +225,12 @@ pub fn varlen_reference(
             let s = cq.partition_point(|&c| c as usize <= t) - 1;
             let (q0, k0) = (cq[s] as usize, ck[s] as usize);
             let (lq, lk) = (batch.seqlens_q[s], batch.seqlens_k[s]);
-            let shift = options.query_offset + if options.bottom_right { lk as i64 - lq as i64 } else { 0 };
+            let shift = options.query_offset
+                + if options.bottom_right {
+                    lk as i64 - lq as i64
+                } else {
+                    0
+                };
             let kh = hi / group;
             let row = |j: usize| (k0 + j) * hkv * d + kh * d;
             let res = variant_row(
@@ -237,7 +247,10 @@ pub fn varlen_reference(
         })
         .collect();
     for (t, hi, (acc, z)) in rows {
-        for (x, a) in out[(t * h + hi) * d..(t * h + hi + 1) * d].iter_mut().zip(acc) {
+        for (x, a) in out[(t * h + hi) * d..(t * h + hi + 1) * d]
+            .iter_mut()
+            .zip(acc)
+        {
             *x = a as f32;
         }
         lse[hi * tq + t] = z as f32;
