@@ -12,6 +12,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[allow(dead_code)]
+mod common;
+
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::attention::{
@@ -234,9 +237,9 @@ fn softcap_bounds_the_logits() {
         ..opts(false)
     };
     let (o, l) = x.run(&tiny, None);
-    for c in 0..8 {
+    for (c, &got) in o.iter().enumerate().take(8) {
         let mean: f32 = (0..6).map(|j| x.v[j * 8 + c]).sum::<f32>() / 6.0;
-        close(&[o[c]], &[mean], 1e-3, "tiny cap mean");
+        close(&[got], &[mean], 1e-3, "tiny cap mean");
     }
     close(&l[..1], &[6f32.ln()], 1e-3, "tiny cap lse");
 }
@@ -629,5 +632,134 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
                 }
             }
         }
+    }
+}
+
+// ---- GPU ---------------------------------------------------------------------------------------------
+
+fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
+    let (mut num, mut den) = (0f64, 0f64);
+    for (&g, &w) in got.iter().zip(want) {
+        if w.is_infinite() {
+            assert_eq!(g, w, "an infinite reference must be matched exactly");
+            continue;
+        }
+        num += ((g - w) as f64).powi(2);
+        den += (w as f64).powi(2);
+    }
+    (num / den.max(1e-30)).sqrt()
+}
+
+/// Dense and varlen calls with every option (and plain ones) through the host API against the CPU
+/// reference, bf16.
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_variants_match_the_reference() {
+    use cutile::runtime::Tensor;
+    use half::bf16;
+    let Some((dev, stream)) = common::gpu_device("gpu_variants_match_the_reference") else {
+        return;
+    };
+    let up = |v: &[f32], shape: &[i64]| {
+        let h: Vec<bf16> = v.iter().map(|&x| bf16::from_f32(x)).collect();
+        Tensor::from_host(&dev, &h, shape).unwrap()
+    };
+    let round =
+        |v: Vec<f32>| -> Vec<f32> { v.into_iter().map(|x| bf16::from_f32(x).to_f32()).collect() };
+    let every = AttentionOptions {
+        bottom_right: true,
+        window: Some(50),
+        softcap: Some(20.0),
+        ..opts(true)
+    };
+    let sinks = vec![0.3f32, -0.5, 1.0, 0.0];
+    for (o, with_sinks) in [
+        (opts(false), false),
+        (every, true),
+        (
+            AttentionOptions {
+                window: Some(7),
+                ..opts(false)
+            },
+            true,
+        ),
+    ] {
+        // Dense: B 1, H 4 over 2 K/V heads, 100 queries, 237 keys, D 64.
+        let x = dense(1, 4, 2, 100, 237, 64, 11);
+        let (q, k, v) = (round(x.q.clone()), round(x.k.clone()), round(x.v.clone()));
+        let x = Dense { q, k, v, ..x };
+        let s = with_sinks.then_some(sinks.as_slice());
+        let (want_o, want_l) = x.run(&o, s);
+        let (qt, kt, vt) = (
+            up(&x.q, &[1, 4, 100, 64]),
+            up(&x.k, &[1, 2, 237, 64]),
+            up(&x.v, &[1, 2, 237, 64]),
+        );
+        let st = Tensor::from_host(&dev, &sinks, &[4]).unwrap();
+        let mut ot = Tensor::<bf16>::zeros(&dev, &[1, 4, 100, 64]).unwrap();
+        let mut lt = Tensor::<f32>::zeros(&dev, &[1, 4, 100]).unwrap();
+        let extras = attention::Extras {
+            sinks: with_sinks.then_some(&st as &dyn cutile::launch::TensorArg),
+            lse: Some(&mut lt),
+        };
+        attention::attention_with(&stream, &qt, &kt, &vt, &o, extras, &mut ot)
+            .unwrap()
+            .wait()
+            .unwrap();
+        let got: Vec<f32> = ot.to_host().unwrap().iter().map(|x| x.to_f32()).collect();
+        assert!(rel_l2(&got, &want_o) < 2e-2, "dense {o:?}");
+        assert!(
+            rel_l2(&lt.to_host().unwrap(), &want_l) < 1e-2,
+            "dense lse {o:?}"
+        );
+
+        // Varlen: an empty, a length-1 and two ragged sequences; H 4 over 2, D 64.
+        let batch = VarlenBatch {
+            seqlens_q: vec![0, 1, 77, 200],
+            seqlens_k: vec![5, 1, 60, 260],
+        };
+        let (tq, tk) = (batch.total_q(), batch.total_k());
+        let q = round(values(tq * 4 * 64, 21));
+        let k = round(values(tk * 2 * 64, 22));
+        let v = round(values(tk * 2 * 64, 23));
+        let (want_o, want_l) = varlen_reference(&q, &k, &v, &batch, 4, 2, 64, &o, s);
+        let (qt, kt, vt) = (
+            up(&q, &[tq as i64, 4, 64]),
+            up(&k, &[tk as i64, 2, 64]),
+            up(&v, &[tk as i64, 2, 64]),
+        );
+        let cq = VarlenBatch::cu(&batch.seqlens_q);
+        let ck = VarlenBatch::cu(&batch.seqlens_k);
+        let (cqt, ckt) = (
+            Tensor::from_host(&dev, &cq, &[5]).unwrap(),
+            Tensor::from_host(&dev, &ck, &[5]).unwrap(),
+        );
+        let mut ot = Tensor::<bf16>::zeros(&dev, &[tq as i64, 4, 64]).unwrap();
+        let mut lt = Tensor::<f32>::zeros(&dev, &[4, tq as i64]).unwrap();
+        let extras = attention::Extras {
+            sinks: with_sinks.then_some(&st as &dyn cutile::launch::TensorArg),
+            lse: Some(&mut lt),
+        };
+        attention::attention_varlen(
+            &stream,
+            &qt,
+            &kt,
+            &vt,
+            &cqt,
+            &ckt,
+            batch.max_q(),
+            &o,
+            extras,
+            &mut ot,
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+        let got: Vec<f32> = ot.to_host().unwrap().iter().map(|x| x.to_f32()).collect();
+        assert!(rel_l2(&got, &want_o) < 2e-2, "varlen {o:?}");
+        assert!(
+            rel_l2(&lt.to_host().unwrap(), &want_l) < 1e-2,
+            "varlen lse {o:?}"
+        );
     }
 }

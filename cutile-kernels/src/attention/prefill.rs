@@ -572,8 +572,10 @@ pub fn plan_varlen(
     );
     let mut args = vec![
         PlannedArg::whole(iq, q, false),
-        PlannedArg::whole(ik, k, false),
-        PlannedArg::whole(iv, v, false),
+        // With no key at all (every sequence's key count 0) the kernel visits no key tile: a one-row
+        // view keeps the arguments non-empty.
+        kv_view(ik, k),
+        kv_view(iv, v),
         PlannedArg::whole(icq, cq, false),
         PlannedArg::whole(ick, ck, false),
         sinks_arg,
@@ -587,6 +589,13 @@ pub fn plan_varlen(
         grid: Some(grid),
         config: format!("attention_varlen BM={} BN={}", cfg.bm, cfg.bn),
     }])
+}
+
+/// `k`/`v` of a varlen call as the kernel takes them: at least one row (never read when there is none).
+fn kv_view(i: usize, t: &Operand) -> PlannedArg {
+    let mut shape = t.shape.clone();
+    shape[0] = shape[0].max(1);
+    view(i, false, shape, t.strides.clone())
 }
 
 /// Appends the call's operands: `sinks`, `lse` when given, and the scratch stand-in when one is absent.
