@@ -62,7 +62,10 @@ int32_t cutile_swiglu(const TensorDesc *c, const TensorDesc *a, const TensorDesc
                       int32_t tile_size, int32_t num_cta_in_cga, int32_t occupancy,
                       int32_t device_id, uint64_t raw_stream);
 
-/* Attention with per-head sink logits. Not implemented yet: returns CUTILE_ERR_BAD_ARGUMENTS. */
+/* Attention with per-head sink logits (TileGym attention_sink): q/k/v/out [bs, heads, seq, head_dim]
+ * bf16 or f16, sinks [heads] of the same type, start_q i32 (element 0 is the first query's position),
+ * causal, bandwidth = sliding window in keys (0: none). tile_d, h, n_kv_ctx and query_group_size must
+ * agree with the shapes; tile sizes, grid, CGA size and occupancy are ignored. Synchronous. */
 int32_t cutile_attention_sink(const TensorDesc *out, const TensorDesc *q, const TensorDesc *k,
                               const TensorDesc *v, const TensorDesc *sinks,
                               const TensorDesc *start_q, float qk_scale, int32_t tile_d, int32_t h,

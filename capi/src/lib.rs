@@ -276,8 +276,11 @@ pub unsafe extern "C" fn cutile_swiglu(
     })
 }
 
-/// Attention with sink logits: no kernel has the sink variant yet, so every call returns the
-/// bad-arguments code (after checking its descriptors).
+/// Attention with per-head sink logits (TileGym's `attention_sink`): causal from position
+/// `start_q[0]`, sliding window `bandwidth` (0: none), over `[bs, heads, seq, head_dim]` bf16/f16
+/// tensors with `sinks` `[heads]` of the same type. The integer arguments must agree with the shapes;
+/// the tile sizes, grid, CGA size and occupancy are the library's choice and are ignored. Synchronous:
+/// returns after the call has run on `raw_stream`.
 ///
 /// # Safety
 /// As [`cutile_matmul`].
@@ -290,39 +293,48 @@ pub unsafe extern "C" fn cutile_attention_sink(
     v: *const TensorDesc,
     sinks: *const TensorDesc,
     start_q: *const TensorDesc,
-    _qk_scale: f32,
-    _tile_d: i32,
-    _h: i32,
-    _n_kv_ctx: i32,
+    qk_scale: f32,
+    tile_d: i32,
+    h: i32,
+    n_kv_ctx: i32,
     _tile_m: i32,
     _tile_n: i32,
-    _query_group_size: i32,
-    _bandwidth: i32,
+    query_group_size: i32,
+    bandwidth: i32,
     _grid_x: i32,
     _grid_y: i32,
     _num_cta_in_cga: i32,
     _occupancy: i32,
-    _device_id: i32,
-    _raw_stream: u64,
+    device_id: i32,
+    raw_stream: u64,
 ) -> i32 {
     guard("cutile_attention_sink", || {
         // SAFETY: the caller's promises, forwarded.
         unsafe {
-            for (name, d) in [
-                ("out", out),
-                ("q", q),
-                ("k", k),
-                ("v", v),
-                ("sinks", sinks),
-                ("start_q", start_q),
-            ] {
-                read(name, d)?;
-            }
+            let (o, q, k, v) = (
+                read("out", out)?,
+                read("q", q)?,
+                read("k", k)?,
+                read("v", v)?,
+            );
+            let (sinks, start_q) = (read("sinks", sinks)?, read("start_q", start_q)?);
+            let options = foreign::attention_sink_options(
+                &q,
+                &k,
+                &sinks,
+                &start_q,
+                qk_scale,
+                tile_d,
+                h,
+                n_kv_ctx,
+                query_group_size,
+                bandwidth,
+            )?;
+            let s = stream(device_id, raw_stream)?;
+            Ok(foreign::attention_sink(
+                &s, &q, &k, &v, &sinks, &start_q, options, &o,
+            )?)
         }
-        Err(Failure::new(
-            rc::BAD_ARGUMENTS,
-            "attention_sink: the attention family has no sink-logit variant yet",
-        ))
     })
 }
 
@@ -428,10 +440,89 @@ mod tests {
                 rc::BAD_ARGUMENTS
             );
             assert_eq!(
+                cutile_attention_sink(
+                    &ok, null, &ok, &ok, &ok, &ok, 1.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, 0, 0
+                ),
+                rc::NULL
+            );
+            assert_eq!(
                 cutile_bmm(&ok, null, &ok, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
                 rc::NULL
             );
         }
+    }
+
+    fn desc4(shape: [i64; 4], dtype: i32) -> TensorDesc {
+        let mut strides = [0i64; 5];
+        let mut acc = 1;
+        for i in (0..4).rev() {
+            strides[i] = acc;
+            acc *= shape[i];
+        }
+        TensorDesc {
+            ptr: 0x1000,
+            ndim: 4,
+            shape: [shape[0], shape[1], shape[2], shape[3], 0],
+            strides,
+            dtype,
+        }
+    }
+
+    fn desc1(n: i64, dtype: i32) -> TensorDesc {
+        TensorDesc {
+            ptr: 0x2000,
+            ndim: 1,
+            shape: [n, 0, 0, 0, 0],
+            strides: [1, 0, 0, 0, 0],
+            dtype,
+        }
+    }
+
+    /// `cutile_attention_sink`'s argument checks run before any device work: a consistent call reaches
+    /// the device (here a bad device id), each inconsistency is a bad-arguments or dtype code.
+    #[test]
+    fn attention_sink_checks_its_arguments() {
+        // bs 2, 8 heads over 2 K/V heads (group 4), 128 queries, 160 keys, head_dim 64, bf16.
+        let (q, kv) = (desc4([2, 8, 128, 64], 2), desc4([2, 2, 160, 64], 2));
+        let (sinks, start) = (desc1(8, 2), desc1(1, 3));
+        let call =
+            |q: &TensorDesc, k: &TensorDesc, s: &TensorDesc, st: &TensorDesc, ints: [i32; 5]| {
+                let [d, h, n_kv, group, band] = ints;
+                // SAFETY: valid descriptors; nothing reaches device memory (device -1 fails first).
+                unsafe {
+                    cutile_attention_sink(
+                        q, q, k, k, s, st, 0.125, d, h, n_kv, 128, 64, group, band, 1, 16, -1, -1,
+                        -1, 0,
+                    )
+                }
+            };
+        let good = [64, 8, 160, 4, 0];
+        assert_eq!(call(&q, &kv, &sinks, &start, good), rc::DEVICE);
+        assert_eq!(
+            call(&q, &kv, &sinks, &start, [64, 8, 160, 4, 128]),
+            rc::DEVICE
+        );
+        for ints in [
+            [128, 8, 160, 4, 0],
+            [64, 4, 160, 4, 0],
+            [64, 8, 128, 4, 0],
+            [64, 8, 160, 2, 0],
+            [64, 8, 160, 4, -1],
+        ] {
+            assert_eq!(
+                call(&q, &kv, &sinks, &start, ints),
+                rc::BAD_ARGUMENTS,
+                "{ints:?}"
+            );
+        }
+        assert_eq!(call(&q, &kv, &desc1(4, 2), &start, good), rc::BAD_ARGUMENTS);
+        assert_eq!(call(&q, &kv, &desc1(8, 0), &start, good), rc::DTYPE);
+        assert_eq!(call(&q, &kv, &sinks, &desc1(1, 4), good), rc::DTYPE);
+        assert_eq!(call(&q, &kv, &sinks, &desc1(0, 3), good), rc::BAD_ARGUMENTS);
+        assert_eq!(
+            call(&desc(2, 2, 0x1000), &kv, &sinks, &start, good),
+            rc::BAD_ARGUMENTS
+        );
     }
 
     #[test]

@@ -15,6 +15,11 @@ before every repetition, median):
   layer_norm_stats    torch.native_layer_norm (y, mean, rstd) (tr_kernels.py writes no stats: torch only)
   gemm                torch.matmul (cuBLAS)
   attention           scaled_dot_product_attention with the cuDNN and the flash backends
+  attention_prefill   the variants (flags: bottom_right, window, softcap, query_offset, sinks, lse): SDPA with
+                      a boolean mask (efficient and cuDNN backends) when there is no soft-cap and no sink,
+                      and torch eager math (scores, tanh cap, mask, sinks as an extra softmax column) always
+  attention_varlen    flash SDPA per sequence (a Python loop over the ragged batch: dense q/k/v slices, a
+                      boolean mask for the variants), and torch eager math per sequence
   activations         silu_and_mul / swiglu / gelu[_tanh] / geglu[_tanh] / relu and their _backward:
                       torch eager (F.silu(a) * b, F.gelu(x, approximate=..), torch.relu; the backward
                       through aten's silu_backward / gelu_backward / threshold_backward), and the one
@@ -287,6 +292,8 @@ def bench_call(rec, call, tk):
         return
     if op in ("attention_decode", "attention_decode_paged"):
         bench_decode(rec, call, dt, esize)
+    if op in ("attention_prefill", "attention_varlen"):
+        bench_attention_variant(rec, call, dt, shapes)
         return
     if op in ACT_OPS:
         bench_activation(rec, call, dt, esize)
@@ -325,6 +332,114 @@ def bench_decode(rec, call, dt, esize):
                 return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), nbytes=nbytes,
                 cfg="contiguous cache" if call["op"] == "attention_decode_paged" else None)
+def variant_flags(flags):
+    """cutile_kernels::attention::spec_flags: [bottom_right, window (-1), softcap x1000 (0), query_offset,
+    sinks, lse]."""
+    br, w, cap, off, sinks, lse = flags
+    return dict(bottom_right=bool(br), window=None if w < 0 else w, softcap=cap / 1000.0 if cap else None,
+                offset=off, sinks=bool(sinks), lse=bool(lse))
+
+
+def variant_mask(sq, sk, causal, f):
+    """[sq, sk] bool, True where query i (at position i + offset (+ sk - sq)) sees key j."""
+    pos = torch.arange(sq, device=DEV)[:, None] + f["offset"] + (sk - sq if f["bottom_right"] else 0)
+    key = torch.arange(sk, device=DEV)[None, :]
+    ok = torch.ones(sq, sk, dtype=torch.bool, device=DEV)
+    if causal:
+        ok &= key <= pos
+    if f["window"] is not None:
+        ok &= key >= pos - f["window"]
+    return ok
+
+
+def variant_math(q, k, v, mask, f, sinks, scale):
+    """Eager torch: [B, H, S, D] (k/v already repeated for GQA); sinks [H] f32 or None."""
+    s = (q @ k.transpose(-1, -2)).float() * scale
+    if f["softcap"]:
+        s = f["softcap"] * torch.tanh(s / f["softcap"])
+    s = s.masked_fill(~mask, float("-inf"))
+    if sinks is not None:
+        col = sinks.view(1, -1, 1, 1).expand(s.shape[0], -1, s.shape[2], 1)
+        s = torch.cat([s, col], dim=-1)
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    if sinks is not None:
+        p = p[..., :-1]
+    return (p.to(v.dtype) @ v)
+
+
+def bench_attention_variant(rec, call, dt, shapes):
+    causal = call.get("causal", False)
+    if call["op"] == "attention_prefill":
+        q_shape, k_shape = shapes[0], shapes[1]
+        f = variant_flags(shapes[2] if len(shapes) > 2 else [0, -1, 0, 0, 0, 0])
+        if len(q_shape) == 3:
+            q_shape, k_shape = [1] + q_shape, [1] + k_shape
+        seqs = None
+    else:
+        (h, hkv, d), lq, lk = shapes[0], shapes[1], shapes[2]
+        f = variant_flags(shapes[3] if len(shapes) > 3 else [0, -1, 0, 0, 0, 0])
+        seqs = list(zip(lq, lk))
+        q_shape, k_shape = [1, h, sum(lq), d], [1, hkv, sum(lk), d]
+    h, hkv, d = q_shape[1], k_shape[1], q_shape[3]
+    rep = h // hkv
+    scale = 1.0 / math.sqrt(d)
+    q, k, v = rand(q_shape, dt), rand(k_shape, dt), rand(k_shape, dt)
+    sinks = torch.randn(h, device=DEV) if f["sinks"] else None
+    kr, vr = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    if seqs is None:
+        parts = [(slice(None), slice(None), q_shape[2], k_shape[2])]
+    else:
+        parts, a, b = [], 0, 0
+        for lq_, lk_ in seqs:
+            parts.append((slice(a, a + lq_), slice(b, b + lk_), lq_, lk_))
+            a, b = a + lq_, b + lk_
+    masks = [variant_mask(sq, sk, causal, f) for _, _, sq, sk in parts]
+    pairs = sum(int(m.sum()) for m in masks) * q_shape[0]
+    flops = 4 * h * pairs * d
+    out = torch.empty_like(q)
+
+    def math_fn():
+        for (qs, ks, sq, sk), m in zip(parts, masks):
+            if sq == 0:
+                continue
+            out[:, :, qs] = variant_math(q[:, :, qs], kr[:, :, ks], vr[:, :, ks], m, f, sinks, scale)
+        return out
+
+    ref_parts = []
+    for (qs, ks, sq, sk), m in zip(parts, masks):
+        ref_parts.append(variant_math(q[:, :, qs].float(), kr[:, :, ks].float(), vr[:, :, ks].float(), m, f, sinks,
+                                      scale) if sq else None)
+
+    def check(o):
+        errs = [relerr(o[:, :, qs], r) for (qs, _, sq, _), r in zip(parts, ref_parts) if sq]
+        return max(errs) if errs else 0.0
+
+    rec.run(call, "torch_math", math_fn, lambda: check(math_fn()), flops=flops)
+    if f["softcap"] or f["sinks"]:
+        rec.skip(call, "sdpa", "SDPA has no soft-cap or sink")
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for name, backend in (("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                          ("flash", SDPBackend.FLASH_ATTENTION)):
+        plain = f["window"] is None and f["offset"] == 0 and not (causal and f["bottom_right"])
+
+        def fn(backend=backend, plain=plain):
+            with sdpa_kernel(backend):
+                for (qs, ks, sq, sk), m in zip(parts, masks):
+                    if sq == 0:
+                        continue
+                    if plain or backend == SDPBackend.FLASH_ATTENTION:
+                        # flash takes no mask: only the plain (top-left or no) causal calls
+                        if not plain:
+                            raise RuntimeError("flash SDPA takes no boolean mask")
+                        out[:, :, qs] = F.scaled_dot_product_attention(
+                            q[:, :, qs], k[:, :, ks], v[:, :, ks], is_causal=causal,
+                            enable_gqa=rep > 1)
+                    else:
+                        out[:, :, qs] = F.scaled_dot_product_attention(q[:, :, qs], kr[:, :, ks], vr[:, :, ks],
+                                                                       attn_mask=m)
+            return out
+        rec.run(call, name, fn, lambda fn=fn: check(fn()), flops=flops)
 
 
 # The activation ops (cutile-kernels/src/activation): name -> (activation, form, backward).

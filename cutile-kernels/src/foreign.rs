@@ -289,11 +289,158 @@ pub unsafe fn attention(
     scale: Option<f32>,
     o: &RawTensor,
 ) -> Result<(), OpError> {
-    let options = crate::attention::AttentionOptions { causal, scale };
+    let options = crate::attention::AttentionOptions {
+        causal,
+        scale,
+        ..Default::default()
+    };
     with_tensors!("attention", s, q, |E| [qt = q, kt = k, vt = v, ot = o] {
         let p = crate::attention::attention(s.stream(), &qt, &kt, &vt, &options, &mut ot)?;
         // SAFETY: as in `softmax`.
         unsafe { p.detach() };
+        Ok(())
+    })
+}
+
+/// TileGym's `attention_sink` call (its cutile-rs backend's `cutile_attention_sink`), validated without
+/// touching the device: `q`/`o` `[B, H, S_q, D]`, `k`/`v` `[B, H_kv, S_k, D]`, `sinks` `[H]` of the
+/// element type, `start_q` a non-empty i32 array; the integer arguments the caller computed from the
+/// shapes (`tile_d` = D, `h` = H, `n_kv_ctx` = S_k, `query_group_size` = H / H_kv) must agree with
+/// them; `bandwidth` is the sliding window in keys (0: none), so a query at position `p` sees keys
+/// `p - bandwidth + 1 ..= p`. Returns the options of the call (causal, the window as a left window of
+/// `bandwidth - 1`, the scale), `start_q` still to be read.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_sink_options(
+    q: &RawTensor,
+    k: &RawTensor,
+    sinks: &RawTensor,
+    start_q: &RawTensor,
+    qk_scale: f32,
+    tile_d: i32,
+    h: i32,
+    n_kv_ctx: i32,
+    query_group_size: i32,
+    bandwidth: i32,
+) -> Result<crate::attention::AttentionOptions, OpError> {
+    const OP: &str = "attention_sink";
+    let bad = |what: String| OpError::Unsupported { op: OP, what };
+    if q.shape.len() != 4 || k.shape.len() != 4 {
+        return Err(OpError::Rank {
+            op: OP,
+            arg: if q.shape.len() != 4 { "q" } else { "k" },
+            expected: "4 ([bs, heads, seq, head_dim])".into(),
+            shape: if q.shape.len() != 4 {
+                q.shape.clone()
+            } else {
+                k.shape.clone()
+            },
+        });
+    }
+    let agree = |name: &str, given: i32, actual: i64| {
+        if i64::from(given) == actual {
+            Ok(())
+        } else {
+            Err(OpError::Shape {
+                op: OP,
+                what: format!("`{name}` vs the tensors' shapes"),
+                left: given.to_string(),
+                right: actual.to_string(),
+            })
+        }
+    };
+    agree("tile_d", tile_d, q.shape[3])?;
+    agree("h", h, q.shape[1])?;
+    agree("n_kv_ctx", n_kv_ctx, k.shape[2])?;
+    let group = if k.shape[1] > 0 {
+        q.shape[1] / k.shape[1]
+    } else {
+        0
+    };
+    agree("query_group_size", query_group_size, group)?;
+    if sinks.dtype != q.dtype {
+        return Err(OpError::DType {
+            op: OP,
+            arg: "sinks",
+            dtype: sinks.dtype,
+            constraint: format!("it must match `q` ({})", q.dtype),
+        });
+    }
+    if sinks.shape != [q.shape[1]] {
+        return Err(OpError::Shape {
+            op: OP,
+            what: "`sinks` must be [n_heads]".into(),
+            left: format!("{:?}", sinks.shape),
+            right: format!("[{}]", q.shape[1]),
+        });
+    }
+    if start_q.dtype != ScalarType::I32 {
+        return Err(OpError::DType {
+            op: OP,
+            arg: "start_q",
+            dtype: start_q.dtype,
+            constraint: "it must be i32".into(),
+        });
+    }
+    if start_q.shape.iter().product::<i64>() < 1 {
+        return Err(bad("`start_q` holds no element".into()));
+    }
+    if bandwidth < 0 {
+        return Err(bad(format!(
+            "bandwidth {bandwidth} is negative (0: no window)"
+        )));
+    }
+    Ok(crate::attention::AttentionOptions {
+        causal: true,
+        scale: Some(qk_scale),
+        window: (bandwidth > 0).then(|| bandwidth as u32 - 1),
+        ..Default::default()
+    })
+}
+
+/// TileGym's `attention_sink` (see [`attention_sink_options`]): flash attention with per-head sink
+/// logits, causal from position `start_q`, with an optional sliding window. Synchronous like TileGym's
+/// own backend: it waits for `stream` to read `start_q` and the sinks (converted to f32 in a temporary
+/// device array), and waits for the call before returning.
+///
+/// # Safety
+/// As [`softmax`].
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn attention_sink(
+    s: &ForeignStream,
+    q: &RawTensor,
+    k: &RawTensor,
+    v: &RawTensor,
+    sinks: &RawTensor,
+    start_q: &RawTensor,
+    mut options: crate::attention::AttentionOptions,
+    o: &RawTensor,
+) -> Result<(), OpError> {
+    const OP: &str = "attention_sink";
+    let stream = s.stream();
+    stream.synchronize()?;
+    // SAFETY: the caller's promise: `start_q` describes live i32 device memory of this device.
+    let sq = unsafe { Tensor::<i32>::from_raw_parts(start_q.ptr, &[1], &[1], stream.device()) }?;
+    let start = sq.to_host()?[0];
+    options.query_offset = i64::from(start);
+    let host_sinks: Vec<f32> = float_kernel!(sinks.dtype, |E| {
+        (|| -> Result<Vec<f32>, OpError> {
+            // SAFETY: as above, for `sinks`.
+            let t = unsafe { wrap::<E>(OP, s, sinks, sinks) }?;
+            Ok(t.to_host()?
+                .into_iter()
+                .map(|x| x.to_f64() as f32)
+                .collect())
+        })()
+    })
+    .unwrap_or_else(|| Err(unsupported_dtype(OP, sinks)))?;
+    let sinks32 =
+        Tensor::<f32>::from_host(stream.device(), &host_sinks, &[host_sinks.len() as i64])?;
+    with_tensors!(OP, s, q, |E| [qt = q, kt = k, vt = v, ot = o] {
+        let extras = crate::attention::Extras {
+            sinks: Some(&sinks32),
+            lse: None,
+        };
+        crate::attention::attention_with(stream, &qt, &kt, &vt, &options, extras, &mut ot)?.wait()?;
         Ok(())
     })
 }

@@ -188,6 +188,7 @@ fn call_typed<T: DeviceElement>(
             let options = attention::AttentionOptions {
                 causal: w.call.causal,
                 scale: None,
+                ..Default::default()
             };
             if layout == Layout::Bshd {
                 let (q, k, v) = (
@@ -339,6 +340,16 @@ pub fn check_with(
     }
     if is_decode(w) {
         return check_decode(device, stream, w, inputs);
+    }
+    if crate::attention_variants::is_variant(w.op()) {
+        let want = w.reference(&inputs)?;
+        let (got, _) = crate::attention_variants::run(device, stream, w, &inputs, None)?;
+        let wanted = std::iter::once(&want.values).chain(&want.others);
+        let mut checks = Vec::new();
+        for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
+            checks.push(output_check(w, spec, got, wanted)?);
+        }
+        return Ok(CheckResult::of(&w.name, checks));
     }
     let mut inst = instantiate_with(device, w, inputs, true)?;
     call(stream, w, &mut inst, After::Wait)?;
@@ -562,6 +573,14 @@ pub fn bench(
         let (_, stats) = crate::transformer::run(device, stream, w, &inputs, Some((iters, flush)))?;
         let stats = stats.ok_or("no timing")?;
         return bench_result(w, stats, flushed);
+    }
+    if crate::attention_variants::is_variant(w.op()) {
+        // Compute-bound: never flushed.
+        let inputs = w.inputs()?;
+        let (_, stats) =
+            crate::attention_variants::run(device, stream, w, &inputs, Some((iters, None)))?;
+        let stats = stats.ok_or("attention variant: no timing")?;
+        return bench_result(w, stats, false);
     }
     let mut inst = instantiate(device, w, false)?;
     // Loads modules (and tunes, when tuning is on) outside the timed calls.

@@ -189,6 +189,9 @@ impl Workload {
                 .map(|(&name, s)| o(name, s.clone(), false))
                 .collect());
         }
+        if crate::attention_variants::is_variant(self.op()) {
+            return crate::attention_variants::outputs(self.dt()?, &self.call);
+        }
         Ok(match self.op() {
             norm::ADD_RMS_NORM => vec![o("h", x.clone(), false), o("y", x, false)],
             norm::LAYER_NORM_STATS => {
@@ -231,6 +234,7 @@ impl Workload {
     /// Memory-bound ops: L2 is flushed before each timed call.
     pub fn memory_bound(&self) -> bool {
         !matches!(self.op(), gemm::OP | gemm::BMM | attention::OP)
+            && !crate::attention_variants::is_variant(self.op())
     }
 
     /// The shape of the output (logical).
@@ -247,6 +251,11 @@ impl Workload {
                 vec![a[0], a[1], b[2]]
             }
             op if activation::find(op).is_some() => self
+                .outputs()?
+                .first()
+                .map(|o| o.shape.clone())
+                .unwrap_or_default(),
+            op if crate::attention_variants::is_variant(op) => self
                 .outputs()?
                 .first()
                 .map(|o| o.shape.clone())
@@ -276,6 +285,12 @@ impl Workload {
             let shapes = spec.operand_shapes(x).unwrap_or_default();
             let all: usize = shapes.iter().map(|s| numel(s)).sum();
             return Ok(Metric::Bytes(all as f64 * b));
+        }
+        if crate::attention_variants::is_variant(self.op()) {
+            return Ok(Metric::Flops(crate::attention_variants::flops(
+                self.dt()?,
+                &self.call,
+            )?));
         }
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => Metric::Bytes(3.0 * n * b),
@@ -372,6 +387,9 @@ impl Workload {
             }
             fused_qkv::OP => crate::fused_qkv::inputs(self.dt()?, &self.call)?,
             decode::OP | decode::OP_PAGED => crate::decode::inputs(self.dt()?, &self.call, 0)?,
+            op if crate::attention_variants::is_variant(op) => {
+                crate::attention_variants::inputs(self.dt()?, &self.call)?
+            }
             other => return Err(format!("unknown op {other}").into()),
         })
     }
@@ -562,6 +580,9 @@ impl Workload {
             decode::OP | decode::OP_PAGED => {
                 many(crate::decode::reference(self.dt()?, &self.call, i)?)
             }
+            op if crate::attention_variants::is_variant(op) => many(
+                crate::attention_variants::reference(self.dt()?, &self.call, i)?,
+            ),
             other => return Err(format!("no reference for op {other}").into()),
         })
     }
@@ -607,6 +628,7 @@ impl Workload {
                 let options = attention::AttentionOptions {
                     causal: self.call.causal,
                     scale: None,
+                    ..Default::default()
                 };
                 attention::plan(&operands, &target, &options)?
             }
@@ -822,6 +844,35 @@ pub fn extra_checks() -> Vec<Workload> {
         &[&[7, 3, 4097]],
         false,
     )));
+    // The attention variants with every option, f16 and bf16: a dense call with more keys than
+    // queries, and a varlen batch with an empty, a length-1 and ragged sequences (GQA, D = 64).
+    for dt in ["f16", "bf16"] {
+        let every = attention::AttentionOptions {
+            causal: true,
+            bottom_right: true,
+            window: Some(50),
+            softcap: Some(20.0),
+            ..Default::default()
+        };
+        let flags = attention::spec_flags(&every, true, true);
+        w.push(Workload::new(CallSpec {
+            op: attention::PREFILL_OP.into(),
+            dtype: dt.into(),
+            shapes: vec![vec![1, 4, 100, 64], vec![1, 2, 237, 64], flags.clone()],
+            causal: true,
+        }));
+        w.push(Workload::new(CallSpec {
+            op: attention::VARLEN_OP.into(),
+            dtype: dt.into(),
+            shapes: vec![
+                vec![4, 2, 64],
+                vec![0, 1, 77, 200],
+                vec![5, 1, 60, 260],
+                flags,
+            ],
+            causal: true,
+        }));
+    }
     // Every activation op with its first input a padded-row slice starting off alignment (a row
     // stride the contiguous calls never have), rank 3 in f16, and one (gated: two) element in f32.
     for o in activation::OPS {

@@ -145,6 +145,8 @@ impl Case {
                 return cutile_examples::decode::inputs(dt, &w.call, self.seed);
             }
             op if cutile_examples::transformer::covers(op) => return w.inputs(),
+            // i32 offsets and f32 sinks besides the element type: the workload's own seeded data.
+            attention::PREFILL_OP | attention::VARLEN_OP => return w.inputs(),
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -360,6 +362,11 @@ fn bounded(mut shape: Vec<i64>, max: i64) -> Vec<i64> {
     shape
 }
 
+/// A varlen sequence length: empty, one, tiny or ragged.
+fn len() -> BoxedStrategy<i64> {
+    prop_oneof![1 => Just(0i64), 2 => Just(1i64), 2 => 2..=16i64, 5 => 17..=400i64].boxed()
+}
+
 /// An extent: one, tiny, ragged up to `max`, or a power of two.
 fn dim(max: i64) -> BoxedStrategy<i64> {
     let top = max.max(32);
@@ -374,7 +381,12 @@ fn dim(max: i64) -> BoxedStrategy<i64> {
 
 fn dtypes(op: &str) -> Vec<&'static str> {
     match op {
-        attention::OP | fused_qkv::OP | decode::OP | decode::OP_PAGED => vec!["bf16", "f16"],
+        attention::OP
+        | attention::PREFILL_OP
+        | attention::VARLEN_OP
+        | fused_qkv::OP
+        | decode::OP
+        | decode::OP_PAGED => vec!["bf16", "f16"],
         // f32 products run as tf32 (the host API's opt-in; the registry plans it).
         _ => vec!["f32", "f16", "bf16"],
     }
@@ -613,6 +625,43 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
             })
             .boxed(),
         op if cutile_examples::transformer::covers(op) => transformer_strategy(op, dtype.boxed(), seed.boxed()),
+        attention::PREFILL_OP | attention::VARLEN_OP => (
+            (1..=2i64, 1..=4i64, 1..=4i64, prop::sample::select(vec![64i64, 128])),
+            (dim(600), dim(600), prop::collection::vec((len(), len()), 0..=6)),
+            (any::<bool>(), any::<bool>(), prop_oneof![2 => Just(-1i64), 1 => 0..=64i64, 1 => 65..=700i64]),
+            (prop_oneof![3 => Just(0i64), 1 => 1000..=50_000i64], prop_oneof![3 => Just(0i64), 1 => -40..=40i64]),
+            (any::<bool>(), any::<bool>()),
+            dtype,
+            seed,
+        )
+            .prop_map(
+                move |((b, hkv, group, d), (sq, sk, seqs), (causal, br, window), (cap, off), (sinks, lse), dtype, seed)| {
+                    let h = hkv * group;
+                    let flags = vec![i64::from(br), window, cap, off, i64::from(sinks), i64::from(lse)];
+                    let shapes = if op == attention::PREFILL_OP {
+                        let s = bounded(vec![sq, sk], (MAX_MACS / (b * h * d)).max(1));
+                        vec![vec![b, h, s[0], d], vec![b, hkv, s[1], d], flags]
+                    } else {
+                        let budget = (MAX_MACS / (h * d)).max(1);
+                        let mut lq: Vec<i64> = seqs.iter().map(|s| s.0).collect();
+                        let mut lk: Vec<i64> = seqs.iter().map(|s| s.1).collect();
+                        while lq.iter().zip(&lk).map(|(a, c)| a * c).sum::<i64>() > budget {
+                            lq.iter_mut().chain(lk.iter_mut()).for_each(|x| *x /= 2);
+                        }
+                        vec![vec![h, hkv, d], lq, lk, flags]
+                    };
+                    Case {
+                        op: op.into(),
+                        dtype: dtype.into(),
+                        shapes,
+                        causal,
+                        layout: CaseLayout::Contiguous,
+                        values: Values::Normal,
+                        seed,
+                    }
+                },
+            )
+            .boxed(),
         _ => (
             // attention (`select_ops` admits only `COVERED` ops)
             (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
@@ -686,6 +735,8 @@ pub const COVERED: &[&str] = &[
     gemm::OP,
     gemm::BMM,
     attention::OP,
+    attention::PREFILL_OP,
+    attention::VARLEN_OP,
     activation::SILU_AND_MUL,
     activation::SILU_AND_MUL_BACKWARD,
     activation::SWIGLU,

@@ -221,4 +221,348 @@ pub mod kernels {
         let (_, l, acc) = st;
         acc / l.broadcast::<S2<BM, D>>()
     }
+
+    // ---- Prefill variants: dense `[B, S, H, D]` views and packed variable-length batches ----------------
+
+    /// Run-time options of the variant kernels, the same for every block of a launch.
+    type Knobs = (
+        Scalar<f32>,
+        Scalar<i32>,
+        Scalar<i32>,
+        Scalar<i32>,
+        Scalar<f32>,
+        Scalar<i32>,
+    );
+
+    /// Flash attention with the prefill variants over dense `[B, S, H, D]` arrays (a permuted view of
+    /// `[B, H, S, D]` storage; `k`/`v` with `H_kv` heads dividing `H`).
+    ///
+    /// Grid: `B · H · ceil(S_q / BM)` blocks, `(B·H, ceil(S_q / BM), 1)`. Parameters: `q` (`[B, S_q, H, D]`),
+    /// `k`, `v` (`[B, S_k, H_kv, D]`), `sinks` (`[H]` f32 sink logits, read only when `sinks_on` is 1),
+    /// `scale` (softmax scale), `shift` and `bottom_right` (query `i` sits at position
+    /// `i + shift + bottom_right · (S_k - S_q)`), `window` (keys at positions `≥ pos - window` only;
+    /// 2³⁰ disables it), `softcap` (`cap · tanh(x / cap)` on the scaled scores, used when `SOFTCAP`),
+    /// `sinks_on`, `o` (`[B, S_q, H, D]`), `lse` (`[B, H, S_q]` f32, written when `LSE`).
+    /// `CAUSAL`: keys after the query's position are masked.
+    #[cutile::entry(occupancy = 2)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_prefill<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+        const SOFTCAP: bool,
+        const LSE: bool,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        sinks: &Tensor<f32, S1<DYN>>,
+        scale: Scalar<f32>,
+        shift: Scalar<i32>,
+        bottom_right: Scalar<i32>,
+        window: Scalar<i32>,
+        softcap: Scalar<f32>,
+        sinks_on: Scalar<i32>,
+        o: &mut Tensor<E, S4<1, BM, 1, D>>,
+        lse: &mut Tensor<f32, S3<1, 1, BM>>,
+    ) {
+        let len_q = q.dim(1);
+        let len_k = k.dim(1);
+        let (bh, qt) = schedule::<BM, CAUSAL>(len_q);
+        let heads = q.dim(2);
+        let b = bh / heads;
+        let h = bh % heads;
+        let kvh = h / (heads / k.dim(2));
+        let tq = q
+            .load_tile_padded::<S4<1, BM, 1, D>>((b, qt, h, 0), Padding::Zero)
+            .reshape::<S2<BM, D>>();
+        let pk = k.partition_padded::<S4<1, BN, 1, D>>(Padding::Zero);
+        let pv = v.partition_padded::<S4<1, BN, 1, D>>(Padding::Zero);
+        let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
+        let off = shift + bottom_right * (len_k - len_q);
+        let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, len_k, window);
+        let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
+        for j in lo..u_lo {
+            let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
+            let tv = pv.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
+            st = safe_step(s, tv, st);
+        }
+        for j in u_lo..u_hi {
+            let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
+            let tv = pv.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
+            st = safe_step(s, tv, st);
+        }
+        for j in u_hi..end {
+            let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
+            let tv = pv.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
+            st = safe_step(s, tv, st);
+        }
+        let (out, lse_row) = safe_finish(st);
+        // SAFETY: `schedule` maps blocks one-to-one to (bh, qt): each output tile has one writer.
+        unsafe { o.store_at((b, qt, h, 0), out.cast::<E>().reshape::<S4<1, BM, 1, D>>()) };
+        if LSE {
+            // SAFETY: as for `o`.
+            unsafe { lse.store_at((b, h, qt), lse_row.reshape::<S3<1, 1, BM>>()) };
+        }
+    }
+
+    /// Flash attention with the prefill variants over a packed variable-length batch: `q` `[total_q, H, D]`,
+    /// `k`, `v` `[total_k, H_kv, D]`; sequence `b` holds query rows `cu_q[b] .. cu_q[b+1]` and key rows
+    /// `cu_k[b] .. cu_k[b+1]`. Its query `i` sits at position `i + shift + bottom_right · (len_k - len_q)`.
+    ///
+    /// Grid: `(ceil(max_seqlen_q / BM), H, B)`; blocks whose query tile starts past their sequence's end
+    /// visit no key tile and store nothing. Rows are read and written with pointer gathers/scatters (a
+    /// sequence starts at any row). `lse` is `[H, total_q]` f32, written when `LSE`. The other parameters
+    /// are [`attention_prefill`]'s.
+    #[cutile::entry(occupancy = 2)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_varlen<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+        const SOFTCAP: bool,
+        const LSE: bool,
+    >(
+        q: &Tensor<E, S3<DYN, DYN, D>>,
+        k: &Tensor<E, S3<DYN, DYN, D>>,
+        v: &Tensor<E, S3<DYN, DYN, D>>,
+        cu_q: &Tensor<i32, S1<DYN>>,
+        cu_k: &Tensor<i32, S1<DYN>>,
+        sinks: &Tensor<f32, S1<DYN>>,
+        scale: Scalar<f32>,
+        shift: Scalar<i32>,
+        bottom_right: Scalar<i32>,
+        window: Scalar<i32>,
+        softcap: Scalar<f32>,
+        sinks_on: Scalar<i32>,
+        o: &mut Tensor<E, S3<DYN, DYN, D>>,
+        lse: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let (x, h, b) = block_id();
+        let (nx, _, _) = num_blocks();
+        let qt = if CAUSAL { nx - 1i32 - x } else { x };
+        let kvh = h / (q.dim(1) / k.dim(1));
+        let q0 = read_i32(cu_q, b);
+        let len_q = read_i32(cu_q, b + 1i32) - q0;
+        let k0 = read_i32(cu_k, b);
+        let len_k = read_i32(cu_k, b + 1i32) - k0;
+        // Rows of this query tile, and which of them belong to the sequence.
+        let rows = (iota::<BM>() + qt * BM).reshape::<S2<BM, 1>>();
+        let row_ok = (rows < len_q).broadcast::<S2<BM, D>>();
+        let q_rows = (rows + q0).broadcast::<S2<BM, D>>();
+        let cols = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<BM, D>>();
+        let hq = zeros::<i32, S2<BM, D>>() + h;
+        let tq = q.gather::<S2<BM, D>>((q_rows, hq, cols), Some(row_ok), 0.0f32);
+        let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
+        let off = shift + bottom_right * (len_k - len_q);
+        // A tile past the sequence's end visits no keys.
+        let live_k = if qt * BM < len_q {
+            len_k
+        } else {
+            scalar::<i32>(0i32)
+        };
+        let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, live_k, window);
+        let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
+        let hk = zeros::<i32, S2<BN, D>>() + kvh;
+        let kcols = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<BN, D>>();
+        for j in lo..u_lo {
+            let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
+            st = safe_step(s, tv, st);
+        }
+        for j in u_lo..u_hi {
+            let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
+            st = safe_step(s, tv, st);
+        }
+        for j in u_hi..end {
+            let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
+            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                tq, tk, j, qt, off, len_k, knobs,
+            );
+            st = safe_step(s, tv, st);
+        }
+        let (out, lse_row) = safe_finish(st);
+        // SAFETY: blocks own disjoint (sequence, head, query tile) rows; rows past the sequence are masked.
+        unsafe { o.scatter::<S2<BM, D>>((q_rows, hq, cols), out.cast::<E>(), Some(row_ok)) };
+        if LSE {
+            let r1 = rows.reshape::<S1<BM>>();
+            let h1 = zeros::<i32, S1<BM>>() + h;
+            // SAFETY: as for `o`.
+            unsafe {
+                lse.scatter::<S1<BM>>((h1, r1 + q0), lse_row.reshape::<S1<BM>>(), Some(r1 < len_q))
+            };
+        }
+    }
+
+    /// Element `i` of a rank-1 i32 array.
+    fn read_i32(t: &Tensor<i32, S1<DYN>>, i: Scalar<i32>) -> Scalar<i32> {
+        t.gather::<S1<1>>(iota::<1>() + i, None, 0i32)
+            .reshape::<S0>()
+            .to_scalar()
+    }
+
+    /// Key and value rows `j·BN ..` of one sequence (starting at row `k0`, `len_k` rows), head `hk`;
+    /// rows past the sequence read 0.
+    #[allow(clippy::too_many_arguments)]
+    fn kv_rows<E: MmaOperand<f32>, const BN: i32, const D: i32>(
+        k: &Tensor<E, S3<DYN, DYN, D>>,
+        v: &Tensor<E, S3<DYN, DYN, D>>,
+        j: Scalar<i32>,
+        k0: Scalar<i32>,
+        len_k: Scalar<i32>,
+        hk: Tile<i32, S2<BN, D>>,
+        cols: Tile<i32, S2<BN, D>>,
+    ) -> (Tile<E, S2<BN, D>>, Tile<E, S2<BN, D>>) {
+        let r = (iota::<BN>() + j * BN).reshape::<S2<BN, 1>>();
+        let ok = (r < len_k).broadcast::<S2<BN, D>>();
+        let rows = (r + k0).broadcast::<S2<BN, D>>();
+        let tk = k.gather::<S2<BN, D>>((rows, hk, cols), Some(ok), 0.0f32);
+        let tv = v.gather::<S2<BN, D>>((rows, hk, cols), Some(ok), 0.0f32);
+        (tk, tv)
+    }
+
+    /// Key tiles of query tile `qt` (queries at positions `qt·BM + off ..`, `len_k` keys, left window
+    /// `window`): `[lo, u_lo)` and `[u_hi, end)` need a mask, `[u_lo, u_hi)` do not; the rest are
+    /// skipped.
+    fn variant_tiles<const BM: i32, const BN: i32, const CAUSAL: bool>(
+        qt: Scalar<i32>,
+        off: Scalar<i32>,
+        len_k: Scalar<i32>,
+        window: Scalar<i32>,
+    ) -> (Scalar<i32>, Scalar<i32>, Scalar<i32>, Scalar<i32>) {
+        let first = qt * BM + off;
+        let last = first + (BM - 1);
+        // Keys [lo_key, hi_key) are seen by some query of the tile.
+        let lo_key = (first - window).max(0i32);
+        let hi_key = if CAUSAL {
+            (last + 1i32).min(len_k).max(0i32)
+        } else {
+            len_k.max(0i32)
+        };
+        let lo = lo_key / BN;
+        let end = ((hi_key + (BN - 1)) / BN).max(lo);
+        // Tiles every query of the tile sees whole: from the last query's window start, up to the
+        // first query's position (causal) and the last full tile.
+        let u_lo = (((last - window).max(0i32) + (BN - 1)) / BN)
+            .max(lo)
+            .min(end);
+        let full = if CAUSAL {
+            ((first + 1i32).max(0i32) / BN).min(len_k / BN)
+        } else {
+            len_k / BN
+        };
+        let u_hi = full.max(u_lo).min(end);
+        (lo, u_lo, u_hi, end)
+    }
+
+    /// Base-2 logits of one tile: `q kᵀ · scale · log2 e`, soft-capped when `SOFTCAP`, and when `MASK`
+    /// -inf where the key is past `len_k`, after the query's position (`CAUSAL`) or before its window.
+    #[allow(clippy::too_many_arguments)]
+    fn variant_scores<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+        const SOFTCAP: bool,
+        const MASK: bool,
+    >(
+        tq: Tile<E, S2<BM, D>>,
+        tk: Tile<E, S2<BN, D>>,
+        j: Scalar<i32>,
+        qt: Scalar<i32>,
+        off: Scalar<i32>,
+        len_k: Scalar<i32>,
+        knobs: Knobs,
+    ) -> Tile<f32, S2<BM, BN>> {
+        let (scale, _, _, window, softcap, _) = knobs;
+        let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+        let s = if SOFTCAP {
+            (s * (scale / softcap)).tanh() * (softcap * LOG2_E)
+        } else {
+            s * (scale * LOG2_E)
+        };
+        if MASK {
+            let keys = (iota::<BN>() + j * BN)
+                .reshape::<S2<1, BN>>()
+                .broadcast::<S2<BM, BN>>();
+            let pos = (iota::<BM>() + (qt * BM + off))
+                .reshape::<S2<BM, 1>>()
+                .broadcast::<S2<BM, BN>>();
+            let mut valid = keys < len_k;
+            valid &= keys >= pos - window;
+            if CAUSAL {
+                valid &= keys <= pos;
+            }
+            select(valid, s, f32::NEG_INFINITY)
+        } else {
+            s
+        }
+    }
+
+    /// The state before any key: the sink logit (base 2) as the running max with weight 1 when
+    /// `sinks_on` is 1, else the empty state.
+    fn sink_state<const BM: i32, const D: i32>(
+        sinks: &Tensor<f32, S1<DYN>>,
+        h: Scalar<i32>,
+        sinks_on: Scalar<i32>,
+    ) -> State<BM, D> {
+        let sink = sinks
+            .load_tile_padded::<S1<1>>(h, Padding::Zero)
+            .reshape::<S2<1, 1>>()
+            .broadcast::<S2<BM, 1>>();
+        let on = zeros::<i32, S2<BM, 1>>() < sinks_on;
+        (
+            select(on, sink * LOG2_E, f32::NEG_INFINITY),
+            select(on, full::<f32, S2<BM, 1>>(1.0f32), 0.0f32),
+            zeros::<f32, S2<BM, D>>(),
+        )
+    }
+
+    /// [`softmax_step`] on base-2 logits that may leave a row with no finite logit yet: such a row
+    /// keeps max -inf, sum and accumulator unchanged (its exponentials are taken against 0).
+    fn safe_step<E: MmaOperand<f32>, const BM: i32, const BN: i32, const D: i32>(
+        s: Tile<f32, S2<BM, BN>>,
+        tv: Tile<E, S2<BN, D>>,
+        st: State<BM, D>,
+    ) -> State<BM, D> {
+        let (m, l, acc) = st;
+        let m_new = m.max(s.amax::<1>());
+        let m_use = select(m_new == f32::NEG_INFINITY, zeros::<f32, S2<BM, 1>>(), m_new);
+        let p = (s - m_use.broadcast::<S2<BM, BN>>()).exp2();
+        let alpha = (m - m_use).exp2();
+        let l_new = fma(l, alpha, p.sum::<1>());
+        let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<BM, D>>());
+        (m_new, l_new, acc_new)
+    }
+
+    /// Output rows (0 for a row with no weight) and their natural-log sum of exponentials (-inf then).
+    fn safe_finish<const BM: i32, const D: i32>(
+        st: State<BM, D>,
+    ) -> (Tile<f32, S2<BM, D>>, Tile<f32, S2<BM, 1>>) {
+        let (m, l, acc) = st;
+        let empty = l == 0.0f32;
+        let inv = select(empty, zeros::<f32, S2<BM, 1>>(), 1.0f32 / l);
+        let lse = (m + l.log2()) * std::f32::consts::LN_2;
+        let lse = select(empty, full::<f32, S2<BM, 1>>(f32::NEG_INFINITY), lse);
+        (acc * inv.broadcast::<S2<BM, D>>(), lse)
+    }
 }

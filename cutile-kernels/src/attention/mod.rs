@@ -14,11 +14,17 @@
 pub mod config;
 pub mod decode;
 mod dsl;
+mod prefill;
 pub mod reference;
 
 pub use config::AttentionConfig;
 pub use dsl::kernels;
-pub use reference::attention_reference;
+pub use prefill::{
+    Extras, FLAGS_DOC, MAX_EXTENT, PREFILL_INPUTS, PREFILL_OP, VARLEN_INPUTS, VARLEN_OP,
+    VariantCall, attention_varlen, attention_with, described_call, plan_prefill, plan_spec,
+    plan_varlen, ragged_lengths, spec_flags, with_unused,
+};
+pub use reference::{VarlenBatch, attention_reference, prefill_reference, varlen_reference};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
@@ -33,13 +39,27 @@ pub const OP: &str = "attention";
 /// Element types with a kernel.
 pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16];
 
-/// Options of [`attention`].
+/// Options of [`attention`], [`attention_with`] and [`attention_varlen`]. The default is plain
+/// non-causal attention with scale `1/sqrt(D)`; build others with `..Default::default()`.
+///
+/// Query `i` of a sequence sits at position `pos = i + query_offset` (`+ S_k - S_q` when
+/// `bottom_right`); key `j` at position `j`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct AttentionOptions {
-    /// Mask keys after the query (query `i` sees keys `0..=i`).
+    /// Mask keys after the query's position (top-left: query `i` sees keys `0..=i`).
     pub causal: bool,
     /// Softmax scale; `None` is `1/sqrt(D)`.
     pub scale: Option<f32>,
+    /// Align the queries to the end of the keys (q is the tail of k): query `i` sees keys
+    /// `0 ..= i + S_k - S_q` when causal (FlashAttention's convention); also shifts the window.
+    pub bottom_right: bool,
+    /// Left sliding window `w`: a query sees only keys at positions `≥ pos - w` (`w + 1` keys with
+    /// causal). `None`: no window.
+    pub window: Option<u32>,
+    /// Logit soft-cap `c`: scores become `c · tanh(s · scale / c)` before the softmax.
+    pub softcap: Option<f32>,
+    /// Added to every query's position (TileGym's `start_q`); at most ±[`MAX_EXTENT`].
+    pub query_offset: i64,
 }
 
 /// `o = attention(q, k, v)`, queued on `stream`. `q`/`o`: `[B, H, S_q, D]` (or `[BH, S_q, D]`),
@@ -59,6 +79,10 @@ pub fn attention<'a>(
         Operand::of("o", &*o),
     ];
     let target = Target::of(stream.device())?;
+    let seq = |t: &Operand| t.shape.len().checked_sub(2).map_or(0, |i| t.shape[i]);
+    if prefill::needs_variant(options, seq(&operands[0]), seq(&operands[1]), false, false) {
+        return attention_with(stream, q, k, v, options, Extras::none(), o);
+    }
     let Some(call) = Call::new(&operands, &target, options)? else {
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
@@ -194,6 +218,13 @@ pub fn plan(
     target: &Target,
     options: &AttentionOptions,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
+    let seq = |t: &Operand| t.shape.len().checked_sub(2).map_or(0, |i| t.shape[i]);
+    if let [q, k, ..] = operands
+        && prefill::needs_variant(options, seq(q), seq(k), false, false)
+    {
+        // Needs `with_unused` operands when sinks or LSE are absent; `plan_prefill` says so otherwise.
+        return plan_prefill(operands, target, options);
+    }
     match Call::new(operands, target, options)? {
         None => Ok(Vec::new()),
         Some(call) => launches(&config::choose(call.d), &call),
@@ -282,5 +313,6 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
             causal,
         ));
     }
+    calls.extend(prefill::representative_calls());
     calls
 }

@@ -209,6 +209,7 @@ fn plan_attention(
     let options = attention::AttentionOptions {
         causal: spec.causal,
         scale: None,
+        ..Default::default()
     };
     let launches = attention::plan(&operands, t, &options)?;
     Ok(PlannedCall { operands, launches })
@@ -225,6 +226,16 @@ fn plan_decode(
     let options = decode::DecodeOptions::default();
     let operands = decode::with_scratch(&ops, paged, t, &options)?;
     let launches = decode::plan(&operands, paged, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_attention_variant(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let (operands, launches) = attention::plan_spec(&spec.op, dt, &spec.shapes, spec.causal, t)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -404,7 +415,7 @@ pub fn ops() -> &'static [OpInfo] {
 }
 
 /// The ops of the families before the activations.
-const BASE_OPS: [OpInfo; 14] = [
+const BASE_OPS: [OpInfo; 16] = [
     OpInfo {
         name: vector_add::ADD,
         family: "vector_add",
@@ -482,6 +493,18 @@ const BASE_OPS: [OpInfo; 14] = [
         family: "attention",
         inputs: attention::decode::SPEC_INPUTS,
         plan: plan_decode,
+    },
+    OpInfo {
+        name: attention::PREFILL_OP,
+        family: "attention",
+        inputs: attention::PREFILL_INPUTS,
+        plan: plan_attention_variant,
+    },
+    OpInfo {
+        name: attention::VARLEN_OP,
+        family: "attention",
+        inputs: attention::VARLEN_INPUTS,
+        plan: plan_attention_variant,
     },
     OpInfo {
         name: fused_qkv::OP,
