@@ -32,7 +32,7 @@ step() {
   shift 2
   # SKIP="validate tune" leaves steps out (recorded as skipped).
   case " ${SKIP:-} " in *" $name "*) echo "$name: skipped" | tee -a "$R/steps.txt"; return 0 ;; esac
-  local var="BUDGET_${name^^}"
+  local var="BUDGET_${name^^}"; var=${var//[^A-Z0-9_]/_}
   budget=${!var:-$budget}
   local t0=$SECONDS
   timeout -k 5 "$budget" "$@" >"$R/$name.log" 2>&1
@@ -57,8 +57,8 @@ case "${1:-}" in
     toolchain_env
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
     # The JIT path for real: tileiras here, a cold kernel cache.
-    export CUTILE_CACHE_DIR=/tmp/kcache-cold
-    step check 270 /tmp/gh check --cases "$CASES" --seed "$SEED" --out "$R/check"
+    export CUTILE_CACHE_DIR=${COLD_CACHE:-/tmp/kcache-cold}
+    step check 270 /tmp/gh check --cases "$CASES" --seed "$SEED" --out "$R/check" ${CHECK_OPS:+--ops "$CHECK_OPS"}
     export CUTILE_CACHE_DIR=/tmp/kcache
     step plan 150 /tmp/gh plan --arch sm_90 --bundle /tmp/k.bundle --jobs 16
     # Kept in case the machine is gone before the next stage.
@@ -69,7 +69,9 @@ case "${1:-}" in
     [ -x /tmp/gh ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
     toolchain_env
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step bench 500 /tmp/gh bench --bundle /tmp/k.bundle --out "$R" --measurement-ms 100 --warm-up-ms 25 \
+    # Without the plan step's bundle (SKIP=plan) the kernels come from the JIT cache of stage run.
+    bundle=(); [ -f /tmp/k.bundle ] && bundle=(--bundle /tmp/k.bundle)
+    step bench 500 /tmp/gh bench "${bundle[@]}" --out "$R" --measurement-ms "${BENCH_MS:-100}" --warm-up-ms 25 \
       ${BENCH_OPS:+--ops "$BENCH_OPS"}
     tar -czf "$OUT/bench.tar.gz" --exclude=./criterion -C "$R" .
     grep -h 'ERROR' "$R/bench.log" | head -n 20

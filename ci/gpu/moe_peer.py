@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from triton.testing import do_bench
 
-LAYERS = [(8, 4096, 14336, 2), (64, 2048, 1408, 8)]  # (E, H, I, top-k), as the example
+LAYERS = [(8, 4096, 14336, 2), (128, 2048, 768, 8)]  # (E, H, I, top-k), as the example
 TOKENS = [16, 4096]
 
 

@@ -174,14 +174,19 @@ fn call_typed<T: DeviceElement>(
                 after,
             )
         }
+        // f32 products run as tf32 (the harness opts in; `Workload::tolerance` is f16's for them).
         (gemm::OP, Layout::TransposedB) => {
             need(2)?;
             let b = ins[1].transpose(0, 1)?;
-            finish(gemm::gemm(stream, x0, &b, o)?, after)
+            finish(gemm::gemm_with(stream, x0, &b, &TF32, o)?, after)
         }
         (gemm::OP, _) => {
             need(2)?;
-            finish(gemm::gemm(stream, x0, &ins[1], o)?, after)
+            finish(gemm::gemm_with(stream, x0, &ins[1], &TF32, o)?, after)
+        }
+        (gemm::BMM, _) => {
+            need(2)?;
+            finish(gemm::bmm(stream, x0, &ins[1], &TF32, o)?, after)
         }
         (attention::OP, layout) => {
             need(3)?;
@@ -211,6 +216,9 @@ fn call_typed<T: DeviceElement>(
         (other, _) => Err(format!("{}: unknown op {other}", w.name).into()),
     }
 }
+
+/// The harness's GEMM options: f32 calls take the tf32 product.
+const TF32: gemm::GemmOptions = gemm::GemmOptions { allow_tf32: true };
 
 /// One call of the workload's host op on `inst`'s tensors.
 pub fn call(

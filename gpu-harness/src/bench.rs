@@ -242,6 +242,17 @@ fn bench_one(
         (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
         return Ok(row);
     }
+    if cutile_examples::transformer::covers(w.op()) {
+        // RoPE, cache writes, embedding and sampling own their index tensors
+        // (`cutile_examples::transformer`): timed the same way, L2 flushed before every call.
+        let inputs = w.inputs()?;
+        let timing = Some((DECODE_CALLS, Some(flush)));
+        let (_, stats) = cutile_examples::transformer::run(device, stream, w, &inputs, timing)?;
+        let stats = stats.ok_or("no timing")?;
+        let mut row = row_of(w, vec![stats.median_us], true)?;
+        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
+        return Ok(row);
+    }
     if cutile_examples::attention_variants::is_variant(w.op()) {
         // The attention variants own their tensors too (i32 offsets, f32 sinks and LSE): timed the
         // same way, without the flush (compute-bound, as the dense attention rows).
