@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[allow(dead_code)]
 mod common;
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};

@@ -13,7 +13,7 @@ mod common;
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::kv_cache::{self, reference as r};
-use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedArg, PlannedLaunch, Target};
+use cutile_kernels::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target};
 
 fn target() -> Target {
     Target::planning(GpuArch::Sm90)
@@ -199,58 +199,20 @@ fn the_ops_are_in_the_registry() {
     }
 }
 
-fn jobs(
-    calls: &[CallSpec],
-) -> Vec<(
-    &'static str,
-    cutile::dsl::Kernel,
-    Vec<cutile::dsl::TensorMeta>,
-)> {
-    cutile_kernels::catalog::dsl_jobs(calls, false)
-        .unwrap()
-        .iter()
-        .map(|j| {
-            let (k, metas) = j.dsl_spec().unwrap();
-            let name: &'static str = Box::leak(
-                format!("{} {}", j.kernel, j.specialization)
-                    .replace(['/', ' ', '[', ']', ','], "_")
-                    .into_boxed_str(),
-            );
-            (name, k.clone(), metas.to_vec())
-        })
-        .collect()
-}
-
 #[test]
 fn representative_calls_compile_for_sm90() {
     common::compile_all_sm90(
         "kv_cache representative_calls_compile_for_sm90",
-        jobs(&kv_cache::representative_calls()),
+        common::catalog_jobs(&kv_cache::representative_calls()),
     );
 }
 
 #[test]
 fn compile_four_archs() {
-    use cutile::toolchain::{CompileRequest, Tileiras};
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip(
-                "kv_cache compile_four_archs",
-                &format!("tileiras not found ({e})"),
-            );
-            return;
-        }
-    };
-    for (name, k, metas) in jobs(&kv_cache::representative_calls()[..1]) {
-        let s = k.specialize(&metas).unwrap();
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = s
-                .compile(&tileiras, &CompileRequest::new(arch))
-                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
-            assert!(!c.bytes.is_empty());
-        }
-    }
+    common::compile_four_archs(
+        "kv_cache compile_four_archs",
+        common::catalog_jobs(&kv_cache::representative_calls()[..1]),
+    );
 }
 
 mod gpu {

@@ -236,59 +236,20 @@ fn the_op_is_in_the_registry() {
 // ---------------------------------------------------------------------------------------------------------
 // Compilation.
 
-fn jobs(
-    calls: &[CallSpec],
-) -> Vec<(
-    &'static str,
-    cutile::dsl::Kernel,
-    Vec<cutile::dsl::TensorMeta>,
-)> {
-    cutile_kernels::catalog::dsl_jobs(calls, false)
-        .unwrap()
-        .iter()
-        .map(|j| {
-            let (k, metas) = j.dsl_spec().unwrap();
-            let name: &'static str = Box::leak(
-                format!("{} {}", j.kernel, j.specialization)
-                    .replace(['/', ' ', '[', ']', ','], "_")
-                    .into_boxed_str(),
-            );
-            (name, k.clone(), metas.to_vec())
-        })
-        .collect()
-}
-
 #[test]
 fn representative_calls_compile_for_sm90() {
     common::compile_all_sm90(
         "rope representative_calls_compile_for_sm90",
-        jobs(&rope::representative_calls()),
+        common::catalog_jobs(&rope::representative_calls()),
     );
 }
 
 #[test]
 fn compile_four_archs() {
-    use cutile::toolchain::{CompileRequest, Tileiras};
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip(
-                "rope compile_four_archs",
-                &format!("tileiras not found ({e})"),
-            );
-            return;
-        }
-    };
-    let calls = &rope::representative_calls()[..1];
-    for (name, k, metas) in jobs(calls) {
-        let s = k.specialize(&metas).unwrap();
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = s
-                .compile(&tileiras, &CompileRequest::new(arch))
-                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
-            assert!(!c.bytes.is_empty());
-        }
-    }
+    common::compile_four_archs(
+        "rope compile_four_archs",
+        common::catalog_jobs(&rope::representative_calls()[..1]),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------

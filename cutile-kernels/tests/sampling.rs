@@ -11,7 +11,7 @@ mod common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
-use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedLaunch, Target};
+use cutile_kernels::op::{OpError, Operand, PlannedLaunch, Target};
 use cutile_kernels::sampling::{self, reference as r};
 
 fn target() -> Target {
@@ -120,59 +120,21 @@ fn the_ops_are_in_the_registry() {
     }
 }
 
-fn jobs(
-    calls: &[CallSpec],
-) -> Vec<(
-    &'static str,
-    cutile::dsl::Kernel,
-    Vec<cutile::dsl::TensorMeta>,
-)> {
-    cutile_kernels::catalog::dsl_jobs(calls, false)
-        .unwrap()
-        .iter()
-        .map(|j| {
-            let (k, metas) = j.dsl_spec().unwrap();
-            let name: &'static str = Box::leak(
-                format!("{} {}", j.kernel, j.specialization)
-                    .replace(['/', ' ', '[', ']', ','], "_")
-                    .into_boxed_str(),
-            );
-            (name, k.clone(), metas.to_vec())
-        })
-        .collect()
-}
-
 #[test]
 fn representative_calls_compile_for_sm90() {
     common::compile_all_sm90(
         "sampling representative_calls_compile_for_sm90",
-        jobs(&sampling::representative_calls()),
+        common::catalog_jobs(&sampling::representative_calls()),
     );
 }
 
 #[test]
 fn compile_four_archs() {
-    use cutile::toolchain::{CompileRequest, Tileiras};
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip(
-                "sampling compile_four_archs",
-                &format!("tileiras not found ({e})"),
-            );
-            return;
-        }
-    };
     let calls = sampling::representative_calls();
-    for (name, k, metas) in jobs(&[calls[0].clone(), calls[3].clone()]) {
-        let s = k.specialize(&metas).unwrap();
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = s
-                .compile(&tileiras, &CompileRequest::new(arch))
-                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
-            assert!(!c.bytes.is_empty());
-        }
-    }
+    common::compile_four_archs(
+        "sampling compile_four_archs",
+        common::catalog_jobs(&[calls[0].clone(), calls[3].clone()]),
+    );
 }
 
 mod gpu {

@@ -12,6 +12,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[allow(dead_code)]
 mod common;
 use std::collections::BTreeSet;
 

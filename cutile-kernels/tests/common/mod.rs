@@ -86,3 +86,47 @@ pub fn compile_all_sm90(
         }
     }
 }
+
+/// The catalog's DSL jobs of `calls` (sm_90 plans, default configurations) as named compile cases.
+pub fn catalog_jobs(
+    calls: &[cutile_kernels::op::CallSpec],
+) -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
+    cutile_kernels::catalog::dsl_jobs(calls, false)
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let (k, metas) = j.dsl_spec().unwrap();
+            let name: &'static str = Box::leak(
+                format!("{} {}", j.kernel, j.specialization)
+                    .replace(['/', ' ', '[', ']', ','], "_")
+                    .into_boxed_str(),
+            );
+            (name, k.clone(), metas.to_vec())
+        })
+        .collect()
+}
+
+/// Specialize and compile every case for sm_80, sm_90, sm_100 and sm_120 with the real tileiras
+/// (`cutile_testkit::skip` when it is not installed); each must give a non-empty cubin.
+pub fn compile_four_archs(
+    test: &str,
+    cases: impl IntoIterator<Item = (&'static str, Kernel, Vec<TensorMeta>)>,
+) {
+    use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip(test, &format!("tileiras not found ({e})"));
+            return;
+        }
+    };
+    for (name, k, metas) in cases {
+        let s = k.specialize(&metas).unwrap();
+        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let c = s
+                .compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
+            assert!(!c.bytes.is_empty());
+        }
+    }
+}
