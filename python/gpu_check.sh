@@ -4,8 +4,9 @@
 #
 #   bash python/gpu_check.sh [all|ours|tilegym]   # logs and a summary under $OUT (or /tmp/gpu-check)
 #
-# Budget: about 4 minutes for ours and 100 s per TileGym file (OURS_TIMEOUT, PYTEST_TIMEOUT), so `all`
-# fits one 10-minute device command; split it into `ours` and `tilegym` calls if it does not.
+# Budget: about 4 minutes for ours and 100 s per TileGym file (OURS_TIMEOUT, PYTEST_TIMEOUT); TILEGYM_FILES
+# (default "matmul bmm silu_and_mul swiglu attention_sink") picks TileGym files, so the suites can be split
+# over several 10-minute device commands (matmul and bmm hold perf tests up to 32768^3 that need minutes).
 #
 # 1. installs the cutile-rs-torch wheel (and cffi for TileGym) into a scratch folder, from files only;
 # 2. python/tests/test_gpu.py: every op against torch on random shapes and dtypes, opcheck, a
@@ -87,7 +88,7 @@ elif [ -d "$tg/tests/ops" ]; then
     export CUTILE_RS_KERNELS_DIR="$payload/kernels-dir"
     export CUTILE_BUNDLE="$payload/kernels-dir/kernels.bundle:$payload/kernels-dir/tilegym.bundle:$payload/kernels-dir/tests.bundle"
     export CUTILE_KERNELS_LOG=1
-    for t in matmul bmm silu_and_mul swiglu attention_sink; do
+    for t in ${TILEGYM_FILES:-matmul bmm silu_and_mul swiglu attention_sink}; do
         PYTHONPATH="$site:$tg/src" run_pytest "tilegym_$t" "$tg" "tests/ops/test_$t.py" -k "cutile_rs or cutile-rs"
     done
 else

@@ -25,9 +25,9 @@ mkdir -p "$out"
 profile=${PROFILE:-release}
 target_sub=$([ "$profile" = dev ] && echo debug || echo "$profile")
 
-# The AOT bundle: the Python API's ops, their representative shape classes, sm_90 (H100/H200) and
+# The AOT bundle: the Python API's ops (registry names), their representative shape classes, sm_90 (H100/H200) and
 # sm_100 (B200). The wheel ships it; the C ABI reads it through CUTILE_BUNDLE.
-ops=softmax,rms_norm,layer_norm,gemm,attention,silu_and_mul,swiglu
+ops=softmax,rms_norm,layer_norm,gemm,attention,silu_and_mul,swiglu,gelu,gelu_tanh,relu,geglu,geglu_tanh,rope,kv_cache_write,kv_cache_write_paged,attention_decode,attention_decode_paged,embedding,argmax,topk,fused_qkv
 mkdir -p "$out/kernels-dir/target/release" "$out/wheels"
 cargo xtask aot --arch sm_90,sm_100 --ops "$ops" -o "$out/kernels-dir/kernels.bundle"
 cp "$out/kernels-dir/kernels.bundle" "$root/python/pysrc/cutile_rs_torch/kernels.bundle"
@@ -36,10 +36,11 @@ cargo xtask aot --arch sm_90 --shapes "$root/python/tests/gpu_shapes.toml" -o "$
 cargo xtask aot --arch sm_90 --shapes "$root/python/tilegym.shapes.toml" \
     -o "$out/kernels-dir/tilegym.bundle"
 
-# The abi3 wheel. Its manylinux_2_34 tag is checked by maturin's built-in auditwheel (glibc symbol
-# versions); no manylinux container is used.
+# The abi3 wheel, manylinux_2_28 (glibc 2.28: RHEL 8, Ubuntu 20.04 and later). `--zig` links against
+# zig's glibc 2.28 stubs instead of this machine's newer glibc (`pip install ziglang`); maturin's built-in
+# auditwheel then checks the glibc symbol versions against the tag. No manylinux container is used.
 rm -f "$out"/wheels/*.whl
-(cd "$root/python" && maturin build --profile "$profile" --strip --compatibility manylinux_2_34 -o "$out/wheels")
+(cd "$root/python" && maturin build --profile "$profile" --strip --zig --compatibility manylinux_2_28 -o "$out/wheels")
 
 # libcutile_kernels.so where TileGym looks for it (CUTILE_RS_KERNELS_DIR with CUTILE_RS_AUTOBUILD=0:
 # a folder with a Cargo.toml and target/release/libcutile_kernels.so).

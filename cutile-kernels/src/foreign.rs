@@ -7,6 +7,7 @@
 //! tensors) and returns once the work is queued. The caller's stream ordering keeps the memory alive,
 //! as PyTorch's caching allocator does for its own kernels.
 
+use cutile::launch::{TensorArg, TensorArgMut};
 use cutile::runtime::{DeviceElement, Stream, Tensor};
 use cutile_ir::ScalarType;
 
@@ -26,6 +27,12 @@ pub struct RawTensor {
 }
 
 impl RawTensor {
+    /// Whether both describe the same elements (address, shape, strides and type; names aside).
+    pub fn describes_same(&self, other: &RawTensor) -> bool {
+        (self.ptr, &self.shape, &self.strides, self.dtype)
+            == (other.ptr, &other.shape, &other.strides, other.dtype)
+    }
+
     /// The same memory with the last two axes swapped (a transposed operand).
     fn transposed(&self) -> RawTensor {
         let mut t = self.clone();
@@ -443,6 +450,415 @@ pub unsafe fn attention_sink(
         crate::attention::attention_with(stream, &qt, &kt, &vt, &options, extras, &mut ot)?.wait()?;
         Ok(())
     })
+}
+
+/// A described tensor wrapped as the runtime's non-owning tensor of its own element type, for ops
+/// whose operands mix element types (indices next to values) and whose kernels pick by each type.
+enum AnyTensor {
+    F32(Tensor<f32>),
+    F16(Tensor<half::f16>),
+    BF16(Tensor<half::bf16>),
+    I32(Tensor<i32>),
+    I64(Tensor<i64>),
+}
+
+impl AnyTensor {
+    /// # Safety
+    /// As [`wrap`].
+    unsafe fn new(
+        op: &'static str,
+        s: &ForeignStream,
+        t: &RawTensor,
+    ) -> Result<AnyTensor, OpError> {
+        // SAFETY (every arm): forwarded to the caller.
+        Ok(match t.dtype {
+            ScalarType::F32 => AnyTensor::F32(unsafe { wrap(op, s, t, t) }?),
+            ScalarType::F16 => AnyTensor::F16(unsafe { wrap(op, s, t, t) }?),
+            ScalarType::BF16 => AnyTensor::BF16(unsafe { wrap(op, s, t, t) }?),
+            ScalarType::I32 => AnyTensor::I32(unsafe { wrap(op, s, t, t) }?),
+            ScalarType::I64 => AnyTensor::I64(unsafe { wrap(op, s, t, t) }?),
+            other => {
+                return Err(OpError::DType {
+                    op,
+                    arg: t.name,
+                    dtype: other,
+                    constraint: "foreign tensors are f32, f16, bf16, i32 or i64".into(),
+                });
+            }
+        })
+    }
+
+    fn arg(&self) -> &dyn TensorArg {
+        match self {
+            AnyTensor::F32(t) => t,
+            AnyTensor::F16(t) => t,
+            AnyTensor::BF16(t) => t,
+            AnyTensor::I32(t) => t,
+            AnyTensor::I64(t) => t,
+        }
+    }
+
+    fn arg_mut(&mut self) -> &mut dyn TensorArgMut {
+        match self {
+            AnyTensor::F32(t) => t,
+            AnyTensor::F16(t) => t,
+            AnyTensor::BF16(t) => t,
+            AnyTensor::I32(t) => t,
+            AnyTensor::I64(t) => t,
+        }
+    }
+}
+
+/// Wraps every listed `RawTensor` as an [`AnyTensor`] named like it.
+macro_rules! any_tensors {
+    ($op:expr, $s:expr, [$($name:ident = $t:expr),+ $(,)?]) => {
+        // SAFETY: every public fn of this module forwards its caller's promise that each RawTensor
+        // describes live device memory of the stream's device.
+        $(#[allow(unused_mut)] let mut $name = unsafe { AnyTensor::new($op, $s, $t) }?;)+
+    };
+}
+
+/// Detaches a queued call: the foreign caller's stream ordering keeps the memory alive.
+fn queued(p: cutile::launch::Pending<'_>) -> Result<(), OpError> {
+    // SAFETY: the caller keeps the memory alive until the stream has run the work (module contract).
+    unsafe { p.detach() };
+    Ok(())
+}
+
+/// `y = gelu(x)` (`tanh`: the tanh approximation), or `relu(x)` when `relu`.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn unary_activation(
+    s: &ForeignStream,
+    x: &RawTensor,
+    y: &RawTensor,
+    activation: UnaryActivation,
+) -> Result<(), OpError> {
+    use crate::activation::{self as act, GeluApprox};
+    any_tensors!("activation", s, [xt = x, yt = y]);
+    let (x, mut y) = (xt.arg(), yt.arg_mut());
+    let st = s.stream();
+    match activation {
+        UnaryActivation::Gelu => queued(act::gelu(st, &x, &mut y, GeluApprox::None)?),
+        UnaryActivation::GeluTanh => queued(act::gelu(st, &x, &mut y, GeluApprox::Tanh)?),
+        UnaryActivation::Relu => queued(act::relu(st, &x, &mut y)?),
+        UnaryActivation::Geglu => queued(act::geglu(st, &x, &mut y, GeluApprox::None)?),
+        UnaryActivation::GegluTanh => queued(act::geglu(st, &x, &mut y, GeluApprox::Tanh)?),
+    }
+}
+
+/// The one-input activations [`unary_activation`] runs (`Geglu*`: `y[.., N] = gelu(x[.., :N]) ·
+/// x[.., N:]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryActivation {
+    Gelu,
+    GeluTanh,
+    Relu,
+    Geglu,
+    GegluTanh,
+}
+
+/// RoPE of `q` `[T, Hq, D]` and `k` `[T, Hkv, D]` at `positions` `[T]` (i32 or i64) into `q_out`,
+/// `k_out` (which may be `q`, `k` themselves: in place), with f32 `cos`, `sin` `[max_pos, rot/2]`.
+///
+/// # Safety
+/// As [`softmax`]; `q_out`/`k_out` may alias `q`/`k` exactly (same description), nothing else.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn rope(
+    s: &ForeignStream,
+    q: &RawTensor,
+    k: &RawTensor,
+    cos: &RawTensor,
+    sin: &RawTensor,
+    positions: &RawTensor,
+    q_out: &RawTensor,
+    k_out: &RawTensor,
+    style: crate::rope::RopeStyle,
+) -> Result<(), OpError> {
+    const OP: &str = "rope";
+    any_tensors!(OP, s, [cost = cos, sint = sin, post = positions]);
+    if q_out.describes_same(q) && k_out.describes_same(k) {
+        any_tensors!(OP, s, [qt = q, kt = k]);
+        return queued(crate::rope::rope_(
+            s.stream(),
+            &mut qt.arg_mut(),
+            &mut kt.arg_mut(),
+            &cost.arg(),
+            &sint.arg(),
+            &post.arg(),
+            style,
+        )?);
+    }
+    any_tensors!(OP, s, [qt = q, kt = k, qo = q_out, ko = k_out]);
+    queued(crate::rope::rope(
+        s.stream(),
+        &qt.arg(),
+        &kt.arg(),
+        &cost.arg(),
+        &sint.arg(),
+        &post.arg(),
+        &mut qo.arg_mut(),
+        &mut ko.arg_mut(),
+        style,
+    )?)
+}
+
+/// Writes `k`, `v` `[T, Hkv, D]` into the caches: contiguous `[B, Hkv, S, D]` at `(batch[t], :,
+/// pos[t], :)` when `index` is `(batch, pos)`, or paged `[blocks, block_size, Hkv, D]` at
+/// `slot_mapping[t]` (−1 skips) when it is `(slot_mapping,)`.
+///
+/// # Safety
+/// As [`softmax`]; the caches are written in place.
+pub unsafe fn write_kv_cache(
+    s: &ForeignStream,
+    k: &RawTensor,
+    v: &RawTensor,
+    index: KvIndex<'_>,
+    k_cache: &RawTensor,
+    v_cache: &RawTensor,
+) -> Result<(), OpError> {
+    const OP: &str = "kv_cache_write";
+    any_tensors!(OP, s, [kt = k, vt = v, kc = k_cache, vc = v_cache]);
+    match index {
+        KvIndex::Contiguous { batch, pos } => {
+            any_tensors!(OP, s, [bt = batch, pt = pos]);
+            queued(crate::kv_cache::write_kv_cache(
+                s.stream(),
+                &kt.arg(),
+                &vt.arg(),
+                &bt.arg(),
+                &pt.arg(),
+                &mut kc.arg_mut(),
+                &mut vc.arg_mut(),
+            )?)
+        }
+        KvIndex::Paged { slot_mapping } => {
+            any_tensors!(OP, s, [st = slot_mapping]);
+            queued(crate::kv_cache::write_kv_cache_paged(
+                s.stream(),
+                &kt.arg(),
+                &vt.arg(),
+                &st.arg(),
+                &mut kc.arg_mut(),
+                &mut vc.arg_mut(),
+            )?)
+        }
+    }
+}
+
+/// Where a token's k and v go (index tensors `[T]`, i32 or i64).
+#[derive(Debug, Clone, Copy)]
+pub enum KvIndex<'r> {
+    Contiguous {
+        batch: &'r RawTensor,
+        pos: &'r RawTensor,
+    },
+    Paged {
+        slot_mapping: &'r RawTensor,
+    },
+}
+
+/// A KV cache as decode attention reads it: contiguous `[B, Hkv, S_max, D]`, or paged `[blocks,
+/// block_size, Hkv, D]` with `block_table` `[B, max_blocks]` i32.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeCache<'r> {
+    pub k: &'r RawTensor,
+    pub v: &'r RawTensor,
+    pub block_table: Option<&'r RawTensor>,
+}
+
+/// Decode attention: `o` `[B, Hq, Sq, D]` from `q` of the same shape over each sequence's first
+/// `seq_lens[b]` (i32) cached keys; the LSE `[B, Hq, Sq]` f32 into `lse` when given.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn decode(
+    s: &ForeignStream,
+    q: &RawTensor,
+    cache: DecodeCache<'_>,
+    seq_lens: &RawTensor,
+    scale: Option<f32>,
+    o: &RawTensor,
+    lse: Option<&RawTensor>,
+) -> Result<(), OpError> {
+    use crate::attention::decode::{self, DecodeOptions, KvCache};
+    const OP: &str = "attention_decode";
+    any_tensors!(
+        OP,
+        s,
+        [qt = q, kt = cache.k, vt = cache.v, lt = seq_lens, ot = o]
+    );
+    let table = match cache.block_table {
+        Some(b) => Some(unsafe { AnyTensor::new(OP, s, b) }?),
+        None => None,
+    };
+    let mut lse_t = match lse {
+        Some(l) => Some(unsafe { AnyTensor::new(OP, s, l) }?),
+        None => None,
+    };
+    let kv = match &table {
+        Some(b) => KvCache::Paged {
+            k: kt.arg(),
+            v: vt.arg(),
+            block_table: b.arg(),
+        },
+        None => KvCache::Contiguous {
+            k: kt.arg(),
+            v: vt.arg(),
+        },
+    };
+    let options = DecodeOptions {
+        scale,
+        ..Default::default()
+    };
+    queued(decode::decode(
+        s.stream(),
+        qt.arg(),
+        &kv,
+        lt.arg(),
+        &options,
+        ot.arg_mut(),
+        lse_t.as_mut().map(AnyTensor::arg_mut),
+    )?)
+}
+
+/// `out[t, :] = table[ids[t], :]` (ids i32 or i64).
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn embedding(
+    s: &ForeignStream,
+    table: &RawTensor,
+    ids: &RawTensor,
+    out: &RawTensor,
+) -> Result<(), OpError> {
+    any_tensors!("embedding", s, [tt = table, it = ids, ot = out]);
+    queued(crate::embedding::embedding(
+        s.stream(),
+        &tt.arg(),
+        &it.arg(),
+        &mut ot.arg_mut(),
+    )?)
+}
+
+/// `out[t] = argmax(x[t, :])` (i64 out).
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn argmax(s: &ForeignStream, x: &RawTensor, out: &RawTensor) -> Result<(), OpError> {
+    any_tensors!("argmax", s, [xt = x, ot = out]);
+    queued(crate::sampling::argmax(
+        s.stream(),
+        &xt.arg(),
+        &mut ot.arg_mut(),
+    )?)
+}
+
+/// The `k = values.shape[1]` largest of each row of `x` and their i64 indices, sorted descending.
+///
+/// # Safety
+/// As [`softmax`].
+pub unsafe fn topk(
+    s: &ForeignStream,
+    x: &RawTensor,
+    values: &RawTensor,
+    indices: &RawTensor,
+) -> Result<(), OpError> {
+    any_tensors!("topk", s, [xt = x, vt = values, it = indices]);
+    queued(crate::sampling::topk(
+        s.stream(),
+        &xt.arg(),
+        &mut vt.arg_mut(),
+        &mut it.arg_mut(),
+    )?)
+}
+
+/// The fused QKV projection's tensors (layouts as [`crate::fused_qkv::fused_qkv`]).
+#[derive(Debug, Clone, Copy)]
+pub struct QkvTensors<'r> {
+    pub x: &'r RawTensor,
+    pub positions: &'r RawTensor,
+    pub weight: &'r RawTensor,
+    pub bias: Option<&'r RawTensor>,
+    pub q_norm: Option<&'r RawTensor>,
+    pub k_norm: Option<&'r RawTensor>,
+    pub cos: &'r RawTensor,
+    pub sin: &'r RawTensor,
+    pub q: &'r RawTensor,
+    pub k_cache: &'r RawTensor,
+    pub v_cache: &'r RawTensor,
+    pub index: KvIndex<'r>,
+}
+
+/// `q = rope(norm(x · W + bias))`, k and v written into the cache (the fused QKV projection; the host
+/// API picks fused or unfused).
+///
+/// # Safety
+/// As [`softmax`]; the caches are written in place.
+pub unsafe fn fused_qkv(
+    s: &ForeignStream,
+    t: &QkvTensors<'_>,
+    eps: f32,
+    style: crate::rope::RopeStyle,
+) -> Result<(), OpError> {
+    use crate::fused_qkv::{self as fq, KvCache, Path, QkvLayer, Rope};
+    const OP: &str = "fused_qkv";
+    any_tensors!(
+        OP,
+        s,
+        [
+            xt = t.x,
+            pt = t.positions,
+            wt = t.weight,
+            ct = t.cos,
+            st = t.sin
+        ]
+    );
+    any_tensors!(OP, s, [qt = t.q, kc = t.k_cache, vc = t.v_cache]);
+    let opt = |r: Option<&RawTensor>| r.map(|r| unsafe { AnyTensor::new(OP, s, r) }).transpose();
+    let (bt, qn, kn) = (opt(t.bias)?, opt(t.q_norm)?, opt(t.k_norm)?);
+    let (a, b) = match t.index {
+        KvIndex::Contiguous { batch, pos } => (batch, Some(pos)),
+        KvIndex::Paged { slot_mapping } => (slot_mapping, None),
+    };
+    any_tensors!(OP, s, [at = a]);
+    let bt2 = opt(b)?;
+    let layer = QkvLayer {
+        weight: wt.arg(),
+        bias: bt.as_ref().map(AnyTensor::arg),
+        q_norm: qn.as_ref().map(AnyTensor::arg),
+        k_norm: kn.as_ref().map(AnyTensor::arg),
+        eps,
+    };
+    let rope = Rope {
+        cos: ct.arg(),
+        sin: st.arg(),
+        style,
+    };
+    let cache = match &bt2 {
+        Some(pos) => KvCache::Contiguous {
+            k: kc.arg_mut(),
+            v: vc.arg_mut(),
+            batch: at.arg(),
+            pos: pos.arg(),
+        },
+        None => KvCache::Paged {
+            k: kc.arg_mut(),
+            v: vc.arg_mut(),
+            slot_mapping: at.arg(),
+        },
+    };
+    queued(fq::fused_qkv(
+        s.stream(),
+        xt.arg(),
+        pt.arg(),
+        &layer,
+        &rope,
+        qt.arg_mut(),
+        cache,
+        Path::Auto,
+    )?)
 }
 
 #[cfg(test)]

@@ -99,7 +99,10 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
         // SAFETY: the arguments were packed for this kernel from live tensors that outlive the calls.
         Ok(unsafe { rt.enqueue(stream, grid, &packed) }?)
     })?;
+    let (host_api, foreign) = softmax_host_time(device, stream, n)?;
     Ok(Host {
+        host_api_softmax_median_us: host_api.median_us,
+        foreign_softmax_median_us: foreign.median_us,
         kernel: tiny().name,
         launches: n,
         same_args_median_us: same.median_us,
@@ -108,6 +111,42 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
         alternating_args_p90_us: alternating.p90_us,
         runtime_enqueue_median_us: runtime.median_us,
     })
+}
+
+/// Host µs per call of a tiny softmax (`[4, 128]` f16) through the host API, and through `foreign`
+/// with a borrowed stream (what a Python or C call costs below its own binding layer).
+fn softmax_host_time(
+    device: &Device,
+    stream: &Stream,
+    n: usize,
+) -> Result<(Stats, Stats), BoxError> {
+    use cutile_kernels::foreign::{self, ForeignStream, RawTensor};
+    let shape = [4i64, 128];
+    let x = Tensor::<half::f16>::random(device, &shape, 3)?;
+    let mut y = Tensor::<half::f16>::zeros(device, &shape)?;
+    // Cold call first (plans and loads the kernel).
+    cutile_kernels::softmax::softmax(stream, &x, &mut y)?.wait()?;
+    let host_api = time_calls(stream, n, |_| {
+        let p = cutile_kernels::softmax::softmax(stream, &x, &mut y)?;
+        // SAFETY: `x` and `y` outlive the calls and `time_calls` synchronises before returning.
+        unsafe { p.detach() };
+        Ok(())
+    })?;
+    let raw = |name, t: &Tensor<half::f16>| RawTensor {
+        name,
+        ptr: t.device_ptr(),
+        shape: shape.to_vec(),
+        strides: vec![shape[1], 1],
+        dtype: cutile_ir::ScalarType::F16,
+    };
+    let (rx, ry) = (raw("x", &x), raw("y", &y));
+    let foreign = time_calls(stream, n, |_| {
+        // SAFETY: the raw stream is `stream`'s own, alive for the calls; the tensors outlive them and
+        // `time_calls` synchronises before returning.
+        let s = unsafe { ForeignStream::new(device.ordinal(), stream.raw_handle()) }?;
+        Ok(unsafe { foreign::softmax(&s, &rx, &ry) }?)
+    })?;
+    Ok((host_api, foreign))
 }
 
 /// Device time per kernel of `per_graph` tiny launches captured into one graph (median of `reps`

@@ -56,6 +56,12 @@ pub struct Host {
     pub alternating_args_p90_us: f64,
     /// The runtime's `Kernel::enqueue` with arguments packed once: driver + runtime only.
     pub runtime_enqueue_median_us: f64,
+    /// A tiny softmax (`[4, 128]` f16) through the host API (`cutile_kernels::softmax::softmax`):
+    /// validation, configuration, planning and launch.
+    pub host_api_softmax_median_us: f64,
+    /// The same softmax through `cutile_kernels::foreign` (a borrowed stream and described tensors, as
+    /// the Python package and the C ABI call it).
+    pub foreign_softmax_median_us: f64,
 }
 
 /// Device time per kernel inside a CUDA graph of many launches of the tiny kernel.
@@ -142,14 +148,17 @@ impl Report {
         if let Some(h) = &self.host {
             println!(
                 "\nhost time per warm launch of {} ({} launches): same args {:.2} µs (p90 {:.2}), \
-                 alternating args {:.2} µs (p90 {:.2}); runtime enqueue alone {:.2} µs",
+                 alternating args {:.2} µs (p90 {:.2}); runtime enqueue alone {:.2} µs; a tiny \
+                 softmax through the host API {:.2} µs, through `foreign` {:.2} µs",
                 h.kernel,
                 h.launches,
                 h.same_args_median_us,
                 h.same_args_p90_us,
                 h.alternating_args_median_us,
                 h.alternating_args_p90_us,
-                h.runtime_enqueue_median_us
+                h.runtime_enqueue_median_us,
+                h.host_api_softmax_median_us,
+                h.foreign_softmax_median_us
             );
         }
         if let Some(g) = &self.graph {

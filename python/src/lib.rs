@@ -30,9 +30,12 @@ fn raw(name: &'static str, (ptr, shape, strides, dtype): Desc) -> PyResult<RawTe
         "f32" => ScalarType::F32,
         "f16" => ScalarType::F16,
         "bf16" => ScalarType::BF16,
+        "i32" => ScalarType::I32,
+        "i64" => ScalarType::I64,
         other => {
             return Err(CutileError::new_err(format!(
-                "`{name}`: element type `{other}` has no kernel; use float32, float16 or bfloat16"
+                "`{name}`: element type `{other}` has no kernel; use float32, float16 or bfloat16 \
+                 (int32 or int64 for indices)"
             )));
         }
     };
@@ -171,6 +174,251 @@ fn attention(
     })
 }
 
+/// The activation named as the Python layer names it.
+fn unary_activation(name: &str) -> PyResult<foreign::UnaryActivation> {
+    use foreign::UnaryActivation as A;
+    Ok(match name {
+        "gelu" => A::Gelu,
+        "gelu_tanh" => A::GeluTanh,
+        "relu" => A::Relu,
+        "geglu" => A::Geglu,
+        "geglu_tanh" => A::GegluTanh,
+        other => {
+            return Err(CutileError::new_err(format!(
+                "unknown activation `{other}` (gelu, gelu_tanh, relu, geglu, geglu_tanh)"
+            )));
+        }
+    })
+}
+
+fn rope_style(name: &str) -> PyResult<cutile_kernels::rope::RopeStyle> {
+    use cutile_kernels::rope::RopeStyle;
+    match name {
+        "neox" => Ok(RopeStyle::Neox),
+        "gptj" => Ok(RopeStyle::Gptj),
+        other => Err(CutileError::new_err(format!(
+            "unknown RoPE style `{other}` (neox: half-split, gptj: interleaved)"
+        ))),
+    }
+}
+
+#[pyfunction]
+fn activation(
+    py: Python<'_>,
+    name: &str,
+    x: Desc,
+    y: Desc,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let which = unary_activation(name)?;
+    let (x, y) = (raw("x", x)?, raw("y", y)?);
+    run(py, device, stream, |s| unsafe {
+        foreign::unary_activation(s, &x, &y, which)
+    })
+}
+
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn rope(
+    py: Python<'_>,
+    q: Desc,
+    k: Desc,
+    cos: Desc,
+    sin: Desc,
+    positions: Desc,
+    q_out: Desc,
+    k_out: Desc,
+    style: &str,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let style = rope_style(style)?;
+    let (q, k, cos, sin, positions) = (
+        raw("q", q)?,
+        raw("k", k)?,
+        raw("cos", cos)?,
+        raw("sin", sin)?,
+        raw("positions", positions)?,
+    );
+    let (q_out, k_out) = (raw("q_out", q_out)?, raw("k_out", k_out)?);
+    run(py, device, stream, |s| unsafe {
+        foreign::rope(s, &q, &k, &cos, &sin, &positions, &q_out, &k_out, style)
+    })
+}
+
+/// `index` is `(batch, pos)` for a contiguous cache or `(slot_mapping,)` for a paged one.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn write_kv_cache(
+    py: Python<'_>,
+    k: Desc,
+    v: Desc,
+    index: Vec<Desc>,
+    k_cache: Desc,
+    v_cache: Desc,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let (k, v) = (raw("k", k)?, raw("v", v)?);
+    let (kc, vc) = (raw("k_cache", k_cache)?, raw("v_cache", v_cache)?);
+    let index = kv_index(index)?;
+    run(py, device, stream, |s| unsafe {
+        foreign::write_kv_cache(s, &k, &v, index.as_index(), &kc, &vc)
+    })
+}
+
+/// The cache index tensors, owned, as [`foreign::KvIndex`] borrows them.
+enum KvIndexOwned {
+    Contiguous(foreign::RawTensor, foreign::RawTensor),
+    Paged(foreign::RawTensor),
+}
+
+impl KvIndexOwned {
+    fn as_index(&self) -> foreign::KvIndex<'_> {
+        match self {
+            KvIndexOwned::Contiguous(batch, pos) => foreign::KvIndex::Contiguous { batch, pos },
+            KvIndexOwned::Paged(slot_mapping) => foreign::KvIndex::Paged { slot_mapping },
+        }
+    }
+}
+
+fn kv_index(index: Vec<Desc>) -> PyResult<KvIndexOwned> {
+    let mut it = index.into_iter();
+    match (it.next(), it.next(), it.next()) {
+        (Some(b), Some(p), None) => Ok(KvIndexOwned::Contiguous(raw("batch", b)?, raw("pos", p)?)),
+        (Some(sl), None, None) => Ok(KvIndexOwned::Paged(raw("slot_mapping", sl)?)),
+        _ => Err(CutileError::new_err(
+            "the cache index is (batch, pos) for a contiguous cache or (slot_mapping,) for a paged one",
+        )),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (q, k_cache, v_cache, block_table, seq_lens, scale, o, lse, device, stream))]
+#[allow(clippy::too_many_arguments)]
+fn attention_decode(
+    py: Python<'_>,
+    q: Desc,
+    k_cache: Desc,
+    v_cache: Desc,
+    block_table: Option<Desc>,
+    seq_lens: Desc,
+    scale: Option<f32>,
+    o: Desc,
+    lse: Option<Desc>,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let (q, k, v) = (
+        raw("q", q)?,
+        raw("k_cache", k_cache)?,
+        raw("v_cache", v_cache)?,
+    );
+    let table = block_table.map(|b| raw("block_table", b)).transpose()?;
+    let (lens, o) = (raw("seq_lens", seq_lens)?, raw("o", o)?);
+    let lse = lse.map(|l| raw("lse", l)).transpose()?;
+    run(py, device, stream, |s| unsafe {
+        let cache = foreign::DecodeCache {
+            k: &k,
+            v: &v,
+            block_table: table.as_ref(),
+        };
+        foreign::decode(s, &q, cache, &lens, scale, &o, lse.as_ref())
+    })
+}
+
+#[pyfunction]
+fn embedding(
+    py: Python<'_>,
+    table: Desc,
+    ids: Desc,
+    out: Desc,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let (table, ids, out) = (raw("table", table)?, raw("ids", ids)?, raw("out", out)?);
+    run(py, device, stream, |s| unsafe {
+        foreign::embedding(s, &table, &ids, &out)
+    })
+}
+
+#[pyfunction]
+fn argmax(py: Python<'_>, x: Desc, out: Desc, device: usize, stream: usize) -> PyResult<()> {
+    let (x, out) = (raw("x", x)?, raw("out", out)?);
+    run(py, device, stream, |s| unsafe {
+        foreign::argmax(s, &x, &out)
+    })
+}
+
+#[pyfunction]
+fn topk(
+    py: Python<'_>,
+    x: Desc,
+    values: Desc,
+    indices: Desc,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let (x, values, indices) = (
+        raw("x", x)?,
+        raw("values", values)?,
+        raw("indices", indices)?,
+    );
+    run(py, device, stream, |s| unsafe {
+        foreign::topk(s, &x, &values, &indices)
+    })
+}
+
+/// `tensors`: x, positions, weight, cos, sin, q, k_cache, v_cache; `optional`: bias, q_norm, k_norm
+/// (each or None); `index` as in [`write_kv_cache`].
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn fused_qkv(
+    py: Python<'_>,
+    tensors: (Desc, Desc, Desc, Desc, Desc, Desc, Desc, Desc),
+    optional: (Option<Desc>, Option<Desc>, Option<Desc>),
+    index: Vec<Desc>,
+    eps: f32,
+    style: &str,
+    device: usize,
+    stream: usize,
+) -> PyResult<()> {
+    let style = rope_style(style)?;
+    let (x, positions, weight, cos, sin, q, k_cache, v_cache) = tensors;
+    let (x, positions, weight) = (
+        raw("x", x)?,
+        raw("positions", positions)?,
+        raw("weight", weight)?,
+    );
+    let (cos, sin, q) = (raw("cos", cos)?, raw("sin", sin)?, raw("q", q)?);
+    let (kc, vc) = (raw("k_cache", k_cache)?, raw("v_cache", v_cache)?);
+    let opt = |name, d: Option<Desc>| d.map(|d| raw(name, d)).transpose();
+    let (bias, q_norm, k_norm) = (
+        opt("bias", optional.0)?,
+        opt("q_norm", optional.1)?,
+        opt("k_norm", optional.2)?,
+    );
+    let index = kv_index(index)?;
+    run(py, device, stream, |s| unsafe {
+        let t = foreign::QkvTensors {
+            x: &x,
+            positions: &positions,
+            weight: &weight,
+            bias: bias.as_ref(),
+            q_norm: q_norm.as_ref(),
+            k_norm: k_norm.as_ref(),
+            cos: &cos,
+            sin: &sin,
+            q: &q,
+            k_cache: &kc,
+            v_cache: &vc,
+            index: index.as_index(),
+        };
+        foreign::fused_qkv(s, &t, eps, style)
+    })
+}
+
 /// Adds an AOT kernel bundle (a file made by `cargo xtask aot`) to the kernel lookup chain.
 #[pyfunction]
 fn register_bundle(path: std::path::PathBuf) -> PyResult<()> {
@@ -190,6 +438,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(attention, m)?)?;
     m.add_function(wrap_pyfunction!(silu_and_mul, m)?)?;
     m.add_function(wrap_pyfunction!(swiglu, m)?)?;
+    m.add_function(wrap_pyfunction!(activation, m)?)?;
+    m.add_function(wrap_pyfunction!(rope, m)?)?;
+    m.add_function(wrap_pyfunction!(write_kv_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(attention_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(embedding, m)?)?;
+    m.add_function(wrap_pyfunction!(argmax, m)?)?;
+    m.add_function(wrap_pyfunction!(topk, m)?)?;
+    m.add_function(wrap_pyfunction!(fused_qkv, m)?)?;
     m.add_function(wrap_pyfunction!(register_bundle, m)?)?;
     Ok(())
 }

@@ -4,7 +4,7 @@
     python3 python/tests/test_cpu.py [WHEEL]
 
 Without WHEEL, builds one with `maturin build --release` (slow on a cold target dir).
-Checks: the wheel's name carries the abi3 and manylinux_2_34 tags and it is small; it holds the
+Checks: the wheel's name carries the abi3 and manylinux_2_28 tags and it is small; it holds the
 extension and the AOT bundle; the extension has no link-time dependency on libcuda, libcudart,
 libtorch or libpython; installed into a fresh venv, the extension imports with no GPU, opens the
 shipped bundle, and turns calls into `CutileError`s naming the cause (no driver, bad element type)
@@ -32,7 +32,7 @@ def step(msg):
 def build_wheel(tmp):
     step("maturin build (no wheel given)")
     subprocess.run(
-        ["maturin", "build", "--release", "--compatibility", "manylinux_2_34", "-o", tmp], cwd=CRATE, check=True
+        ["maturin", "build", "--release", "--zig", "--compatibility", "manylinux_2_28", "-o", tmp], cwd=CRATE, check=True
     )
     return glob.glob(os.path.join(tmp, "*.whl"))[0]
 
@@ -41,7 +41,7 @@ def check_wheel(wheel):
     name = os.path.basename(wheel)
     step(f"wheel {name} ({os.path.getsize(wheel) / 2**20:.1f} MiB)")
     assert "-cp310-abi3-" in name, f"not an abi3 (cp310) wheel: {name}"
-    assert "manylinux_2_34_x86_64" in name, f"no manylinux_2_34 tag: {name}"
+    assert "manylinux_2_28_x86_64" in name, f"no manylinux_2_28 tag: {name}"
     assert os.path.getsize(wheel) < MAX_WHEEL_BYTES, "wheel over 32 MiB"
     files = zipfile.ZipFile(wheel).namelist()
     ext = [f for f in files if f.startswith("cutile_rs_torch/_native") and f.endswith(".so")]
@@ -68,7 +68,8 @@ spec = importlib.util.spec_from_file_location("cutile_rs_torch._native", so,
     loader=importlib.machinery.ExtensionFileLoader("cutile_rs_torch._native", so))
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 assert issubclass(m.CutileError, RuntimeError)
-for f in ("softmax", "rms_norm", "layer_norm", "matmul", "attention", "silu_and_mul", "swiglu", "register_bundle"):
+for f in ("softmax", "rms_norm", "layer_norm", "matmul", "attention", "silu_and_mul", "swiglu", "activation", "rope",
+          "write_kv_cache", "attention_decode", "embedding", "argmax", "topk", "fused_qkv", "register_bundle"):
     assert callable(getattr(m, f)), f
 bundle = os.path.join(site, "cutile_rs_torch", "kernels.bundle")
 if os.path.exists(bundle):
@@ -108,6 +109,20 @@ with FakeTensorMode():
     assert ct.attention(q, q, q, causal=True).shape == q.shape
     assert ct.silu_and_mul(x[:, :200]).shape == (8, 100)
     assert ct.swiglu(x, x).shape == x.shape
+    assert ct.gelu(x, "tanh").shape == x.shape and ct.geglu(x).shape == (8, 150) and ct.relu(x).shape == x.shape
+    assert ct.argmax(x).shape == (8,) and ct.topk(x, 5)[1].dtype == torch.int64
+    pos = torch.empty(8, dtype=torch.int64, device="cuda")
+    qh, kh = torch.empty(8, 4, 64, device="cuda"), torch.empty(8, 2, 64, device="cuda")
+    table = torch.empty(100, 32, device="cuda")
+    assert [t.shape for t in ct.rope(qh, kh, table, table, pos)] == [qh.shape, kh.shape]
+    assert ct.embedding(pos.view(2, 4), table).shape == (2, 4, 32)
+    cache = torch.empty(2, 2, 16, 64, device="cuda")
+    ct.write_kv_cache(kh, kh, cache, cache, batch=pos, pos=pos)
+    o, lse = ct.attention_decode(torch.empty(2, 4, 1, 64, device="cuda"), cache, cache,
+                                 torch.empty(2, dtype=torch.int32, device="cuda"), return_lse=True)
+    assert o.shape == (2, 4, 1, 64) and lse.shape == (2, 4, 1)
+    w = torch.empty(300, (4 + 2 * 2) * 64, device="cuda")
+    assert ct.fused_qkv(x.float(), pos, w, table, table, cache, cache, batch=pos, pos=pos).shape == (8, 4, 64)
 print("package import and fake implementations: ok")
 """
 

@@ -129,6 +129,161 @@ def test_swiglu(dtype, shape):
     assert rel_l2(ct.swiglu(a, b), F.silu(a.float()) * b.float()) < TOL[dtype]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 2), (7, 1000), (64, 4096)])
+def test_gelu_relu_geglu(dtype, shape):
+    x = rand(*shape, dtype=dtype, seed=63)
+    n = shape[-1] // 2
+    for approximate in ("none", "tanh"):
+        assert rel_l2(ct.gelu(x, approximate), F.gelu(x.float(), approximate=approximate)) < TOL[dtype]
+        want = F.gelu(x[..., :n].float(), approximate=approximate) * x[..., n:].float()
+        assert rel_l2(ct.geglu(x, approximate), want) < TOL[dtype]
+    assert rel_l2(ct.relu(x), torch.relu(x.float())) < TOL[dtype]
+
+
+def rope_reference(x, cos, sin, positions, style):
+    """x: [T, H, D] float; cos/sin: [max_pos, rot/2]."""
+    rot = cos.shape[1] * 2
+    c, s = cos[positions].unsqueeze(1), sin[positions].unsqueeze(1)
+    r, rest = x[..., :rot], x[..., rot:]
+    if style == "neox":
+        a, b = r[..., : rot // 2], r[..., rot // 2 :]
+        out = torch.cat([a * c - b * s, b * c + a * s], -1)
+    else:
+        a, b = r[..., 0::2], r[..., 1::2]
+        out = torch.stack([a * c - b * s, b * c + a * s], -1).flatten(-2)
+    return torch.cat([out, rest], -1)
+
+
+def rope_tables(max_pos, rot):
+    inv = 1.0 / (10000 ** (torch.arange(0, rot, 2, device="cuda", dtype=torch.float32) / rot))
+    ang = torch.arange(max_pos, device="cuda", dtype=torch.float32)[:, None] * inv[None, :]
+    return ang.cos(), ang.sin()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("style", ["neox", "gptj"])
+@pytest.mark.parametrize("t_hq_hkv_d_rot", [(1, 4, 1, 64, 64), (37, 32, 8, 128, 64), (300, 8, 8, 128, 128)])
+def test_rope(dtype, style, t_hq_hkv_d_rot):
+    t, hq, hkv, d, rot = t_hq_hkv_d_rot
+    q, k = rand(t, hq, d, dtype=dtype, seed=70), rand(t, hkv, d, dtype=dtype, seed=71)
+    cos, sin = rope_tables(4096, rot)
+    positions = torch.randperm(4096, device="cuda")[:t]  # any order
+    q2, k2 = ct.rope(q, k, cos, sin, positions, style)
+    assert rel_l2(q2, rope_reference(q.float(), cos, sin, positions, style)) < TOL[dtype]
+    assert rel_l2(k2, rope_reference(k.float(), cos, sin, positions, style)) < TOL[dtype]
+
+
+@pytest.mark.parametrize("paged", [False, True])
+def test_write_kv_cache_leaves_other_entries(paged):
+    t, hkv, d = 40, 4, 128
+    k, v = rand(t, hkv, d, dtype=torch.bfloat16, seed=72), rand(t, hkv, d, dtype=torch.bfloat16, seed=73)
+    if paged:
+        kc, vc = rand(16, 16, hkv, d, dtype=torch.bfloat16, seed=74), rand(16, 16, hkv, d, dtype=torch.bfloat16, seed=75)
+        slots = torch.randperm(256, device="cuda")[:t]
+        slots[::7] = -1  # holes: skipped tokens
+        k0, v0 = kc.clone(), vc.clone()
+        ct.write_kv_cache(k, v, kc, vc, slot_mapping=slots)
+        keep = slots >= 0
+        k0.view(-1, hkv, d)[slots[keep]] = k[keep]
+        v0.view(-1, hkv, d)[slots[keep]] = v[keep]
+    else:
+        kc, vc = rand(3, hkv, 64, d, dtype=torch.bfloat16, seed=74), rand(3, hkv, 64, d, dtype=torch.bfloat16, seed=75)
+        flat = torch.randperm(3 * 64, device="cuda")[:t]
+        batch, pos = (flat // 64).int(), (flat % 64).int()
+        k0, v0 = kc.clone(), vc.clone()
+        ct.write_kv_cache(k, v, kc, vc, batch=batch, pos=pos)
+        k0[batch.long(), :, pos.long()] = k
+        v0[batch.long(), :, pos.long()] = v
+    torch.cuda.synchronize()
+    assert torch.equal(kc, k0) and torch.equal(vc, v0)
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("sq", [1, 4])
+def test_attention_decode(paged, sq):
+    b, hq, hkv, d, cap = 3, 16, 4, 128, 512
+    lens = torch.tensor([1, 300, 512], device="cuda", dtype=torch.int32)
+    q = rand(b, hq, sq, d, dtype=torch.bfloat16, seed=80)
+    k, v = rand(b, hkv, cap, d, dtype=torch.bfloat16, seed=81), rand(b, hkv, cap, d, dtype=torch.bfloat16, seed=82)
+    if paged:
+        bs = 64
+        blocks = torch.randperm(b * cap // bs, device="cuda").int().view(b, cap // bs)
+        kc = torch.empty(b * cap // bs, bs, hkv, d, device="cuda", dtype=torch.bfloat16)
+        vc = torch.empty_like(kc)
+        kc[blocks.long()] = k.view(b, hkv, cap // bs, bs, d).permute(0, 2, 3, 1, 4)
+        vc[blocks.long()] = v.view(b, hkv, cap // bs, bs, d).permute(0, 2, 3, 1, 4)
+        o, lse = ct.attention_decode(q, kc, vc, lens, block_table=blocks, return_lse=True)
+    else:
+        o, lse = ct.attention_decode(q, k, v, lens, return_lse=True)
+    for i in range(b):
+        n = int(lens[i])
+        kk = k[i, :, :n].float().repeat_interleave(hq // hkv, 0)
+        vv = v[i, :, :n].float().repeat_interleave(hq // hkv, 0)
+        s = (q[i].float() @ kk.transpose(-1, -2)) / d**0.5
+        qpos = torch.arange(n - sq, n, device="cuda")[:, None]
+        s = s.masked_fill(torch.arange(n, device="cuda")[None, :] > qpos, float("-inf"))
+        want = torch.nan_to_num(torch.softmax(s, -1)) @ vv  # a query that sees no key: zeros
+        assert rel_l2(o[i], want) < TOL[torch.bfloat16]
+        got_lse, want_lse = lse[i], torch.logsumexp(s, -1)
+        finite = torch.isfinite(want_lse)
+        assert torch.allclose(got_lse[finite], want_lse[finite], atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_embedding_argmax_topk(dtype):
+    table = rand(1000, 96, dtype=dtype, seed=90)
+    ids = torch.randint(0, 1000, (3, 17), device="cuda")
+    assert torch.equal(ct.embedding(ids, table), F.embedding(ids, table))
+    assert torch.equal(ct.embedding(ids.int(), table), F.embedding(ids, table))
+    logits = rand(33, 5000, dtype=dtype, seed=91)
+    assert torch.equal(ct.argmax(logits), torch.argmax(logits, -1))
+    values, indices = ct.topk(logits, 8)
+    want_v, _ = torch.topk(logits, 8, -1)
+    assert torch.equal(values, want_v)
+    assert torch.equal(logits.gather(-1, indices), want_v)
+
+
+@pytest.mark.parametrize("paged", [False, True])
+@pytest.mark.parametrize("norm_bias", [False, True])
+def test_fused_qkv(paged, norm_bias):
+    t, hidden, hq, hkv, d = 29, 512, 8, 2, 128
+    dt = torch.bfloat16
+    x = rand(t, hidden, dtype=dt, seed=100)
+    w_linear = rand((hq + 2 * hkv) * d, hidden, dtype=dt, seed=101) / hidden**0.5  # Linear layout
+    bias = rand((hq + 2 * hkv) * d, dtype=dt, seed=102) if norm_bias else None
+    qn = rand(d, dtype=dt, seed=103) if norm_bias else None
+    kn = rand(d, dtype=dt, seed=104) if norm_bias else None
+    cos, sin = rope_tables(2048, d)
+    positions = torch.randperm(2048, device="cuda")[:t]
+    qkv = x.float() @ w_linear.float().t() + (0 if bias is None else bias.float())
+    qkv = qkv.to(dt).float()
+    q_ref, k_ref, v_ref = qkv.split([hq * d, hkv * d, hkv * d], -1)
+    q_ref, k_ref, v_ref = q_ref.view(t, hq, d), k_ref.view(t, hkv, d), v_ref.view(t, hkv, d)
+    if norm_bias:
+        q_ref = F.rms_norm(q_ref, (d,), qn.float(), 1e-6)
+        k_ref = F.rms_norm(k_ref, (d,), kn.float(), 1e-6)
+    q_ref = rope_reference(q_ref, cos, sin, positions, "neox")
+    k_ref = rope_reference(k_ref, cos, sin, positions, "neox")
+    if paged:
+        kc = torch.zeros(8, 16, hkv, d, device="cuda", dtype=dt)
+        vc = torch.zeros_like(kc)
+        slots = torch.randperm(128, device="cuda")[:t]
+        q = ct.fused_qkv(x, positions, w_linear.t(), cos, sin, kc, vc, bias, qn, kn, slot_mapping=slots)
+        got_k, got_v = kc.view(-1, hkv, d)[slots], vc.view(-1, hkv, d)[slots]
+    else:
+        kc = torch.zeros(2, hkv, 64, d, device="cuda", dtype=dt)
+        vc = torch.zeros_like(kc)
+        flat = torch.randperm(128, device="cuda")[:t]
+        batch, pos = flat // 64, flat % 64
+        q = ct.fused_qkv(x, positions, w_linear.t(), cos, sin, kc, vc, bias, qn, kn, batch=batch, pos=pos)
+        got_k, got_v = kc[batch, :, pos], vc[batch, :, pos]
+    assert q.shape == (t, hq, d)
+    assert rel_l2(q, q_ref) < 2e-2
+    assert rel_l2(got_k, k_ref) < 2e-2
+    assert rel_l2(got_v, v_ref) < 2e-2
+
+
 def test_errors_are_python_exceptions():
     x = rand(4, 8, dtype=torch.float16)
     with pytest.raises(ct.CutileError, match="rms_norm"):
@@ -160,11 +315,14 @@ def opcheck_cases():
         (torch.ops.cutile_rs.matmul.default, (rand(64, 128, dtype=h), rand(128, 256, dtype=h))),
         (torch.ops.cutile_rs.attention.default, (*(rand(1, 2, 128, 64, dtype=h, seed=i) for i in range(3)), True, None)),
         (torch.ops.cutile_rs.silu_and_mul.default, (rand(8, 2048, dtype=h),)),
+        (torch.ops.cutile_rs.activation.default, (rand(8, 2048, dtype=h), "geglu_tanh")),
+        (torch.ops.cutile_rs.argmax.default, (rand(8, 2048, dtype=h),)),
+        (torch.ops.cutile_rs.topk.default, (rand(8, 2048, dtype=h), 4)),
         (torch.ops.cutile_rs.swiglu.default, (rand(8, 1024, dtype=h), rand(8, 1024, dtype=h, seed=1))),
     ]
 
 
-@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("case", range(10))
 def test_opcheck(case):
     op, args = opcheck_cases()[case]
     torch.library.opcheck(op, args)
@@ -211,22 +369,44 @@ def test_cuda_graph_capture_and_replay():
 
 
 def test_host_overhead_of_a_tiny_call():
+    """Host time per call of a tiny softmax, ours against torch's own, with the parts of ours: the
+    output allocation, the Rust extension alone (pyo3 conversion, planning, launch) and the custom-op
+    dispatcher path (what torch.compile and opcheck use). Printed; bounded only loosely."""
+    from cutile_rs_torch import _native, ops
+
     x = rand(4, 128, dtype=torch.float16, seed=50)
-    for _ in range(20):
-        ct.softmax(x)
-        torch.softmax(x, -1)
+    y = torch.empty_like(x)
+    dx, dy, where = ops._desc(x), ops._desc(y), ops._where(x)
+    parts = {
+        "cutile_rs_torch.softmax (eager, direct)": lambda: ct.softmax(x),
+        "torch.softmax": lambda: torch.softmax(x, -1),
+        "torch.ops.cutile_rs.softmax (dispatcher)": lambda: torch.ops.cutile_rs.softmax(x),
+        "  part: torch.empty_like of the output": lambda: torch.empty_like(x),
+        "  part: _native.softmax (Rust: pyo3, plan, launch)": lambda: _native.softmax(dx, dy, *where),
+        "  part: descriptors and stream lookup": lambda: (ops._desc(x), ops._desc(y), ops._where(x)),
+        "  part: the eager-path check": lambda: ops._direct(x),
+    }
+    for fn in parts.values():
+        for _ in range(50):
+            fn()
     torch.cuda.synchronize()
 
-    def per_call(fn, n=2000):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t0) / n * 1e6
+    def per_call(fn, n=3000):
+        best = float("inf")
+        for _ in range(3):  # the best of three runs: the host is shared
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            torch.cuda.synchronize()
+            best = min(best, (time.perf_counter() - t0) / n * 1e6)
+        return best
 
-    ours = per_call(lambda: ct.softmax(x))
-    theirs = per_call(lambda: torch.softmax(x, -1))
-    print(f"\nhost time per tiny softmax call: cutile_rs_torch {ours:.1f} us, torch {theirs:.1f} us")
+    times = {name: per_call(fn) for name, fn in parts.items()}
+    print("\nhost time per tiny softmax call [4, 128] f16 (us, best of 3 x 3000 calls):")
+    for name, t in times.items():
+        print(f"  {name:<55} {t:7.2f}")
+    ours, theirs = times["cutile_rs_torch.softmax (eager, direct)"], times["torch.softmax"]
+    print(f"  ratio ours / torch: {ours / theirs:.2f}")
     # A loose bound (catches a pathological regression, e.g. a synchronizing or re-planning path); the
-    # number printed above is the measurement.
+    # numbers printed above are the measurement.
     assert ours < 2000.0

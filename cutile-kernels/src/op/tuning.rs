@@ -7,7 +7,7 @@
 
 use cutile::runtime::timing::{FLUSH_BYTES, L2Flush, time_device};
 use cutile::runtime::{Stream, Tensor};
-use cutile::tune::{Choice, Trial, TrialError, TuneKey, Tuner};
+use cutile::tune::{Choice, Trial, TrialError, TuneKey, TuneMode, Tuner};
 use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, execute};
@@ -278,6 +278,15 @@ pub(crate) unsafe fn run_tuned<'a, C: Candidate>(
     launches: impl Fn(&C) -> Result<Vec<PlannedLaunch>, OpError>,
 ) -> Result<cutile::launch::Pending<'a>, OpError> {
     let dtype = operands[output].dtype;
+    // With tuning off (the default) the table's choice is used: no key is built (a warm call's host
+    // time is what this path costs).
+    if Tuner::global().mode() == TuneMode::Off
+        && let Some(default) = candidates.first()
+    {
+        let plan = launches(default)?;
+        // SAFETY: the caller's contract.
+        return unsafe { execute(stream, operands, &plan) };
+    }
     let key = key(stream, op, class);
     let config = choose(&key, candidates, || {
         let trial = DeviceTrial::new(

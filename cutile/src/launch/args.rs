@@ -170,6 +170,22 @@ tensor_arg!(Tensor<T>, TensorView<'_, T>, TensorViewMut<'_, T>);
 impl<T: DeviceElement> TensorArgMut for Tensor<T> {}
 impl<T: DeviceElement> TensorArgMut for TensorViewMut<'_, T> {}
 
+// A reference passes what it refers to, so type-erased arguments (`&dyn TensorArg`, e.g. tensors
+// whose element type is only known at run time) reach the generic host API too.
+impl<A: TensorArg + ?Sized> sealed::Sealed for &A {}
+impl<A: TensorArg + ?Sized> TensorArg for &A {
+    fn tensor_ref(&self, output: bool) -> TensorRefParts<'_> {
+        (**self).tensor_ref(output)
+    }
+}
+impl<A: TensorArg + ?Sized> sealed::Sealed for &mut A {}
+impl<A: TensorArg + ?Sized> TensorArg for &mut A {
+    fn tensor_ref(&self, output: bool) -> TensorRefParts<'_> {
+        (**self).tensor_ref(output)
+    }
+}
+impl<A: TensorArgMut + ?Sized> TensorArgMut for &mut A {}
+
 /// The arguments of one launch, in the kernel's parameter order.
 ///
 /// Tensors passed with [`input`](Self::input) stay shared-borrowed and those passed with

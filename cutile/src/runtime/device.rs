@@ -64,6 +64,16 @@ impl Device {
     /// The device with this ordinal (0-based, as CUDA_VISIBLE_DEVICES numbers them).
     pub fn new(ordinal: usize) -> Result<Device> {
         static DEVICES: OnceLock<Mutex<HashMap<usize, Device>>> = OnceLock::new();
+        // An opened device is returned without asking the driver again (this runs on every call that
+        // borrows a foreign stream).
+        if let Some(d) = DEVICES.get().and_then(|m| {
+            m.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&ordinal)
+                .cloned()
+        }) {
+            return Ok(d);
+        }
         let count = Device::count()?;
         if count == 0 {
             return Err(RuntimeError::NoDevice {

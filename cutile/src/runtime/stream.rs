@@ -79,6 +79,12 @@ impl Stream {
         &self.device
     }
 
+    /// The `CUstream` handle as an integer (what a foreign caller passes to
+    /// [`Stream::from_raw`]); the stream keeps owning it.
+    pub fn raw_handle(&self) -> usize {
+        self.raw as usize
+    }
+
     pub(crate) fn raw(&self) -> sys::CUstream {
         self.raw
     }

@@ -277,11 +277,13 @@ impl Tuner {
     /// Whether a call for `key` needs a trial: `on` without a cached winner, or `force` not yet tuned in
     /// this process. Ops check this before building a [`Trial`], which costs scratch memory.
     pub fn needs_trial(&self, key: &TuneKey) -> bool {
-        let id = key.id();
         match self.mode {
             TuneMode::Off => false,
-            TuneMode::On => self.cache.get(&id).is_none() && !self.tuned_here(&id),
-            TuneMode::Force => !self.tuned_here(&id),
+            TuneMode::On => {
+                let id = key.id();
+                self.cache.get(&id).is_none() && !self.tuned_here(&id)
+            }
+            TuneMode::Force => !self.tuned_here(&key.id()),
         }
     }
 
@@ -301,10 +303,10 @@ impl Tuner {
         trial: Option<&mut T>,
         candidates: &[T::Config],
     ) -> Result<Choice, TuneError> {
-        let id = key.id();
         if self.mode == TuneMode::Off {
             return Ok(Choice::Default);
         }
+        let id = key.id();
         if !self.needs_trial(key) {
             return Ok(match self.cache.get(&id) {
                 Some(e) => Choice::Cached(e.winner),

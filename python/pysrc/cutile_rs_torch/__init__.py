@@ -6,7 +6,10 @@
     y = ct.layer_norm(x, weight, bias, eps=1e-5)
     c = ct.matmul(a, b)
     o = ct.attention(q, k, v, causal=True)
-    h = ct.silu_and_mul(gate_up)             # also ct.swiglu(a, b)
+    h = ct.silu_and_mul(gate_up)             # also ct.swiglu(a, b), ct.gelu, ct.geglu, ct.relu
+    q, k = ct.rope(q, k, cos, sin, positions)  # also ct.write_kv_cache, ct.fused_qkv
+    o = ct.attention_decode(q, k_cache, v_cache, seq_lens, block_table=None)
+    e = ct.embedding(ids, table); i = ct.argmax(logits); v, i = ct.topk(logits, 8)
 
 Each op is a ``torch.library.custom_op`` (namespace ``cutile_rs``) with a fake implementation, so
 ``torch.compile`` traces through it and ``torch.library.opcheck`` accepts it. Kernels run on
@@ -21,11 +24,39 @@ import os
 
 from . import _native
 from ._native import CutileError
-from .ops import attention, layer_norm, matmul, rms_norm, silu_and_mul, softmax, swiglu
+from .ops import (
+    argmax,
+    attention,
+    attention_decode,
+    embedding,
+    fused_qkv,
+    gelu,
+    geglu,
+    layer_norm,
+    matmul,
+    relu,
+    rms_norm,
+    rope,
+    silu_and_mul,
+    softmax,
+    swiglu,
+    topk,
+    write_kv_cache,
+)
 
 __all__ = [
     "CutileError",
+    "argmax",
     "attention",
+    "attention_decode",
+    "embedding",
+    "fused_qkv",
+    "gelu",
+    "geglu",
+    "relu",
+    "rope",
+    "topk",
+    "write_kv_cache",
     "layer_norm",
     "matmul",
     "rms_norm",

@@ -5,6 +5,11 @@ Tensors cross to Rust as (data_ptr, shape, strides in elements, dtype) and are n
 where a public function documents a ``.contiguous()`` (an axis other than the last for softmax, a
 non-unit innermost stride). Outputs are allocated here with torch; launches go on torch's current
 stream of the input's device, with no synchronization.
+
+An eager call on plain tensors (no autograd, no torch.compile tracing, no dispatch or function mode
+active) runs the op's body directly instead of going through torch's dispatcher: the dispatcher adds
+more host time per call than the whole launch (see ``_direct``). Everything else (tracing, fake
+tensors, opcheck, autograd errors) goes through the registered custom op.
 """
 
 from typing import Optional
@@ -13,32 +18,82 @@ import torch
 
 from . import _native
 
-_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64"}
+
+# The raw-stream query torch's own generated code uses (no Stream object is built); older torch
+# builds without it fall back to the public API.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream
+)
 
 
 def _desc(t: torch.Tensor):
-    return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), _DTYPES.get(t.dtype, str(t.dtype)))
+    # torch.Size is a tuple and stride() returns one: no conversion needed.
+    return (t.data_ptr(), t.shape, t.stride(), _DTYPES.get(t.dtype, str(t.dtype)))
 
 
 def _where(t: torch.Tensor):
     """(device ordinal, raw stream) for a launch on torch's current stream of t's device."""
-    if t.device.type != "cuda":
+    index = t.get_device()
+    if index < 0:
         raise _native.CutileError(f"cutile_rs_torch ops take CUDA tensors; got one on {t.device}")
-    index = t.device.index if t.device.index is not None else torch.cuda.current_device()
-    return index, torch.cuda.current_stream(t.device).cuda_stream
+    return index, _raw_stream(index)
 
 
 def _inner_contiguous(t: torch.Tensor) -> torch.Tensor:
     return t if t.dim() == 0 or t.stride(-1) == 1 else t.contiguous()
 
 
+def _direct(*tensors) -> bool:
+    """Whether an eager call may run the op's body without torch's dispatcher.
+
+    Only for plain tensors with nothing that needs the dispatcher: no torch.compile tracing, no
+    dispatch or function mode (FakeTensorMode, opcheck's checks, profilers' modes), no tensor
+    subclass, and no input that autograd tracks (the op has no backward; the custom op says so).
+    """
+    if (
+        torch.compiler.is_compiling()
+        or torch._C._len_torch_dispatch_stack()
+        or torch._C._is_torch_function_mode_enabled()
+    ):
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if type(t) is not torch.Tensor or (grad and t.requires_grad):
+            return False
+    return True
+
+
+class _Op:
+    """The custom op ``cutile_rs::name`` over ``body``, called like a function: ``body`` runs directly
+    when ``_direct`` allows it, else torch's dispatcher runs the registered op."""
+
+    def __init__(self, name: str, body, mutates_args=()):
+        self.body = body
+        self.op = torch.library.custom_op(f"cutile_rs::{name}", body, mutates_args=mutates_args)
+
+    def register_fake(self, fake):
+        self.op.register_fake(fake)
+        return fake
+
+    def __call__(self, *args):
+        if _direct(*(a for a in args if isinstance(a, torch.Tensor))):
+            return self.body(*args)
+        return self.op(*args)
+
+
+def _custom(name: str, mutates_args=()):
+    """Decorator form of ``_Op``."""
+    return lambda body: _Op(name, body, mutates_args)
+
+
 # --- softmax over the last axis ------------------------------------------------------------------
 
 
-@torch.library.custom_op("cutile_rs::softmax", mutates_args=())
+@_custom("softmax")
 def _softmax(x: torch.Tensor) -> torch.Tensor:
     x = _inner_contiguous(x)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    y = torch.empty_like(x)
     _native.softmax(_desc(x), _desc(y), *_where(x))
     return y
 
@@ -59,10 +114,10 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 # --- norms over the last axis --------------------------------------------------------------------
 
 
-@torch.library.custom_op("cutile_rs::rms_norm", mutates_args=())
+@_custom("rms_norm")
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     x = _inner_contiguous(x)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    y = torch.empty_like(x)
     _native.rms_norm(_desc(x), _desc(weight), float(eps), _desc(y), *_where(x))
     return y
 
@@ -77,10 +132,10 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.
     return _rms_norm(x, weight, eps)
 
 
-@torch.library.custom_op("cutile_rs::layer_norm", mutates_args=())
+@_custom("layer_norm")
 def _layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
     x = _inner_contiguous(x)
-    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    y = torch.empty_like(x)
     _native.layer_norm(_desc(x), _desc(weight), _desc(bias), float(eps), _desc(y), *_where(x))
     return y
 
@@ -98,11 +153,11 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
 # --- matmul --------------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("cutile_rs::matmul", mutates_args=())
+@_custom("matmul")
 def _matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.dim() != 2 or b.dim() != 2:
         raise _native.CutileError(f"matmul takes 2-D a and b; got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    c = a.new_empty((a.shape[0], b.shape[1]))
     _native.matmul(_desc(a), _desc(b), _desc(c), *_where(a))
     return c
 
@@ -131,10 +186,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # --- attention -----------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("cutile_rs::attention", mutates_args=())
+@_custom("attention")
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: Optional[float]) -> torch.Tensor:
     q, k, v = (_inner_contiguous(t) for t in (q, k, v))
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    o = torch.empty_like(q)
     _native.attention(
         _desc(q), _desc(k), _desc(v), _desc(o), bool(causal), None if scale is None else float(scale), *_where(q)
     )
@@ -157,10 +212,10 @@ def attention(
 # --- gated activations ---------------------------------------------------------------------------
 
 
-@torch.library.custom_op("cutile_rs::silu_and_mul", mutates_args=())
+@_custom("silu_and_mul")
 def _silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     x = _inner_contiguous(x)
-    y = torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype, device=x.device)
+    y = x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
     _native.silu_and_mul(_desc(x), _desc(y), *_where(x))
     return y
 
@@ -175,10 +230,10 @@ def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     return _silu_and_mul(x)
 
 
-@torch.library.custom_op("cutile_rs::swiglu", mutates_args=())
+@_custom("swiglu")
 def _swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a, b = _inner_contiguous(a), _inner_contiguous(b)
-    y = torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    y = torch.empty_like(a)
     _native.swiglu(_desc(a), _desc(b), _desc(y), *_where(a))
     return y
 
@@ -191,3 +246,306 @@ def _(a, b):
 def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``silu(a) * b``."""
     return _swiglu(a, b)
+
+
+# --- one-input activations -----------------------------------------------------------------------
+
+
+def _unary(name: str, x: torch.Tensor, gated: bool) -> torch.Tensor:
+    x = _inner_contiguous(x)
+    shape = (*x.shape[:-1], x.shape[-1] // 2) if gated else x.shape
+    y = x.new_empty(shape)
+    _native.activation(name, _desc(x), _desc(y), *_where(x))
+    return y
+
+
+@_custom("activation")
+def _activation(x: torch.Tensor, name: str) -> torch.Tensor:
+    return _unary(name, x, name.startswith("geglu"))
+
+
+@_activation.register_fake
+def _(x, name):
+    return x.new_empty((*x.shape[:-1], x.shape[-1] // 2)) if name.startswith("geglu") else torch.empty_like(x)
+
+
+def _approx(approximate: str) -> str:
+    if approximate not in ("none", "tanh"):
+        raise _native.CutileError(f"approximate must be 'none' or 'tanh'; got {approximate!r}")
+    return "" if approximate == "none" else "_tanh"
+
+
+def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """``torch.nn.functional.gelu(x, approximate=...)``."""
+    return _activation(x, "gelu" + _approx(approximate))
+
+
+def relu(x: torch.Tensor) -> torch.Tensor:
+    """``torch.relu(x)``."""
+    return _activation(x, "relu")
+
+
+def geglu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """``gelu(x[..., :n]) * x[..., n:]`` for ``x: [..., 2n]``."""
+    return _activation(x, "geglu" + _approx(approximate))
+
+
+# --- RoPE, KV-cache writes -----------------------------------------------------------------------
+
+
+@_custom("rope")
+def _rope(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, positions: torch.Tensor, style: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    q_out = torch.empty_like(q)
+    k_out = torch.empty_like(k)
+    _native.rope(
+        _desc(q), _desc(k), _desc(cos), _desc(sin), _desc(positions), _desc(q_out), _desc(k_out), style, *_where(q)
+    )
+    return q_out, k_out
+
+
+@_rope.register_fake
+def _(q, k, cos, sin, positions, style):
+    return torch.empty_like(q), torch.empty_like(k)
+
+
+def rope(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    positions: torch.Tensor,
+    style: str = "neox",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotary embedding of ``q: [T, Hq, D]`` and ``k: [T, Hkv, D]`` at ``positions: [T]`` (int32/int64,
+    any order) with float32 ``cos``, ``sin: [max_pos, rot/2]`` (``rot`` = D or less: partial rotary);
+    ``style`` "neox" (half-split) or "gptj" (interleaved). Returns new ``(q, k)``; one launch."""
+    return _rope(q, k, cos, sin, positions, style)
+
+
+@_custom("write_kv_cache", mutates_args=("k_cache", "v_cache"))
+def _write_kv_cache(
+    k: torch.Tensor,
+    v: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    batch: Optional[torch.Tensor],
+    pos: Optional[torch.Tensor],
+    slot_mapping: Optional[torch.Tensor],
+) -> None:
+    index = [_desc(slot_mapping)] if slot_mapping is not None else [_desc(batch), _desc(pos)]
+    _native.write_kv_cache(_desc(k), _desc(v), index, _desc(k_cache), _desc(v_cache), *_where(k))
+
+
+@_write_kv_cache.register_fake
+def _(k, v, k_cache, v_cache, batch, pos, slot_mapping):
+    return None
+
+
+def _index_args(batch, pos, slot_mapping):
+    if (slot_mapping is None) == (batch is None or pos is None):
+        raise _native.CutileError(
+            "pass either batch and pos (contiguous [B, Hkv, S, D] cache) or slot_mapping (paged "
+            "[blocks, block_size, Hkv, D] cache)"
+        )
+    return batch, pos, slot_mapping
+
+
+def write_kv_cache(
+    k: torch.Tensor,
+    v: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    batch: Optional[torch.Tensor] = None,
+    pos: Optional[torch.Tensor] = None,
+    slot_mapping: Optional[torch.Tensor] = None,
+) -> None:
+    """Writes ``k``, ``v: [T, Hkv, D]`` into the caches in place: contiguous ``[B, Hkv, S, D]`` at
+    ``(batch[t], :, pos[t], :)``, or paged ``[blocks, block_size, Hkv, D]`` at ``slot_mapping[t]``
+    (-1 skips the token). Index tensors are int32 or int64."""
+    _write_kv_cache(k, v, k_cache, v_cache, *_index_args(batch, pos, slot_mapping))
+
+
+# --- decode attention ----------------------------------------------------------------------------
+
+
+@_custom("attention_decode")
+def _attention_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_table: Optional[torch.Tensor],
+    scale: Optional[float],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    o = torch.empty_like(q)
+    lse = q.new_empty(q.shape[:3], dtype=torch.float32)
+    _native.attention_decode(
+        _desc(q),
+        _desc(k_cache),
+        _desc(v_cache),
+        None if block_table is None else _desc(block_table),
+        _desc(seq_lens),
+        None if scale is None else float(scale),
+        _desc(o),
+        _desc(lse),
+        *_where(q),
+    )
+    return o, lse
+
+
+@_attention_decode.register_fake
+def _(q, k_cache, v_cache, seq_lens, block_table, scale):
+    return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+def attention_decode(
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    seq_lens: torch.Tensor,
+    block_table: Optional[torch.Tensor] = None,
+    scale: Optional[float] = None,
+    return_lse: bool = False,
+):
+    """Decode attention over a KV cache: ``q: [B, Hq, Sq, D]`` (Sq 1-8: the last Sq positions, causal
+    among themselves) against each sequence's first ``seq_lens[b]`` (int32) cached keys; the cache is
+    contiguous ``[B, Hkv, S_max, D]`` or, with ``block_table: [B, max_blocks]`` (int32), paged
+    ``[blocks, block_size, Hkv, D]``. Returns ``o`` (and the natural-log LSE ``[B, Hq, Sq]`` float32
+    with ``return_lse``). Split-KV chosen from the SM count."""
+    o, lse = _attention_decode(q, k_cache, v_cache, seq_lens, block_table, scale)
+    return (o, lse) if return_lse else o
+
+
+# --- embedding, sampling helpers -----------------------------------------------------------------
+
+
+@_custom("embedding")
+def _embedding(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    out = table.new_empty((*ids.shape, table.shape[-1]))
+    flat = ids.reshape(-1)
+    _native.embedding(_desc(table), _desc(flat), _desc(out.view(flat.shape[0], table.shape[-1])), *_where(table))
+    return out
+
+
+@_embedding.register_fake
+def _(ids, table):
+    return table.new_empty((*ids.shape, table.shape[-1]))
+
+
+def embedding(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """``torch.nn.functional.embedding(ids, table)`` (ids int32 or int64, any shape)."""
+    return _embedding(ids, table)
+
+
+@_custom("argmax")
+def _argmax(x: torch.Tensor) -> torch.Tensor:
+    x = _inner_contiguous(x)
+    out = x.new_empty(x.shape[:-1], dtype=torch.int64)
+    _native.argmax(_desc(x), _desc(out), *_where(x))
+    return out
+
+
+@_argmax.register_fake
+def _(x):
+    return x.new_empty(x.shape[:-1], dtype=torch.int64)
+
+
+def argmax(x: torch.Tensor) -> torch.Tensor:
+    """``torch.argmax(x, dim=-1)`` for ``x: [T, V]``."""
+    return _argmax(x)
+
+
+@_custom("topk")
+def _topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    x = _inner_contiguous(x)
+    values = x.new_empty((*x.shape[:-1], k))
+    indices = x.new_empty((*x.shape[:-1], k), dtype=torch.int64)
+    _native.topk(_desc(x), _desc(values), _desc(indices), *_where(x))
+    return values, indices
+
+
+@_topk.register_fake
+def _(x, k):
+    return x.new_empty((*x.shape[:-1], k)), x.new_empty((*x.shape[:-1], k), dtype=torch.int64)
+
+
+def topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.topk(x, k, dim=-1)`` (sorted, largest) for ``x: [T, V]``."""
+    return _topk(x, k)
+
+
+# --- fused QKV projection ------------------------------------------------------------------------
+
+
+def _q_heads(weight: torch.Tensor, k_cache: torch.Tensor, paged: bool) -> tuple[int, int]:
+    hkv, d = (k_cache.shape[2], k_cache.shape[3]) if paged else (k_cache.shape[1], k_cache.shape[3])
+    return weight.shape[1] // d - 2 * hkv, d
+
+
+@_custom("fused_qkv", mutates_args=("k_cache", "v_cache"))
+def _fused_qkv(
+    x: torch.Tensor,
+    positions: torch.Tensor,
+    weight: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    bias: Optional[torch.Tensor],
+    q_norm: Optional[torch.Tensor],
+    k_norm: Optional[torch.Tensor],
+    batch: Optional[torch.Tensor],
+    pos: Optional[torch.Tensor],
+    slot_mapping: Optional[torch.Tensor],
+    eps: float,
+    style: str,
+) -> torch.Tensor:
+    hq, d = _q_heads(weight, k_cache, slot_mapping is not None)
+    q = x.new_empty((x.shape[0], hq, d))
+    index = [_desc(slot_mapping)] if slot_mapping is not None else [_desc(batch), _desc(pos)]
+    opt = lambda t: None if t is None else _desc(t)  # noqa: E731
+    _native.fused_qkv(
+        tuple(_desc(t) for t in (x, positions, weight, cos, sin, q, k_cache, v_cache)),
+        (opt(bias), opt(q_norm), opt(k_norm)),
+        index,
+        float(eps),
+        style,
+        *_where(x),
+    )
+    return q
+
+
+@_fused_qkv.register_fake
+def _(x, positions, weight, cos, sin, k_cache, v_cache, bias, q_norm, k_norm, batch, pos, slot_mapping, eps, style):
+    hq, d = _q_heads(weight, k_cache, slot_mapping is not None)
+    return x.new_empty((x.shape[0], hq, d))
+
+
+def fused_qkv(
+    x: torch.Tensor,
+    positions: torch.Tensor,
+    weight: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    q_norm: Optional[torch.Tensor] = None,
+    k_norm: Optional[torch.Tensor] = None,
+    batch: Optional[torch.Tensor] = None,
+    pos: Optional[torch.Tensor] = None,
+    slot_mapping: Optional[torch.Tensor] = None,
+    eps: float = 1e-6,
+    style: str = "neox",
+) -> torch.Tensor:
+    """The fused QKV projection: ``qkv = x @ weight (+ bias)`` for ``x: [T, hidden]``, ``weight:
+    [hidden, (Hq + 2 Hkv) D]`` (a ``Linear`` weight's ``.t()`` view works), per-head RMSNorm of q and k
+    with ``q_norm``, ``k_norm: [D]`` (both or neither), RoPE at ``positions`` (``cos``, ``sin``:
+    ``[max_pos, rot/2]`` float32), k and v written into the cache in place (index arguments as in
+    ``write_kv_cache``). Returns ``q: [T, Hq, D]``."""
+    return _fused_qkv(
+        x, positions, weight, cos, sin, k_cache, v_cache, bias, q_norm, k_norm,
+        *_index_args(batch, pos, slot_mapping), eps, style,
+    )
