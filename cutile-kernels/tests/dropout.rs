@@ -43,7 +43,10 @@ fn philox_known_answers() {
 fn mask_statistics_and_reproducibility() {
     let n = 1 << 20;
     assert!(r::mask(n, 0.0, 7, 0).iter().all(|&k| k), "p = 0 keeps all");
-    assert!(r::mask(n, 1.0, 7, 0).iter().all(|&k| !k), "p = 1 keeps none");
+    assert!(
+        r::mask(n, 1.0, 7, 0).iter().all(|&k| !k),
+        "p = 1 keeps none"
+    );
     let x: Vec<f32> = (0..1000).map(|i| i as f32 - 500.0).collect();
     assert_eq!(r::dropout(&x, 0.0, 3, 9), x, "p = 0 is the identity");
     assert!(r::dropout(&x, 1.0, 3, 9).iter().all(|&v| v == 0.0));
@@ -179,7 +182,10 @@ mod gpu {
             .into_iter()
             .map(|v| T::from_f64(v as f64).to_f64() as f32)
             .collect();
-        assert!(got == want, "{shape:?} {p:?}: output differs from the reference");
+        assert!(
+            got == want,
+            "{shape:?} {p:?}: output differs from the reference"
+        );
         // The backward applies the same mask.
         let mut dx = Tensor::<T>::zeros(dev, shape).unwrap();
         dropout::dropout_backward(s, &xd, p, &mut dx)
@@ -206,7 +212,12 @@ mod gpu {
             (&[3, 1001], 0.1, 42, 0),
             (&[77], 0.0, 9, 0),
             (&[77], 1.0, 9, 0),
-            (&[2, 4096, 513], 0.3, 0xDEAD_BEEF_0123_4567, (1 << 32) - 1000),
+            (
+                &[2, 4096, 513],
+                0.3,
+                0xDEAD_BEEF_0123_4567,
+                (1 << 32) - 1000,
+            ),
             (&[4096, 4096], 0.5, 7, 123),
         ] {
             let p = DropoutParams { p, seed, offset };

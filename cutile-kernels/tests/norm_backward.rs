@@ -179,10 +179,7 @@ fn empty_and_bad_calls() {
     expect_error(bwd::plan(LAYER_NORM_BACKWARD, &o, &t, 0.0), "f32");
     let mut o = ln.clone();
     o[4] = Operand::described("rstd", 4, F32, &[9]);
-    expect_error(
-        bwd::plan(LAYER_NORM_BACKWARD, &o, &t, 0.0),
-        "leading shape",
-    );
+    expect_error(bwd::plan(LAYER_NORM_BACKWARD, &o, &t, 0.0), "leading shape");
     expect_error(bwd::plan("softmax", &ln, &t, 0.0), "neither");
 }
 

@@ -22,8 +22,8 @@
 use cutile::runtime::timing::{L2Flush, Stats, time_device};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_ir::ScalarType;
-use cutile_kernels::op::{CallSpec, Operand};
 use cutile_kernels::norm::backward::{self as norm_bwd, LAYER_NORM_BACKWARD, RMS_NORM_BACKWARD};
+use cutile_kernels::op::{CallSpec, Operand};
 use cutile_kernels::{dropout, embedding, kv_cache, rope, sampling};
 
 use crate::BoxError;
@@ -61,7 +61,10 @@ pub fn operands(dt: Dt, call: &CallSpec) -> Result<Vec<Operand>, BoxError> {
         embedding::OP => embedding::described_call(s, &call.shapes)?,
         sampling::ARGMAX | sampling::TOPK => sampling::described_call(&call.op, s, &call.shapes)?,
         RMS_NORM_BACKWARD | LAYER_NORM_BACKWARD => {
-            let x = call.shapes.first().ok_or("a norm backward call lists [x]")?;
+            let x = call
+                .shapes
+                .first()
+                .ok_or("a norm backward call lists [x]")?;
             norm_bwd::described_call(&call.op, s, x)?
         }
         dropout::OP | dropout::BACKWARD => dropout::described_call(&call.op, s, &call.shapes)?,

@@ -330,7 +330,11 @@ fn transformer_strategy(
         )
             .prop_map(|((rows, cols), b)| {
                 let x = bounded(vec![b, rows, cols], MAX_ELEMS / 8);
-                if x[0] == 1 { vec![x[1..].to_vec()] } else { vec![x] }
+                if x[0] == 1 {
+                    vec![x[1..].to_vec()]
+                } else {
+                    vec![x]
+                }
             })
             .boxed(),
         // Flattened element counts from 1 to millions, rank 1 to 3.

@@ -91,7 +91,8 @@ pub mod kernels {
         y: &mut Tensor<E, S1<BN>>,
     ) {
         let pid = block_id_x();
-        let base = pid.cast::<i64>() * (BN as i64) + ((u32_of(offset_hi) << 32) | u32_of(offset_lo));
+        let base =
+            pid.cast::<i64>() * (BN as i64) + ((u32_of(offset_hi) << 32) | u32_of(offset_lo));
         let ctr = iota::<BN>().cast::<i64>() + base;
         let bits = philox(
             ctr & MASK,

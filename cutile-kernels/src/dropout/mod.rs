@@ -50,7 +50,12 @@ pub fn dropout<'a>(
     params: DropoutParams,
     y: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    run(stream, OP, [Operand::of("x", x), Operand::of("y", &*y)], params)
+    run(
+        stream,
+        OP,
+        [Operand::of("x", x), Operand::of("y", &*y)],
+        params,
+    )
 }
 
 /// `dx = dy · mask / (1 - p)` with the mask of the forward call of the same `params`, queued on
@@ -157,7 +162,12 @@ pub fn plan(
         strides: vec![1],
         ..o.clone()
     };
-    let words = |v: u64| [PlannedArg::I32(v as u32 as i32), PlannedArg::I32((v >> 32) as i32)];
+    let words = |v: u64| {
+        [
+            PlannedArg::I32(v as u32 as i32),
+            PlannedArg::I32((v >> 32) as i32),
+        ]
+    };
     let mut args = vec![PlannedArg::view(0, &flat(x), false)];
     args.extend(words(params.seed));
     args.extend(words(params.offset));

@@ -28,7 +28,10 @@ pub fn philox4x32_10(mut c: [u32; 4], mut k: [u32; 2]) -> [u32; 4] {
 /// `offset + i < 2^32` this is Triton's `tl.randint(seed, offset + i)`.
 pub fn random_bits(seed: u64, offset: u64, i: u64) -> u32 {
     let c = offset.wrapping_add(i);
-    philox4x32_10([c as u32, (c >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32])[0]
+    philox4x32_10(
+        [c as u32, (c >> 32) as u32, 0, 0],
+        [seed as u32, (seed >> 32) as u32],
+    )[0]
 }
 
 /// The integer threshold of drop probability `p` (in `[0, 1]`): element `i` is kept iff its random bits

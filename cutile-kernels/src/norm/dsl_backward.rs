@@ -134,10 +134,7 @@ pub mod backward_kernels {
         for t in (g..tiles).step_by(groups) {
             let xt = px.load((t, j)).cast::<f32>();
             let dt = pd.load((t, j)).cast::<f32>();
-            let r = pr
-                .load(t)
-                .reshape::<S2<TM, 1>>()
-                .broadcast::<S2<TM, BN>>();
+            let r = pr.load(t).reshape::<S2<TM, 1>>().broadcast::<S2<TM, BN>>();
             acc = fma(dt * xt, r, acc);
         }
         part.store(acc.sum::<0>());
@@ -167,14 +164,8 @@ pub mod backward_kernels {
         for t in (g..tiles).step_by(groups) {
             let xt = px.load((t, j)).cast::<f32>();
             let dt = pd.load((t, j)).cast::<f32>();
-            let m = pm
-                .load(t)
-                .reshape::<S2<TM, 1>>()
-                .broadcast::<S2<TM, BN>>();
-            let r = pr
-                .load(t)
-                .reshape::<S2<TM, 1>>()
-                .broadcast::<S2<TM, BN>>();
+            let m = pm.load(t).reshape::<S2<TM, 1>>().broadcast::<S2<TM, BN>>();
+            let r = pr.load(t).reshape::<S2<TM, 1>>().broadcast::<S2<TM, BN>>();
             // Padding rows and columns have dy = 0 and add nothing.
             aw = fma(dt * (xt - m), r, aw);
             ab += dt;

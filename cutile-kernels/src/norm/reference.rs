@@ -117,11 +117,7 @@ pub fn rms_norm_backward_reference(
         return (dx, Vec::new());
     }
     let n = cols as f64;
-    for ((row, drow), out) in x
-        .chunks(cols)
-        .zip(dy.chunks(cols))
-        .zip(dx.chunks_mut(cols))
-    {
+    for ((row, drow), out) in x.chunks(cols).zip(dy.chunks(cols)).zip(dx.chunks_mut(cols)) {
         let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / n;
         let r = 1.0 / (ms + eps as f64).sqrt();
         let gx: f64 = (0..cols)
