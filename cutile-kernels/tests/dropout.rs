@@ -136,6 +136,9 @@ fn planner_errors_and_empty_calls() {
     for c in dropout::representative_calls() {
         assert_eq!(c.plan(&t, false).unwrap().launches.len(), 1);
     }
+    let jobs = cutile_kernels::catalog::dsl_jobs(&dropout::representative_calls(), false).unwrap();
+    println!("dropout: {} catalog specializations", jobs.len());
+    assert!(jobs.len() <= 4, "{} specializations", jobs.len());
 }
 
 #[test]

@@ -195,6 +195,10 @@ fn ops_are_in_the_registry() {
         let p = c.plan(&target(), false).unwrap();
         assert!(p.launches.len() >= 3, "{}", c.label());
     }
+    // The catalog's compile time is boxed: few specializations.
+    let jobs = cutile_kernels::catalog::dsl_jobs(&bwd::representative_calls(), false).unwrap();
+    println!("norm backward: {} catalog specializations", jobs.len());
+    assert!(jobs.len() <= 24, "{} specializations", jobs.len());
 }
 
 #[test]

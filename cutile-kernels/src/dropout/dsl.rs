@@ -21,6 +21,7 @@ pub mod kernels {
     }
 
     /// One Philox round on the counter words (u32 values in i64 lanes) with round key `(k0, k1)`.
+    #[allow(clippy::type_complexity)]
     fn round<const BN: i32>(
         c: (
             Tile<i64, S1<BN>>,
