@@ -34,6 +34,10 @@ before every repetition, median):
   kv_cache_write[_paged]  cache writes by index assignment / index_copy_ (torch only)
   embedding           F.embedding
   argmax / topk       torch.argmax / torch.topk (sorted)
+  rms_norm_backward   torch autograd of F.rms_norm (dx, dw); torch only
+  layer_norm_backward aten.native_layer_norm_backward from the forward's mean/rstd (dx, dw, db); torch only
+  dropout[_backward]  F.dropout(training=True) (torch's RNG differs from ours: checked by its kept values
+                      and its keep rate, within 5σ of 1 - p; ours is checked bit-exactly by the harness)
   fused_qkv           torch's unfused sequence (F.linear, split, per-head F.rms_norm, RoPE in torch ops,
                       cache write by index assignment), and F.linear alone (cuBLAS) of the same shape
 
@@ -700,7 +704,82 @@ def bench_topk(rec, call, dt, shapes, esize):
             nbytes=t * v * esize + t * k * (esize + 8))
 
 
+def bench_rms_norm_backward(rec, call, dt, shapes, esize):
+    """[x] (w is [cols]): torch autograd of F.rms_norm; the check is dx against float32 autograd."""
+    x_shape = shapes[0]
+    cols = x_shape[-1]
+    x = rand(x_shape, dt, 2.0).requires_grad_(True)
+    w = (rand([cols], dt, 0.5).float() + 1.0).to(dt).requires_grad_(True)
+    dy = rand(x_shape, dt)
+    y = F.rms_norm(x, (cols,), w, EPS)
+    xf, wf = x.detach().float().requires_grad_(True), w.detach().float().requires_grad_(True)
+    ref = torch.autograd.grad(F.rms_norm(xf, (cols,), wf, EPS), (xf, wf), dy.float())
+
+    def run():
+        return torch.autograd.grad(y, (x, w), dy, retain_graph=True)
+
+    def check():
+        dx, dw = run()
+        return max(relerr(dx, ref[0]), relerr(dw, ref[1]))
+    n = math.prod(x_shape)
+    rec.run(call, "torch", run, check, nbytes=5 * n * esize)
+
+
+def bench_layer_norm_backward(rec, call, dt, shapes, esize):
+    """[x] (w, b are [cols]; mean, rstd from torch.native_layer_norm): aten's backward kernel."""
+    x_shape = shapes[0]
+    cols = x_shape[-1]
+    x = rand(x_shape, dt, 2.0)
+    w = (rand([cols], dt, 0.5).float() + 1.0).to(dt)
+    b = rand([cols], dt)
+    dy = rand(x_shape, dt)
+    _, mean, rstd = torch.native_layer_norm(x, [cols], w, b, EPS)
+    xf = x.float().requires_grad_(True)
+    wf, bf = w.float().requires_grad_(True), b.float().requires_grad_(True)
+    ref = torch.autograd.grad(F.layer_norm(xf, (cols,), wf, bf, EPS), (xf, wf, bf), dy.float())
+    mask = [True, True, True]
+
+    def run():
+        return torch.ops.aten.native_layer_norm_backward(dy, x, [cols], mean, rstd, w, b, mask)
+
+    def check():
+        got = run()
+        return max(relerr(g, r) for g, r in zip(got, ref))
+    n = math.prod(x_shape)
+    rec.run(call, "torch", run, check, nbytes=5 * n * esize)
+
+
+DROPOUT_P = 0.1  # cutile_kernels::dropout::SPEC_PARAMS.p
+
+
+def bench_dropout(rec, call, dt, shapes, esize):
+    """[x]: F.dropout(x, 0.1, training=True). torch's mask cannot match ours (another RNG layout), so
+    the check is statistical: kept values must be x / (1 - p) exactly (relative error), and the keep
+    rate within 5σ of 1 - p (reported as an error of 1 when it is not)."""
+    x_shape = shapes[0]
+    x = rand(x_shape, dt, 2.0)
+    p = DROPOUT_P
+
+    def run():
+        return F.dropout(x, p, training=True)
+
+    def check():
+        y = run()
+        kept = y != 0
+        n = max(y.numel(), 1)
+        rate = float(kept.sum()) / n
+        sigma = math.sqrt((1 - p) * p / n)
+        if abs(rate - (1 - p)) > 5 * sigma + 1.0 / n:
+            return 1.0
+        return relerr(y[kept], x[kept].float() / (1 - p))
+    rec.run(call, "torch", run, check, nbytes=2 * math.prod(x_shape) * esize)
+
+
 TRANSFORMER_OPS = {
+    "rms_norm_backward": bench_rms_norm_backward,
+    "layer_norm_backward": bench_layer_norm_backward,
+    "dropout": bench_dropout,
+    "dropout_backward": bench_dropout,
     "rope": bench_rope,
     "kv_cache_write": bench_kv_cache,
     "kv_cache_write_paged": bench_kv_cache,

@@ -123,6 +123,8 @@ pub fn representative_calls() -> Vec<CallSpec> {
     calls.extend(crate::kv_cache::representative_calls());
     calls.extend(crate::embedding::representative_calls());
     calls.extend(crate::sampling::representative_calls());
+    calls.extend(crate::norm::backward::representative_calls());
+    calls.extend(crate::dropout::representative_calls());
     calls
 }
 

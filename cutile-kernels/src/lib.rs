@@ -8,11 +8,12 @@
 //! |---|---|
 //! | [`vector_add`] | [`vector_add::add`], [`vector_add::axpy`] |
 //! | [`softmax`] | [`softmax::softmax`] |
-//! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`], [`norm::add_rms_norm`], [`norm::rms_norm_heads`], [`norm::layer_norm_stats`] |
+//! | [`norm`] | [`norm::rms_norm`], [`norm::layer_norm`], [`norm::add_rms_norm`], [`norm::rms_norm_heads`], [`norm::layer_norm_stats`], [`norm::rms_norm_backward`], [`norm::layer_norm_backward`] |
 //! | [`gemm`] | [`gemm::gemm`] |
 //! | [`attention`] | [`attention::attention`] |
 //! | [`activation`] | [`activation::silu_and_mul`], [`activation::swiglu`], [`activation::gelu`], [`activation::geglu`], [`activation::relu`] and their `_backward` |
 //! | [`fused_qkv`] | [`fused_qkv::fused_qkv`] |
+//! | [`dropout`] | [`dropout::dropout`], [`dropout::dropout_backward`] |
 //!
 //! [`foreign`] runs the ops on memory and streams owned by someone else (the Python package and the C
 //! ABI call it). [`op`] holds what the families share (errors, operands, planned launches, tuning glue, the registry
@@ -22,6 +23,7 @@
 pub mod activation;
 pub mod attention;
 pub mod catalog;
+pub mod dropout;
 pub mod embedding;
 pub mod foreign;
 pub mod fused_qkv;

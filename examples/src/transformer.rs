@@ -1,7 +1,8 @@
-//! The transformer ops (`rope`, `kv_cache_write`, `kv_cache_write_paged`, `embedding`, `argmax`,
-//! `topk`) as [`Workload`]s: their tensors mix the element type with i32/i64 index tensors (and f32
-//! RoPE tables, i64 outputs), so like `fused_qkv` they have their own host data, upload and call here;
-//! the comparison and the timing are the workload's ([`crate::run`]).
+//! The transformer and training ops (`rope`, `kv_cache_write`, `kv_cache_write_paged`, `embedding`,
+//! `argmax`, `topk`, `rms_norm_backward`, `layer_norm_backward`, `dropout`, `dropout_backward`) as
+//! [`Workload`]s: their tensors mix the element type with i32/i64 index tensors (and f32 RoPE tables
+//! and norm statistics, i64 outputs) or have several outputs, so like `fused_qkv` they have their own
+//! host data, upload and call here; the comparison and the timing are the workload's ([`crate::run`]).
 //!
 //! Inputs (logical f32 host values; integers exact), per op:
 //! - `rope`: `q, k, cos, sin, positions` (positions a shuffle of the table, out of order); outputs
@@ -12,13 +13,18 @@
 //!   random (batch, position) pairs;
 //! - `embedding`: `table, ids` (random ids, every 16th out of range → a zero row); output `out`;
 //! - `argmax`, `topk`: `x` quantized to quarter steps so ties are common; outputs `out` / `values,
-//!   indices` (the indices compared at the f32 tolerance: they must be exact).
+//!   indices` (the indices compared at the f32 tolerance: they must be exact);
+//! - `rms_norm_backward`: `x, w, dy`; outputs `dx, dw`. `layer_norm_backward`: `x, w, dy` and the
+//!   reference `mean, rstd` of `x` (f32); outputs `dx, dw, db`;
+//! - `dropout`, `dropout_backward`: `x` (`dy`), with `dropout::SPEC_PARAMS`; output `y` (`dx`), whose
+//!   reference uses the same Philox stream, so the mask is compared exactly.
 
 use cutile::runtime::timing::{L2Flush, Stats, time_device};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_ir::ScalarType;
+use cutile_kernels::norm::backward::{self as norm_bwd, LAYER_NORM_BACKWARD, RMS_NORM_BACKWARD};
 use cutile_kernels::op::{CallSpec, Operand};
-use cutile_kernels::{embedding, kv_cache, rope, sampling};
+use cutile_kernels::{dropout, embedding, kv_cache, rope, sampling};
 
 use crate::BoxError;
 use crate::data::{Dt, uniform};
@@ -34,6 +40,10 @@ pub fn covers(op: &str) -> bool {
         embedding::OP,
         sampling::ARGMAX,
         sampling::TOPK,
+        RMS_NORM_BACKWARD,
+        LAYER_NORM_BACKWARD,
+        dropout::OP,
+        dropout::BACKWARD,
     ]
     .contains(&op)
 }
@@ -50,6 +60,14 @@ pub fn operands(dt: Dt, call: &CallSpec) -> Result<Vec<Operand>, BoxError> {
         kv_cache::OP | kv_cache::OP_PAGED => kv_cache::described_call(&call.op, s, &call.shapes)?,
         embedding::OP => embedding::described_call(s, &call.shapes)?,
         sampling::ARGMAX | sampling::TOPK => sampling::described_call(&call.op, s, &call.shapes)?,
+        RMS_NORM_BACKWARD | LAYER_NORM_BACKWARD => {
+            let x = call
+                .shapes
+                .first()
+                .ok_or("a norm backward call lists [x]")?;
+            norm_bwd::described_call(&call.op, s, x)?
+        }
+        dropout::OP | dropout::BACKWARD => dropout::described_call(&call.op, s, &call.shapes)?,
         other => return Err(format!("{other} is no transformer op").into()),
     })
 }
@@ -72,6 +90,8 @@ fn n_inputs(call: &CallSpec, n: usize) -> usize {
         rope::OP => 5,
         kv_cache::OP | kv_cache::OP_PAGED => n,
         embedding::OP => 2,
+        RMS_NORM_BACKWARD => 3,
+        LAYER_NORM_BACKWARD => 5,
         _ => 1,
     }
 }
@@ -92,6 +112,9 @@ pub fn outputs(dt: Dt, call: &CallSpec) -> Result<Vec<OutputSpec>, BoxError> {
         }
         embedding::OP => vec![o(&ops[2], "out")],
         sampling::ARGMAX => vec![o(&ops[1], "out")],
+        RMS_NORM_BACKWARD => vec![o(&ops[3], "dx"), o(&ops[4], "dw")],
+        LAYER_NORM_BACKWARD => vec![o(&ops[5], "dx"), o(&ops[6], "dw"), o(&ops[7], "db")],
+        dropout::OP | dropout::BACKWARD => vec![o(&ops[1], "y")],
         _ => vec![o(&ops[1], "values"), o(&ops[2], "indices")],
     })
 }
@@ -115,6 +138,10 @@ pub fn metric(dt: Dt, call: &CallSpec) -> Result<Metric, BoxError> {
         }
         // The addressed rows read, out written, ids read.
         embedding::OP => 2.0 * bytes(&ops[2]) + bytes(&ops[1]),
+        // x and dy read twice (dx pass, weight-gradient pass), dx written; vectors and stats ignored.
+        RMS_NORM_BACKWARD | LAYER_NORM_BACKWARD => 5.0 * bytes(&ops[0]),
+        // x read, y written.
+        dropout::OP | dropout::BACKWARD => 2.0 * bytes(&ops[0]),
         // x read once (top-k rereads it k times, mostly from L2: counted once).
         _ => bytes(&ops[0]) + ops[1..].iter().map(bytes).sum::<f64>(),
     }))
@@ -200,12 +227,37 @@ pub fn inputs(dt: Dt, call: &CallSpec) -> Result<Vec<HostTensor>, BoxError> {
                 .collect();
             vec![r(0, 55, 2.0), ints(1, ids)]
         }
+        RMS_NORM_BACKWARD => vec![r(0, 57, 2.0), w_near_one(dt, &sh(1), 58), r(2, 59, 1.0)],
+        LAYER_NORM_BACKWARD => {
+            let x = r(0, 60, 2.0);
+            let cols = *sh(0).last().unwrap_or(&1) as usize;
+            let w = w_near_one(dt, &sh(1), 61);
+            let zeros = vec![0.0; cols];
+            let (_, mean, rstd) = cutile_kernels::norm::layer_norm_stats_reference(
+                &x.0,
+                &w.0,
+                &zeros,
+                crate::workload::EPS,
+                cols,
+            );
+            vec![x, w, r(2, 62, 1.0), (mean, sh(3)), (rstd, sh(4))]
+        }
+        dropout::OP | dropout::BACKWARD => vec![r(0, 63, 2.0)],
         _ => {
             let x = uniform(numel(&sh(0)), -8.0, 8.0, 56);
             let q: Vec<f32> = x.iter().map(|v| (v * 4.0).round() / 4.0).collect();
             vec![(dt.round(&q), sh(0))]
         }
     })
+}
+
+/// A norm weight in `[0.5, 1.5]`, rounded to the element type.
+fn w_near_one(dt: Dt, shape: &[i64], seed: u64) -> HostTensor {
+    let v = uniform(numel(shape), -0.5, 0.5, seed);
+    (
+        dt.round(&v.iter().map(|x| x + 1.0).collect::<Vec<_>>()),
+        shape.to_vec(),
+    )
 }
 
 /// A small deterministic u64 stream (an LCG), independent of any crate's RNG.
@@ -281,6 +333,28 @@ pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f3
             ops[0].shape[1] as usize,
             &as_i64(&i[1].0),
         )],
+        RMS_NORM_BACKWARD => {
+            let cols = *ops[0].shape.last().unwrap_or(&1) as usize;
+            let (dx, dw) = cutile_kernels::norm::rms_norm_backward_reference(
+                &i[0].0,
+                &i[1].0,
+                &i[2].0,
+                crate::workload::EPS,
+                cols,
+            );
+            vec![dx, dw]
+        }
+        LAYER_NORM_BACKWARD => {
+            let cols = *ops[0].shape.last().unwrap_or(&1) as usize;
+            let (dx, dw, db) = cutile_kernels::norm::layer_norm_backward_reference(
+                &i[0].0, &i[1].0, &i[2].0, &i[3].0, &i[4].0, cols,
+            );
+            vec![dx, dw, db]
+        }
+        dropout::OP | dropout::BACKWARD => {
+            let p = dropout::SPEC_PARAMS;
+            vec![dropout::reference::dropout(&i[0].0, p.p, p.seed, p.offset)]
+        }
         sampling::ARGMAX => {
             let v = ops[0].shape[1] as usize;
             vec![
@@ -311,7 +385,9 @@ impl<T: DeviceElement> Dev<T> {
     fn up(dev: &Device, o: &Operand, h: &HostTensor) -> Result<Dev<T>, BoxError> {
         let (v, s) = h;
         Ok(match o.dtype {
-            _ if o.name == "cos" || o.name == "sin" => Dev::F32(Tensor::from_host(dev, v, s)?),
+            _ if ["cos", "sin", "mean", "rstd"].contains(&o.name) => {
+                Dev::F32(Tensor::from_host(dev, v, s)?)
+            }
             ScalarType::I32 => Dev::I32(Tensor::from_host(
                 dev,
                 &v.iter().map(|&x| x as i32).collect::<Vec<_>>(),
@@ -352,6 +428,13 @@ fn ty_mut<T: DeviceElement>(d: &mut Dev<T>) -> Result<&mut Tensor<T>, BoxError> 
         Dev::T(t) => Ok(t),
         _ => Err("expected a tensor of the element type".into()),
     }
+}
+
+fn ty_mut2<'d, T: DeviceElement>(
+    a: &'d mut Dev<T>,
+    b: &'d mut Dev<T>,
+) -> Result<(&'d mut Tensor<T>, &'d mut Tensor<T>), BoxError> {
+    Ok((ty_mut(a)?, ty_mut(b)?))
 }
 
 fn table<T: DeviceElement>(d: &Dev<T>) -> Result<&Tensor<f32>, BoxError> {
@@ -439,6 +522,41 @@ fn call<T: DeviceElement>(
                 stream, t, &*ids, out
             )))
         }
+        (RMS_NORM_BACKWARD, [x, wt, dy, dx, dw]) => {
+            let (x, wt, dy) = (ty(x)?, ty(wt)?, ty(dy)?);
+            let (dx, dw) = ty_mut2(dx, dw)?;
+            done!(cutile_kernels::norm::rms_norm_backward(
+                stream,
+                x,
+                wt,
+                dy,
+                crate::workload::EPS,
+                dx,
+                dw
+            ))
+        }
+        (LAYER_NORM_BACKWARD, [x, wt, dy, m, r, dx, dw, db]) => {
+            let (x, wt, dy, m, r) = (ty(x)?, ty(wt)?, ty(dy)?, table(m)?, table(r)?);
+            let (dx, dw) = ty_mut2(dx, dw)?;
+            let db = ty_mut(db)?;
+            done!(cutile_kernels::norm::layer_norm_backward(
+                stream, x, wt, dy, m, r, dx, dw, db
+            ))
+        }
+        (dropout::OP, [x, y]) => {
+            done!(dropout::dropout(
+                stream,
+                ty(x)?,
+                dropout::SPEC_PARAMS,
+                ty_mut(y)?
+            ))
+        }
+        (dropout::BACKWARD, [dy, dx]) => done!(dropout::dropout_backward(
+            stream,
+            ty(dy)?,
+            dropout::SPEC_PARAMS,
+            ty_mut(dx)?
+        )),
         (sampling::ARGMAX, [x, out]) => done!(sampling::argmax(stream, ty(x)?, i64_mut(out)?)),
         (sampling::TOPK, [x, vals, idx]) => {
             done!(sampling::topk(stream, ty(x)?, ty_mut(vals)?, i64_mut(idx)?))
@@ -456,6 +574,9 @@ fn output_slots(call: &CallSpec, n: usize) -> Vec<usize> {
         kv_cache::OP | kv_cache::OP_PAGED => vec![n - 2, n - 1],
         embedding::OP => vec![2],
         sampling::ARGMAX => vec![1],
+        RMS_NORM_BACKWARD => vec![3, 4],
+        LAYER_NORM_BACKWARD => vec![5, 6, 7],
+        dropout::OP | dropout::BACKWARD => vec![1],
         _ => vec![1, 2],
     }
 }

@@ -27,8 +27,8 @@ use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::attention::decode;
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::{
-    activation, attention, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling, softmax,
-    vector_add,
+    activation, attention, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling,
+    softmax, vector_add,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -322,6 +322,29 @@ fn transformer_strategy(
                 vec![vec![v, d], vec![t], vec![i64::from(wide)]]
             })
             .boxed(),
+        // Tiny, ragged, wider than one dx chunk (2048), a leading batch axis; the CPU reference is
+        // O(rows · cols).
+        norm::RMS_NORM_BACKWARD | norm::LAYER_NORM_BACKWARD => (
+            (dim(3000), prop_oneof![1..=64i64, dim(9000)]),
+            prop_oneof![Just(1i64), 1..=4i64],
+        )
+            .prop_map(|((rows, cols), b)| {
+                let x = bounded(vec![b, rows, cols], MAX_ELEMS / 8);
+                if x[0] == 1 {
+                    vec![x[1..].to_vec()]
+                } else {
+                    vec![x]
+                }
+            })
+            .boxed(),
+        // Flattened element counts from 1 to millions, rank 1 to 3.
+        dropout::OP | dropout::BACKWARD => prop_oneof![
+            dim(100_000).prop_map(|n| vec![vec![n]]),
+            (dim(4096), dim(5000)).prop_map(|(a, b)| vec![bounded(vec![a, b], MAX_ELEMS / 4)]),
+            (1..=3i64, dim(600), dim(1000))
+                .prop_map(|(a, b, c)| vec![bounded(vec![a, b, c], MAX_ELEMS / 4)]),
+        ]
+        .boxed(),
         sampling::ARGMAX => (dim(512), prop_oneof![dim(5000), 100_000..=200_000i64])
             .prop_map(|(t, v)| vec![bounded(vec![t, v], MAX_ELEMS / 8)])
             .boxed(),
@@ -760,6 +783,10 @@ pub const COVERED: &[&str] = &[
     embedding::OP,
     sampling::ARGMAX,
     sampling::TOPK,
+    norm::RMS_NORM_BACKWARD,
+    norm::LAYER_NORM_BACKWARD,
+    dropout::OP,
+    dropout::BACKWARD,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).
@@ -1257,6 +1284,10 @@ mod tests {
             "embedding",
             "argmax",
             "topk",
+            "rms_norm_backward",
+            "layer_norm_backward",
+            "dropout",
+            "dropout_backward",
         ];
         let mut checked = 0;
         for t in generate(&ops, 30 * ops.len(), 7).expect("gen") {

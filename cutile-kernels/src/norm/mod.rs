@@ -7,7 +7,9 @@
 //! - [`rms_norm_heads`]: RMSNorm of every head vector of a `[T, H, D]` tensor with one `[D]` weight
 //!   (Qwen3 / Gemma QK-norm), several heads per block, any token and head strides;
 //! - [`layer_norm_stats`]: LayerNorm that also returns the per-row mean and rstd (f32), what a backward
-//!   pass needs.
+//!   pass needs;
+//! - [`backward`]: [`rms_norm_backward`] and [`layer_norm_backward`] (`dx`, `dw`, `db`), deterministic
+//!   (per-group partial sums in scratch, no atomics).
 //!
 //! Modules and planners:
 //!
@@ -18,15 +20,23 @@
 //! - [`plan_rms_norm`] / [`plan_layer_norm`] / [`plan_add_rms_norm`] / [`plan_layer_norm_stats`] /
 //!   [`plan_rms_norm_heads`]: the launches of a call, without a device.
 
+pub mod backward;
 pub mod config;
 mod dsl;
+mod dsl_backward;
 pub mod reference;
+
+pub use backward::{
+    LAYER_NORM_BACKWARD, RMS_NORM_BACKWARD, layer_norm_backward, rms_norm_backward,
+};
+pub use dsl_backward::backward_kernels;
 
 pub use config::{HeadsConfig, NormConfig, Variant};
 pub use dsl::kernels;
 pub use reference::{
-    add_rms_norm_reference, layer_norm_reference, layer_norm_stats_reference,
-    rms_norm_heads_reference, rms_norm_reference,
+    add_rms_norm_reference, layer_norm_backward_reference, layer_norm_reference,
+    layer_norm_stats_reference, rms_norm_backward_reference, rms_norm_heads_reference,
+    rms_norm_reference,
 };
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};

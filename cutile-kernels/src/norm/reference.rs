@@ -100,3 +100,78 @@ pub fn layer_norm_stats_reference(
         .unzip();
     (y, mean, rstd)
 }
+
+/// CPU reference of the RMSNorm backward over the rows (length `cols`) of row-major `x` and `dy`, in
+/// f64: `(dx, dw)` for `y = x · rstd · w`, `rstd = 1 / sqrt(mean(x²) + eps)` recomputed per row:
+/// `dx = rstd · (g - x̂ · mean(g · x̂))` with `g = dy · w`, `x̂ = x · rstd`, and `dw = Σ_rows dy · x̂`.
+pub fn rms_norm_backward_reference(
+    x: &[f32],
+    w: &[f32],
+    dy: &[f32],
+    eps: f32,
+    cols: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let mut dx = vec![0f32; x.len()];
+    let mut dw = vec![0f64; cols];
+    if cols == 0 {
+        return (dx, Vec::new());
+    }
+    let n = cols as f64;
+    for ((row, drow), out) in x.chunks(cols).zip(dy.chunks(cols)).zip(dx.chunks_mut(cols)) {
+        let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / n;
+        let r = 1.0 / (ms + eps as f64).sqrt();
+        let gx: f64 = (0..cols)
+            .map(|c| dy_w(drow[c], w[c]) * row[c] as f64 * r)
+            .sum::<f64>()
+            / n;
+        for c in 0..cols {
+            let xh = row[c] as f64 * r;
+            out[c] = (r * (dy_w(drow[c], w[c]) - xh * gx)) as f32;
+            dw[c] += drow[c] as f64 * xh;
+        }
+    }
+    (dx, dw.into_iter().map(|v| v as f32).collect())
+}
+
+fn dy_w(dy: f32, w: f32) -> f64 {
+    dy as f64 * w as f64
+}
+
+/// CPU reference of the LayerNorm backward over the rows (length `cols`) of row-major `x` and `dy`,
+/// given the forward's per-row `mean` and `rstd` (as `layer_norm_stats` writes them), in f64:
+/// `(dx, dw, db)` with `x̂ = (x - mean) · rstd`, `g = dy · w`,
+/// `dx = rstd · (g - mean(g) - x̂ · mean(g · x̂))`, `dw = Σ_rows dy · x̂`, `db = Σ_rows dy`.
+pub fn layer_norm_backward_reference(
+    x: &[f32],
+    w: &[f32],
+    dy: &[f32],
+    mean: &[f32],
+    rstd: &[f32],
+    cols: usize,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut dx = vec![0f32; x.len()];
+    let mut dw = vec![0f64; cols];
+    let mut db = vec![0f64; cols];
+    if cols == 0 {
+        return (dx, Vec::new(), Vec::new());
+    }
+    let n = cols as f64;
+    for (i, ((row, drow), out)) in x
+        .chunks(cols)
+        .zip(dy.chunks(cols))
+        .zip(dx.chunks_mut(cols))
+        .enumerate()
+    {
+        let (m, r) = (mean[i] as f64, rstd[i] as f64);
+        let xh = |c: usize| (row[c] as f64 - m) * r;
+        let g_mean = (0..cols).map(|c| dy_w(drow[c], w[c])).sum::<f64>() / n;
+        let gx = (0..cols).map(|c| dy_w(drow[c], w[c]) * xh(c)).sum::<f64>() / n;
+        for c in 0..cols {
+            out[c] = (r * (dy_w(drow[c], w[c]) - g_mean - xh(c) * gx)) as f32;
+            dw[c] += drow[c] as f64 * xh(c);
+            db[c] += drow[c] as f64;
+        }
+    }
+    let f = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect();
+    (dx, f(dw), f(db))
+}

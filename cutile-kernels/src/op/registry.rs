@@ -13,8 +13,8 @@ use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, Target, describe};
 use crate::{
-    activation, attention, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling, softmax,
-    vector_add,
+    activation, attention, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling,
+    softmax, vector_add,
 };
 
 /// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
@@ -319,6 +319,59 @@ fn plan_sampling(
     Ok(PlannedCall { operands, launches })
 }
 
+fn plan_norm_backward(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let op = norm::backward::RMS_NORM_BACKWARD;
+    let [x] = shapes(op, spec)?;
+    let ops = norm::backward::described_call(&spec.op, dt, &x)?;
+    let operands = norm::backward::with_scratch(&spec.op, &ops, t)?;
+    let launches = norm::backward::plan(&spec.op, &operands, t, 1e-5)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_dropout(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let operands = dropout::described_call(&spec.op, dt, &spec.shapes)?;
+    let launches = dropout::plan(&spec.op, &operands, t, dropout::SPEC_PARAMS)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+/// The training ops (norm backward passes, dropout).
+const TRAINING_OPS: [OpInfo; 4] = [
+    OpInfo {
+        name: dropout::OP,
+        family: "dropout",
+        inputs: "[x] (y has x's shape; p = 0.1, a fixed seed)",
+        plan: plan_dropout,
+    },
+    OpInfo {
+        name: dropout::BACKWARD,
+        family: "dropout",
+        inputs: "[dy] (dx has dy's shape; p = 0.1, a fixed seed)",
+        plan: plan_dropout,
+    },
+    OpInfo {
+        name: norm::RMS_NORM_BACKWARD,
+        family: "norm",
+        inputs: "[x] (w, dw are [cols]; dy, dx have x's shape)",
+        plan: plan_norm_backward,
+    },
+    OpInfo {
+        name: norm::LAYER_NORM_BACKWARD,
+        family: "norm",
+        inputs: "[x] (w, dw, db are [cols]; dy, dx have x's shape; mean, rstd f32 of x's leading shape)",
+        plan: plan_norm_backward,
+    },
+];
+
 /// The transformer ops (RoPE, KV-cache writes, embedding, sampling).
 const TRANSFORMER_OPS: [OpInfo; 6] = [
     OpInfo {
@@ -409,7 +462,13 @@ const ACTIVATION_OPS: [OpInfo; 14] = activation_ops!(
 /// Every op of the catalog.
 pub fn ops() -> &'static [OpInfo] {
     static ALL: std::sync::LazyLock<Vec<OpInfo>> = std::sync::LazyLock::new(|| {
-        [BASE_OPS.as_slice(), &ACTIVATION_OPS, &TRANSFORMER_OPS].concat()
+        [
+            BASE_OPS.as_slice(),
+            &ACTIVATION_OPS,
+            &TRANSFORMER_OPS,
+            &TRAINING_OPS,
+        ]
+        .concat()
     });
     &ALL
 }

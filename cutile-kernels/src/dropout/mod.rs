@@ -1,0 +1,230 @@
+//! Dropout with a counter-based RNG, as `F.dropout(x, p, training=True)`: `y = x · mask / (1 - p)`,
+//! and its backward `dx = dy · mask / (1 - p)` recomputed from the same `(seed, offset)` (no mask is
+//! stored). Element `i` of the flattened input (logical row-major order) is kept iff the first word of
+//! Philox-4x32-10 of the counter `offset + i` under the key `seed` is `≥ round(p · 2^32)`
+//! ([`reference::random_bits`]; for `offset + i < 2^32` Triton's `tl.randint(seed, offset + i)`), so a
+//! call is reproducible from `(seed, offset)`, and a caller that splits a tensor into pieces passes each
+//! piece's element offset to get the same mask as one call. torch's own dropout RNG (curand Philox
+//! with its own counter layout) is not reproduced: compare with it statistically.
+//!
+//! f32, f16, bf16 (math in f32), contiguous tensors of any rank; one launch.
+//!
+//! - [`config`]: the tile; [`reference`](mod@reference): Philox, the mask and dropout on the CPU,
+//!   bit-exact with the kernel;
+//! - [`plan`]: the launch of a call, without a device; [`representative_calls`] for the catalog.
+
+pub mod config;
+mod dsl;
+pub mod reference;
+
+pub use dsl::kernels;
+
+use cutile::launch::{Pending, TensorArg, TensorArgMut};
+use cutile::runtime::Stream;
+use cutile_ir::ScalarType;
+
+use crate::op::{
+    CallSpec, FLOATS, OpError, Operand, PlannedArg, PlannedLaunch, Target, contiguous_strides,
+    execute, pow2_float_kernel,
+};
+
+/// Op names. Operands `[x, y]` (`[dy, dx]` for the backward).
+pub const OP: &str = "dropout";
+pub const BACKWARD: &str = "dropout_backward";
+
+/// A call's random stream and rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DropoutParams {
+    /// Drop probability, in `[0, 1]`.
+    pub p: f32,
+    /// The Philox key.
+    pub seed: u64,
+    /// The counter of the first element.
+    pub offset: u64,
+}
+
+/// `y = x · mask / (1 - p)`, queued on `stream`; `y` has `x`'s shape and type.
+pub fn dropout<'a>(
+    stream: &'a Stream,
+    x: &'a impl TensorArg,
+    params: DropoutParams,
+    y: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    run(
+        stream,
+        OP,
+        [Operand::of("x", x), Operand::of("y", &*y)],
+        params,
+    )
+}
+
+/// `dx = dy · mask / (1 - p)` with the mask of the forward call of the same `params`, queued on
+/// `stream`.
+pub fn dropout_backward<'a>(
+    stream: &'a Stream,
+    dy: &'a impl TensorArg,
+    params: DropoutParams,
+    dx: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    run(
+        stream,
+        BACKWARD,
+        [Operand::of("dy", dy), Operand::of("dx", &*dx)],
+        params,
+    )
+}
+
+fn run<'a>(
+    stream: &'a Stream,
+    op: &'static str,
+    operands: [Operand; 2],
+    params: DropoutParams,
+) -> Result<Pending<'a>, OpError> {
+    let target = Target::of(stream.device())?;
+    let launches = plan(op, &operands, &target, params)?;
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (the output exclusively).
+    unsafe { execute(stream, &operands, &launches) }
+}
+
+/// Fails unless `o`'s non-trivial axes are laid out contiguously.
+fn expect_contiguous(op: &'static str, o: &Operand) -> Result<(), OpError> {
+    let want = contiguous_strides(&o.shape);
+    let ok = o
+        .shape
+        .iter()
+        .zip(o.strides.iter().zip(&want))
+        .all(|(&n, (s, w))| n <= 1 || s == w);
+    if ok {
+        Ok(())
+    } else {
+        Err(OpError::Layout {
+            op,
+            arg: o.name,
+            shape: o.shape.clone(),
+            strides: o.strides.clone(),
+            constraint: "must be contiguous (the mask follows the logical element order); pass a \
+                         contiguous copy"
+                .into(),
+        })
+    }
+}
+
+/// The launch of a call (`[x, y]`); none when `x` is empty.
+pub fn plan(
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+    params: DropoutParams,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let op = match op {
+        OP => OP,
+        BACKWARD => BACKWARD,
+        other => {
+            return Err(OpError::Unsupported {
+                op: OP,
+                what: format!("`{other}` is neither {OP} nor {BACKWARD}"),
+            });
+        }
+    };
+    let [x, y] = operands else {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!("takes 2 tensors (input, output), got {}", operands.len()),
+        });
+    };
+    for o in operands {
+        target.expect_device(op, o)?;
+    }
+    x.expect_dtype(op, FLOATS)?;
+    y.expect_same_dtype(op, x)?;
+    y.expect_same_shape(op, x)?;
+    if !(0.0..=1.0).contains(&params.p) {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!("the drop probability must be in [0, 1], got {}", params.p),
+        });
+    }
+    expect_contiguous(op, x)?;
+    expect_contiguous(op, y)?;
+    let n = x.numel();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let bn = config::choose(n);
+    let blocks = crate::op::ceil_div(n, bn);
+    crate::op::grid_rows(op, blocks)?;
+    let kernel = kernel(x.dtype, bn).ok_or_else(|| OpError::Unsupported {
+        op,
+        what: format!("no {} kernel for BN = {bn}", x.dtype),
+    })?;
+    let flat = |o: &Operand| Operand {
+        shape: vec![n],
+        strides: vec![1],
+        ..o.clone()
+    };
+    let words = |v: u64| {
+        [
+            PlannedArg::I32(v as u32 as i32),
+            PlannedArg::I32((v >> 32) as i32),
+        ]
+    };
+    let mut args = vec![PlannedArg::view(0, &flat(x), false)];
+    args.extend(words(params.seed));
+    args.extend(words(params.offset));
+    args.extend(words(reference::threshold(params.p)));
+    args.push(PlannedArg::F32(reference::scale(params.p)));
+    args.push(PlannedArg::view(1, &flat(y), true));
+    Ok(vec![PlannedLaunch {
+        kernel,
+        args,
+        grid: None,
+        config: format!("dropout BN={bn}"),
+    }])
+}
+
+fn kernel(dt: ScalarType, bn: i64) -> Option<cutile::dsl::Kernel> {
+    pow2_float_kernel!(dt, bn, kernels::dropout)
+}
+
+/// The parameters the registry plans with (the kernel takes them as run-time scalars: any value
+/// shares the specialization).
+pub const SPEC_PARAMS: DropoutParams = DropoutParams {
+    p: 0.1,
+    seed: 0x5EED_0000_1234,
+    offset: 0,
+};
+
+/// The described operands of a registry call spec (`[x]`; the output has `x`'s shape).
+pub fn described_call(
+    op: &str,
+    dt: ScalarType,
+    shapes: &[Vec<i64>],
+) -> Result<Vec<Operand>, OpError> {
+    let [x] = shapes else {
+        return Err(OpError::Unsupported {
+            op: OP,
+            what: format!("a {op} call spec lists [x], got {shapes:?}"),
+        });
+    };
+    let (i, o) = if op == BACKWARD {
+        ("dy", "dx")
+    } else {
+        ("x", "y")
+    };
+    Ok(vec![
+        Operand::described(i, 0, dt, x),
+        Operand::described(o, 1, dt, x),
+    ])
+}
+
+/// The calls the catalog compiles and the runner checks and benchmarks: a bf16 activation of a
+/// 16384-token, 4096-wide batch (the bandwidth bench), and ragged small ones (4 specializations).
+pub fn representative_calls() -> Vec<CallSpec> {
+    let c = |op: &str, dt: &str, x: &[i64]| CallSpec::new(op, dt, &[x], false);
+    vec![
+        c(OP, "bf16", &[16384, 4096]),
+        c(OP, "f32", &[3, 1001]),
+        c(BACKWARD, "bf16", &[16384, 4096]),
+        c(BACKWARD, "f16", &[77]),
+    ]
+}

@@ -1,0 +1,65 @@
+//! CPU reference of the dropout family: Philox-4x32-10 (Salmon et al., SC'11) bit for bit as the
+//! kernel computes it, the keep mask, and dropout itself in f32.
+
+/// Philox-4x32 multipliers and Weyl key increments.
+const M0: u64 = 0xD251_1F53;
+const M1: u64 = 0xCD9E_8D57;
+const W0: u32 = 0x9E37_79B9;
+const W1: u32 = 0xBB67_AE85;
+
+/// Philox-4x32-10 of the counter `c` under the key `k`.
+pub fn philox4x32_10(mut c: [u32; 4], mut k: [u32; 2]) -> [u32; 4] {
+    for _ in 0..10 {
+        let p0 = M0 * c[0] as u64;
+        let p1 = M1 * c[2] as u64;
+        c = [
+            (p1 >> 32) as u32 ^ c[1] ^ k[0],
+            p1 as u32,
+            (p0 >> 32) as u32 ^ c[3] ^ k[1],
+            p0 as u32,
+        ];
+        k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+    }
+    c
+}
+
+/// The 32 random bits of element `i` of a call with `seed` and `offset`: the first word of Philox of
+/// the counter `(offset + i)` (low word, high word, 0, 0) under the key `(seed low, seed high)`; for
+/// `offset + i < 2^32` this is Triton's `tl.randint(seed, offset + i)`.
+pub fn random_bits(seed: u64, offset: u64, i: u64) -> u32 {
+    let c = offset.wrapping_add(i);
+    philox4x32_10(
+        [c as u32, (c >> 32) as u32, 0, 0],
+        [seed as u32, (seed >> 32) as u32],
+    )[0]
+}
+
+/// The integer threshold of drop probability `p` (in `[0, 1]`): element `i` is kept iff its random bits
+/// are `≥ round(p · 2^32)`, so `P(keep) = 1 - round(p · 2^32) / 2^32` (exactly 1 for `p = 0`, 0 for
+/// `p = 1`).
+pub fn threshold(p: f32) -> u64 {
+    ((p as f64) * 4294967296.0).round().clamp(0.0, 4294967296.0) as u64
+}
+
+/// The scale of kept elements, `1 / (1 - p)` in f32 (0 for `p = 1`, when nothing is kept).
+pub fn scale(p: f32) -> f32 {
+    if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) }
+}
+
+/// The keep mask of `n` elements.
+pub fn mask(n: usize, p: f32, seed: u64, offset: u64) -> Vec<bool> {
+    let t = threshold(p);
+    (0..n as u64)
+        .map(|i| random_bits(seed, offset, i) as u64 >= t)
+        .collect()
+}
+
+/// `y = x · mask / (1 - p)` elementwise (`x` in logical row-major order), the product in f32 as the
+/// kernel computes it (before rounding to the storage type). The backward is the same map of `dy`.
+pub fn dropout(x: &[f32], p: f32, seed: u64, offset: u64) -> Vec<f32> {
+    let s = scale(p);
+    x.iter()
+        .zip(mask(x.len(), p, seed, offset))
+        .map(|(&v, keep)| if keep { v * s } else { 0.0 })
+        .collect()
+}
