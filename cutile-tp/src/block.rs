@@ -301,23 +301,23 @@ pub fn run(c: &BlockConfig, n: usize, inputs: &BlockInputs, o: &RunOptions) -> R
             .map(|(shard, comm)| {
                 s.spawn(move || {
                     let r = (|| -> Result<RankOut> {
-                    let device = Device::new(shard.rank)?;
-                    let rs = RankStreams::new(&device)?;
-                    let w = inputs.weights.shard(c, shard);
-                    let mut st = RankState::new(&device, rank_config(c, shard), inputs, &w)?;
-                    drop(w);
-                    device.synchronize()?;
-                    for _ in 0..o.warmup.max(1) {
-                        st.forward(&rs, comm.as_ref(), o.chunks)?;
-                    }
-                    device.synchronize()?;
-                    let mut times = Vec::new();
-                    for _ in 0..o.iters.max(1) {
-                        times.push(st.forward(&rs, comm.as_ref(), o.chunks)?);
-                    }
-                    rs.sync()?;
-                    let y = st.y.to_host()?.iter().map(|v| v.to_f32()).collect();
-                    Ok((y, times))
+                        let device = Device::new(shard.rank)?;
+                        let rs = RankStreams::new(&device)?;
+                        let w = inputs.weights.shard(c, shard);
+                        let mut st = RankState::new(&device, rank_config(c, shard), inputs, &w)?;
+                        drop(w);
+                        device.synchronize()?;
+                        for _ in 0..o.warmup.max(1) {
+                            st.forward(&rs, comm.as_ref(), o.chunks)?;
+                        }
+                        device.synchronize()?;
+                        let mut times = Vec::new();
+                        for _ in 0..o.iters.max(1) {
+                            times.push(st.forward(&rs, comm.as_ref(), o.chunks)?);
+                        }
+                        rs.sync()?;
+                        let y = st.y.to_host()?.iter().map(|v| v.to_f32()).collect();
+                        Ok((y, times))
                     })();
                     (r, comm)
                 })

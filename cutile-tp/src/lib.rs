@@ -26,9 +26,7 @@ pub enum TpError {
     #[error("sharding over {ranks} rank(s): {what}")]
     Shard { ranks: usize, what: String },
     /// libnccl could not be loaded.
-    #[error(
-        "NCCL library not found (cudarc looks for {searched:?} on the loader path). {hint}"
-    )]
+    #[error("NCCL library not found (cudarc looks for {searched:?} on the loader path). {hint}")]
     NcclMissing { searched: Vec<String>, hint: String },
     /// An NCCL call failed.
     #[error("NCCL {call} failed: {code}")]

@@ -44,9 +44,7 @@ pub fn missing_error(ld_path: &str) -> TpError {
     let hint = if found.is_empty() {
         format!("Install NCCL (torch's pip wheel brings it) and make it loadable: {LD_RECIPE}")
     } else {
-        format!(
-            "{found:?} hold libnccl.so.2 but not libnccl.so; add a link: {LD_RECIPE}"
-        )
+        format!("{found:?} hold libnccl.so.2 but not libnccl.so; add a link: {LD_RECIPE}")
     };
     TpError::NcclMissing {
         searched: library_candidates(),
@@ -121,7 +119,11 @@ impl Comm {
         Ok(raw
             .into_iter()
             .enumerate()
-            .map(|(rank, raw)| Comm { raw, rank, ranks: n })
+            .map(|(rank, raw)| Comm {
+                raw,
+                rank,
+                ranks: n,
+            })
             .collect())
     }
 
@@ -191,7 +193,8 @@ impl std::fmt::Debug for RankStreams {
 impl RankStreams {
     /// Two new streams on `device` (its primary context, which the catalog's ops use too).
     pub fn new(device: &Device) -> Result<RankStreams> {
-        let ctx = CudaContext::new(device.ordinal()).map_err(drv_err("cuDevicePrimaryCtxRetain"))?;
+        let ctx =
+            CudaContext::new(device.ordinal()).map_err(drv_err("cuDevicePrimaryCtxRetain"))?;
         let cs = ctx.new_stream().map_err(drv_err("cuStreamCreate"))?;
         let comm_cs = ctx.new_stream().map_err(drv_err("cuStreamCreate"))?;
         // SAFETY: both streams belong to the device's primary context and outlive the wrappers
@@ -223,7 +226,9 @@ impl RankStreams {
     }
 
     pub fn sync(&self) -> Result<()> {
-        self.cs.synchronize().map_err(drv_err("cuStreamSynchronize"))?;
+        self.cs
+            .synchronize()
+            .map_err(drv_err("cuStreamSynchronize"))?;
         self.comm_cs
             .synchronize()
             .map_err(drv_err("cuStreamSynchronize"))
@@ -259,7 +264,12 @@ pub struct BusBw {
 
 /// Times `iters` f32 sum all-reduces of `bytes` over the devices `ordinals` (one thread each, after
 /// `warmup` untimed ones), nccl-tests style.
-pub fn measure_all_reduce(ordinals: &[usize], bytes: usize, warmup: usize, iters: usize) -> Result<BusBw> {
+pub fn measure_all_reduce(
+    ordinals: &[usize],
+    bytes: usize,
+    warmup: usize,
+    iters: usize,
+) -> Result<BusBw> {
     let comms = Comm::init_all(ordinals)?;
     let count = (bytes / 4).max(1);
     let iters = iters.max(1);
@@ -270,30 +280,30 @@ pub fn measure_all_reduce(ordinals: &[usize], bytes: usize, warmup: usize, iters
             .map(|(comm, &ord)| {
                 s.spawn(move || {
                     let r = (|| -> Result<f64> {
-                    let device = Device::new(ord)?;
-                    let rs = RankStreams::new(&device)?;
-                    let buf = cutile::runtime::Tensor::<f32>::ones(&device, &[count as i64])?;
-                    let go = |k: usize| -> Result<()> {
-                        for _ in 0..k {
-                            // SAFETY: `buf` lives until after the final synchronize below; every
-                            // rank queues the same collectives.
-                            unsafe {
-                                comm.all_reduce_sum_raw(
-                                    buf.device_ptr(),
-                                    count,
-                                    sys::ncclDataType_t::ncclFloat32,
-                                    &rs.cs,
-                                )?
-                            };
-                        }
-                        Ok(())
-                    };
-                    go(warmup)?;
-                    let a = rs.mark(&rs.cs)?;
-                    go(iters)?;
-                    let b = rs.mark(&rs.cs)?;
-                    rs.sync()?;
-                    Ok(elapsed_ms(&a, &b)? / iters as f64)
+                        let device = Device::new(ord)?;
+                        let rs = RankStreams::new(&device)?;
+                        let buf = cutile::runtime::Tensor::<f32>::ones(&device, &[count as i64])?;
+                        let go = |k: usize| -> Result<()> {
+                            for _ in 0..k {
+                                // SAFETY: `buf` lives until after the final synchronize below; every
+                                // rank queues the same collectives.
+                                unsafe {
+                                    comm.all_reduce_sum_raw(
+                                        buf.device_ptr(),
+                                        count,
+                                        sys::ncclDataType_t::ncclFloat32,
+                                        &rs.cs,
+                                    )?
+                                };
+                            }
+                            Ok(())
+                        };
+                        go(warmup)?;
+                        let a = rs.mark(&rs.cs)?;
+                        go(iters)?;
+                        let b = rs.mark(&rs.cs)?;
+                        rs.sync()?;
+                        Ok(elapsed_ms(&a, &b)? / iters as f64)
                     })();
                     (r, Some(comm))
                 })

@@ -72,8 +72,7 @@ impl BlockInputs {
     /// Random bf16-exact inputs; weights scaled by `1/sqrt(fan_in)` so activations stay O(1).
     pub fn random(c: &BlockConfig, seed: u64) -> BlockInputs {
         let s = |fan_in: usize| 1.0 / (fan_in as f32).sqrt();
-        let (cos, sin) =
-            cutile_kernels::rope::reference::cos_sin_cache(c.tokens, c.d, 10000.0);
+        let (cos, sin) = cutile_kernels::rope::reference::cos_sin_cache(c.tokens, c.d, 10000.0);
         BlockInputs {
             x: uniform(c.tokens * c.hidden, 1.0, seed),
             weights: BlockWeights {
@@ -158,7 +157,10 @@ pub fn attention_partial(
         }
     }
     let scale = 1.0 / (d as f32).sqrt();
-    let o = maybe_round(attention_reference(&qh, &ke, &ve, t, t, d, scale, true), round);
+    let o = maybe_round(
+        attention_reference(&qh, &ke, &ve, t, t, d, scale, true),
+        round,
+    );
     // [hq, T, d] → [T, hq·d].
     let mut ot = vec![0f32; t * hq * d];
     for h in 0..hq {

@@ -177,9 +177,11 @@ impl TpReport {
     }
 
     pub fn markdown(&self) -> String {
-        let f = |v: Option<f64>, p: usize| v.map_or_else(|| "–".to_string(), |v| format!("{v:.p$}"));
+        let f =
+            |v: Option<f64>, p: usize| v.map_or_else(|| "–".to_string(), |v| format!("{v:.p$}"));
         let e = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{v:.2e}"));
-        let pct = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{:.0}%", v * 100.0));
+        let pct =
+            |v: Option<f64>| v.map_or_else(|| "–".to_string(), |v| format!("{:.0}%", v * 100.0));
         let cfg = |c: &BlockConfig| {
             format!(
                 "T={} hidden={} Hq={} Hkv={} D={} F={}",

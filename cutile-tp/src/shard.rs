@@ -117,10 +117,7 @@ impl ShardPlan {
             )));
         }
         if c.hq % n != 0 {
-            return Err(err(format!(
-                "{n} rank(s) must divide the {} q heads",
-                c.hq
-            )));
+            return Err(err(format!("{n} rank(s) must divide the {} q heads", c.hq)));
         }
         let kv_replicated = c.hkv % n != 0;
         if kv_replicated && n % c.hkv != 0 {
@@ -130,7 +127,10 @@ impl ShardPlan {
             )));
         }
         if c.ffn % n != 0 {
-            return Err(err(format!("{n} rank(s) must divide the FFN width {}", c.ffn)));
+            return Err(err(format!(
+                "{n} rank(s) must divide the FFN width {}",
+                c.ffn
+            )));
         }
         let (qn, fn_) = (c.hq / n, c.ffn / n);
         let ranks = (0..n)

@@ -113,7 +113,16 @@ pub fn sweep(a: &SweepArgs) -> Result<TpReport> {
         }
     }
     for &n in &a.ranks {
-        report.rows.push(row(a, n, gpus, &ci, &cpu, single_y.as_deref(), ti.as_ref(), &report));
+        report.rows.push(row(
+            a,
+            n,
+            gpus,
+            &ci,
+            &cpu,
+            single_y.as_deref(),
+            ti.as_ref(),
+            &report,
+        ));
     }
     // The bus bandwidth over every GPU.
     let measured = (gpus >= 2 && nccl_version.is_some()).then(|| {
@@ -160,8 +169,7 @@ fn row(
                 if let Some(v) = vs_single {
                     r.err_vs_single = Some(r.err_vs_single.unwrap_or(0.0).max(v));
                 }
-                r.rank_divergence =
-                    Some(r.rank_divergence.unwrap_or(0.0).max(out.rank_divergence));
+                r.rank_divergence = Some(r.rank_divergence.unwrap_or(0.0).max(out.rank_divergence));
             }
             Err(e) => errs.push(format!("check (chunks {chunks}): {e}")),
         }

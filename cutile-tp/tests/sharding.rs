@@ -3,11 +3,11 @@
 //! one, the error paths (bad splits, NCCL missing, multi-rank without NCCL) and the report.
 
 use cutile_kernels::gemm::reference::gemm_reference;
+use cutile_tp::TpError;
 use cutile_tp::nccl::{self, BusBw};
 use cutile_tp::reference::{BlockInputs, block_reference, rel_max_err};
 use cutile_tp::report::{BusBwCheck, RowStatus, TpReport, TpRow, efficiency, judge_busbw};
 use cutile_tp::shard::{self, BlockConfig, ShardPlan, kv_head_of};
-use cutile_tp::TpError;
 
 const TINY: BlockConfig = BlockConfig {
     tokens: 16,
@@ -132,8 +132,12 @@ fn column_and_row_slices() {
 #[test]
 fn row_parallel_partials_sum_to_the_full_product() {
     let (m, k, n) = (7, 48, 9);
-    let a: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 11) as f32 - 5.0) / 4.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|i| ((i * 13 % 7) as f32 - 3.0) / 2.0).collect();
+    let a: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 37 % 11) as f32 - 5.0) / 4.0)
+        .collect();
+    let b: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 13 % 7) as f32 - 3.0) / 2.0)
+        .collect();
     let full = gemm_reference(&a, &b, m, n, k);
     for ranks in [1, 2, 3, 4, 8] {
         let part = k / ranks;
@@ -153,7 +157,11 @@ fn row_parallel_partials_sum_to_the_full_product() {
 #[test]
 fn sharded_block_equals_the_unsharded_block() {
     let i = BlockInputs::random(&TINY, 3);
-    let one = block_reference(&ShardPlan::new(TINY, 1).unwrap_or_else(|e| panic!("{e}")), &i, false);
+    let one = block_reference(
+        &ShardPlan::new(TINY, 1).unwrap_or_else(|e| panic!("{e}")),
+        &i,
+        false,
+    );
     assert!(one.y.iter().all(|v| v.is_finite()));
     assert!(one.y.iter().any(|&v| v.abs() > 0.1));
     for n in [2, 4] {
@@ -181,7 +189,10 @@ fn nccl_missing_is_a_typed_error_with_the_recipe() {
     match nccl::version() {
         Err(TpError::NcclMissing { searched, hint }) => {
             assert!(searched.iter().any(|s| s == "libnccl.so"), "{searched:?}");
-            assert!(hint.contains("libnccl.so.2") && hint.contains("LD_LIBRARY_PATH"), "{hint}");
+            assert!(
+                hint.contains("libnccl.so.2") && hint.contains("LD_LIBRARY_PATH"),
+                "{hint}"
+            );
             println!("NCCL not loadable here (expected on a CPU machine): {hint}");
         }
         Ok(v) => assert!(v >= 2_00_00, "implausible NCCL version {v}"),
@@ -191,7 +202,10 @@ fn nccl_missing_is_a_typed_error_with_the_recipe() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(dir.path().join("libnccl.so.2"), b"").unwrap_or_else(|e| panic!("{e}"));
     let ld = format!("/nonexistent:{}", dir.path().display());
-    assert_eq!(nccl::versioned_only(&ld), vec![dir.path().display().to_string()]);
+    assert_eq!(
+        nccl::versioned_only(&ld),
+        vec![dir.path().display().to_string()]
+    );
     let TpError::NcclMissing { hint, .. } = nccl::missing_error(&ld) else {
         panic!("not NcclMissing");
     };
@@ -228,13 +242,20 @@ fn bus_bandwidth_and_nvlink_parsing() {
     for g in 0..2 {
         text.push_str(&format!("GPU {g}: NVIDIA H200 (UUID: GPU-{g})\n"));
         for l in 0..18 {
-            let bw = if g == 1 && l == 0 { "<inactive>" } else { "26.562 GB/s" };
+            let bw = if g == 1 && l == 0 {
+                "<inactive>"
+            } else {
+                "26.562 GB/s"
+            };
             text.push_str(&format!("\t Link {l}: {bw}\n"));
         }
     }
     let got = nccl::parse_nvlink_status(&text).unwrap_or_else(|| panic!("no figure"));
     assert!((got - 17.0 * 26.562).abs() < 1e-6, "{got}"); // the weaker GPU
-    assert_eq!(nccl::parse_nvlink_status("GPU 0: NVIDIA H200 (UUID: x)\n"), None);
+    assert_eq!(
+        nccl::parse_nvlink_status("GPU 0: NVIDIA H200 (UUID: x)\n"),
+        None
+    );
     assert_eq!(nccl::parse_nvlink_status(""), None);
 }
 
@@ -253,12 +274,21 @@ fn bus_bandwidth_judgement() {
     let one = judge_busbw(1, None, Some(478.0), 0.5);
     assert_eq!(one.state, "skipped");
     assert!(one.why.contains("≥ 2 GPUs"));
-    assert_eq!(judge_busbw(8, Some(Ok(bw(400.0))), Some(478.0), 0.5).state, "pass");
+    assert_eq!(
+        judge_busbw(8, Some(Ok(bw(400.0))), Some(478.0), 0.5).state,
+        "pass"
+    );
     let low = judge_busbw(8, Some(Ok(bw(100.0))), Some(478.0), 0.5);
     assert_eq!(low.state, "fail");
     assert!((low.fraction.unwrap_or(0.0) - 100.0 / 478.0).abs() < 1e-9);
-    assert_eq!(judge_busbw(8, Some(Ok(bw(100.0))), None, 0.5).state, "measured");
-    assert_eq!(judge_busbw(8, Some(Err("boom".into())), None, 0.5).state, "error");
+    assert_eq!(
+        judge_busbw(8, Some(Ok(bw(100.0))), None, 0.5).state,
+        "measured"
+    );
+    assert_eq!(
+        judge_busbw(8, Some(Err("boom".into())), None, 0.5).state,
+        "error"
+    );
 }
 
 fn report(rows: Vec<TpRow>, busbw: Option<BusBwCheck>) -> TpReport {
@@ -307,7 +337,10 @@ fn report_formatting_and_verdict() {
         ],
         Some(judge_busbw(1, None, None, 0.5)),
     );
-    assert!(r.pass(), "blocked rows and a skipped bandwidth check do not fail");
+    assert!(
+        r.pass(),
+        "blocked rows and a skipped bandwidth check do not fail"
+    );
     let md = r.markdown();
     for want in [
         "# Tensor-parallel block: PASS",
@@ -325,15 +358,27 @@ fn report_formatting_and_verdict() {
     let json = serde_json::to_string(&r).unwrap_or_else(|e| panic!("{e}"));
     let back: TpReport = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(serde_json::to_string(&back).ok(), Some(json));
-    assert_eq!(back.rows[1].status, RowStatus::Blocked("needs 2 GPUs, 1 visible".into()));
+    assert_eq!(
+        back.rows[1].status,
+        RowStatus::Blocked("needs 2 GPUs, 1 visible".into())
+    );
     // Failures fail the report.
     let mut failed = ok_row();
     failed.status = RowStatus::Failed("error above 3.0e-2".into());
     assert!(!report(vec![failed], None).pass());
-    assert!(!report(vec![ok_row()], Some(judge_busbw(8, Some(Ok(bw(10.0))), Some(478.0), 0.5))).pass());
+    assert!(
+        !report(
+            vec![ok_row()],
+            Some(judge_busbw(8, Some(Ok(bw(10.0))), Some(478.0), 0.5))
+        )
+        .pass()
+    );
     let mut no_single = report(vec![ok_row()], None);
     no_single.single_err_vs_cpu = None;
-    assert!(!no_single.pass(), "without the single-GPU check nothing is verified");
+    assert!(
+        !no_single.pass(),
+        "without the single-GPU check nothing is verified"
+    );
     let mut bad_single = report(vec![ok_row()], None);
     bad_single.single_err_vs_cpu = Some(0.5);
     assert!(!bad_single.pass());
