@@ -110,23 +110,23 @@ impl ShardPlan {
         if c.hq == 0 || c.hkv == 0 || c.d == 0 || c.hidden == 0 || c.ffn == 0 {
             return Err(err(format!("every extent must be > 0: {c:?}")));
         }
-        if c.hq % c.hkv != 0 {
+        if !c.hq.is_multiple_of(c.hkv) {
             return Err(err(format!(
                 "Hkv = {} must divide Hq = {} (grouped-query attention)",
                 c.hkv, c.hq
             )));
         }
-        if c.hq % n != 0 {
+        if !c.hq.is_multiple_of(n) {
             return Err(err(format!("{n} rank(s) must divide the {} q heads", c.hq)));
         }
-        let kv_replicated = c.hkv % n != 0;
-        if kv_replicated && n % c.hkv != 0 {
+        let kv_replicated = !c.hkv.is_multiple_of(n);
+        if kv_replicated && !n.is_multiple_of(c.hkv) {
             return Err(err(format!(
                 "the {} KV heads must be divisible by the ranks, or divide them (replicated KV heads)",
                 c.hkv
             )));
         }
-        if c.ffn % n != 0 {
+        if !c.ffn.is_multiple_of(n) {
             return Err(err(format!(
                 "{n} rank(s) must divide the FFN width {}",
                 c.ffn
