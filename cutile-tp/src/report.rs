@@ -161,9 +161,13 @@ pub struct TpReport {
 }
 
 impl TpReport {
-    /// Passed: every row that ran is `Ok`, no row errored, the single-GPU layer matched the CPU, and
-    /// the bandwidth check did not fail. Blocked rows do not fail the report, but are listed.
+    /// Passed: NCCL loaded, every row that ran is `Ok`, no row errored, the single-GPU layer matched
+    /// the CPU, and the bandwidth check did not fail. Rows blocked for lack of GPUs do not fail the
+    /// report, but are listed.
     pub fn pass(&self) -> bool {
+        if self.nccl_version.is_none() {
+            return false;
+        }
         let rows_ok = self
             .rows
             .iter()
