@@ -263,6 +263,56 @@ impl RankState {
     }
 }
 
+/// The registry calls one rank makes (all ranks have one shape): fused_qkv, attention (contiguous
+/// here; the block passes BSHD views), the three GEMMs (the MLP's per token chunk of `chunks`),
+/// silu_and_mul and the residual add. Planning them on the CPU checks that every op takes the
+/// sharded shapes; `cargo xtask aot --ops … --shapes …` can bundle them.
+pub fn rank_calls(
+    c: &BlockConfig,
+    n: usize,
+    chunks: usize,
+) -> Result<Vec<cutile_kernels::op::CallSpec>> {
+    use cutile_kernels::op::CallSpec;
+    let plan = ShardPlan::new(*c, n)?;
+    let r = rank_config(c, &plan.ranks[0]);
+    let i = |v: usize| v as i64;
+    let (t, h, d) = (i(r.tokens), i(r.hidden), i(r.d));
+    let (hq, hkv, f) = (i(r.hq), i(r.hkv), i(r.ffn));
+    let chunks = chunks.clamp(1, r.tokens.max(1)) as i64;
+    let rows = (t + chunks - 1) / chunks;
+    let mut calls = vec![
+        CallSpec::new(fused_qkv::OP, "bf16", &[&[t, h], &[hq, hkv, d, d]], false),
+        CallSpec::new(
+            attention::OP,
+            "bf16",
+            &[&[1, hq, t, d], &[1, hkv, t, d]],
+            true,
+        ),
+        CallSpec::new(gemm::OP, "bf16", &[&[t, hq * d], &[hq * d, h]], false),
+        CallSpec::new(vector_add::ADD, "bf16", &[&[t, h]], false),
+    ];
+    let mut sizes = vec![rows];
+    if t % rows != 0 {
+        sizes.push(t % rows);
+    }
+    for m in sizes {
+        calls.push(CallSpec::new(
+            gemm::OP,
+            "bf16",
+            &[&[m, h], &[h, 2 * f]],
+            false,
+        ));
+        calls.push(CallSpec::new(
+            activation::SILU_AND_MUL,
+            "bf16",
+            &[&[m, 2 * f]],
+            false,
+        ));
+        calls.push(CallSpec::new(gemm::OP, "bf16", &[&[m, f], &[f, h]], false));
+    }
+    Ok(calls)
+}
+
 fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return 0.0;

@@ -397,3 +397,29 @@ fn report_formatting_and_verdict() {
     assert!(!no_nccl.pass(), "nothing tensor-parallel ran");
     assert!(no_nccl.markdown().contains("NCCL not loaded"));
 }
+
+#[test]
+fn every_rank_call_plans_on_the_cpu() {
+    use cutile::toolchain::GpuArch;
+    use cutile_kernels::op::Target;
+    let target = Target::planning(GpuArch::Sm90);
+    let mut planned = 0;
+    for c in [BlockConfig::SMALL, BlockConfig::LLAMA8B] {
+        for n in [1, 2, 4, 8] {
+            for chunks in [1, 4] {
+                let calls = cutile_tp::block::rank_calls(&c, n, chunks)
+                    .unwrap_or_else(|e| panic!("{c:?} over {n}: {e}"));
+                assert!(calls.len() >= 7);
+                for call in calls {
+                    let p = call
+                        .plan(&target, false)
+                        .unwrap_or_else(|e| panic!("{} ({n} ranks): {e}", call.label()));
+                    assert!(!p.launches.is_empty(), "{}", call.label());
+                    planned += 1;
+                }
+            }
+        }
+    }
+    assert!(planned > 100);
+    assert!(cutile_tp::block::rank_calls(&cfg(6, 2, 64), 4, 1).is_err());
+}
