@@ -27,6 +27,9 @@
 //! `tune --bundle B --out DIR [--ops ..]` makes each benchmark call once with `CUTILE_TUNE=force`
 //! (see [`tune`]) and prints default, winner and speed-up per call.
 //!
+//! `tp --out DIR` runs the tensor-parallel block over the node's GPUs through NCCL ([`tp`],
+//! `docs/multi-gpu.md`).
+//!
 //! Without a CUDA driver, `run` prints `skipped: no CUDA driver` and exits 3, or 0 with `--allow-skip`.
 //! Exit status 1 means a check failed or a phase reported errors.
 
@@ -41,6 +44,7 @@ pub mod progress;
 pub mod report;
 pub mod run;
 pub mod schema;
+pub mod tp;
 pub mod tune;
 pub mod validate;
 

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gpu_harness::{bench, check, first, merge, plan, run, tune, validate};
+use gpu_harness::{bench, check, first, merge, plan, run, tp, tune, validate};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -127,6 +127,47 @@ enum Command {
         /// Fixed bundle checks instead of property cases (no tileiras).
         #[arg(long)]
         fixed_check: bool,
+        /// Only these GPUs (ordinals of the visible set, comma-separated; default all, concurrently).
+        #[arg(long, value_delimiter = ',')]
+        devices: Vec<usize>,
+        /// Leave out the NCCL all-reduce bandwidth check (needs libnccl.so: docs/multi-gpu.md).
+        #[arg(long)]
+        no_nccl: bool,
+        /// Bytes of the NCCL check's all-reduce.
+        #[arg(long, default_value_t = 256 << 20)]
+        nccl_bytes: usize,
+        /// The bus bandwidth must reach this fraction of the NVLink figure.
+        #[arg(long, default_value_t = 0.5)]
+        nccl_min_fraction: f64,
+    },
+    /// GPU(s): the tensor-parallel transformer block over 1..N GPUs through NCCL (correctness against
+    /// one GPU and the CPU, time per layer, all-reduce vs compute, overlap, scaling efficiency, NCCL
+    /// bus bandwidth). Needs libnccl.so on LD_LIBRARY_PATH (docs/multi-gpu.md).
+    Tp {
+        #[arg(long)]
+        out: PathBuf,
+        /// Rank counts (comma-separated; default 1,2,8 and the GPU count; above it: blocked).
+        #[arg(long, value_delimiter = ',')]
+        ranks: Vec<usize>,
+        /// Correctness shape `T,hidden,Hq,Hkv,D,F` (default 128,512,8,2,64,1024).
+        #[arg(long)]
+        check_shape: Option<String>,
+        /// Timing shape (default Llama-3-8B: 2048,4096,32,8,128,14336).
+        #[arg(long)]
+        time_shape: Option<String>,
+        /// MLP token chunks of the overlapped run (1: no overlap run).
+        #[arg(long, default_value_t = 4)]
+        chunks: usize,
+        #[arg(long, default_value_t = 3)]
+        warmup: usize,
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+        /// Correctness only.
+        #[arg(long)]
+        no_timing: bool,
+        /// The NCCL busbw must reach this fraction of the NVLink figure (≥ 2 GPUs).
+        #[arg(long, default_value_t = 0.5)]
+        min_busbw_fraction: f64,
     },
     /// GPU: launch-overhead phases (host time per launch, CUDA graphs, first launch in a new process).
     Run {
@@ -196,6 +237,10 @@ fn fresh_cache_dir(want: bool) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Tp { .. } | Command::Validate { .. }) {
+        // SAFETY: no other thread has started yet. NVLink multicast stays off.
+        unsafe { cutile_tp::nccl::disable_nvls_unless_set() };
+    }
     let result = match cli.command {
         Command::Check {
             cases,
@@ -256,6 +301,10 @@ fn main() -> ExitCode {
             warm_up_ms,
             bench_ops,
             fixed_check,
+            devices,
+            no_nccl,
+            nccl_bytes,
+            nccl_min_fraction,
         } => validate::run(&validate::ValidateArgs {
             bundle,
             out,
@@ -269,6 +318,31 @@ fn main() -> ExitCode {
             warm_up_ms,
             bench_ops,
             fixed_check,
+            devices,
+            no_nccl,
+            nccl_bytes,
+            nccl_min_fraction,
+        }),
+        Command::Tp {
+            out,
+            ranks,
+            check_shape,
+            time_shape,
+            chunks,
+            warmup,
+            iters,
+            no_timing,
+            min_busbw_fraction,
+        } => tp::run(&tp::TpArgs {
+            out,
+            ranks,
+            check_shape,
+            time_shape,
+            chunks,
+            warmup,
+            iters,
+            no_timing,
+            min_busbw_fraction,
         }),
         Command::Plan { arch, bundle, jobs } => plan::plan(&arch, &bundle, jobs),
         Command::Run {

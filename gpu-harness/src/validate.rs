@@ -6,7 +6,13 @@
 //! `node-report.md` under `--out`; exit status 1 on any failure.
 //!
 //! `--processes-per-gpu K` runs K processes per device, so the multi-process path runs on one GPU; the
-//! benches of processes sharing a device run one after another (checks run together).
+//! benches of processes sharing a device run one after another (checks run together). Every visible
+//! GPU runs at once by default; `--devices 0,3` picks some (ordinals of the visible set).
+//!
+//! After the workers, the NCCL check: an all-reduce over the chosen GPUs, its bus bandwidth
+//! (nccl-tests: `algbw · 2(n−1)/n`) held to `--nccl-min-fraction` of the per-GPU NVLink bandwidth
+//! `nvidia-smi nvlink -s` reports (no figure: measured, not judged). With one GPU it is reported
+//! skipped (it needs ≥ 2), never passed; `--no-nccl` leaves it out. NVLink multicast stays off.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -160,6 +166,14 @@ pub struct ValidateArgs {
     /// Ops to bench (empty: all).
     pub bench_ops: Vec<String>,
     pub fixed_check: bool,
+    /// Ordinals of the visible GPUs to run (empty: all).
+    pub devices: Vec<usize>,
+    /// Leave out the NCCL all-reduce check.
+    pub no_nccl: bool,
+    /// Bytes of the NCCL check's all-reduce.
+    pub nccl_bytes: usize,
+    /// busbw must reach this fraction of the NVLink figure.
+    pub nccl_min_fraction: f64,
 }
 
 /// The node report.
@@ -172,6 +186,9 @@ pub struct NodeReport {
     pub workers: Vec<WorkerResult>,
     pub findings: Vec<Finding>,
     pub pass: bool,
+    /// The NCCL all-reduce bandwidth check (absent with `--no-nccl`).
+    #[serde(default)]
+    pub nccl: Option<cutile_tp::report::BusBwCheck>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -207,14 +224,53 @@ fn spawn_logged(args: &[String], gpu: &str, log: &Path) -> Result<Option<i32>, B
     Ok(status.code())
 }
 
+/// The chosen GPUs (`CUDA_VISIBLE_DEVICES` values for the workers) and their ordinals here.
+pub fn pick_devices(
+    visible: &[String],
+    devices: &[usize],
+) -> Result<(Vec<String>, Vec<usize>), BoxError> {
+    if devices.is_empty() {
+        return Ok((visible.to_vec(), (0..visible.len()).collect()));
+    }
+    let mut ords = devices.to_vec();
+    ords.sort_unstable();
+    ords.dedup();
+    let mut out = Vec::new();
+    for &o in &ords {
+        out.push(
+            visible
+                .get(o)
+                .ok_or_else(|| format!("--devices {o}: only {} GPU(s) visible", visible.len()))?
+                .clone(),
+        );
+    }
+    Ok((out, ords))
+}
+
+/// The NCCL all-reduce check over the devices `ordinals`.
+fn nccl_check(a: &ValidateArgs, ordinals: &[usize]) -> cutile_tp::report::BusBwCheck {
+    let n = ordinals.len();
+    let measured = (n >= 2).then(|| {
+        cutile_tp::nccl::measure_all_reduce(ordinals, a.nccl_bytes, 5, 20)
+            .map_err(|e| e.to_string())
+    });
+    cutile_tp::report::judge_busbw(
+        n,
+        measured,
+        cutile_tp::nccl::nvlink_gbps(),
+        a.nccl_min_fraction,
+    )
+}
+
 pub fn run(a: &ValidateArgs) -> Result<ExitCode, BoxError> {
-    let gpus = match visible_gpus() {
+    let visible = match visible_gpus() {
         Ok(g) if !g.is_empty() => g,
         Ok(_) | Err(_) => {
             println!("skipped: no CUDA driver or device");
             return Ok(ExitCode::from(3));
         }
     };
+    let (gpus, ordinals) = pick_devices(&visible, &a.devices)?;
     let device = cutile::runtime::Device::new(0)?;
     let arch = device.arch();
     drop(device);
@@ -304,6 +360,17 @@ pub fn run(a: &ValidateArgs) -> Result<ExitCode, BoxError> {
             kind: "outlier".into(),
             what,
         });
+    }
+    if !a.no_nccl {
+        let c = nccl_check(a, &ordinals);
+        if c.state == "fail" || c.state == "error" {
+            report.findings.push(Finding {
+                worker: format!("gpus {}", report.gpus.join(",")),
+                kind: "nccl".into(),
+                what: c.why.clone(),
+            });
+        }
+        report.nccl = Some(c);
     }
     report.pass = report.findings.is_empty();
     let json = a.out.join("node-report.json");
@@ -437,6 +504,24 @@ fn node_markdown(r: &NodeReport, band: f64) -> String {
             w.bench_rows
         ));
     }
+    if let Some(c) = &r.nccl {
+        s.push_str(&format!(
+            "\n## NCCL all-reduce bus bandwidth: {}\n\n{}\n",
+            c.state, c.why
+        ));
+        if let Some(m) = &c.measured {
+            s.push_str(&format!(
+                "\n| GPUs | bytes | time µs | algbw GB/s | busbw GB/s | NVLink GB/s |\n|---|---|---|---|---|---|\n| {} | {} | {:.1} | {:.1} | {:.1} | {} |\n",
+                m.ranks,
+                m.bytes,
+                m.time_us,
+                m.algbw_gbps,
+                m.busbw_gbps,
+                c.nvlink_gbps
+                    .map_or_else(|| "unknown".to_string(), |v| format!("{v:.1}"))
+            ));
+        }
+    }
     if !r.findings.is_empty() {
         s.push_str("\n## Findings\n\n");
         for f in &r.findings {
@@ -535,5 +620,52 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("Some("), "{md}");
+    }
+
+    #[test]
+    fn device_lists_pick_from_the_visible_set() {
+        let vis: Vec<String> = ["4", "5", "6", "7"].iter().map(|s| s.to_string()).collect();
+        let (g, o) = pick_devices(&vis, &[]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((g, o), (vis.clone(), vec![0, 1, 2, 3]));
+        let (g, o) = pick_devices(&vis, &[3, 1, 3]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((g, o), (vec!["5".to_string(), "7".to_string()], vec![1, 3]));
+        let e = pick_devices(&vis, &[4]).err().map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("--devices 4: only 4 GPU(s) visible"));
+    }
+
+    #[test]
+    fn node_markdown_shows_the_nccl_check() {
+        use cutile_tp::nccl::BusBw;
+        use cutile_tp::report::judge_busbw;
+        let mut report = NodeReport {
+            arch: "sm_90".into(),
+            gpus: vec!["0".into()],
+            pass: true,
+            nccl: Some(judge_busbw(1, None, None, 0.5)),
+            ..NodeReport::default()
+        };
+        let md = node_markdown(&report, 0.10);
+        assert!(
+            md.contains("## NCCL all-reduce bus bandwidth: skipped"),
+            "{md}"
+        );
+        assert!(md.contains("needs ≥ 2 GPUs; 1 visible"), "{md}");
+        let m = BusBw {
+            ranks: 8,
+            bytes: 1 << 28,
+            time_us: 1000.0,
+            algbw_gbps: 268.4,
+            busbw_gbps: 469.8,
+        };
+        report.nccl = Some(judge_busbw(8, Some(Ok(m)), None, 0.5));
+        let md = node_markdown(&report, 0.10);
+        assert!(md.contains("bus bandwidth: measured"), "{md}");
+        assert!(
+            md.contains("| 8 | 268435456 | 1000.0 | 268.4 | 469.8 | unknown |"),
+            "{md}"
+        );
+        let json = serde_json::to_string(&report).unwrap_or_else(|e| panic!("{e}"));
+        let back: NodeReport = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.nccl.map(|c| c.state), Some("measured".to_string()));
     }
 }
