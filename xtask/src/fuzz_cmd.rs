@@ -197,12 +197,6 @@ impl Target {
     }
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
 fn files_with_ext(dir: &Path, ext: &str, out: &mut Vec<Vec<u8>>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -228,7 +222,7 @@ fn dedup(mut v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
 
 /// The bytecode samples: the shared sample set and the in-repo copies the cutile-ir tests use.
 fn bytecode_corpus() -> Vec<Vec<u8>> {
-    let root = workspace_root();
+    let root = crate::workspace_root();
     let mut out = vec![];
     for dir in [
         root.join("../shared/data/tileir-samples"),
@@ -245,7 +239,7 @@ fn bytecode_corpus() -> Vec<Vec<u8>> {
 }
 
 fn tilelib_corpus(bytecode: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let root = workspace_root();
+    let root = crate::workspace_root();
     let mut out = vec![];
     files_with_ext(&root.join("tilelib-tools/tests/data"), "tilelib", &mut out);
     // Containers written in-process: small interfaces with zero to three implementation files.

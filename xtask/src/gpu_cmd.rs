@@ -76,7 +76,7 @@ fn build_harness(root: &Path) -> Result<PathBuf, BoxError> {
 }
 
 fn pass(sub: &str, p: &PassArgs) -> Result<(), BoxError> {
-    let root = workspace_root();
+    let root = crate::workspace_root();
     let bin = build_harness(&root)?;
     let status = Command::new(&bin)
         .current_dir(&root)
@@ -84,11 +84,6 @@ fn pass(sub: &str, p: &PassArgs) -> Result<(), BoxError> {
         .args(&p.args)
         .status()?;
     check(status, &format!("gpu-harness {sub}"))
-}
-
-fn workspace_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
 }
 
 fn check(status: std::process::ExitStatus, what: &str) -> Result<(), BoxError> {
@@ -100,7 +95,7 @@ fn check(status: std::process::ExitStatus, what: &str) -> Result<(), BoxError> {
 }
 
 fn prepare(args: &PrepareArgs) -> Result<(), BoxError> {
-    let root = workspace_root();
+    let root = crate::workspace_root();
     let built = build_harness(&root)?;
     let dir = root.join(&args.dir);
     std::fs::create_dir_all(&dir)?;

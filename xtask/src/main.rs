@@ -9,10 +9,17 @@ mod kernels_cmd;
 mod report_cmd;
 mod test_cmd;
 mod toolchain_cmd;
+mod wheel_check;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// The workspace's root folder (the parent of this crate's manifest).
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
 
 /// Error type shared by the subcommands: anything printable, reported once by `main`.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;

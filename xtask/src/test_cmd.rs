@@ -1,8 +1,8 @@
 //! `cargo xtask test`: the README's test command and what CI runs. First the gates: `cargo fmt --all --check`
 //! and `cargo clippy --workspace --all-targets -- -D warnings` must pass. Then it installs the toolchain on
 //! first use, points every test at it (`CUTILE_TILEIRAS`; `CUTILE_REQUIRE_TOOLS=1` so tool-dependent tests fail rather than
-//! skip), runs the workspace's tests, then compiles the whole kernel catalog for the CI architectures with the
-//! real tileiras. GPU tests report themselves as skipped on machines without one.
+//! skip), runs the workspace's tests, builds and checks the Python wheel ([`crate::wheel_check`]), then
+//! compiles the whole kernel catalog for the CI architectures with the real tileiras. GPU tests report themselves as skipped on machines without one.
 
 use std::process::Command;
 
@@ -19,6 +19,9 @@ pub struct Args {
     /// Skip the formatting and clippy gates (for iterating locally; CI never passes it).
     #[arg(long)]
     pub no_gates: bool,
+    /// Skip the Python wheel's build and CPU checks.
+    #[arg(long)]
+    pub no_wheel: bool,
 }
 
 /// The gates run before the tests: the command, and what to do when it fails.
@@ -80,6 +83,13 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err(format!("cargo test failed ({status})").into());
+    }
+    if !args.no_wheel {
+        let root = crate::workspace_root();
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        crate::wheel_check::run(&root, &target)?;
     }
     if !args.no_kernels {
         eprintln!(
