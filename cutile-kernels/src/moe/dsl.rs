@@ -456,6 +456,181 @@ pub mod kernels {
         }
     }
 
+    /// `moe_align_block_size`, pass 1 of 3: the expert histogram of pairs `c·BT..` of `ids: [N]`
+    /// (the flattened `[T, k]` top-k ids): `counts[c, e]` for `e < EP` (ids outside `0..EP` are not
+    /// counted). Grid = tiles of `counts` (`ceil(N / BT)` blocks).
+    #[cutile::entry]
+    pub fn moe_align_hist<const BT: i32, const EP: i32>(
+        ids: &Tensor<i32, S1<DYN>>,
+        counts: &mut Tensor<i32, S2<1, EP>>,
+    ) {
+        let c = block_id_x();
+        let v = ids.partition_padded::<S1<BT>>(Padding::Zero).load(c);
+        let valid = (iota::<BT>() + c * BT).cmp_lt(ids.dim(0).splat::<S1<BT>>());
+        let hot = v.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>().cmp_eq(
+            iota::<EP>()
+                .reshape::<S2<1, EP>>()
+                .broadcast::<S2<BT, EP>>(),
+        ) & valid.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>();
+        counts.store(hot.cast::<i32>().sum::<0>());
+    }
+
+    /// Exclusive prefix sum of `x: [EP]` (`EP = 16·ER`): a 16-wide scan inside each row of the
+    /// `ER x 16` view plus the exclusive scan of the row sums.
+    pub fn exclusive_scan<const EP: i32, const ER: i32>(x: Tile<i32, S1<EP>>) -> Tile<i32, S1<EP>> {
+        let x2 = x.reshape::<S2<ER, 16>>();
+        let lanes_j = iota::<16>()
+            .reshape::<S3<1, 1, 16>>()
+            .broadcast::<S3<ER, 16, 16>>();
+        let lanes_i = iota::<16>()
+            .reshape::<S3<1, 16, 1>>()
+            .broadcast::<S3<ER, 16, 16>>();
+        let within = select(
+            lanes_j.cmp_lt(lanes_i),
+            x2.reshape::<S3<ER, 1, 16>>().broadcast::<S3<ER, 16, 16>>(),
+            0i32,
+        )
+        .sum::<2>()
+        .reshape::<S2<ER, 16>>();
+        let rows = x2
+            .sum::<1>()
+            .reshape::<S2<1, ER>>()
+            .broadcast::<S2<ER, ER>>();
+        let cols = iota::<ER>()
+            .reshape::<S2<1, ER>>()
+            .broadcast::<S2<ER, ER>>();
+        let rws = iota::<ER>()
+            .reshape::<S2<ER, 1>>()
+            .broadcast::<S2<ER, ER>>();
+        let before = select(cols.cmp_lt(rws), rows, 0i32)
+            .sum::<1>()
+            .broadcast::<S2<ER, 16>>();
+        (within + before).reshape::<S1<EP>>()
+    }
+
+    /// `moe_align_block_size`, pass 2 of 3 (one block): sums the histogram `counts: [C, EP]`, pads
+    /// every expert to `BM` rows, writes the experts' first rows `start: [EP]` (exclusive scan of the
+    /// padded counts), `total: [1]`, the expert of every row block `expert_ids: [P_max / BM]` (blocks
+    /// at or past `total` get `num_experts - 1`; the GEMMs skip them) and the padding rows of
+    /// `sorted_ids` (value `pairs`). `EP = 16·ER`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_align_plan<
+        const BM: i32,
+        const EP: i32,
+        const ER: i32,
+        const CB: i32,
+        const BB: i32,
+    >(
+        counts: &Tensor<i32, S2<DYN, DYN>>,
+        num_experts: Scalar<i32>,
+        pairs: Scalar<i32>,
+        start: &mut Tensor<i32, S1<EP>>,
+        total: &mut Tensor<i32, S1<1>>,
+        expert_ids: &mut Tensor<i32, S1<BB>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let pc = counts.partition_padded::<S2<CB, EP>>(Padding::Zero);
+        let mut acc = zeros::<i32, S2<1, EP>>();
+        for r in 0..pc.num_tiles(0) {
+            acc += pc.load((r, 0i32)).sum::<0>();
+        }
+        let cnt = acc.reshape::<S1<EP>>();
+        let padded = ((cnt + (BM - 1)) / BM) * BM;
+        let first = exclusive_scan::<EP, ER>(padded);
+        let end = first + padded;
+        start.store(first);
+        total.store(padded.sum::<0>());
+        let ends = end.reshape::<S2<1, EP>>().broadcast::<S2<BB, EP>>();
+        let last = num_experts - 1i32;
+        for j in 0..(expert_ids.dim(0) + (BB - 1)) / BB {
+            let rows = ((iota::<BB>() + j * BB) * BM)
+                .reshape::<S2<BB, 1>>()
+                .broadcast::<S2<BB, EP>>();
+            let e = ends
+                .cmp_le(rows)
+                .cast::<i32>()
+                .sum::<1>()
+                .reshape::<S1<BB>>()
+                .min(last.splat::<S1<BB>>());
+            // SAFETY: the single block writes every tile of `expert_ids` once.
+            unsafe { expert_ids.store_at(j, e) };
+        }
+        let slot = iota::<BM>()
+            .reshape::<S2<1, BM>>()
+            .broadcast::<S2<EP, BM>>();
+        let filled = (first + cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        let pad = (padded - cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        // SAFETY: the padding rows of different experts are disjoint and no real pair lands there
+        // (pass 3 writes rows `start[e]..start[e] + cnt[e]`).
+        unsafe {
+            sorted_ids.scatter(
+                filled + slot,
+                pairs.splat::<S2<EP, BM>>(),
+                Some(slot.cmp_lt(pad)),
+            )
+        };
+    }
+
+    /// `moe_align_block_size`, pass 3 of 3: block `c` places pairs `c·BT..` of `ids: [N]` at
+    /// `start[e] + (pairs of expert e in earlier blocks) + (pairs of e earlier in this block)`, so the
+    /// order inside an expert is the pair order (stable by token). Grid `ceil(N / BT)`.
+    #[cutile::entry]
+    pub fn moe_align_scatter<const BT: i32, const EP: i32, const CB: i32>(
+        ids: &Tensor<i32, S1<DYN>>,
+        counts: &Tensor<i32, S2<DYN, DYN>>,
+        start: &Tensor<i32, S1<DYN>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let c = block_id_x();
+        let pc = counts.partition_padded::<S2<CB, EP>>(Padding::Zero);
+        let mut base = start
+            .partition_padded::<S1<EP>>(Padding::Zero)
+            .load(0i32)
+            .reshape::<S2<1, EP>>();
+        for r in 0..(c + (CB - 1)) / CB {
+            let row = (iota::<CB>() + r * CB)
+                .reshape::<S2<CB, 1>>()
+                .broadcast::<S2<CB, EP>>();
+            base += select(
+                row.cmp_lt(c.splat::<S2<CB, EP>>()),
+                pc.load((r, 0i32)),
+                0i32,
+            )
+            .sum::<0>();
+        }
+        let pair = iota::<BT>() + c * BT;
+        let valid = pair.cmp_lt(ids.dim(0).splat::<S1<BT>>());
+        let v = ids.partition_padded::<S1<BT>>(Padding::Zero).load(c);
+        let hot = v.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>().cmp_eq(
+            iota::<EP>()
+                .reshape::<S2<1, EP>>()
+                .broadcast::<S2<BT, EP>>(),
+        );
+        let at_base = select(hot, base.broadcast::<S2<BT, EP>>(), 0i32).sum::<1>();
+        let same = v
+            .reshape::<S2<BT, 1>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_eq(v.reshape::<S2<1, BT>>().broadcast::<S2<BT, BT>>());
+        let earlier = iota::<BT>()
+            .reshape::<S2<1, BT>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_lt(
+                iota::<BT>()
+                    .reshape::<S2<BT, 1>>()
+                    .broadcast::<S2<BT, BT>>(),
+            );
+        let rank = (same & earlier).cast::<i32>().sum::<1>();
+        let pos = (at_base + rank).reshape::<S1<BT>>();
+        // SAFETY: every valid pair gets a distinct row (its expert's rows are disjoint from the others'
+        // and ranks inside an expert are distinct).
+        unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
+    }
+
     /// `MODE` of `moe_route`: softmax, top-k probabilities as they are.
     pub const SOFTMAX: i32 = 0;
     /// `MODE`: softmax, top-k probabilities divided by their sum.
