@@ -413,26 +413,29 @@ pub fn moe_gemm2<E: MoeElem>(
     launch_gemm2(stream, h, weights, routing, d, y)
 }
 
-/// The combine alone: `out[t] = Σ_j y[t, j]` in slot order, `y: [T, k, H]` f32, `out: [T, H]`.
+/// The combine alone: `out[t] = Σ_j y[t·k + j]` in slot order, `y: [T·k, H]` f32, `out: [T, H]`.
 pub fn moe_combine<E: MoeElem>(
     stream: &Stream,
     y: &Tensor<f32>,
+    topk: i64,
     out: &mut Tensor<E>,
 ) -> Result<(), OpError> {
-    let ys = y.shape();
-    if ys.len() != 3 {
+    const OP: &str = "moe_combine";
+    let os = out.shape().to_vec();
+    if os.len() != 2 || topk < 1 {
         return Err(OpError::Rank {
-            op: "moe_combine",
-            arg: "y",
-            expected: "3 ([T, k, H])".into(),
-            shape: ys.to_vec(),
+            op: OP,
+            arg: "out",
+            expected: "2 ([T, H]) and top-k at least 1".into(),
+            shape: os,
         });
     }
-    expect("moe_combine", "out", out.shape(), &[ys[0], ys[2]])?;
-    if ys[0] * ys[2] == 0 {
+    expect(OP, "y", y.shape(), &[os[0] * topk, os[1]])?;
+    if os[0] * os[1] == 0 {
         return Ok(());
     }
-    kernels::moe_combine::<E, 8, 512>(y, out).launch(stream)?;
+    let y3 = y.reshape(&[os[0], topk, os[1]])?;
+    kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
 }
 
