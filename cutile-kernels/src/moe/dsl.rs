@@ -1,6 +1,9 @@
-//! The NVFP4 MoE kernels: the format's codecs on integer tiles, quantize / dequantize, and the grouped
+//! The NVFP4 MoE kernels: the format's codecs on integer tiles, quantize / dequantize, the GPU
+//! alignment (`moe_align_*`: histogram, plan, stable placement), and the grouped
 //! expert GEMMs (W4A16 on any arch with bf16/f16 MMA, sm_80 and up; the same structure with dense
-//! bf16/f16 weights as the peer).
+//! bf16/f16 weights as the peer). The W4A16 GEMMs decode a weight tile into its even (low nibble) and
+//! odd (high nibble) halves and multiply them by the even and odd activation columns (two MMAs of
+//! depth `BK/2`), so the nibbles are never re-interleaved in registers.
 //!
 //! Packed NVFP4 bytes and e4m3 scale bytes are `i8` tensors (a `u8` runtime tensor binds to them); a
 //! loaded byte is widened to i32 and masked with `0xFF`, so the sign extension of the load never
@@ -146,6 +149,58 @@ pub mod kernels {
             .broadcast::<S3<BN, BKS, 16>>()
             .reshape::<S2<BN, BK>>();
         vals * scale
+    }
+
+    /// The `BN x BK` weight tile of [`dequant_tile`] split by nibble instead of interleaved: `(even,
+    /// odd)`, each `BN x BKH`, holding elements `2j` (low nibbles) and `2j + 1` (high nibbles) of the
+    /// K range, scaled, in `E`. A GEMM multiplies them by the even and odd columns of its activations
+    /// (two MMAs of depth `BK/2`), so the nibbles are never re-interleaved in registers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dequant_halves<E: ElementType, const BN: i32, const BKH: i32, const BKS: i32>(
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: Scalar<f32>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
+        let bytes = unsigned(
+            w.partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKH>>(),
+        );
+        let sc = unsigned(
+            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKS>>(),
+        );
+        // 16 elements per scale = 8 bytes per scale in each half.
+        let scale = (e4m3_decode(sc) * global)
+            .reshape::<S3<BN, BKS, 1>>()
+            .broadcast::<S3<BN, BKS, 8>>()
+            .reshape::<S2<BN, BKH>>();
+        let even = (e2m1_decode(bytes & 15i32) * scale).cast::<E>();
+        let odd = (e2m1_decode(bytes >> 4i32) * scale).cast::<E>();
+        (even, odd)
+    }
+
+    /// `BM x BKH` tiles of the even and odd columns of K tile `k` (`BKH = BK/2` each) of the rows
+    /// `tok` of `x` (zero where `valid` is false or past the edge).
+    pub fn gather_rows_split<E: ElementType, const BM: i32, const BKH: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        tok: Tile<i32, S1<BM>>,
+        valid: Tile<bool, S1<BM>>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BM, BKH>>, Tile<E, S2<BM, BKH>>) {
+        let rows = tok.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BKH>>();
+        let even = (iota::<BKH>() * 2i32 + k * (2 * BKH))
+            .reshape::<S2<1, BKH>>()
+            .broadcast::<S2<BM, BKH>>();
+        let mask = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BKH>>();
+        (
+            x.gather((rows, even), Some(mask), 0i32),
+            x.gather((rows, even + 1i32), Some(mask), 0i32),
+        )
     }
 
     /// Element `i` of a rank-1 tensor, as a scalar.
@@ -326,11 +381,11 @@ pub mod kernels {
             let mut acc_g = zeros::<f32, S2<BM, BN>>();
             let mut acc_u = zeros::<f32, S2<BM, BN>>();
             for k in 0..(x.dim(1) + (BK - 1)) / BK {
-                let a = gather_rows::<E, BM, BK>(x, tok, valid, k);
-                let wg = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, n, k).cast::<E>();
-                let wu = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, up_n, k).cast::<E>();
-                acc_g = mma(a, wg.transpose(), acc_g);
-                acc_u = mma(a, wu.transpose(), acc_u);
+                let (a0, a1) = gather_rows_split::<E, BM, BKH>(x, tok, valid, k);
+                let (g0, g1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
+                let (u0, u1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, up_n, k);
+                acc_g = mma(a1, g1.transpose(), mma(a0, g0.transpose(), acc_g));
+                acc_u = mma(a1, u1.transpose(), mma(a0, u0.transpose(), acc_u));
             }
             let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
@@ -422,8 +477,15 @@ pub mod kernels {
             let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in 0..ph.num_tiles(1) {
-                let wt = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, n, k).cast::<E>();
-                acc = mma(ph.load((b, k)), wt.transpose(), acc);
+                let (w0, w1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
+                let a = ph.load((b, k)).reshape::<S3<BM, BKH, 2>>();
+                let a0 = a
+                    .extract::<S3<BM, BKH, 1>>(&[0, 0, 0])
+                    .reshape::<S2<BM, BKH>>();
+                let a1 = a
+                    .extract::<S3<BM, BKH, 1>>(&[0, 0, 1])
+                    .reshape::<S2<BM, BKH>>();
+                acc = mma(a1, w1.transpose(), mma(a0, w0.transpose(), acc));
             }
             scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
         }
