@@ -697,7 +697,9 @@ fn layer_case<E: MoeElem>(
     )
     .unwrap();
     check_alignment(&ids, e, bm, &tsorted, &texperts, &ttotal);
-    let tweights = Tensor::from_host(d, &weights, &[ti * ki]).unwrap();
+    // Routed weights flat or `[T, k]` as `moe_route` writes them (both accepted).
+    let wshape: &[i64] = if bm == 32 { &[ti, ki] } else { &[ti * ki] };
+    let tweights = Tensor::from_host(d, &weights, wshape).unwrap();
     let tx = Tensor::from_host(d, &to_e::<E>(&x), &[ti, hi]).unwrap();
     let routing = Routing {
         sorted_ids: &tsorted,

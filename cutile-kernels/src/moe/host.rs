@@ -156,7 +156,8 @@ pub enum Weights<'a, E: MoeElem> {
 /// The routing of a layer in the aligned order of `moe_align_block_size` with a row block `BM` of
 /// [`ROW_BLOCKS`] (the GEMMs' M tile; read off the shapes: `BM = P / expert_ids.len()`):
 /// `sorted_ids: [P]` pair ids (`t·k + j`; padding rows `T·k`), `expert_ids: [P / BM]`, `total: [1]`
-/// (the padded rows used), `weights: [T·k]` the routed weights (f32), `topk` = k.
+/// (the padded rows used), `weights: [T·k]` or `[T, k]` the routed weights (f32, as `moe_route`
+/// writes them), `topk` = k.
 #[derive(Debug)]
 pub struct Routing<'a> {
     pub sorted_ids: &'a Tensor<i32>,
@@ -334,7 +335,9 @@ fn check_layer<E: MoeElem>(
     expect(op, "sorted_ids", routing.sorted_ids.shape(), &[p])?;
     expect(op, "expert_ids", routing.expert_ids.shape(), &[blocks])?;
     expect(op, "total", routing.total.shape(), &[1])?;
-    expect(op, "weights", routing.weights.shape(), &[t * k])?;
+    if routing.weights.shape() != [t, k] {
+        expect(op, "weights", routing.weights.shape(), &[t * k])?;
+    }
     if let Some(o) = out {
         expect(op, "out", o, &[t, h])?;
     }
@@ -368,8 +371,8 @@ pub fn moe_layer_in<E: MoeElem>(
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    let mut h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
-    launch_gemm1(stream, x, weights, routing, d, &mut h)?;
+    let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
+    launch_gemm1(stream, x, weights, routing, d, h)?;
     let y = reuse(&mut ws.y, stream, &[d.t * d.k, d.h])?;
     launch_gemm2(stream, h, weights, routing, d, y)?;
     let y3 = y.reshape(&[d.t, d.k, d.h])?;
@@ -503,6 +506,7 @@ fn launch_gemm2<E: MoeElem>(
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
     let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
+    let wflat = r.weights.reshape(&[d.t * d.k])?;
     let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.h / bn)?, 1);
     macro_rules! go {
         ($bm:literal, $bn:literal, $bk:literal) => {
@@ -516,7 +520,7 @@ fn launch_gemm2<E: MoeElem>(
                         r.sorted_ids,
                         r.expert_ids,
                         r.total,
-                        r.weights,
+                        &wflat,
                         y,
                     )
                     .grid(grid)
@@ -528,7 +532,7 @@ fn launch_gemm2<E: MoeElem>(
                     r.sorted_ids,
                     r.expert_ids,
                     r.total,
-                    r.weights,
+                    &wflat,
                     y,
                 )
                 .grid(grid)
@@ -548,6 +552,9 @@ fn launch_gemm2<E: MoeElem>(
     Ok(())
 }
 
+/// `(sorted_ids, expert_ids, total)` of an aligned order.
+pub type AlignedBuffers = (Tensor<i32>, Tensor<i32>, Tensor<i32>);
+
 /// The buffers of an aligned order for `pairs = T·k` pairs over `experts` experts and row block `bm`
 /// (sizes that need no read-back of the routing): `sorted_ids: [P_max]`, `expert_ids: [P_max / bm]`,
 /// `total: [1]`.
@@ -556,7 +563,7 @@ pub fn aligned_buffers(
     pairs: i64,
     experts: i64,
     bm: i64,
-) -> Result<(Tensor<i32>, Tensor<i32>, Tensor<i32>), OpError> {
+) -> Result<AlignedBuffers, OpError> {
     let p =
         super::reference::max_padded(pairs.max(0) as usize, experts.max(1) as usize, bm as usize)
             as i64;

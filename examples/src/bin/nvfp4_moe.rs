@@ -83,8 +83,6 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
     let mut tw = Tensor::<f32>::zeros(d, &[t, k])?;
     let mode = r::RoutingMode::SoftmaxTopK { renormalize: true };
     moe::moe_route(s, &tl, mode, None, &mut tids, &mut tw)?;
-    // The layer takes the routed weights flat, `[T·k]` (a copy at setup, outside the timings).
-    let tw = Tensor::from_host(d, &tw.to_host()?, &[t * k])?;
     let mut ws = Workspace::<bf16>::default();
     let picked = moe::host::row_block(t * k, e);
     let blocks: Vec<i64> = if sweep {
