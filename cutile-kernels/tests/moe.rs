@@ -886,3 +886,34 @@ fn gpu_route_matches_reference() {
         }
     }
 }
+
+/// The memory ops of the W4A16 GEMMs (the IR): weights and scales come through tensor views (whole
+/// tiles, TMA-eligible), and the only pointer loads are the activation rows gathered by token id
+/// (GEMM 1: even and odd columns) and the routed weights of GEMM 2's epilogue.
+#[test]
+fn w4a16_gemms_read_weights_through_views() {
+    let jobs = cutile_kernels::moe::compile_jobs();
+    let count = |text: &str, op: &str| text.matches(op).count();
+    for j in jobs.iter().filter(|j| j.kernel.ends_with("_w4a16")) {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let text = k.specialize(metas).unwrap().ir_text();
+        let (ptr, view) = (count(&text, "load_ptr_tko"), count(&text, "load_view_tko"));
+        eprintln!(
+            "{} {}: {ptr} pointer loads, {view} view loads",
+            j.kernel, j.specialization
+        );
+        let want_ptr = if j.kernel.starts_with("moe_gemm1") {
+            2
+        } else {
+            1
+        };
+        assert_eq!(ptr, want_ptr, "{} {}:\n{text}", j.kernel, j.specialization);
+        // Ids, expert, total, global; codes and scales (twice in GEMM 1: gate and up).
+        assert!(
+            view >= 6,
+            "{} {}: {view} view loads",
+            j.kernel,
+            j.specialization
+        );
+    }
+}
