@@ -345,6 +345,20 @@ fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
     assert_eq!(gemm_tiles(64, 4096, 14336), ((64, 64), (64, 64)));
 }
 
+#[test]
+fn gemm2_splits_k_only_when_the_grid_is_short() {
+    use moe::host::k_splits;
+    // H200: 132 SMs. Mixtral T = 1 (about 3 blocks x 64 column tiles, 112 K steps): 2 splits.
+    assert_eq!(k_splits(132, 3 * 64, 112), 2);
+    // Mixtral T = 16 (9 blocks x 64): already two waves.
+    assert_eq!(k_splits(132, 9 * 64, 112), 1);
+    // Tiny grids: at most 8 splits, at least 4 K steps each.
+    assert_eq!(k_splits(132, 6, 112), 8);
+    assert_eq!(k_splits(132, 6, 8), 2);
+    assert_eq!(k_splits(132, 6, 3), 1);
+    assert_eq!(k_splits(132, 0, 100), 8);
+}
+
 /// Every tile variant the host launches (W4A16 GEMMs at every row block, the alignment at the
 /// largest expert tile and every block) compiles for sm_90: the catalog holds only a few of them.
 #[test]
@@ -782,6 +796,9 @@ fn gpu_moe_layer_matches_reference() {
         ((200, 64, 8, 128, 64), false),
         ((129, 8, 2, 192, 192), false),
         ((300, 128, 8, 128, 128), false),
+        // Few blocks and a long K: GEMM 2 splits K (2 to 4 splits, `host::k_splits`).
+        ((2, 8, 2, 128, 1024), false),
+        ((9, 4, 2, 128, 1024), true),
     ];
     for (n, (shape, force)) in cases.into_iter().enumerate() {
         for bm in moe::host::ROW_BLOCKS {

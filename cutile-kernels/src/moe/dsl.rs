@@ -425,30 +425,37 @@ pub mod kernels {
         }
     }
 
-    /// Writes `acc · weights[ids]` (f32) to the rows `ids` of `y: [T·k, H]`, columns `n·BN..`.
+    /// Writes `acc · weights[ids]` (f32) to the rows `ids · splits + sp` of `y: [T·k·splits, H]`,
+    /// columns `n·BN..` (split `sp` of the K range; `splits` = 1 without split-K).
+    #[allow(clippy::too_many_arguments)]
     pub fn scatter_weighted<const BM: i32, const BN: i32>(
         y: &mut Tensor<f32, S2<DYN, DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
         ids: Tile<i32, S1<BM>>,
         valid: Tile<bool, S1<BM>>,
+        splits: Scalar<i32>,
+        sp: Scalar<i32>,
         n: Scalar<i32>,
         acc: Tile<f32, S2<BM, BN>>,
     ) {
         let wt = weights.gather(ids, Some(valid), 0i32);
         let out = acc * wt.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
-        let rows = ids.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
+        let rows = (ids * splits.splat::<S1<BM>>() + sp.splat::<S1<BM>>())
+            .reshape::<S2<BM, 1>>()
+            .broadcast::<S2<BM, BN>>();
         let cols = (iota::<BN>() + n * BN)
             .reshape::<S2<1, BN>>()
             .broadcast::<S2<BM, BN>>();
         let mask = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
-        // SAFETY: every real pair id occurs once in the aligned order, so block `(b, n)` is the only
-        // writer of rows `ids` in columns `n·BN..(n+1)·BN`.
+        // SAFETY: every real pair id occurs once in the aligned order, so block `(b, n, sp)` is the
+        // only writer of rows `ids · splits + sp` in columns `n·BN..(n+1)·BN`.
         unsafe { y.scatter((rows, cols), out, Some(mask)) };
     }
 
-    /// Grouped GEMM 2 with NVFP4 weights: `y[id, n] = weights[id] · (h[rows] · W2[e, n]ᵀ)` for the
-    /// real rows of block `b` (f32 `y: [T·k, H]`; the top-k sum is `moe_combine`). `w: [E, H, I/2]`,
-    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, 1)`.
+    /// Grouped GEMM 2 with NVFP4 weights: `y[id·S + s, n] = weights[id] · (h[rows, K_s] · W2[e, n,
+    /// K_s]ᵀ)` for the real rows of block `b` and K split `s` of `S = splits` (f32 `y: [T·k·S, H]`;
+    /// the sum over slots and splits, in that fixed order, is `moe_combine`). `w: [E, H, I/2]`,
+    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, S)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm2_w4a16<
@@ -467,16 +474,21 @@ pub mod kernels {
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
-        let (b, n, _) = block_id();
+        let (b, n, sp) = block_id();
         if b * BM < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
             let ge = at(global, e);
-            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, b, y.dim(0), scalar::<i32>(1i32));
+            let (ids, _tok, valid) =
+                block_rows::<BM>(sorted_ids, b, y.dim(0) / splits, scalar::<i32>(1i32));
             let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
+            let per = (ph.num_tiles(1) + splits - 1i32) / splits;
+            let lo = sp * per;
+            let hi = (lo + per).min(ph.num_tiles(1));
             let mut acc = zeros::<f32, S2<BM, BN>>();
-            for k in 0..ph.num_tiles(1) {
+            for k in lo..hi {
                 let (w0, w1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
                 let a = ph.load((b, k)).reshape::<S3<BM, BKH, 2>>();
                 let a0 = a
@@ -487,7 +499,7 @@ pub mod kernels {
                     .reshape::<S2<BM, BKH>>();
                 acc = mma(a1, w1.transpose(), mma(a0, w0.transpose(), acc));
             }
-            scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
         }
     }
 
@@ -501,20 +513,25 @@ pub mod kernels {
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
-        let (b, n, _) = block_id();
+        let (b, n, sp) = block_id();
         if b * BM < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
-            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, b, y.dim(0), scalar::<i32>(1i32));
+            let (ids, _tok, valid) =
+                block_rows::<BM>(sorted_ids, b, y.dim(0) / splits, scalar::<i32>(1i32));
             let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
             let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+            let per = (ph.num_tiles(1) + splits - 1i32) / splits;
+            let lo = sp * per;
+            let hi = (lo + per).min(ph.num_tiles(1));
             let mut acc = zeros::<f32, S2<BM, BN>>();
-            for k in 0..ph.num_tiles(1) {
+            for k in lo..hi {
                 let wt = pw.load((e, n, k)).reshape::<S2<BN, BK>>();
                 acc = mma(ph.load((b, k)), wt.transpose(), acc);
             }
-            scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
         }
     }
 

@@ -198,6 +198,31 @@ pub fn gemm_tiles(bm: i64, h: i64, i: i64) -> ((i64, i64), (i64, i64)) {
     }
 }
 
+/// The K splits of GEMM 2 on a GPU with `sms` SMs when it launches about `ctas` (row block, column
+/// tile) pairs over `k_tiles` K steps: 1 when the pairs already fill two waves, else enough splits to
+/// reach two waves, at most 8 and keeping at least 4 K steps per split. Each split writes its own f32
+/// rows of `y` (`[T·k·S, H]`, routed weight applied) and `moe_combine` sums slots and splits in a fixed
+/// order: deterministic, no atomics. (Decode of a wide layer: Mixtral at T = 1 hits 2 experts, so GEMM
+/// 2 has 2 blocks × 64 column tiles, each walking K = 14336.)
+pub fn k_splits(sms: i64, ctas: i64, k_tiles: i64) -> i64 {
+    let target = 2 * sms.max(1);
+    if ctas >= target {
+        return 1;
+    }
+    ceil_div(target, ctas.max(1)).min(8).min(k_tiles / 4).max(1)
+}
+
+/// The shape of GEMM 2's f32 output `y` for a layer call, `[T·k·S, H]` with `S` the K splits the
+/// host picks (for [`moe_gemm2`] and [`moe_combine`] called as stages).
+pub fn gemm2_out_shape<E: MoeElem>(
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+) -> Result<[i64; 2], OpError> {
+    let d = check_layer("moe_gemm2", x, weights, routing, None)?;
+    Ok([d.t * d.k * d.splits, d.h])
+}
+
 /// Device buffers an aligned layer reuses from call to call (the intermediates `h: [P, I]` and
 /// `y: [T·k, H]`, the alignment's histogram and expert starts): reallocated only when a shape changes,
 /// so repeated calls of one shape allocate nothing. One per stream (its buffers are used in stream
@@ -243,6 +268,8 @@ struct Dims {
     k: i64,
     p: i64,
     bm: i64,
+    /// K splits of GEMM 2 ([`k_splits`]).
+    splits: i64,
 }
 
 /// Every shape check of a layer call, in one place: `x`, the weights of either kind, the routing and
@@ -341,7 +368,19 @@ fn check_layer<E: MoeElem>(
     if let Some(o) = out {
         expect(op, "out", o, &[t, h])?;
     }
-    Ok(Dims { t, h, i, k, p, bm })
+    let (_, (bn2, bk2)) = gemm_tiles(bm, h, i);
+    let blocks_est = (p / bm).min(ceil_div(t * k, bm) + (t * k).min(ne));
+    let sms = i64::from(x.device().sm_count());
+    let splits = k_splits(sms, blocks_est * (h / bn2), ceil_div(i, bk2));
+    Ok(Dims {
+        t,
+        h,
+        i,
+        k,
+        p,
+        bm,
+        splits,
+    })
 }
 
 /// One MoE layer: `out[t] = Σ_j w[t,j] · W2[e] (silu(W13[e, :I] x[t]) ⊙ W13[e, I:] x[t])`, `x: [T, H]`,
@@ -373,9 +412,9 @@ pub fn moe_layer_in<E: MoeElem>(
     }
     let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
     launch_gemm1(stream, x, weights, routing, d, h)?;
-    let y = reuse(&mut ws.y, stream, &[d.t * d.k, d.h])?;
+    let y = reuse(&mut ws.y, stream, &[d.t * d.k * d.splits, d.h])?;
     launch_gemm2(stream, h, weights, routing, d, y)?;
-    let y3 = y.reshape(&[d.t, d.k, d.h])?;
+    let y3 = y.reshape(&[d.t, d.k * d.splits, d.h])?;
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
 }
@@ -397,8 +436,8 @@ pub fn moe_gemm1<E: MoeElem>(
     launch_gemm1(stream, x, weights, routing, d, h)
 }
 
-/// GEMM 2 of a layer alone (for timing the stages): `y: [T·k, H]` f32 ← routed weight · `h` · W2ᵀ
-/// scattered to the pairs' rows; `x` only gives `T` and `H`.
+/// GEMM 2 of a layer alone (for timing the stages): `y: [T·k·S, H]` f32 ([`gemm2_out_shape`]) ←
+/// routed weight · `h` · W2ᵀ per K split, scattered to the pairs' rows; `x` only gives `T` and `H`.
 pub fn moe_gemm2<E: MoeElem>(
     stream: &Stream,
     x: &Tensor<E>,
@@ -409,35 +448,36 @@ pub fn moe_gemm2<E: MoeElem>(
 ) -> Result<(), OpError> {
     let d = check_layer("moe_gemm2", x, weights, routing, None)?;
     expect("moe_gemm2", "h", h.shape(), &[d.p, d.i])?;
-    expect("moe_gemm2", "y", y.shape(), &[d.t * d.k, d.h])?;
+    expect("moe_gemm2", "y", y.shape(), &[d.t * d.k * d.splits, d.h])?;
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
     launch_gemm2(stream, h, weights, routing, d, y)
 }
 
-/// The combine alone: `out[t] = Σ_j y[t·k + j]` in slot order, `y: [T·k, H]` f32, `out: [T, H]`.
+/// The combine alone: `out[t] = Σ_j y[t·n + j]` in row order, `y: [T·n, H]` f32, `out: [T, H]`
+/// (`n` = `slots`: top-k times GEMM 2's K splits, slot-major).
 pub fn moe_combine<E: MoeElem>(
     stream: &Stream,
     y: &Tensor<f32>,
-    topk: i64,
+    slots: i64,
     out: &mut Tensor<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_combine";
     let os = out.shape().to_vec();
-    if os.len() != 2 || topk < 1 {
+    if os.len() != 2 || slots < 1 {
         return Err(OpError::Rank {
             op: OP,
             arg: "out",
-            expected: "2 ([T, H]) and top-k at least 1".into(),
+            expected: "2 ([T, H]) and at least one slot".into(),
             shape: os,
         });
     }
-    expect(OP, "y", y.shape(), &[os[0] * topk, os[1]])?;
+    expect(OP, "y", y.shape(), &[os[0] * slots, os[1]])?;
     if os[0] * os[1] == 0 {
         return Ok(());
     }
-    let y3 = y.reshape(&[os[0], topk, os[1]])?;
+    let y3 = y.reshape(&[os[0], slots, os[1]])?;
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
 }
@@ -507,7 +547,12 @@ fn launch_gemm2<E: MoeElem>(
     const OP: &str = "moe_layer";
     let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
     let wflat = r.weights.reshape(&[d.t * d.k])?;
-    let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.h / bn)?, 1);
+    let grid = (
+        u32_of(OP, d.p / d.bm)?,
+        u32_of(OP, d.h / bn)?,
+        u32_of(OP, d.splits)?,
+    );
+    let splits = d.splits as i32;
     macro_rules! go {
         ($bm:literal, $bn:literal, $bk:literal) => {
             match weights {
@@ -521,6 +566,7 @@ fn launch_gemm2<E: MoeElem>(
                         r.expert_ids,
                         r.total,
                         &wflat,
+                        splits,
                         y,
                     )
                     .grid(grid)
@@ -533,6 +579,7 @@ fn launch_gemm2<E: MoeElem>(
                     r.expert_ids,
                     r.total,
                     &wflat,
+                    splits,
                     y,
                 )
                 .grid(grid)

@@ -149,7 +149,8 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
         };
         let p = so.shape()[0];
         let mut hb = Tensor::<bf16>::zeros(d, &[p, i])?;
-        let mut y = Tensor::<f32>::zeros(d, &[t * k, h])?;
+        let ys = moe::host::gemm2_out_shape(&x, &w4, &routing)?;
+        let mut y = Tensor::<f32>::zeros(d, &ys)?;
         let g1_us = time(s, &mut flush, iters, || {
             moe::host::moe_gemm1(s, &x, &w4, &routing, &mut hb)
         })?;
@@ -157,7 +158,7 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
             moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y)
         })?;
         let comb_us = time(s, &mut flush, iters, || {
-            moe::host::moe_combine(s, &y, k, &mut out)
+            moe::host::moe_combine(s, &y, ys[0] / t, &mut out)
         })?;
         let w4_us = time(s, &mut flush, iters, || {
             moe::moe_layer_in(s, &x, &w4, &routing, &mut out, &mut ws)
@@ -173,12 +174,13 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
         let bf16_bytes = e * 3 * i * h * 2;
         let (b13, b2) = (weight_bytes * 2 / 3, weight_bytes / 3);
         println!(
-            "E={e} H={h} I={i} top-{k} T={t} BM={bm}{}: max |err| {err:.3e} (scale {scale:.3e}) {}; \
+            "E={e} H={h} I={i} top-{k} T={t} BM={bm}{} split-K {}: max |err| {err:.3e} (scale {scale:.3e}) {}; \
              W4A16 layer {w4_us:.1} µs ({:.1} GB/s of NVFP4 expert weights, {hit} experts hit), \
              bf16 weights {bf_us:.1} µs ({:.2}x); stages: align {align_us:.1} µs, gemm1 {g1_us:.1} µs \
              ({:.1} GB/s), gemm2 {g2_us:.1} µs ({:.1} GB/s), combine {comb_us:.1} µs \
              (CUDA events, median of {iters}, L2 flushed); NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB",
             if bm == picked { " (host pick)" } else { "" },
+            ys[0] / (t * k),
             if ok { "ok" } else { "MISMATCH" },
             weight_bytes as f64 / (w4_us * 1e-6) / 1e9,
             bf_us / w4_us,
