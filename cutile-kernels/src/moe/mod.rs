@@ -9,8 +9,9 @@
 //!
 //! A layer runs `moe_gemm1_*` (rows of `x` gathered in the expert-sorted, block-padded order of
 //! `moe_align_block_size`; SiLU(gate)·up in the epilogue, `h: [P, I]` in that order), `moe_gemm2_*`
-//! (routed weight in the epilogue, each pair's row scattered to `y: [T·k, H]` f32) and `moe_combine`
-//! (`out[t] = Σ_j y[t·k + j]` in slot order): a deterministic combine, see `docs/moe.md`.
+//! (routed weight in the epilogue, each pair's row per K split scattered to `y: [T·k·S, H]` f32) and
+//! `moe_combine` (`out[t]` = the sum of its `k·S` rows in slot-then-split order): a deterministic
+//! combine, see `docs/moe.md`.
 //!
 //! - [`reference`](mod@reference): the CPU references (format, routing, alignment, expert computation);
 //! - [`kernels`]: the DSL kernels, [`codec`] the format on tiles;
@@ -18,8 +19,8 @@
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
 //! `moe_align_block_size` runs on the GPU ([`host::moe_align_block_size`], three passes), so routing,
-//! alignment and the layer stay on the device. Not built yet: registry ops and harness workloads,
-//! split-K (see `docs/moe.md`).
+//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Not built yet:
+//! registry ops and harness workloads (see `docs/moe.md`).
 
 mod dsl;
 pub mod host;
