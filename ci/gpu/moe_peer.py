@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 LAYERS = [(8, 4096, 14336, 2), (128, 2048, 768, 8)]  # (E, H, I, top-k), as the example
-TOKENS = [16, 4096]
+TOKENS = [1, 16, 64, 4096]
 
 
 def layer(x, w13, w2, logits, k):

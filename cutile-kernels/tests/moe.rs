@@ -326,13 +326,211 @@ fn dense_moe_matches_a_hand_computed_layer() {
     assert!((f64::from(out[1]) - 0.5 * 3.0 * a).abs() < 1e-5);
 }
 
+#[test]
+fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
+    use moe::host::{gemm_tiles, row_block};
+    // Mixtral (E 8, top-2): T 1 and 16 are decode, T 4096 prefill; Qwen3-30B-A3B (E 128, top-8).
+    assert_eq!(row_block(2, 8), 16);
+    assert_eq!(row_block(32, 8), 16);
+    assert_eq!(row_block(128, 8), 16);
+    assert_eq!(row_block(8192, 8), 128);
+    assert_eq!(row_block(128, 128), 16);
+    assert_eq!(row_block(32768, 128), 128);
+    assert_eq!(row_block(4096, 128), 32);
+    assert_eq!(row_block(0, 8), 16);
+    assert_eq!(gemm_tiles(16, 4096, 14336), ((64, 128), (64, 128)));
+    assert_eq!(gemm_tiles(16, 128, 64), ((64, 128), (64, 64)));
+    assert_eq!(gemm_tiles(128, 4096, 14336), ((64, 64), (128, 64)));
+    assert_eq!(gemm_tiles(128, 192, 192), ((64, 64), (64, 64)));
+    assert_eq!(gemm_tiles(64, 4096, 14336), ((64, 64), (64, 64)));
+}
+
+#[test]
+fn gemm2_splits_k_only_when_the_grid_is_short() {
+    use moe::host::k_splits;
+    // H200: 132 SMs. Mixtral T = 1 (about 3 blocks x 64 column tiles, 112 K steps): 2 splits.
+    assert_eq!(k_splits(132, 3 * 64, 112), 2);
+    // Mixtral T = 16 (9 blocks x 64): already two waves.
+    assert_eq!(k_splits(132, 9 * 64, 112), 1);
+    // Tiny grids: at most 8 splits, at least 4 K steps each.
+    assert_eq!(k_splits(132, 6, 112), 8);
+    assert_eq!(k_splits(132, 6, 8), 2);
+    assert_eq!(k_splits(132, 6, 3), 1);
+    assert_eq!(k_splits(132, 0, 100), 8);
+}
+
+/// Every tile variant the host launches (W4A16 GEMMs at every row block, the alignment at the
+/// largest expert tile and every block) compiles for sm_90: the catalog holds only a few of them.
+#[test]
+fn host_tile_variants_compile_for_sm90() {
+    use common::t;
+    use cutile_ir::ScalarType::{BF16, F32, I8, I32};
+    let (tt, h, i, e, k) = (64i64, 256i64, 256i64, 8i64, 2i64);
+    let mut cases = Vec::new();
+    macro_rules! gemms {
+        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal) => {{
+            let p = r::max_padded((tt * k) as usize, e as usize, $bm) as i64;
+            let ids = || vec![t(I32, &[p]), t(I32, &[p / $bm]), t(I32, &[1])];
+            let mut g1 = vec![
+                t(BF16, &[tt, h]),
+                t(I8, &[e, 2 * i, h / 2]),
+                t(I8, &[e, 2 * i, h / 16]),
+                t(F32, &[e]),
+            ];
+            g1.extend(ids());
+            g1.push(t(BF16, &[p, i]));
+            cases.push((
+                concat!("moe_gemm1_w4a16 BM=", $bm, " BN=", $bn1, " BK=", $bk1),
+                moe::kernels::moe_gemm1_w4a16::kernel::<
+                    bf16,
+                    $bm,
+                    $bn1,
+                    $bk1,
+                    { $bk1 / 2 },
+                    { $bk1 / 16 },
+                >(),
+                g1,
+            ));
+            let mut g2 = vec![
+                t(BF16, &[p, i]),
+                t(I8, &[e, h, i / 2]),
+                t(I8, &[e, h, i / 16]),
+                t(F32, &[e]),
+            ];
+            g2.extend(ids());
+            g2.push(t(F32, &[tt * k]));
+            g2.push(t(F32, &[tt * k, h]));
+            cases.push((
+                concat!("moe_gemm2_w4a16 BM=", $bm, " BN=", $bn2, " BK=", $bk2),
+                moe::kernels::moe_gemm2_w4a16::kernel::<
+                    bf16,
+                    $bm,
+                    $bn2,
+                    $bk2,
+                    { $bk2 / 2 },
+                    { $bk2 / 16 },
+                >(),
+                g2,
+            ));
+        }};
+    }
+    gemms!(32, 64, 128, 64, 128);
+    gemms!(128, 64, 64, 128, 64);
+    let chunks = (tt * k + 63) / 64;
+    cases.push((
+        "moe_align_hist EP=256",
+        moe::kernels::moe_align_hist::kernel::<64, 256>(),
+        vec![t(I32, &[tt * k]), t(I32, &[chunks, 256])],
+    ));
+    cases.push((
+        "moe_align_scatter EP=256",
+        moe::kernels::moe_align_scatter::kernel::<64, 256, 16>(),
+        vec![
+            t(I32, &[tt * k]),
+            t(I32, &[chunks, 256]),
+            t(I32, &[256]),
+            t(I32, &[1024]),
+        ],
+    ));
+    macro_rules! plan {
+        ($bm:literal, $ep:literal, $er:literal) => {
+            cases.push((
+                concat!("moe_align_plan BM=", $bm, " EP=", $ep),
+                moe::kernels::moe_align_plan::kernel::<$bm, $ep, $er, 16, 64>(),
+                vec![
+                    t(I32, &[chunks, $ep]),
+                    t(I32, &[$ep]),
+                    t(I32, &[1]),
+                    t(I32, &[64]),
+                    t(I32, &[64 * $bm]),
+                ],
+            ))
+        };
+    }
+    plan!(128, 256, 16);
+    plan!(32, 64, 4);
+    common::compile_all_sm90("host_tile_variants_compile_for_sm90", cases);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_align_matches_reference() {
+    let Some((d, s)) = common::gpu_device("gpu_align_matches_reference") else {
+        return;
+    };
+    let mut ws = moe::Workspace::<bf16>::default();
+    // (T, E, k, ids): random routings (ragged T, many chunks of 64 pairs), one hot expert, an
+    // expert that nobody picks, a single pair.
+    let mut cases: Vec<(usize, usize, usize, Vec<i32>)> = Vec::new();
+    for (n, &(t, e, k)) in [
+        (1, 8, 2),
+        (5, 8, 1),
+        (129, 64, 8),
+        (1000, 128, 8),
+        (4096, 8, 2),
+        (333, 256, 8),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let logits = common::data(t * e, 500 + n as u64);
+        let (ids, _) = r::route(
+            &logits,
+            t,
+            e,
+            k,
+            RoutingMode::SoftmaxTopK { renormalize: false },
+            None,
+        );
+        cases.push((t, e, k, ids));
+    }
+    cases.push((300, 8, 1, vec![3; 300]));
+    cases.push((
+        40,
+        4,
+        2,
+        (0..80).map(|p| if p % 2 == 0 { 0 } else { 3 }).collect(),
+    ));
+    for (t, e, k, ids) in &cases {
+        for bm in moe::host::ROW_BLOCKS {
+            let tids = Tensor::from_host(&d, ids, &[*t as i64, *k as i64]).unwrap();
+            let (mut so, mut ex, mut to) =
+                moe::host::aligned_buffers(&s, (*t * *k) as i64, *e as i64, bm).unwrap();
+            moe::moe_align_block_size(&s, &tids, *e as i64, bm, &mut so, &mut ex, &mut to, &mut ws)
+                .unwrap();
+            check_alignment(ids, *e, bm as usize, &so, &ex, &to);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn align_rejects_bad_arguments() {
+    // Typed errors before any launch; no device needed for the checks that fail first.
+    let Some((d, s)) = common::gpu_device("align_rejects_bad_arguments") else {
+        return;
+    };
+    let ids = Tensor::<i32>::zeros(&d, &[4, 2]).unwrap();
+    let mut ws = moe::Workspace::<bf16>::default();
+    let (mut so, mut ex, mut to) = moe::host::aligned_buffers(&s, 8, 8, 16).unwrap();
+    for (e, bm) in [(0, 16), (300, 16), (8, 48)] {
+        assert!(
+            moe::moe_align_block_size(&s, &ids, e, bm, &mut so, &mut ex, &mut to, &mut ws).is_err()
+        );
+    }
+    // Buffers sized for another block.
+    assert!(
+        moe::moe_align_block_size(&s, &ids, 8, 64, &mut so, &mut ex, &mut to, &mut ws).is_err()
+    );
+}
+
 /// Every catalog specialization of the family specializes, verifies, and with tileiras compiles for
 /// sm_80, sm_90, sm_100 and sm_120.
 #[test]
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 9);
+    assert_eq!(jobs.len(), 14);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -427,9 +625,39 @@ fn gpu_quantize_dequantize_bit_exact() {
 
 /// One layer case: `t` tokens, `e` experts, top-`k`, `h x i`; `force` routes every token's first
 /// slot to expert 0 and never to expert 1 (an empty expert) when set.
+/// The GPU alignment's result against `reference::align_block_size` (rows up to `total`; the blocks
+/// past it hold the last expert).
+fn check_alignment(
+    ids: &[i32],
+    e: usize,
+    bm: usize,
+    sorted: &Tensor<i32>,
+    experts: &Tensor<i32>,
+    total: &Tensor<i32>,
+) {
+    let a = r::align_block_size(ids, e, bm);
+    let total = total.to_host().unwrap()[0] as usize;
+    assert_eq!(total, a.total, "total, e={e} bm={bm} pairs={}", ids.len());
+    let sorted = sorted.to_host().unwrap();
+    let experts = experts.to_host().unwrap();
+    assert_eq!(
+        &sorted[..total],
+        &a.sorted_ids[..],
+        "sorted_ids, e={e} bm={bm}"
+    );
+    assert_eq!(
+        &experts[..total / bm],
+        &a.expert_ids[..],
+        "expert_ids, e={e} bm={bm}"
+    );
+    assert!(experts[total / bm..].iter().all(|&x| x == e as i32 - 1));
+}
+
+#[allow(clippy::too_many_arguments)]
 fn layer_case<E: MoeElem>(
     s: &Stream,
     (t, e, k, h, i): (usize, usize, usize, usize, usize),
+    bm: usize,
     force: bool,
     nvfp4: bool,
     seed: u64,
@@ -465,17 +693,27 @@ fn layer_case<E: MoeElem>(
             }
         }
     }
-    let a = r::align_block_size(&ids, e, 64);
-    let p = r::max_padded(t * k, e, 64);
-    let mut sorted = a.sorted_ids.clone();
-    sorted.resize(p, (t * k) as i32);
-    let mut experts = a.expert_ids.clone();
-    experts.resize(p / 64, 0);
     let (ti, hi, ii, ei, ki) = (t as i64, h as i64, i as i64, e as i64, k as i64);
-    let tsorted = Tensor::from_host(d, &sorted, &[p as i64]).unwrap();
-    let texperts = Tensor::from_host(d, &experts, &[(p / 64) as i64]).unwrap();
-    let ttotal = Tensor::from_host(d, &[a.total as i32], &[1]).unwrap();
-    let tweights = Tensor::from_host(d, &weights, &[ti * ki]).unwrap();
+    // The aligned order from the GPU alignment, checked against the CPU one on its first `total` rows.
+    let tids = Tensor::from_host(d, &ids, &[ti, ki]).unwrap();
+    let (mut tsorted, mut texperts, mut ttotal) =
+        moe::host::aligned_buffers(s, ti * ki, ei, bm as i64).unwrap();
+    let mut ws = moe::Workspace::<E>::default();
+    moe::moe_align_block_size(
+        s,
+        &tids,
+        ei,
+        bm as i64,
+        &mut tsorted,
+        &mut texperts,
+        &mut ttotal,
+        &mut ws,
+    )
+    .unwrap();
+    check_alignment(&ids, e, bm, &tsorted, &texperts, &ttotal);
+    // Routed weights flat or `[T, k]` as `moe_route` writes them (both accepted).
+    let wshape: &[i64] = if bm == 32 { &[ti, ki] } else { &[ti * ki] };
+    let tweights = Tensor::from_host(d, &weights, wshape).unwrap();
     let tx = Tensor::from_host(d, &to_e::<E>(&x), &[ti, hi]).unwrap();
     let routing = Routing {
         sorted_ids: &tsorted,
@@ -549,20 +787,28 @@ fn gpu_moe_layer_matches_reference() {
     let Some((_d, s)) = common::gpu_device("gpu_moe_layer_matches_reference") else {
         return;
     };
+    // (shape, force expert 0 in every first slot); every row block for each, so every tile variant
+    // of both GEMMs (K 64 and 128, N 64 and 128) runs.
     let cases = [
         ((1, 8, 2, 128, 64), false),
         ((37, 8, 2, 256, 128), true),
         ((100, 4, 1, 128, 128), true),
         ((200, 64, 8, 128, 64), false),
         ((129, 8, 2, 192, 192), false),
+        ((300, 128, 8, 128, 128), false),
+        // Few blocks and a long K: GEMM 2 splits K (2 to 4 splits, `host::k_splits`).
+        ((2, 8, 2, 128, 1024), false),
+        ((9, 4, 2, 128, 1024), true),
     ];
     for (n, (shape, force)) in cases.into_iter().enumerate() {
-        for nvfp4 in [true, false] {
-            layer_case::<bf16>(&s, shape, force, nvfp4, 10 + n as u64);
+        for bm in moe::host::ROW_BLOCKS {
+            for nvfp4 in [true, false] {
+                layer_case::<bf16>(&s, shape, bm as usize, force, nvfp4, 10 + n as u64);
+            }
         }
     }
-    layer_case::<f16>(&s, (37, 8, 2, 256, 128), true, true, 40);
-    layer_case::<f16>(&s, (5, 8, 2, 128, 64), false, false, 41);
+    layer_case::<f16>(&s, (37, 8, 2, 256, 128), 16, true, true, 40);
+    layer_case::<f16>(&s, (5, 8, 2, 128, 64), 128, false, false, 41);
 }
 
 #[test]
@@ -655,5 +901,36 @@ fn gpu_route_matches_reference() {
                 }
             }
         }
+    }
+}
+
+/// The memory ops of the W4A16 GEMMs (the IR): weights and scales come through tensor views (whole
+/// tiles, TMA-eligible), and the only pointer loads are the activation rows gathered by token id
+/// (GEMM 1: even and odd columns) and the routed weights of GEMM 2's epilogue.
+#[test]
+fn w4a16_gemms_read_weights_through_views() {
+    let jobs = cutile_kernels::moe::compile_jobs();
+    let count = |text: &str, op: &str| text.matches(op).count();
+    for j in jobs.iter().filter(|j| j.kernel.ends_with("_w4a16")) {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let text = k.specialize(metas).unwrap().ir_text();
+        let (ptr, view) = (count(&text, "load_ptr_tko"), count(&text, "load_view_tko"));
+        eprintln!(
+            "{} {}: {ptr} pointer loads, {view} view loads",
+            j.kernel, j.specialization
+        );
+        let want_ptr = if j.kernel.starts_with("moe_gemm1") {
+            2
+        } else {
+            1
+        };
+        assert_eq!(ptr, want_ptr, "{} {}:\n{text}", j.kernel, j.specialization);
+        // Ids, expert, total, global; codes and scales (twice in GEMM 1: gate and up).
+        assert!(
+            view >= 6,
+            "{} {}: {view} view loads",
+            j.kernel,
+            j.specialization
+        );
     }
 }

@@ -1,6 +1,9 @@
-//! The NVFP4 MoE kernels: the format's codecs on integer tiles, quantize / dequantize, and the grouped
+//! The NVFP4 MoE kernels: the format's codecs on integer tiles, quantize / dequantize, the GPU
+//! alignment (`moe_align_*`: histogram, plan, stable placement), and the grouped
 //! expert GEMMs (W4A16 on any arch with bf16/f16 MMA, sm_80 and up; the same structure with dense
-//! bf16/f16 weights as the peer).
+//! bf16/f16 weights as the peer). The W4A16 GEMMs decode a weight tile into its even (low nibble) and
+//! odd (high nibble) halves and multiply them by the even and odd activation columns (two MMAs of
+//! depth `BK/2`), so the nibbles are never re-interleaved in registers.
 //!
 //! Packed NVFP4 bytes and e4m3 scale bytes are `i8` tensors (a `u8` runtime tensor binds to them); a
 //! loaded byte is widened to i32 and masked with `0xFF`, so the sign extension of the load never
@@ -146,6 +149,58 @@ pub mod kernels {
             .broadcast::<S3<BN, BKS, 16>>()
             .reshape::<S2<BN, BK>>();
         vals * scale
+    }
+
+    /// The `BN x BK` weight tile of [`dequant_tile`] split by nibble instead of interleaved: `(even,
+    /// odd)`, each `BN x BKH`, holding elements `2j` (low nibbles) and `2j + 1` (high nibbles) of the
+    /// K range, scaled, in `E`. A GEMM multiplies them by the even and odd columns of its activations
+    /// (two MMAs of depth `BK/2`), so the nibbles are never re-interleaved in registers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dequant_halves<E: ElementType, const BN: i32, const BKH: i32, const BKS: i32>(
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: Scalar<f32>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
+        let bytes = unsigned(
+            w.partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKH>>(),
+        );
+        let sc = unsigned(
+            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKS>>(),
+        );
+        // 16 elements per scale = 8 bytes per scale in each half.
+        let scale = (e4m3_decode(sc) * global)
+            .reshape::<S3<BN, BKS, 1>>()
+            .broadcast::<S3<BN, BKS, 8>>()
+            .reshape::<S2<BN, BKH>>();
+        let even = (e2m1_decode(bytes & 15i32) * scale).cast::<E>();
+        let odd = (e2m1_decode(bytes >> 4i32) * scale).cast::<E>();
+        (even, odd)
+    }
+
+    /// `BM x BKH` tiles of the even and odd columns of K tile `k` (`BKH = BK/2` each) of the rows
+    /// `tok` of `x` (zero where `valid` is false or past the edge).
+    pub fn gather_rows_split<E: ElementType, const BM: i32, const BKH: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        tok: Tile<i32, S1<BM>>,
+        valid: Tile<bool, S1<BM>>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BM, BKH>>, Tile<E, S2<BM, BKH>>) {
+        let rows = tok.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BKH>>();
+        let even = (iota::<BKH>() * 2i32 + k * (2 * BKH))
+            .reshape::<S2<1, BKH>>()
+            .broadcast::<S2<BM, BKH>>();
+        let mask = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BKH>>();
+        (
+            x.gather((rows, even), Some(mask), 0i32),
+            x.gather((rows, even + 1i32), Some(mask), 0i32),
+        )
     }
 
     /// Element `i` of a rank-1 tensor, as a scalar.
@@ -326,11 +381,11 @@ pub mod kernels {
             let mut acc_g = zeros::<f32, S2<BM, BN>>();
             let mut acc_u = zeros::<f32, S2<BM, BN>>();
             for k in 0..(x.dim(1) + (BK - 1)) / BK {
-                let a = gather_rows::<E, BM, BK>(x, tok, valid, k);
-                let wg = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, n, k).cast::<E>();
-                let wu = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, up_n, k).cast::<E>();
-                acc_g = mma(a, wg.transpose(), acc_g);
-                acc_u = mma(a, wu.transpose(), acc_u);
+                let (a0, a1) = gather_rows_split::<E, BM, BKH>(x, tok, valid, k);
+                let (g0, g1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
+                let (u0, u1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, up_n, k);
+                acc_g = mma(a1, g1.transpose(), mma(a0, g0.transpose(), acc_g));
+                acc_u = mma(a1, u1.transpose(), mma(a0, u0.transpose(), acc_u));
             }
             let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
@@ -370,30 +425,37 @@ pub mod kernels {
         }
     }
 
-    /// Writes `acc · weights[ids]` (f32) to the rows `ids` of `y: [T·k, H]`, columns `n·BN..`.
+    /// Writes `acc · weights[ids]` (f32) to the rows `ids · splits + sp` of `y: [T·k·splits, H]`,
+    /// columns `n·BN..` (split `sp` of the K range; `splits` = 1 without split-K).
+    #[allow(clippy::too_many_arguments)]
     pub fn scatter_weighted<const BM: i32, const BN: i32>(
         y: &mut Tensor<f32, S2<DYN, DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
         ids: Tile<i32, S1<BM>>,
         valid: Tile<bool, S1<BM>>,
+        splits: Scalar<i32>,
+        sp: Scalar<i32>,
         n: Scalar<i32>,
         acc: Tile<f32, S2<BM, BN>>,
     ) {
         let wt = weights.gather(ids, Some(valid), 0i32);
         let out = acc * wt.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
-        let rows = ids.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
+        let rows = (ids * splits.splat::<S1<BM>>() + sp.splat::<S1<BM>>())
+            .reshape::<S2<BM, 1>>()
+            .broadcast::<S2<BM, BN>>();
         let cols = (iota::<BN>() + n * BN)
             .reshape::<S2<1, BN>>()
             .broadcast::<S2<BM, BN>>();
         let mask = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, BN>>();
-        // SAFETY: every real pair id occurs once in the aligned order, so block `(b, n)` is the only
-        // writer of rows `ids` in columns `n·BN..(n+1)·BN`.
+        // SAFETY: every real pair id occurs once in the aligned order, so block `(b, n, sp)` is the
+        // only writer of rows `ids · splits + sp` in columns `n·BN..(n+1)·BN`.
         unsafe { y.scatter((rows, cols), out, Some(mask)) };
     }
 
-    /// Grouped GEMM 2 with NVFP4 weights: `y[id, n] = weights[id] · (h[rows] · W2[e, n]ᵀ)` for the
-    /// real rows of block `b` (f32 `y: [T·k, H]`; the top-k sum is `moe_combine`). `w: [E, H, I/2]`,
-    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, 1)`.
+    /// Grouped GEMM 2 with NVFP4 weights: `y[id·S + s, n] = weights[id] · (h[rows, K_s] · W2[e, n,
+    /// K_s]ᵀ)` for the real rows of block `b` and K split `s` of `S = splits` (f32 `y: [T·k·S, H]`;
+    /// the sum over slots and splits, in that fixed order, is `moe_combine`). `w: [E, H, I/2]`,
+    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, S)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm2_w4a16<
@@ -412,20 +474,32 @@ pub mod kernels {
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
-        let (b, n, _) = block_id();
+        let (b, n, sp) = block_id();
         if b * BM < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
             let ge = at(global, e);
-            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, b, y.dim(0), scalar::<i32>(1i32));
+            let (ids, _tok, valid) =
+                block_rows::<BM>(sorted_ids, b, y.dim(0) / splits, scalar::<i32>(1i32));
             let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
+            let per = (ph.num_tiles(1) + splits - 1i32) / splits;
+            let lo = sp * per;
+            let hi = (lo + per).min(ph.num_tiles(1));
             let mut acc = zeros::<f32, S2<BM, BN>>();
-            for k in 0..ph.num_tiles(1) {
-                let wt = dequant_tile::<BN, BK, BKH, BKS>(w, s, ge, e, n, k).cast::<E>();
-                acc = mma(ph.load((b, k)), wt.transpose(), acc);
+            for k in lo..hi {
+                let (w0, w1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
+                let a = ph.load((b, k)).reshape::<S3<BM, BKH, 2>>();
+                let a0 = a
+                    .extract::<S3<BM, BKH, 1>>(&[0, 0, 0])
+                    .reshape::<S2<BM, BKH>>();
+                let a1 = a
+                    .extract::<S3<BM, BKH, 1>>(&[0, 0, 1])
+                    .reshape::<S2<BM, BKH>>();
+                acc = mma(a1, w1.transpose(), mma(a0, w0.transpose(), acc));
             }
-            scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
         }
     }
 
@@ -439,21 +513,201 @@ pub mod kernels {
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
-        let (b, n, _) = block_id();
+        let (b, n, sp) = block_id();
         if b * BM < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
-            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, b, y.dim(0), scalar::<i32>(1i32));
+            let (ids, _tok, valid) =
+                block_rows::<BM>(sorted_ids, b, y.dim(0) / splits, scalar::<i32>(1i32));
             let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
             let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+            let per = (ph.num_tiles(1) + splits - 1i32) / splits;
+            let lo = sp * per;
+            let hi = (lo + per).min(ph.num_tiles(1));
             let mut acc = zeros::<f32, S2<BM, BN>>();
-            for k in 0..ph.num_tiles(1) {
+            for k in lo..hi {
                 let wt = pw.load((e, n, k)).reshape::<S2<BN, BK>>();
                 acc = mma(ph.load((b, k)), wt.transpose(), acc);
             }
-            scatter_weighted::<BM, BN>(y, weights, ids, valid, n, acc);
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
         }
+    }
+
+    /// `moe_align_block_size`, pass 1 of 3: the expert histogram of pairs `c·BT..` of `ids: [N]`
+    /// (the flattened `[T, k]` top-k ids): `counts[c, e]` for `e < EP` (ids outside `0..EP` are not
+    /// counted). Grid = tiles of `counts` (`ceil(N / BT)` blocks).
+    #[cutile::entry]
+    pub fn moe_align_hist<const BT: i32, const EP: i32>(
+        ids: &Tensor<i32, S1<DYN>>,
+        counts: &mut Tensor<i32, S2<1, EP>>,
+    ) {
+        let c = block_id_x();
+        let v = ids.partition_padded::<S1<BT>>(Padding::Zero).load(c);
+        let valid = (iota::<BT>() + c * BT).cmp_lt(ids.dim(0).splat::<S1<BT>>());
+        let hot = v.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>().cmp_eq(
+            iota::<EP>()
+                .reshape::<S2<1, EP>>()
+                .broadcast::<S2<BT, EP>>(),
+        ) & valid.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>();
+        counts.store(hot.cast::<i32>().sum::<0>());
+    }
+
+    /// Exclusive prefix sum of `x: [EP]` (`EP = 16·ER`): a 16-wide scan inside each row of the
+    /// `ER x 16` view plus the exclusive scan of the row sums.
+    pub fn exclusive_scan<const EP: i32, const ER: i32>(x: Tile<i32, S1<EP>>) -> Tile<i32, S1<EP>> {
+        let x2 = x.reshape::<S2<ER, 16>>();
+        let lanes_j = iota::<16>()
+            .reshape::<S3<1, 1, 16>>()
+            .broadcast::<S3<ER, 16, 16>>();
+        let lanes_i = iota::<16>()
+            .reshape::<S3<1, 16, 1>>()
+            .broadcast::<S3<ER, 16, 16>>();
+        let within = select(
+            lanes_j.cmp_lt(lanes_i),
+            x2.reshape::<S3<ER, 1, 16>>().broadcast::<S3<ER, 16, 16>>(),
+            0i32,
+        )
+        .sum::<2>()
+        .reshape::<S2<ER, 16>>();
+        let rows = x2
+            .sum::<1>()
+            .reshape::<S2<1, ER>>()
+            .broadcast::<S2<ER, ER>>();
+        let cols = iota::<ER>()
+            .reshape::<S2<1, ER>>()
+            .broadcast::<S2<ER, ER>>();
+        let rws = iota::<ER>()
+            .reshape::<S2<ER, 1>>()
+            .broadcast::<S2<ER, ER>>();
+        let before = select(cols.cmp_lt(rws), rows, 0i32)
+            .sum::<1>()
+            .broadcast::<S2<ER, 16>>();
+        (within + before).reshape::<S1<EP>>()
+    }
+
+    /// `moe_align_block_size`, pass 2 of 3 (one block): sums the histogram `counts: [C, EP]`, pads
+    /// every expert to `BM` rows, writes the experts' first rows `start: [EP]` (exclusive scan of the
+    /// padded counts), `total: [1]`, the expert of every row block `expert_ids: [P_max / BM]` (blocks
+    /// at or past `total` get `num_experts - 1`; the GEMMs skip them) and the padding rows of
+    /// `sorted_ids` (value `pairs`). `EP = 16·ER`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_align_plan<
+        const BM: i32,
+        const EP: i32,
+        const ER: i32,
+        const CB: i32,
+        const BB: i32,
+    >(
+        counts: &Tensor<i32, S2<DYN, DYN>>,
+        num_experts: Scalar<i32>,
+        pairs: Scalar<i32>,
+        start: &mut Tensor<i32, S1<EP>>,
+        total: &mut Tensor<i32, S1<1>>,
+        expert_ids: &mut Tensor<i32, S1<BB>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let pc = counts.partition_padded::<S2<CB, EP>>(Padding::Zero);
+        let mut acc = zeros::<i32, S2<1, EP>>();
+        for r in 0..pc.num_tiles(0) {
+            acc += pc.load((r, 0i32)).sum::<0>();
+        }
+        let cnt = acc.reshape::<S1<EP>>();
+        let padded = ((cnt + (BM - 1)) / BM) * BM;
+        let first = exclusive_scan::<EP, ER>(padded);
+        let end = first + padded;
+        start.store(first);
+        total.store(padded.sum::<0>());
+        let ends = end.reshape::<S2<1, EP>>().broadcast::<S2<BB, EP>>();
+        let last = num_experts - 1i32;
+        for j in 0..(expert_ids.dim(0) + (BB - 1)) / BB {
+            let rows = ((iota::<BB>() + j * BB) * BM)
+                .reshape::<S2<BB, 1>>()
+                .broadcast::<S2<BB, EP>>();
+            let e = ends
+                .cmp_le(rows)
+                .cast::<i32>()
+                .sum::<1>()
+                .reshape::<S1<BB>>()
+                .min(last.splat::<S1<BB>>());
+            // SAFETY: the single block writes every tile of `expert_ids` once.
+            unsafe { expert_ids.store_at(j, e) };
+        }
+        let slot = iota::<BM>()
+            .reshape::<S2<1, BM>>()
+            .broadcast::<S2<EP, BM>>();
+        let filled = (first + cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        let pad = (padded - cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        // SAFETY: the padding rows of different experts are disjoint and no real pair lands there
+        // (pass 3 writes rows `start[e]..start[e] + cnt[e]`).
+        unsafe {
+            sorted_ids.scatter(
+                filled + slot,
+                pairs.splat::<S2<EP, BM>>(),
+                Some(slot.cmp_lt(pad)),
+            )
+        };
+    }
+
+    /// `moe_align_block_size`, pass 3 of 3: block `c` places pairs `c·BT..` of `ids: [N]` at
+    /// `start[e] + (pairs of expert e in earlier blocks) + (pairs of e earlier in this block)`, so the
+    /// order inside an expert is the pair order (stable by token). Grid `ceil(N / BT)`.
+    #[cutile::entry]
+    pub fn moe_align_scatter<const BT: i32, const EP: i32, const CB: i32>(
+        ids: &Tensor<i32, S1<DYN>>,
+        counts: &Tensor<i32, S2<DYN, DYN>>,
+        start: &Tensor<i32, S1<DYN>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let c = block_id_x();
+        let pc = counts.partition_padded::<S2<CB, EP>>(Padding::Zero);
+        let mut base = start
+            .partition_padded::<S1<EP>>(Padding::Zero)
+            .load(0i32)
+            .reshape::<S2<1, EP>>();
+        for r in 0..(c + (CB - 1)) / CB {
+            let row = (iota::<CB>() + r * CB)
+                .reshape::<S2<CB, 1>>()
+                .broadcast::<S2<CB, EP>>();
+            base += select(
+                row.cmp_lt(c.splat::<S2<CB, EP>>()),
+                pc.load((r, 0i32)),
+                0i32,
+            )
+            .sum::<0>();
+        }
+        let pair = iota::<BT>() + c * BT;
+        let valid = pair.cmp_lt(ids.dim(0).splat::<S1<BT>>());
+        let v = ids.partition_padded::<S1<BT>>(Padding::Zero).load(c);
+        let hot = v.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>().cmp_eq(
+            iota::<EP>()
+                .reshape::<S2<1, EP>>()
+                .broadcast::<S2<BT, EP>>(),
+        );
+        let at_base = select(hot, base.broadcast::<S2<BT, EP>>(), 0i32).sum::<1>();
+        let same = v
+            .reshape::<S2<BT, 1>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_eq(v.reshape::<S2<1, BT>>().broadcast::<S2<BT, BT>>());
+        let earlier = iota::<BT>()
+            .reshape::<S2<1, BT>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_lt(
+                iota::<BT>()
+                    .reshape::<S2<BT, 1>>()
+                    .broadcast::<S2<BT, BT>>(),
+            );
+        let rank = (same & earlier).cast::<i32>().sum::<1>();
+        let pos = (at_base + rank).reshape::<S1<BT>>();
+        // SAFETY: every valid pair gets a distinct row (its expert's rows are disjoint from the others'
+        // and ranks inside an expert are distinct).
+        unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
     }
 
     /// `MODE` of `moe_route`: softmax, top-k probabilities as they are.

@@ -2,9 +2,10 @@
 //! one MoE layer (W4A16 or dense weights) given the routing's aligned order. Shapes are checked (typed
 //! [`OpError`]s, never a panic); each function queues its launches on `stream` and waits.
 //!
-//! Intermediates (`part` of the quantizer, `h` and `y` of a layer) are allocated per call: these
-//! functions are the kernels' first host surface, not yet the planned, scratch-backed ops of the
-//! other families (see `docs/moe.md`).
+//! The layer's tiles are chosen here from the routing's row block ([`row_block`], [`gemm_tiles`]);
+//! its intermediates (`h`, `y`, the alignment's histogram) live in a caller-owned [`Workspace`]
+//! reused across calls (the quantizer's `part` is still allocated per call: it runs once per model
+//! load). These are not yet planned ops over `op::scratch` (see `docs/moe.md`).
 
 use cutile::core::{Float, MmaOperand};
 use cutile::runtime::{DeviceElement, Stream, Tensor};
@@ -18,9 +19,9 @@ pub trait MoeElem: Float + MmaOperand<f32> + DeviceElement {}
 impl MoeElem for half::bf16 {}
 impl MoeElem for half::f16 {}
 
-/// GEMM row block (rows of the aligned order per block): the `block` to align with.
+/// The row block of [`moe_layer`]'s callers before the host picked it ([`row_block`]); any of
+/// [`ROW_BLOCKS`] works.
 pub const BM: i64 = 64;
-const BN: i64 = 64;
 const QBR: i64 = 16;
 const QBK: i64 = 256;
 const DBN: i64 = 64;
@@ -152,9 +153,11 @@ pub enum Weights<'a, E: MoeElem> {
     },
 }
 
-/// The routing of a layer in the aligned order of `moe_align_block_size` with block [`BM`]:
+/// The routing of a layer in the aligned order of `moe_align_block_size` with a row block `BM` of
+/// [`ROW_BLOCKS`] (the GEMMs' M tile; read off the shapes: `BM = P / expert_ids.len()`):
 /// `sorted_ids: [P]` pair ids (`t·k + j`; padding rows `T·k`), `expert_ids: [P / BM]`, `total: [1]`
-/// (the padded rows used), `weights: [T·k]` the routed weights (f32), `topk` = k.
+/// (the padded rows used), `weights: [T·k]` or `[T, k]` the routed weights (f32, as `moe_route`
+/// writes them), `topk` = k.
 #[derive(Debug)]
 pub struct Routing<'a> {
     pub sorted_ids: &'a Tensor<i32>,
@@ -164,41 +167,153 @@ pub struct Routing<'a> {
     pub topk: i32,
 }
 
-/// One MoE layer: `out[t] = Σ_j w[t,j] · W2[e] (silu(W13[e, :I] x[t]) ⊙ W13[e, I:] x[t])`, `x: [T, H]`,
-/// `out: [T, H]`. `H` and `I` must be multiples of 64 (the GEMM tiles; NVFP4 also needs them to be
-/// multiples of 32 for the packing).
-pub fn moe_layer<E: MoeElem>(
-    stream: &Stream,
+/// The row blocks (GEMM M tiles) the layer has kernels for.
+pub const ROW_BLOCKS: [i64; 4] = [16, 32, 64, 128];
+
+/// The row block the host picks for `pairs = T·k` routed pairs over `experts` experts: the M tile
+/// closest to the mean rows per hit expert (16 for decode, where an expert sees a handful of rows,
+/// so the padding to the block is not multiplied into wasted MMA work; 128 for prefill).
+pub fn row_block(pairs: i64, experts: i64) -> i64 {
+    let hit = pairs.min(experts).max(1);
+    let mean = pairs / hit;
+    match mean {
+        ..=16 => 16,
+        17..=48 => 32,
+        49..=191 => 64,
+        _ => 128,
+    }
+}
+
+/// The tiles of the two GEMMs for row block `bm`, `H = h`, `I = i`: `(BN, BK)` of GEMM 1 and of
+/// GEMM 2. Decode blocks (16, 32) take K = 128 per step where K (`H` for GEMM 1, `I` for GEMM 2)
+/// allows it: twice the weight bytes per load and half the loop trips, while the grid keeps `I / 64`
+/// and `H / 64` column tiles per expert block to fill the SMs. Prefill (128) takes a 128-wide N tile
+/// in GEMM 2 (one accumulator) where `H` allows it; GEMM 1 keeps 64 because it holds two.
+pub fn gemm_tiles(bm: i64, h: i64, i: i64) -> ((i64, i64), (i64, i64)) {
+    let k128 = |k: i64| if k % 128 == 0 { 128 } else { 64 };
+    match bm {
+        16 | 32 => ((64, k128(h)), (64, k128(i))),
+        128 => ((64, 64), (if h % 128 == 0 { 128 } else { 64 }, 64)),
+        _ => ((64, 64), (64, 64)),
+    }
+}
+
+/// The K splits of GEMM 2 on a GPU with `sms` SMs when it launches about `ctas` (row block, column
+/// tile) pairs over `k_tiles` K steps: 1 when the pairs already fill two waves, else enough splits to
+/// reach two waves, at most 8 and keeping at least 4 K steps per split. Each split writes its own f32
+/// rows of `y` (`[T·k·S, H]`, routed weight applied) and `moe_combine` sums slots and splits in a fixed
+/// order: deterministic, no atomics. (Decode of a wide layer: Mixtral at T = 1 hits 2 experts, so GEMM
+/// 2 has 2 blocks × 64 column tiles, each walking K = 14336.)
+pub fn k_splits(sms: i64, ctas: i64, k_tiles: i64) -> i64 {
+    let target = 2 * sms.max(1);
+    if ctas >= target {
+        return 1;
+    }
+    ceil_div(target, ctas.max(1)).min(8).min(k_tiles / 4).max(1)
+}
+
+/// The shape of GEMM 2's f32 output `y` for a layer call, `[T·k·S, H]` with `S` the K splits the
+/// host picks (for [`moe_gemm2`] and [`moe_combine`] called as stages).
+pub fn gemm2_out_shape<E: MoeElem>(
     x: &Tensor<E>,
     weights: &Weights<'_, E>,
     routing: &Routing<'_>,
-    out: &mut Tensor<E>,
-) -> Result<(), OpError> {
-    const OP: &str = "moe_layer";
+) -> Result<[i64; 2], OpError> {
+    let d = check_layer("moe_gemm2", x, weights, routing, None)?;
+    Ok([d.t * d.k * d.splits, d.h])
+}
+
+/// Device buffers an aligned layer reuses from call to call (the intermediates `h: [P, I]` and
+/// `y: [T·k, H]`, the alignment's histogram and expert starts): reallocated only when a shape changes,
+/// so repeated calls of one shape allocate nothing. One per stream (its buffers are used in stream
+/// order).
+#[derive(Debug)]
+pub struct Workspace<E: MoeElem> {
+    h: Option<Tensor<E>>,
+    y: Option<Tensor<f32>>,
+    counts: Option<Tensor<i32>>,
+    start: Option<Tensor<i32>>,
+}
+
+impl<E: MoeElem> Default for Workspace<E> {
+    fn default() -> Self {
+        Workspace {
+            h: None,
+            y: None,
+            counts: None,
+            start: None,
+        }
+    }
+}
+
+/// `slot`'s tensor of `shape`, allocated when it is missing or of another shape.
+fn reuse<'a, T: DeviceElement>(
+    slot: &'a mut Option<Tensor<T>>,
+    stream: &Stream,
+    shape: &[i64],
+) -> Result<&'a mut Tensor<T>, OpError> {
+    if slot.as_ref().is_none_or(|t| t.shape() != shape) {
+        *slot = None;
+        *slot = Some(Tensor::<T>::zeros(stream.device(), shape)?);
+    }
+    Ok(slot.as_mut().expect("set above"))
+}
+
+/// The checked facts of one layer call.
+#[derive(Debug, Clone, Copy)]
+struct Dims {
+    t: i64,
+    h: i64,
+    i: i64,
+    k: i64,
+    p: i64,
+    bm: i64,
+    /// K splits of GEMM 2 ([`k_splits`]).
+    splits: i64,
+}
+
+/// Every shape check of a layer call, in one place: `x`, the weights of either kind, the routing and
+/// (when given) `out`.
+fn check_layer<E: MoeElem>(
+    op: &'static str,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+    out: Option<&[i64]>,
+) -> Result<Dims, OpError> {
     let xs = x.shape().to_vec();
     if xs.len() != 2 {
         return Err(OpError::Rank {
-            op: OP,
+            op,
             arg: "x",
             expected: "2 ([T, H])".into(),
             shape: xs,
         });
     }
     let (t, h) = (xs[0], xs[1]);
-    let (ne, i2) = match weights {
-        Weights::Nvfp4 { w13, .. } => (w13.shape()[0], w13.shape()[1]),
-        Weights::Dense { w13, .. } => (w13.shape()[0], w13.shape()[1]),
+    let w13s = match weights {
+        Weights::Nvfp4 { w13, .. } => w13.shape(),
+        Weights::Dense { w13, .. } => w13.shape(),
     };
+    if w13s.len() != 3 {
+        return Err(OpError::Rank {
+            op,
+            arg: "w13",
+            expected: "3 ([E, 2I, ...])".into(),
+            shape: w13s.to_vec(),
+        });
+    }
+    let (ne, i2) = (w13s[0], w13s[1]);
     let i = i2 / 2;
-    if h % BN != 0 || i % BN != 0 || i2 != 2 * i {
+    if h % 64 != 0 || i % 64 != 0 || i2 != 2 * i || ne < 1 {
         return Err(shape_err(
-            OP,
-            "H and I must be multiples of 64",
-            &[h, i],
-            &[BN, BN],
+            op,
+            "H and I must be multiples of 64 and E at least 1",
+            &[h, i, ne],
+            &[64, 64, 1],
         ));
     }
-    match weights {
+    let named: Vec<(&str, &[i64], Vec<i64>)> = match weights {
         Weights::Nvfp4 {
             w13,
             s13,
@@ -206,111 +321,398 @@ pub fn moe_layer<E: MoeElem>(
             w2,
             s2,
             g2,
-        } => {
-            expect(OP, "w13", w13.shape(), &[ne, 2 * i, h / 2])?;
-            expect(OP, "s13", s13.shape(), &[ne, 2 * i, h / 16])?;
-            expect(OP, "g13", g13.shape(), &[ne])?;
-            expect(OP, "w2", w2.shape(), &[ne, h, i / 2])?;
-            expect(OP, "s2", s2.shape(), &[ne, h, i / 16])?;
-            expect(OP, "g2", g2.shape(), &[ne])?;
-        }
-        Weights::Dense { w13, w2 } => {
-            expect(OP, "w13", w13.shape(), &[ne, 2 * i, h])?;
-            expect(OP, "w2", w2.shape(), &[ne, h, i])?;
-        }
+        } => vec![
+            ("w13", w13.shape(), vec![ne, 2 * i, h / 2]),
+            ("s13", s13.shape(), vec![ne, 2 * i, h / 16]),
+            ("g13", g13.shape(), vec![ne]),
+            ("w2", w2.shape(), vec![ne, h, i / 2]),
+            ("s2", s2.shape(), vec![ne, h, i / 16]),
+            ("g2", g2.shape(), vec![ne]),
+        ],
+        Weights::Dense { w13, w2 } => vec![
+            ("w13", w13.shape(), vec![ne, 2 * i, h]),
+            ("w2", w2.shape(), vec![ne, h, i]),
+        ],
+    };
+    for (name, got, want) in &named {
+        expect(op, name, got, want)?;
     }
     let k = i64::from(routing.topk);
     if k < 1 || k > ne {
         return Err(OpError::Unsupported {
-            op: OP,
+            op,
             what: format!("top-k {k} must be in 1..={ne}"),
         });
     }
     let p = routing.sorted_ids.shape().first().copied().unwrap_or(0);
-    if p % BM != 0 {
+    let blocks = routing.expert_ids.shape().first().copied().unwrap_or(0);
+    let bm = if blocks > 0 && p % blocks == 0 {
+        p / blocks
+    } else {
+        0
+    };
+    if !ROW_BLOCKS.contains(&bm) {
         return Err(shape_err(
-            OP,
-            "`sorted_ids` must hold whole blocks of 64",
-            &[p],
-            &[BM],
+            op,
+            "`sorted_ids` must hold `expert_ids.len()` blocks of 16, 32, 64 or 128 rows",
+            &[p, blocks],
+            &ROW_BLOCKS,
         ));
     }
-    expect(OP, "expert_ids", routing.expert_ids.shape(), &[p / BM])?;
-    expect(OP, "total", routing.total.shape(), &[1])?;
-    expect(OP, "weights", routing.weights.shape(), &[t * k])?;
-    expect(OP, "out", out.shape(), &[t, h])?;
-    if t == 0 || p == 0 {
+    expect(op, "sorted_ids", routing.sorted_ids.shape(), &[p])?;
+    expect(op, "expert_ids", routing.expert_ids.shape(), &[blocks])?;
+    expect(op, "total", routing.total.shape(), &[1])?;
+    if routing.weights.shape() != [t, k] {
+        expect(op, "weights", routing.weights.shape(), &[t * k])?;
+    }
+    if let Some(o) = out {
+        expect(op, "out", o, &[t, h])?;
+    }
+    let (_, (bn2, bk2)) = gemm_tiles(bm, h, i);
+    let blocks_est = (p / bm).min(ceil_div(t * k, bm) + (t * k).min(ne));
+    let sms = i64::from(x.device().sm_count());
+    let splits = k_splits(sms, blocks_est * (h / bn2), ceil_div(i, bk2));
+    Ok(Dims {
+        t,
+        h,
+        i,
+        k,
+        p,
+        bm,
+        splits,
+    })
+}
+
+/// One MoE layer: `out[t] = Σ_j w[t,j] · W2[e] (silu(W13[e, :I] x[t]) ⊙ W13[e, I:] x[t])`, `x: [T, H]`,
+/// `out: [T, H]`. `H` and `I` must be multiples of 64. Intermediates are allocated for this call;
+/// [`moe_layer_in`] reuses a [`Workspace`].
+pub fn moe_layer<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+    out: &mut Tensor<E>,
+) -> Result<(), OpError> {
+    moe_layer_in(stream, x, weights, routing, out, &mut Workspace::default())
+}
+
+/// [`moe_layer`] with its intermediates in `ws`: GEMM 1 ([`moe_gemm1`]), GEMM 2 ([`moe_gemm2`]) and
+/// the combine ([`moe_combine`]), queued on `stream` with no allocation once `ws` has this shape.
+pub fn moe_layer_in<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+    out: &mut Tensor<E>,
+    ws: &mut Workspace<E>,
+) -> Result<(), OpError> {
+    let d = check_layer("moe_layer", x, weights, routing, Some(out.shape()))?;
+    if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    let dev = stream.device();
-    let mut hbuf = Tensor::<E>::zeros(dev, &[p, i])?;
-    let mut y = Tensor::<f32>::zeros(dev, &[t * k, h])?;
-    let g1 = (u32_of(OP, p / BM)?, u32_of(OP, i / BN)?, 1);
-    let g2 = (u32_of(OP, p / BM)?, u32_of(OP, h / BN)?, 1);
-    let r = routing;
-    match weights {
-        Weights::Nvfp4 {
-            w13,
-            s13,
-            g13,
-            w2,
-            s2,
-            g2: gs2,
-        } => {
-            kernels::moe_gemm1_w4a16::<E, 64, 64, 64, 32, 4>(
-                x,
-                *w13,
-                *s13,
-                *g13,
-                r.sorted_ids,
-                r.expert_ids,
-                r.total,
-                r.topk,
-                &mut hbuf,
-            )
-            .grid(g1)
-            .launch(stream)?;
-            kernels::moe_gemm2_w4a16::<E, 64, 64, 64, 32, 4>(
-                &hbuf,
-                *w2,
-                *s2,
-                *gs2,
-                r.sorted_ids,
-                r.expert_ids,
-                r.total,
-                r.weights,
-                &mut y,
-            )
-            .grid(g2)
-            .launch(stream)?;
-        }
-        Weights::Dense { w13, w2 } => {
-            kernels::moe_gemm1_dense::<E, 64, 64, 64>(
-                x,
-                *w13,
-                r.sorted_ids,
-                r.expert_ids,
-                r.total,
-                r.topk,
-                &mut hbuf,
-            )
-            .grid(g1)
-            .launch(stream)?;
-            kernels::moe_gemm2_dense::<E, 64, 64, 64>(
-                &hbuf,
-                *w2,
-                r.sorted_ids,
-                r.expert_ids,
-                r.total,
-                r.weights,
-                &mut y,
-            )
-            .grid(g2)
-            .launch(stream)?;
-        }
-    }
-    let y3 = y.reshape(&[t, k, h])?;
+    let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
+    launch_gemm1(stream, x, weights, routing, d, h)?;
+    let y = reuse(&mut ws.y, stream, &[d.t * d.k * d.splits, d.h])?;
+    launch_gemm2(stream, h, weights, routing, d, y)?;
+    let y3 = y.reshape(&[d.t, d.k * d.splits, d.h])?;
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
+    Ok(())
+}
+
+/// GEMM 1 of a layer alone (for timing the stages): `h: [P, I]` ← SiLU(gate)·up of the rows of `x`
+/// in the aligned order.
+pub fn moe_gemm1<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+    h: &mut Tensor<E>,
+) -> Result<(), OpError> {
+    let d = check_layer("moe_gemm1", x, weights, routing, None)?;
+    expect("moe_gemm1", "h", h.shape(), &[d.p, d.i])?;
+    if d.t == 0 || d.p == 0 {
+        return Ok(());
+    }
+    launch_gemm1(stream, x, weights, routing, d, h)
+}
+
+/// GEMM 2 of a layer alone (for timing the stages): `y: [T·k·S, H]` f32 ([`gemm2_out_shape`]) ←
+/// routed weight · `h` · W2ᵀ per K split, scattered to the pairs' rows; `x` only gives `T` and `H`.
+pub fn moe_gemm2<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    h: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+    y: &mut Tensor<f32>,
+) -> Result<(), OpError> {
+    let d = check_layer("moe_gemm2", x, weights, routing, None)?;
+    expect("moe_gemm2", "h", h.shape(), &[d.p, d.i])?;
+    expect("moe_gemm2", "y", y.shape(), &[d.t * d.k * d.splits, d.h])?;
+    if d.t == 0 || d.p == 0 {
+        return Ok(());
+    }
+    launch_gemm2(stream, h, weights, routing, d, y)
+}
+
+/// The combine alone: `out[t] = Σ_j y[t·n + j]` in row order, `y: [T·n, H]` f32, `out: [T, H]`
+/// (`n` = `slots`: top-k times GEMM 2's K splits, slot-major).
+pub fn moe_combine<E: MoeElem>(
+    stream: &Stream,
+    y: &Tensor<f32>,
+    slots: i64,
+    out: &mut Tensor<E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_combine";
+    let os = out.shape().to_vec();
+    if os.len() != 2 || slots < 1 {
+        return Err(OpError::Rank {
+            op: OP,
+            arg: "out",
+            expected: "2 ([T, H]) and at least one slot".into(),
+            shape: os,
+        });
+    }
+    expect(OP, "y", y.shape(), &[os[0] * slots, os[1]])?;
+    if os[0] * os[1] == 0 {
+        return Ok(());
+    }
+    let y3 = y.reshape(&[os[0], slots, os[1]])?;
+    kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
+    Ok(())
+}
+
+fn launch_gemm1<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    h: &mut Tensor<E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    let ((bn, bk), _) = gemm_tiles(d.bm, d.h, d.i);
+    let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.i / bn)?, 1);
+    macro_rules! go {
+        ($bm:literal, $bn:literal, $bk:literal) => {
+            match weights {
+                Weights::Nvfp4 { w13, s13, g13, .. } => {
+                    kernels::moe_gemm1_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                        x,
+                        *w13,
+                        *s13,
+                        *g13,
+                        r.sorted_ids,
+                        r.expert_ids,
+                        r.total,
+                        r.topk,
+                        h,
+                    )
+                    .grid(grid)
+                    .launch(stream)?
+                }
+                Weights::Dense { w13, .. } => kernels::moe_gemm1_dense::<E, $bm, $bn, $bk>(
+                    x,
+                    *w13,
+                    r.sorted_ids,
+                    r.expert_ids,
+                    r.total,
+                    r.topk,
+                    h,
+                )
+                .grid(grid)
+                .launch(stream)?,
+            }
+        };
+    }
+    match (d.bm, bk) {
+        (16, 128) => go!(16, 64, 128),
+        (16, _) => go!(16, 64, 64),
+        (32, 128) => go!(32, 64, 128),
+        (32, _) => go!(32, 64, 64),
+        (128, _) => go!(128, 64, 64),
+        _ => go!(64, 64, 64),
+    }
+    Ok(())
+}
+
+fn launch_gemm2<E: MoeElem>(
+    stream: &Stream,
+    h: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    y: &mut Tensor<f32>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
+    let wflat = r.weights.reshape(&[d.t * d.k])?;
+    let grid = (
+        u32_of(OP, d.p / d.bm)?,
+        u32_of(OP, d.h / bn)?,
+        u32_of(OP, d.splits)?,
+    );
+    let splits = d.splits as i32;
+    macro_rules! go {
+        ($bm:literal, $bn:literal, $bk:literal) => {
+            match weights {
+                Weights::Nvfp4 { w2, s2, g2, .. } => {
+                    kernels::moe_gemm2_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                        h,
+                        *w2,
+                        *s2,
+                        *g2,
+                        r.sorted_ids,
+                        r.expert_ids,
+                        r.total,
+                        &wflat,
+                        splits,
+                        y,
+                    )
+                    .grid(grid)
+                    .launch(stream)?
+                }
+                Weights::Dense { w2, .. } => kernels::moe_gemm2_dense::<E, $bm, $bn, $bk>(
+                    h,
+                    *w2,
+                    r.sorted_ids,
+                    r.expert_ids,
+                    r.total,
+                    &wflat,
+                    splits,
+                    y,
+                )
+                .grid(grid)
+                .launch(stream)?,
+            }
+        };
+    }
+    match (d.bm, bn, bk) {
+        (16, _, 128) => go!(16, 64, 128),
+        (16, _, _) => go!(16, 64, 64),
+        (32, _, 128) => go!(32, 64, 128),
+        (32, _, _) => go!(32, 64, 64),
+        (128, 128, _) => go!(128, 128, 64),
+        (128, _, _) => go!(128, 64, 64),
+        _ => go!(64, 64, 64),
+    }
+    Ok(())
+}
+
+/// `(sorted_ids, expert_ids, total)` of an aligned order.
+pub type AlignedBuffers = (Tensor<i32>, Tensor<i32>, Tensor<i32>);
+
+/// The buffers of an aligned order for `pairs = T·k` pairs over `experts` experts and row block `bm`
+/// (sizes that need no read-back of the routing): `sorted_ids: [P_max]`, `expert_ids: [P_max / bm]`,
+/// `total: [1]`.
+pub fn aligned_buffers(
+    stream: &Stream,
+    pairs: i64,
+    experts: i64,
+    bm: i64,
+) -> Result<AlignedBuffers, OpError> {
+    let p =
+        super::reference::max_padded(pairs.max(0) as usize, experts.max(1) as usize, bm as usize)
+            as i64;
+    let dev = stream.device();
+    Ok((
+        Tensor::<i32>::zeros(dev, &[p])?,
+        Tensor::<i32>::zeros(dev, &[p / bm])?,
+        Tensor::<i32>::zeros(dev, &[1])?,
+    ))
+}
+
+/// The GPU `moe_align_block_size`: the pairs of `ids: [T, k]` (every id in `0..experts`, as
+/// [`moe_route`] writes them) sorted by expert, stable by pair id, each expert padded to `bm` rows
+/// (one of [`ROW_BLOCKS`]): `sorted_ids: [P_max]` (padding rows `T·k`), `expert_ids: [P_max / bm]`
+/// (blocks at or past `total` hold `experts - 1`), `total: [1]`, exactly as
+/// [`reference::align_block_size`](super::reference::align_block_size) for the first `total` rows
+/// (rows past `total` are not written). Three launches (histogram per chunk of pairs, one block
+/// for the padded starts, expert of each block and padding rows, then the placement); nothing goes
+/// through the host. `experts <= 256`.
+#[allow(clippy::too_many_arguments)]
+pub fn moe_align_block_size<E: MoeElem>(
+    stream: &Stream,
+    ids: &Tensor<i32>,
+    experts: i64,
+    bm: i64,
+    sorted_ids: &mut Tensor<i32>,
+    expert_ids: &mut Tensor<i32>,
+    total: &mut Tensor<i32>,
+    ws: &mut Workspace<E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_align_block_size";
+    const BT: i64 = 64;
+    let pairs = ids.numel();
+    if !(1..=256).contains(&experts) || !ROW_BLOCKS.contains(&bm) {
+        return Err(OpError::Unsupported {
+            op: OP,
+            what: format!(
+                "{experts} experts and block {bm}: the kernels take 1..=256 experts and a block of 16, 32, 64 or 128"
+            ),
+        });
+    }
+    let p = super::reference::max_padded(pairs as usize, experts as usize, bm as usize) as i64;
+    expect(OP, "sorted_ids", sorted_ids.shape(), &[p])?;
+    expect(OP, "expert_ids", expert_ids.shape(), &[p / bm])?;
+    expect(OP, "total", total.shape(), &[1])?;
+    if pairs > i64::from(i32::MAX) / 2 {
+        return Err(OpError::Unsupported {
+            op: OP,
+            what: format!("{pairs} pairs exceed the i32 row ids"),
+        });
+    }
+    let flat = ids.reshape(&[pairs])?;
+    let ep = match experts {
+        ..=16 => 16,
+        17..=64 => 64,
+        65..=128 => 128,
+        _ => 256,
+    };
+    let chunks = ceil_div(pairs, BT).max(1);
+    let counts = reuse(&mut ws.counts, stream, &[chunks, ep])?;
+    let start = reuse(&mut ws.start, stream, &[ep])?;
+    let n = pairs as i32;
+    let ne = experts as i32;
+    let grid = (u32_of(OP, chunks)?, 1, 1);
+    macro_rules! go {
+        ($ep:literal, $er:literal) => {{
+            kernels::moe_align_hist::<64, $ep>(&flat, counts)
+                .grid(grid)
+                .launch(stream)?;
+            match bm {
+                16 => kernels::moe_align_plan::<16, $ep, $er, 16, 64>(
+                    counts, ne, n, start, total, expert_ids, sorted_ids,
+                )
+                .grid((1, 1, 1))
+                .launch(stream)?,
+                32 => kernels::moe_align_plan::<32, $ep, $er, 16, 64>(
+                    counts, ne, n, start, total, expert_ids, sorted_ids,
+                )
+                .grid((1, 1, 1))
+                .launch(stream)?,
+                64 => kernels::moe_align_plan::<64, $ep, $er, 16, 64>(
+                    counts, ne, n, start, total, expert_ids, sorted_ids,
+                )
+                .grid((1, 1, 1))
+                .launch(stream)?,
+                _ => kernels::moe_align_plan::<128, $ep, $er, 16, 64>(
+                    counts, ne, n, start, total, expert_ids, sorted_ids,
+                )
+                .grid((1, 1, 1))
+                .launch(stream)?,
+            }
+            kernels::moe_align_scatter::<64, $ep, 16>(&flat, counts, start, sorted_ids)
+                .grid(grid)
+                .launch(stream)?;
+        }};
+    }
+    match ep {
+        16 => go!(16, 1),
+        64 => go!(64, 4),
+        128 => go!(128, 8),
+        _ => go!(256, 16),
+    }
     Ok(())
 }
 

@@ -9,24 +9,28 @@
 //!
 //! A layer runs `moe_gemm1_*` (rows of `x` gathered in the expert-sorted, block-padded order of
 //! `moe_align_block_size`; SiLU(gate)·up in the epilogue, `h: [P, I]` in that order), `moe_gemm2_*`
-//! (routed weight in the epilogue, each pair's row scattered to `y: [T·k, H]` f32) and `moe_combine`
-//! (`out[t] = Σ_j y[t·k + j]` in slot order): a deterministic combine, see `docs/moe.md`.
+//! (routed weight in the epilogue, each pair's row per K split scattered to `y: [T·k·S, H]` f32) and
+//! `moe_combine` (`out[t]` = the sum of its `k·S` rows in slot-then-split order): a deterministic
+//! combine, see `docs/moe.md`.
 //!
 //! - [`reference`](mod@reference): the CPU references (format, routing, alignment, expert computation);
 //! - [`kernels`]: the DSL kernels, [`codec`] the format on tiles;
 //! - [`host`]: quantize / dequantize, routing and one MoE layer over runtime tensors;
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
-//! Not built yet: the GPU alignment kernel (the layer takes the aligned order as input;
-//! [`reference::align_block_size`] computes it on the CPU), registry ops and
-//! harness workloads (see `docs/moe.md`).
+//! `moe_align_block_size` runs on the GPU ([`host::moe_align_block_size`], three passes), so routing,
+//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Not built yet:
+//! registry ops and harness workloads (see `docs/moe.md`).
 
 mod dsl;
 pub mod host;
 pub mod reference;
 
 pub use dsl::{codec, kernels};
-pub use host::{MoeElem, Routing, Weights, moe_layer, moe_route, nvfp4_dequantize, nvfp4_quantize};
+pub use host::{
+    MoeElem, Routing, Weights, Workspace, moe_align_block_size, moe_layer, moe_layer_in, moe_route,
+    nvfp4_dequantize, nvfp4_quantize,
+};
 
 use crate::catalog::CompileJob;
 use cutile::dsl::TensorMeta;
@@ -40,7 +44,8 @@ fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dt, shape)
 }
 
-/// The catalog's specializations of the family (one per kernel, bf16; the router f32): 9 kernels, compiled for
+/// The catalog's specializations of the family (bf16; the router f32): 14 (the 9 kernels at the
+/// prefill-class tiles, the two W4A16 GEMMs at the decode tiles, the three alignment passes), compiled for
 /// sm_80, sm_90, sm_100 and sm_120 by `cargo xtask kernels`. Shapes: a small MoE layer (T = 256,
 /// H = 1024, I = 512, E = 8, top-2, P_max = 1024 rows of 64).
 pub fn compile_jobs() -> Vec<CompileJob> {
@@ -129,6 +134,69 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "E=bf16 BM=64 BN=64 BK=64",
         kernels::moe_gemm2_dense::kernel::<bf16, 64, 64, 64>(),
         d2,
+    ));
+    // The decode tiles the host picks for a handful of rows per expert (BM 16, K 128 per step).
+    let p16 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 16) as i64;
+    let ids16 = || vec![meta(I32, &[p16]), meta(I32, &[p16 / 16]), meta(I32, &[1])];
+    let mut g1d = vec![
+        meta(BF16, &[t, h]),
+        meta(I8, &[e, 2 * i, h / 2]),
+        meta(I8, &[e, 2 * i, h / 16]),
+        meta(F32, &[e]),
+    ];
+    g1d.extend(ids16());
+    g1d.push(meta(BF16, &[p16, i]));
+    jobs.push(job(
+        "moe_gemm1_w4a16",
+        "E=bf16 BM=16 BN=64 BK=128",
+        kernels::moe_gemm1_w4a16::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        g1d,
+    ));
+    let mut g2d = vec![
+        meta(BF16, &[p16, i]),
+        meta(I8, &[e, h, i / 2]),
+        meta(I8, &[e, h, i / 16]),
+        meta(F32, &[e]),
+    ];
+    g2d.extend(ids16());
+    g2d.push(meta(F32, &[t * k]));
+    g2d.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_w4a16",
+        "E=bf16 BM=16 BN=64 BK=128",
+        kernels::moe_gemm2_w4a16::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        g2d,
+    ));
+    // The GPU alignment (E = 8 padded to 16 expert columns, block 16): histogram, plan, placement.
+    let chunks = (t * k + 63) / 64;
+    jobs.push(job(
+        "moe_align_hist",
+        "BT=64 EP=16",
+        kernels::moe_align_hist::kernel::<64, 16>(),
+        vec![meta(I32, &[t * k]), meta(I32, &[chunks, 16])],
+    ));
+    jobs.push(job(
+        "moe_align_plan",
+        "BM=16 EP=16 ER=1 CB=16 BB=64",
+        kernels::moe_align_plan::kernel::<16, 16, 1, 16, 64>(),
+        vec![
+            meta(I32, &[chunks, 16]),
+            meta(I32, &[16]),
+            meta(I32, &[1]),
+            meta(I32, &[p16 / 16]),
+            meta(I32, &[p16]),
+        ],
+    ));
+    jobs.push(job(
+        "moe_align_scatter",
+        "BT=64 EP=16 CB=16",
+        kernels::moe_align_scatter::kernel::<64, 16, 16>(),
+        vec![
+            meta(I32, &[t * k]),
+            meta(I32, &[chunks, 16]),
+            meta(I32, &[16]),
+            meta(I32, &[p16]),
+        ],
     ));
     jobs.push(job(
         "moe_route",

@@ -1,14 +1,17 @@
 //! An NVFP4 mixture-of-experts layer on the GPU: random bf16 expert weights quantized to NVFP4 on the
-//! device (`nvfp4_quantize`), random router logits routed on the device (`moe_route`: softmax top-k,
-//! renormalized) and aligned on the CPU (no GPU alignment kernel yet), the W4A16 layer (`moe_layer` with NVFP4 weights) checked against the same layer
-//! over the dequantized weights in bf16 (`nvfp4_dequantize` then the dense path, a different kernel
-//! path over the same numbers), then timed. Prints time, weight bandwidth (bytes of the experts the
-//! tokens hit) and the memory saved against bf16 weights. Two layers: 8 experts, H 4096, I 14336,
-//! top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 16 (decode) and 4096 (prefill).
+//! device (`nvfp4_quantize`), random router logits routed (`moe_route`: softmax top-k, renormalized)
+//! and aligned (`moe_align_block_size`, row block picked by `host::row_block`) on the device, the
+//! W4A16 layer (`moe_layer_in` with NVFP4 weights) checked against the same layer over the
+//! dequantized weights in bf16 (`nvfp4_dequantize` then the dense path, a different kernel path over
+//! the same numbers), then timed: the whole layer, each stage (alignment, GEMM 1, GEMM 2, combine)
+//! and the bf16-weight layer, with reused intermediates. Prints times, weight bandwidth (bytes of the
+//! experts the tokens hit) and the memory saved against bf16 weights. Two layers: 8 experts, H 4096,
+//! I 14336, top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 1, 16, 64
+//! (decode) and 4096 (prefill). `NVFP4_MOE_SWEEP=1` times every row block, not only the host's pick.
 //! Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
-use cutile_kernels::moe::{self, Routing, Weights, reference as r};
+use cutile_kernels::moe::{self, Routing, Weights, Workspace, reference as r};
 use half::bf16;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -55,7 +58,17 @@ fn quantized(
     Ok((q, sc, gl))
 }
 
-fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
+/// Median µs of `f` (CUDA events, L2 flushed before each call).
+fn time(
+    s: &Stream,
+    flush: &mut cutile::runtime::timing::L2Flush,
+    iters: usize,
+    f: impl FnMut() -> Result<(), cutile_kernels::op::OpError>,
+) -> Res<f64> {
+    Ok(cutile::runtime::timing::time_device(s, 3, iters, Some(flush), f)?.median_us)
+}
+
+fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
     let d = s.device();
     let (e, h, i, k) = (l.e, l.h, l.i, l.k);
     let w13 = Tensor::<bf16>::random_uniform(d, &[e, 2 * i, h], -0.05, 0.05, seed)?;
@@ -70,24 +83,15 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
     let mut tw = Tensor::<f32>::zeros(d, &[t, k])?;
     let mode = r::RoutingMode::SoftmaxTopK { renormalize: true };
     moe::moe_route(s, &tl, mode, None, &mut tids, &mut tw)?;
-    let ids = tids.to_host()?;
-    let a = r::align_block_size(&ids, e as usize, moe::host::BM as usize);
-    let p = r::max_padded(ids.len(), e as usize, moe::host::BM as usize);
-    let mut sorted = a.sorted_ids.clone();
-    sorted.resize(p, ids.len() as i32);
-    let mut experts = a.expert_ids.clone();
-    experts.resize(p / moe::host::BM as usize, 0);
-    let ts = Tensor::from_host(d, &sorted, &[p as i64])?;
-    let te = Tensor::from_host(d, &experts, &[experts.len() as i64])?;
-    let tt = Tensor::from_host(d, &[a.total as i32], &[1])?;
-    let tw = Tensor::from_host(d, &tw.to_host()?, &[t * k])?;
-    let routing = Routing {
-        sorted_ids: &ts,
-        expert_ids: &te,
-        total: &tt,
-        weights: &tw,
-        topk: k as i32,
+    let mut ws = Workspace::<bf16>::default();
+    let picked = moe::host::row_block(t * k, e);
+    let blocks: Vec<i64> = if sweep {
+        moe::host::ROW_BLOCKS.to_vec()
+    } else {
+        vec![picked]
     };
+    let iters = if t > 64 { 10 } else { 30 };
+    let mut flush = cutile::runtime::timing::L2Flush::new(d, 256 << 20)?;
     let w4 = Weights::Nvfp4 {
         w13: &q13,
         s13: &s13,
@@ -96,59 +100,98 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64) -> Res<()> {
         s2: &s2,
         g2: &g2,
     };
-    let mut out = Tensor::<bf16>::zeros(d, &[t, h])?;
-    moe::moe_layer(s, &x, &w4, &routing, &mut out)?;
-    // The same layer over the dequantized weights, through the dense kernels.
+    // The same layer over the dequantized weights, through the dense kernels (the check, and the
+    // bf16-weight peer the prefill target compares against).
     let mut d13 = Tensor::<bf16>::zeros(d, &[e, 2 * i, h])?;
     let mut d2 = Tensor::<bf16>::zeros(d, &[e, h, i])?;
     moe::nvfp4_dequantize(s, &q13, &s13, &g13, &mut d13)?;
     moe::nvfp4_dequantize(s, &q2, &s2, &g2, &mut d2)?;
-    let mut want_t = Tensor::<bf16>::zeros(d, &[t, h])?;
     let dense = Weights::Dense { w13: &d13, w2: &d2 };
-    moe::moe_layer(s, &x, &dense, &routing, &mut want_t)?;
-    let (got, want) = (out.to_host()?, want_t.to_host()?);
-    let scale = want
-        .iter()
-        .fold(0f32, |m, v| m.max(v.to_f32().abs()))
-        .max(1e-6);
-    let err = got
-        .iter()
-        .zip(&want)
-        .fold(0f32, |m, (a, b)| m.max((a.to_f32() - b.to_f32()).abs()));
-    let ok = err <= 2e-2 * scale;
-    // Device time (CUDA events, L2 flushed before each call, median of the runs) of the W4A16 layer
-    // and of the same layer with bf16 weights (our dense grouped GEMMs: the issue's peer). Both include
-    // the per-call allocations of the intermediates, which `moe_layer` makes on every call.
-    let iters = if t > 64 { 10 } else { 30 };
-    let mut flush = cutile::runtime::timing::L2Flush::new(d, 256 << 20)?;
-    let w4_stats = cutile::runtime::timing::time_device(s, 3, iters, Some(&mut flush), || {
-        moe::moe_layer(s, &x, &w4, &routing, &mut out)
-    })?;
-    let bf_stats = cutile::runtime::timing::time_device(s, 3, iters, Some(&mut flush), || {
-        moe::moe_layer(s, &x, &dense, &routing, &mut want_t)
-    })?;
-    let secs = w4_stats.median_us * 1e-6;
-    let hit = experts[..a.total / moe::host::BM as usize]
-        .iter()
-        .collect::<std::collections::BTreeSet<_>>()
-        .len() as i64;
-    let weight_bytes = nvfp4_bytes(l) / e * hit;
-    let bf16_bytes = e * 3 * i * h * 2;
-    println!(
-        "E={e} H={h} I={i} top-{k} T={t}: max |err| {err:.3e} (scale {scale:.3e}) {}; W4A16 {:.1} µs, \
-         bf16 weights {:.1} µs ({:.2}x) per layer (CUDA events, median of {iters}, L2 flushed); \
-         {:.1} GB/s of NVFP4 expert weights ({hit} experts hit); NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB \
-         ({:.2}x smaller)",
-        if ok { "ok" } else { "MISMATCH" },
-        w4_stats.median_us,
-        bf_stats.median_us,
-        bf_stats.median_us / w4_stats.median_us,
-        weight_bytes as f64 / secs / 1e9,
-        nvfp4_bytes(l) as f64 / 1048576.0,
-        bf16_bytes as f64 / 1048576.0,
-        bf16_bytes as f64 / nvfp4_bytes(l) as f64
-    );
-    if !ok {
+    let ids_host = tids.to_host()?;
+    let mut failed = false;
+    for bm in blocks {
+        // Routing → aligned order on the GPU (no host round trip).
+        let (mut so, mut ex, mut to) = moe::host::aligned_buffers(s, t * k, e, bm)?;
+        moe::moe_align_block_size(s, &tids, e, bm, &mut so, &mut ex, &mut to, &mut ws)?;
+        let routing = Routing {
+            sorted_ids: &so,
+            expert_ids: &ex,
+            total: &to,
+            weights: &tw,
+            topk: k as i32,
+        };
+        let mut out = Tensor::<bf16>::zeros(d, &[t, h])?;
+        moe::moe_layer_in(s, &x, &w4, &routing, &mut out, &mut ws)?;
+        let mut want_t = Tensor::<bf16>::zeros(d, &[t, h])?;
+        moe::moe_layer_in(s, &x, &dense, &routing, &mut want_t, &mut ws)?;
+        let (got, want) = (out.to_host()?, want_t.to_host()?);
+        let scale = want
+            .iter()
+            .fold(0f32, |m, v| m.max(v.to_f32().abs()))
+            .max(1e-6);
+        let err = got
+            .iter()
+            .zip(&want)
+            .fold(0f32, |m, (a, b)| m.max((a.to_f32() - b.to_f32()).abs()));
+        let ok = err <= 2e-2 * scale;
+        // Device time of the whole W4A16 layer (alignment included) and of each stage, and of the
+        // layer with bf16 weights (our dense grouped GEMMs: the issue's peer), all with reused
+        // intermediates (no allocation inside the timed calls).
+        let align_us = time(s, &mut flush, iters, || {
+            moe::moe_align_block_size(s, &tids, e, bm, &mut so, &mut ex, &mut to, &mut ws)
+        })?;
+        let routing = Routing {
+            sorted_ids: &so,
+            expert_ids: &ex,
+            total: &to,
+            weights: &tw,
+            topk: k as i32,
+        };
+        let p = so.shape()[0];
+        let mut hb = Tensor::<bf16>::zeros(d, &[p, i])?;
+        let ys = moe::host::gemm2_out_shape(&x, &w4, &routing)?;
+        let mut y = Tensor::<f32>::zeros(d, &ys)?;
+        let g1_us = time(s, &mut flush, iters, || {
+            moe::host::moe_gemm1(s, &x, &w4, &routing, &mut hb)
+        })?;
+        let g2_us = time(s, &mut flush, iters, || {
+            moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y)
+        })?;
+        let comb_us = time(s, &mut flush, iters, || {
+            moe::host::moe_combine(s, &y, ys[0] / t, &mut out)
+        })?;
+        let w4_us = time(s, &mut flush, iters, || {
+            moe::moe_layer_in(s, &x, &w4, &routing, &mut out, &mut ws)
+        })?;
+        let bf_us = time(s, &mut flush, iters, || {
+            moe::moe_layer_in(s, &x, &dense, &routing, &mut want_t, &mut ws)
+        })?;
+        let hit = ids_host
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len() as i64;
+        let weight_bytes = nvfp4_bytes(l) / e * hit;
+        let bf16_bytes = e * 3 * i * h * 2;
+        let (b13, b2) = (weight_bytes * 2 / 3, weight_bytes / 3);
+        println!(
+            "E={e} H={h} I={i} top-{k} T={t} BM={bm}{} split-K {}: max |err| {err:.3e} (scale {scale:.3e}) {}; \
+             W4A16 layer {w4_us:.1} µs ({:.1} GB/s of NVFP4 expert weights, {hit} experts hit), \
+             bf16 weights {bf_us:.1} µs ({:.2}x); stages: align {align_us:.1} µs, gemm1 {g1_us:.1} µs \
+             ({:.1} GB/s), gemm2 {g2_us:.1} µs ({:.1} GB/s), combine {comb_us:.1} µs \
+             (CUDA events, median of {iters}, L2 flushed); NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB",
+            if bm == picked { " (host pick)" } else { "" },
+            ys[0] / (t * k),
+            if ok { "ok" } else { "MISMATCH" },
+            weight_bytes as f64 / (w4_us * 1e-6) / 1e9,
+            bf_us / w4_us,
+            b13 as f64 / (g1_us * 1e-6) / 1e9,
+            b2 as f64 / (g2_us * 1e-6) / 1e9,
+            nvfp4_bytes(l) as f64 / 1048576.0,
+            bf16_bytes as f64 / 1048576.0,
+        );
+        failed |= !ok;
+    }
+    if failed {
         return Err(
             "the W4A16 layer does not match the dense layer over the dequantized weights".into(),
         );
@@ -185,10 +228,12 @@ fn main() {
             k: 8,
         },
     ];
+    // NVFP4_MOE_SWEEP=1 times every row block (16, 32, 64, 128), not only the host's pick.
+    let sweep = std::env::var_os("NVFP4_MOE_SWEEP").is_some();
     let mut failed = false;
     for (n, l) in layers.iter().enumerate() {
-        for t in [16, 4096] {
-            if let Err(e) = run(&s, l, t, 100 + n as u64) {
+        for t in [1, 16, 64, 4096] {
+            if let Err(e) = run(&s, l, t, 100 + n as u64, sweep) {
                 println!("nvfp4_moe: FAILED: {e}");
                 failed = true;
             }
