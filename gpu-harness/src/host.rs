@@ -99,9 +99,10 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
         // SAFETY: the arguments were packed for this kernel from live tensors that outlive the calls.
         Ok(unsafe { rt.enqueue(stream, grid, &packed) }?)
     })?;
-    let (host_api, foreign) = softmax_host_time(device, stream, n)?;
+    let (host_api, foreign, plan_only) = softmax_host_time(device, stream, n)?;
     Ok(Host {
         host_api_softmax_median_us: host_api.median_us,
+        softmax_plan_median_us: plan_only.median_us,
         foreign_softmax_median_us: foreign.median_us,
         kernel: tiny().name,
         launches: n,
@@ -113,13 +114,14 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
     })
 }
 
-/// Host µs per call of a tiny softmax (`[4, 128]` f16) through the host API, and through `foreign`
-/// with a borrowed stream (what a Python or C call costs below its own binding layer).
+/// Host µs per call of a tiny softmax (`[4, 128]` f16) through the host API, through `foreign` with a
+/// borrowed stream (what a Python or C call costs below its own binding layer), and of its planning
+/// alone (validation and the launch plan, no launch).
 fn softmax_host_time(
     device: &Device,
     stream: &Stream,
     n: usize,
-) -> Result<(Stats, Stats), BoxError> {
+) -> Result<(Stats, Stats, Stats), BoxError> {
     use cutile_kernels::foreign::{self, ForeignStream, RawTensor};
     let shape = [4i64, 128];
     let x = Tensor::<half::f16>::random(device, &shape, 3)?;
@@ -139,6 +141,15 @@ fn softmax_host_time(
         strides: vec![shape[1], 1],
         dtype: cutile_ir::ScalarType::F16,
     };
+    let target = cutile_kernels::op::Target::of(device)?;
+    let operands = [
+        cutile_kernels::op::Operand::of("x", &x),
+        cutile_kernels::op::Operand::of("y", &y),
+    ];
+    let plan_only = time_calls(stream, n, |_| {
+        std::hint::black_box(cutile_kernels::softmax::plan(&operands, &target, false)?);
+        Ok(())
+    })?;
     let (rx, ry) = (raw("x", &x), raw("y", &y));
     let foreign = time_calls(stream, n, |_| {
         // SAFETY: the raw stream is `stream`'s own, alive for the calls; the tensors outlive them and
@@ -146,7 +157,7 @@ fn softmax_host_time(
         let s = unsafe { ForeignStream::new(device.ordinal(), stream.raw_handle()) }?;
         Ok(unsafe { foreign::softmax(&s, &rx, &ry) }?)
     })?;
-    Ok((host_api, foreign))
+    Ok((host_api, foreign, plan_only))
 }
 
 /// Device time per kernel of `per_graph` tiny launches captured into one graph (median of `reps`

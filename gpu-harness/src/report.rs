@@ -62,6 +62,8 @@ pub struct Host {
     /// The same softmax through `cutile_kernels::foreign` (a borrowed stream and described tensors, as
     /// the Python package and the C ABI call it).
     pub foreign_softmax_median_us: f64,
+    /// Planning that softmax alone (validation, configuration, the launch plan; nothing launched).
+    pub softmax_plan_median_us: f64,
 }
 
 /// Device time per kernel inside a CUDA graph of many launches of the tiny kernel.
@@ -149,7 +151,7 @@ impl Report {
             println!(
                 "\nhost time per warm launch of {} ({} launches): same args {:.2} µs (p90 {:.2}), \
                  alternating args {:.2} µs (p90 {:.2}); runtime enqueue alone {:.2} µs; a tiny \
-                 softmax through the host API {:.2} µs, through `foreign` {:.2} µs",
+                 softmax through the host API {:.2} µs (planning {:.2} µs), through `foreign` {:.2} µs",
                 h.kernel,
                 h.launches,
                 h.same_args_median_us,
@@ -158,6 +160,7 @@ impl Report {
                 h.alternating_args_p90_us,
                 h.runtime_enqueue_median_us,
                 h.host_api_softmax_median_us,
+                h.softmax_plan_median_us,
                 h.foreign_softmax_median_us
             );
         }

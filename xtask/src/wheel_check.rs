@@ -26,7 +26,10 @@ fn maturin(python: &str, tools: &Path) -> Result<PathBuf, BoxError> {
     if bin.is_file() {
         return Ok(bin);
     }
-    eprintln!("==> {python} -m pip install --target {} '{MATURIN}'", tools.display());
+    eprintln!(
+        "==> {python} -m pip install --target {} '{MATURIN}'",
+        tools.display()
+    );
     let status = Command::new(python)
         .args(["-m", "pip", "install", "-q", "--target"])
         .arg(tools)
@@ -55,7 +58,14 @@ pub fn run(root: &Path, target_dir: &Path) -> Result<(), BoxError> {
     eprintln!("==> maturin build --profile dev --compatibility linux (python/)");
     let status = Command::new(&maturin)
         .current_dir(root.join("python"))
-        .args(["build", "--profile", "dev", "--compatibility", "linux", "-i"])
+        .args([
+            "build",
+            "--profile",
+            "dev",
+            "--compatibility",
+            "linux",
+            "-i",
+        ])
         .arg(&python)
         .arg("-o")
         .arg(&wheels)
@@ -80,7 +90,9 @@ pub fn run(root: &Path, target_dir: &Path) -> Result<(), BoxError> {
         .status()
         .map_err(|e| format!("cannot run {python}: {e}"))?;
     if !status.success() {
-        return Err(format!("the wheel's CPU checks failed ({status}); see the output above").into());
+        return Err(
+            format!("the wheel's CPU checks failed ({status}); see the output above").into(),
+        );
     }
     Ok(())
 }
