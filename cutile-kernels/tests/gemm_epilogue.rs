@@ -410,3 +410,65 @@ mod gpu {
         );
     }
 }
+
+/// Issue 14's fp8 question, asked of tileiras 13.5: the epilogue kernel with e4m3 / e5m2 operands
+/// (multiplied as fp8 on tensor cores, f32 accumulation) and a bf16 output, per architecture. Prints
+/// what each architecture answers (`--nocapture`) and asserts it: sm_90, sm_100 and sm_120 compile,
+/// sm_80 is refused with `unsupported type 'f8E4M3FN'` / `'f8E5M2'`.
+#[test]
+fn fp8_operands_compile_where_tileiras_accepts_them() {
+    use cutile::core::{f8e4m3fn, f8e5m2};
+    use cutile::toolchain::{CompileRequest, Tileiras};
+    use half::bf16;
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip("fp8", &format!("tileiras not found ({e})"));
+            return;
+        }
+    };
+    let a = gemm::kernels::gemm_epilogue::kernel::<
+        f8e4m3fn,
+        f8e4m3fn,
+        bf16,
+        bf16,
+        128,
+        128,
+        64,
+        -1,
+        0,
+    >();
+    let b =
+        gemm::kernels::gemm_epilogue::kernel::<f8e5m2, f8e5m2, bf16, bf16, 128, 128, 64, -1, 0>();
+    for (name, k, dt) in [("e4m3", a, F8E4M3FN), ("e5m2", b, F8E5M2)] {
+        let metas = vec![
+            common::t(dt, &[256, 512]),
+            common::t(dt, &[512, 256]),
+            common::t(dt, &[1, 1]),
+            common::t(BF16, &[1, 1]),
+            common::t(BF16, &[256, 256]),
+        ];
+        let s = k.specialize(&metas).unwrap();
+        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let r = s.compile(&tileiras, &CompileRequest::new(arch));
+            println!(
+                "fp8 {name} {arch}: {}",
+                match &r {
+                    Ok(c) => format!("ok ({} bytes)", c.bytes.len()),
+                    Err(e) => format!("refused: {e}"),
+                }
+            );
+            // Tile IR 13.5 takes fp8 MMA operands from sm_89 on (Ada, Hopper, Blackwell); Ampere has
+            // no fp8 type at all.
+            match (arch, &r) {
+                (GpuArch::Sm80, Err(e)) => {
+                    let e = e.to_string();
+                    assert!(e.contains("unsupported type 'f8E"), "{name} sm_80: {e}");
+                }
+                (GpuArch::Sm80, Ok(_)) => panic!("{name}: sm_80 compiled fp8"),
+                (_, Ok(c)) => assert!(!c.bytes.is_empty()),
+                (_, Err(e)) => panic!("{name} {arch}: {e}"),
+            }
+        }
+    }
+}

@@ -33,7 +33,7 @@ pub fn epilogue_math<S: Shape>(
 ) -> Tile<f32, S> {
     let mut y = acc;
     if let Some(b) = bias {
-        y = y + b;
+        y += b;
     }
     if act != ACT_NONE {
         y = crate::activation::math::forward(act, y, !exact);
@@ -67,7 +67,7 @@ pub fn finish_tile<
     let exact = O::SCALAR == cutile_ir::ScalarType::F32;
     let mut y = epilogue_math(acc, b, ACT, exact);
     if (FLAGS & EPI_RESIDUAL) != 0 {
-        y = y + residual
+        y += residual
             .partition_padded::<S2<BM, BN>>(Padding::Zero)
             .load((tm, tn))
             .cast::<f32>();
