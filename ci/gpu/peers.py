@@ -14,6 +14,11 @@ before every repetition, median):
   rms_norm_heads      F.rms_norm over D of [.., T, H, D], the Triton row RMSNorm on its [T·H, D] rows
   layer_norm_stats    torch.native_layer_norm (y, mean, rstd) (tr_kernels.py writes no stats: torch only)
   gemm                torch.matmul (cuBLAS)
+  gemm epilogues      gemm_bias[_gelu[_tanh]|_silu][_residual|_f32_out], gemm_residual, gemm_f32_out, gemm_splitk:
+                      torch eager with the same epilogue: F.linear(a, b.T, bias) (cuBLASLt's bias epilogue),
+                      then F.gelu / F.silu and + residual; the f32-output ops run in the input type and
+                      cast with .float() (torch has no f32-output bf16 linear); gemm_splitk also against
+                      torch.matmul (cuBLAS)
   attention           scaled_dot_product_attention with the cuDNN and the flash backends
   attention_prefill   the variants (flags: bottom_right, window, softcap, query_offset, sinks, lse): SDPA with
                       a boolean mask (efficient and cuDNN backends) when there is no soft-cap and no sink,
@@ -247,6 +252,10 @@ def bench_call(rec, call, tk):
         return
     if op in TRANSFORMER_OPS:
         TRANSFORMER_OPS[op](rec, call, dt, shapes, esize)
+        rec.skip(call, "triton", "no Triton peer for this op")
+        return
+    if op in EPILOGUE_OPS:
+        bench_gemm_epilogue(rec, call, dt, shapes)
         rec.skip(call, "triton", "no Triton peer for this op")
         return
     if op in ("gemm", "bmm"):
@@ -773,6 +782,68 @@ def bench_dropout(rec, call, dt, shapes, esize):
             return 1.0
         return relerr(y[kept], x[kept].float() / (1 - p))
     rec.run(call, "torch", run, check, nbytes=2 * math.prod(x_shape) * esize)
+# The GEMM epilogue ops: (bias, activation, residual, f32 output), as gemm::epilogue::OPS.
+EPILOGUE_OPS = {
+    "gemm_splitk": (False, None, False, False),
+    "gemm_bias": (True, None, False, False),
+    "gemm_bias_gelu": (True, "gelu", False, False),
+    "gemm_bias_gelu_tanh": (True, "gelu_tanh", False, False),
+    "gemm_bias_silu": (True, "silu", False, False),
+    "gemm_residual": (False, None, True, False),
+    "gemm_bias_gelu_residual": (True, "gelu", True, False),
+    "gemm_f32_out": (False, None, False, True),
+    "gemm_bias_silu_f32_out": (True, "silu", False, True),
+}
+
+
+def bench_gemm_epilogue(rec, call, dt, shapes):
+    bias_on, act, res_on, out_f32 = EPILOGUE_OPS[call["op"]]
+    torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
+    (m, k), (_, n) = shapes[0], shapes[1]
+    a, b = rand([m, k], dt), rand([k, n], dt)
+    w = b.t().contiguous()  # a Linear weight [n, k]: F.linear(a, w) = a @ b
+    bias = rand([n], dt) if bias_on else None
+    res = rand([m, n], torch.float32 if out_f32 else dt) if res_on else None
+
+    def epi(y):
+        if act == "gelu":
+            y = F.gelu(y)
+        elif act == "gelu_tanh":
+            y = F.gelu(y, approximate="tanh")
+        elif act == "silu":
+            y = F.silu(y)
+        if out_f32:
+            y = y.float()
+        if res is not None:
+            y = y + res
+        return y
+
+    def fn():
+        return epi(F.linear(a, w, bias))
+
+    def ref():
+        y = a.double() @ b.double()
+        if bias is not None:
+            y = y + bias.double()
+        if act == "gelu":
+            y = F.gelu(y)
+        elif act == "gelu_tanh":
+            y = F.gelu(y, approximate="tanh")
+        elif act == "silu":
+            y = F.silu(y)
+        if res is not None:
+            y = y + res.double()
+        return y
+
+    want = ref()
+    out = {}
+    rec.run(call, "torch", lambda: out.__setitem__("y", fn()), lambda: relerr(out["y"], want),
+            flops=2 * m * n * k)
+    if call["op"] == "gemm_splitk":
+        c = torch.empty(m, n, device=DEV, dtype=dt)
+        rec.run(call, "cublas", lambda: torch.matmul(a, b, out=c), lambda: relerr(c, want),
+                flops=2 * m * n * k)
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 TRANSFORMER_OPS = {

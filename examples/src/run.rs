@@ -124,6 +124,38 @@ fn call_typed<T: DeviceElement>(
             after,
         );
     }
+    if let Some(e) = gemm::epilogue::find(w.op()) {
+        need(2 + e.spec.bias as usize + e.spec.residual as usize)?;
+        let b = match w.layout {
+            Layout::TransposedB => ins[1].transpose(0, 1)?,
+            _ => ins[1].view(),
+        };
+        let bias = e
+            .spec
+            .bias
+            .then(|| &ins[2] as &dyn cutile::launch::TensorArg);
+        let r_at = 2 + e.spec.bias as usize;
+        let residual = e
+            .spec
+            .residual
+            .then(|| &ins[r_at] as &dyn cutile::launch::TensorArg);
+        let epi = gemm::GemmEpilogue {
+            bias,
+            activation: e.spec.activation,
+            residual,
+        };
+        // f32 products run as tf32, as `gemm`'s; the f32-output ops write the f32 output.
+        let c: &mut Tensor<_> = if e.out_f32 {
+            let [c] = f32_outs else {
+                return Err(format!("{}: one f32 output expected", w.name).into());
+            };
+            return finish(gemm::gemm_epilogue(stream, x0, &b, &epi, &TF32, c)?, after);
+        } else {
+            outs.first_mut()
+                .ok_or_else(|| format!("{}: no output", w.name))?
+        };
+        return finish(gemm::gemm_epilogue(stream, x0, &b, &epi, &TF32, c)?, after);
+    }
     let o = &mut outs[0];
     match (w.op(), w.layout) {
         (vector_add::ADD, _) => {

@@ -145,7 +145,9 @@ impl Workload {
     /// 10-bit mantissa is f16's.
     pub fn tolerance(&self) -> f64 {
         match self.dt() {
-            Ok(Dt::F32) if matches!(self.op(), gemm::OP | gemm::BMM) => Dt::F16.tolerance(),
+            Ok(Dt::F32) if matches!(self.op(), gemm::OP | gemm::BMM) || is_epilogue(self.op()) => {
+                Dt::F16.tolerance()
+            }
             dt => dt.map_or(0.0, Dt::tolerance),
         }
     }
@@ -192,6 +194,9 @@ impl Workload {
         if crate::attention_variants::is_variant(self.op()) {
             return crate::attention_variants::outputs(self.dt()?, &self.call);
         }
+        if let Some(op) = gemm::epilogue::find(self.op()) {
+            return Ok(vec![o("c", self.output_shape()?, op.out_f32)]);
+        }
         Ok(match self.op() {
             norm::ADD_RMS_NORM => vec![o("h", x.clone(), false), o("y", x, false)],
             norm::LAYER_NORM_STATS => {
@@ -235,6 +240,7 @@ impl Workload {
     pub fn memory_bound(&self) -> bool {
         !matches!(self.op(), gemm::OP | gemm::BMM | attention::OP)
             && !crate::attention_variants::is_variant(self.op())
+            && !is_epilogue(self.op())
     }
 
     /// The shape of the output (logical).
@@ -245,7 +251,9 @@ impl Workload {
                 .first()
                 .map(|o| o.shape.clone())
                 .unwrap_or_default(),
-            gemm::OP => vec![shape_of(&self.call, 0)?[0], shape_of(&self.call, 1)?[1]],
+            op if op == gemm::OP || is_epilogue(op) => {
+                vec![shape_of(&self.call, 0)?[0], shape_of(&self.call, 1)?[1]]
+            }
             gemm::BMM => {
                 let (a, b) = (shape_of(&self.call, 0)?, shape_of(&self.call, 1)?);
                 vec![a[0], a[1], b[2]]
@@ -304,7 +312,7 @@ impl Workload {
                 let rows = n / last(x).max(1) as f64;
                 Metric::Bytes(2.0 * n * b + 2.0 * rows * 4.0)
             }
-            gemm::OP => {
+            op if op == gemm::OP || is_epilogue(op) => {
                 let (m, k, nn) = (x[0], x[1], shape_of(&self.call, 1)?[1]);
                 Metric::Flops(2.0 * m as f64 * nn as f64 * k as f64)
             }
@@ -381,6 +389,18 @@ impl Workload {
             }
             norm::ADD_RMS_NORM => vec![t(x, 8, 1.0), t(x, 14, 1.0), t(&[last(x)], 9, 1.0)],
             gemm::OP | gemm::BMM => vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)],
+            op if is_epilogue(op) => {
+                let e = gemm::epilogue::find(op).ok_or("unknown epilogue op")?;
+                let (m, n) = (x[0], shape_of(&self.call, 1)?[1]);
+                let mut v = vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)];
+                if e.spec.bias {
+                    v.push(t(&[n], 15, 1.0));
+                }
+                if e.spec.residual {
+                    v.push(t(&[m, n], 16, 1.0));
+                }
+                v
+            }
             attention::OP => {
                 let k = shape_of(&self.call, 1)?;
                 vec![t(x, 11, 1.0), t(k, 12, 1.0), t(k, 13, 1.0)]
@@ -532,6 +552,43 @@ impl Workload {
                     }
                 }
             }
+            op if is_epilogue(op) => {
+                let e = gemm::epilogue::find(op).ok_or("unknown epilogue op")?;
+                let b = shape_of(&self.call, 1)?;
+                let (m, k, n) = (x[0] as usize, x[1] as usize, b[1] as usize);
+                let bias = e.spec.bias.then(|| i[2].0.as_slice());
+                let r_at = 2 + e.spec.bias as usize;
+                let res = e.spec.residual.then(|| &i[r_at].0);
+                // As `gemm`: large products are checked on 64 rows spread over `c`.
+                let rows: Vec<usize> =
+                    if (m as u128) * (n as u128) * (k as u128) <= 1 << 32 || m < 64 {
+                        (0..m).collect()
+                    } else {
+                        (0..64).map(|r| r * (m - 1) / 63).collect()
+                    };
+                let pick = |t: &[f32], w: usize| -> Vec<f32> {
+                    rows.iter()
+                        .flat_map(|&r| t[r * w..(r + 1) * w].iter().copied())
+                        .collect()
+                };
+                let a = pick(&i[0].0, k);
+                let r = res.map(|r| pick(r, n));
+                let values = gemm::gemm_epilogue_reference(
+                    &a,
+                    &i[1].0,
+                    bias,
+                    e.spec.activation,
+                    r.as_deref(),
+                    rows.len(),
+                    n,
+                    k,
+                );
+                Expected {
+                    values,
+                    rows: (rows.len() != m).then_some(rows),
+                    others: Vec::new(),
+                }
+            }
             gemm::BMM => {
                 let b = shape_of(&self.call, 1)?;
                 let (batch, m, k, n) = (x[0] as usize, x[1] as usize, x[2] as usize, b[2] as usize);
@@ -615,6 +672,11 @@ impl Workload {
             o.strides = strides;
         };
         let launches = match self.layout {
+            Layout::TransposedB if is_epilogue(self.op()) => {
+                let e = gemm::epilogue::find(self.op()).ok_or("unknown epilogue op")?;
+                view(&mut operands[1], 0, 1);
+                gemm::epilogue::plan_epilogue(&operands, &target, &e.spec, &TF32)?
+            }
             Layout::TransposedB => {
                 view(&mut operands[1], 0, 1);
                 // The packing scratch depends on the views' alignment: describe it anew.
@@ -699,6 +761,12 @@ impl Workload {
         }
         Ok(out)
     }
+}
+
+/// Whether `op` is one of the GEMM epilogue ops (`gemm::epilogue::OPS`: bias, activation, residual,
+/// output cast, split-K).
+pub fn is_epilogue(op: &str) -> bool {
+    gemm::epilogue::find(op).is_some()
 }
 
 /// `data` of `shape` with its last axis extended to `offset + cols + pad` ([`PAD_VALUE`] around it).
@@ -899,7 +967,61 @@ pub fn checks() -> Vec<Workload> {
         .map(Workload::new)
         .chain(extra_checks())
         .chain(crate::decode::check_calls().into_iter().map(Workload::new))
+        .chain(epilogue_checks())
         .collect()
+}
+
+/// Checks of the GEMM epilogue ops: every op on a ragged direct call (bf16; f16 for the f32-output
+/// ones), split-K calls (decode-like, and 1000x1023x517 in two splits), tf32, and a transposed `b`.
+pub fn epilogue_checks() -> Vec<Workload> {
+    let mut w = Vec::new();
+    for o in gemm::epilogue::OPS {
+        let dt = if o.out_f32 { "f16" } else { "bf16" };
+        w.push(Workload::new(CallSpec::new(
+            o.name,
+            dt,
+            &[&[100, 77], &[77, 300]],
+            false,
+        )));
+    }
+    let c = |op: &str, dt: &str, m: i64, n: i64, k: i64| {
+        Workload::new(CallSpec::new(op, dt, &[&[m, k], &[k, n]], false))
+    };
+    w.push(c("gemm_bias_gelu_residual", "f16", 16, 1024, 4096));
+    w.push(c("gemm_bias_silu", "bf16", 77, 1000, 2048));
+    w.push(c("gemm_f32_out", "bf16", 1000, 1023, 517));
+    w.push(c("gemm_bias_gelu_tanh", "f32", 130, 250, 96));
+    w.push(Workload::with_layout(
+        CallSpec::new(
+            "gemm_bias_silu",
+            "bf16",
+            &[&[33, 1000], &[1000, 333]],
+            false,
+        ),
+        Layout::TransposedB,
+    ));
+    w
+}
+
+/// Benchmarks of the GEMM epilogue path: bias + GELU at 4096³ and 8192³ (against `F.linear` + GELU),
+/// and split-K decode shapes M = 16, 64, 128 with N = K = 8192 and 512x512x65536 (`gemm_splitk`
+/// against `torch.matmul`, `gemm_bias` against `F.linear`; plain `gemm` at the same shapes beside).
+pub fn epilogue_benches() -> Vec<CallSpec> {
+    let c =
+        |op: &str, m: i64, n: i64, k: i64| CallSpec::new(op, "bf16", &[&[m, k], &[k, n]], false);
+    let mut v = vec![
+        c("gemm_bias_gelu", 4096, 4096, 4096),
+        c("gemm_bias_gelu", 8192, 8192, 8192),
+        c("gemm_bias_gelu_residual", 4096, 4096, 4096),
+        c(gemm::epilogue::GEMM_SPLITK, 512, 512, 65536),
+        c(gemm::OP, 512, 512, 65536),
+    ];
+    for m in [16, 64, 128] {
+        v.push(c(gemm::epilogue::GEMM_SPLITK, m, 8192, 8192));
+        v.push(c("gemm_bias", m, 8192, 8192));
+        v.push(c(gemm::OP, m, 8192, 8192));
+    }
+    v
 }
 
 /// Benchmarks: every representative call, and the decode grid (`crate::decode::bench_calls`).
@@ -908,6 +1030,7 @@ pub fn benches() -> Vec<Workload> {
     representative_calls()
         .into_iter()
         .chain(crate::decode::bench_calls())
+        .chain(epilogue_benches())
         .map(Workload::new)
         .filter(|w| seen.insert(w.name.clone()))
         .collect()

@@ -133,6 +133,20 @@ impl Case {
             gemm::OP | gemm::BMM => {
                 vec![x.clone(), self.shapes.get(1).ok_or("gemm needs b")?.clone()]
             }
+            op if gemm::epilogue::find(op).is_some() => {
+                // a, b, then bias [n] and residual [m, n] when the op has them.
+                let e = gemm::epilogue::find(op).ok_or("unknown epilogue op")?;
+                let b = self.shapes.get(1).ok_or("gemm needs b")?.clone();
+                let (m, n) = (x[0], b.get(1).copied().unwrap_or(0));
+                let mut v = vec![x.clone(), b];
+                if e.spec.bias {
+                    v.push(vec![n]);
+                }
+                if e.spec.residual {
+                    v.push(vec![m, n]);
+                }
+                v
+            }
             attention::OP => {
                 let k = self.shapes.get(1).ok_or("attention needs k")?.clone();
                 vec![x.clone(), k.clone(), k]
@@ -213,6 +227,8 @@ fn large_scale(op: &str, dt: Dt, i: usize) -> f32 {
         | norm::LAYER_NORM_STATS
         | norm::RMS_NORM_HEADS => 1e15,
         gemm::OP | gemm::BMM => 8.0,
+        // The epilogue's exp saturates for large products; the residual stays small.
+        op if gemm::epilogue::find(op).is_some() && i < 2 => 8.0,
         attention::OP if i == 0 => 8.0,
         // `x` (gated: both halves, so products of two large values) or `a`: f16 products stay below
         // its 65504, bf16/f32 ones below 1e30; the exponentials saturate (sigmoid 0 or 1, Φ 0 or 1).
@@ -571,6 +587,31 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        op if gemm::epilogue::find(op).is_some() => (
+            // Ragged and tiny extents, and decode-like shapes (few rows, deep K: the split-K
+            // schedule, whose rule needs K ≥ 8 tiles and fewer 64x128 tiles than SMs).
+            prop_oneof![
+                3 => (dim(2048), dim(2048), dim(2048)),
+                1 => (1..=130i64, 1..=4096i64, 512..=8192i64),
+            ],
+            dtype,
+            prop_oneof![2 => Just(CaseLayout::Contiguous), 1 => Just(CaseLayout::TransposedB)],
+            values_rows,
+            seed,
+        )
+            .prop_map(move |((m, n, k), dtype, layout, values, seed)| {
+                let s = bounded(vec![m, n, k], MAX_MACS);
+                Case {
+                    op: op.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![s[0], s[2]], vec![s[2], s[1]]],
+                    causal: false,
+                    layout,
+                    values,
+                    seed,
+                }
+            })
+            .boxed(),
         gemm::BMM => (
             (prop_oneof![3 => 1..=8i64, 1 => 9..=96i64], dim(512), dim(512), dim(512)),
             dtype,
@@ -757,6 +798,15 @@ pub const COVERED: &[&str] = &[
     norm::RMS_NORM_HEADS,
     gemm::OP,
     gemm::BMM,
+    "gemm_splitk",
+    "gemm_bias",
+    "gemm_bias_gelu",
+    "gemm_bias_gelu_tanh",
+    "gemm_bias_silu",
+    "gemm_residual",
+    "gemm_bias_gelu_residual",
+    "gemm_f32_out",
+    "gemm_bias_silu_f32_out",
     attention::OP,
     attention::PREFILL_OP,
     attention::VARLEN_OP,

@@ -39,7 +39,7 @@
 //! - [`plan`]: the launches of a call, without a device; [`OPS`]: every op of the family as data.
 
 pub mod config;
-mod dsl;
+pub(crate) mod dsl;
 pub mod reference;
 
 pub use config::ActConfig;

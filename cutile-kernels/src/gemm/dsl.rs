@@ -7,6 +7,73 @@
 //! cores multiply. They are equal for f16 and bf16 (the cast is then no op at all); f32 operands are
 //! multiplied as `tf32` (rounded to a 10-bit mantissa, f32 accumulation), which is what "f32 GEMM on
 //! tensor cores" means on every NVIDIA GPU and why the host API makes it opt-in.
+//!
+//! The epilogue kernels (`gemm_epilogue`, and split-K's `gemm_partial` + `gemm_reduce`) compute
+//! `c = act(a @ b + bias) + residual` in f32 and store it as the output type `O` (which may differ from
+//! `E`). What the epilogue does is the compile-time `FLAGS` ([`EPI_BIAS`], [`EPI_RESIDUAL`]) and `ACT`
+//! ([`ACT_NONE`] or an activation code of [`crate::activation`]): a specialization traces only what its
+//! host call selected. An absent bias or residual is a one-element dummy view the kernel never reads.
+
+use cutile::core::*;
+
+/// `FLAGS` bit of the epilogue kernels: add `bias` (a `[1, N]` view, broadcast over rows).
+pub const EPI_BIAS: i32 = 1;
+/// `FLAGS` bit of the epilogue kernels: add `residual` (`[M, N]`, any strides) after the activation.
+pub const EPI_RESIDUAL: i32 = 2;
+/// `ACT` of the epilogue kernels: no activation.
+pub const ACT_NONE: i32 = -1;
+
+/// The epilogue on an f32 accumulator tile: bias, then the activation (`exact`: no approximate exp or
+/// division, for f32 outputs). The residual is added by [`finish_tile`], after this.
+pub fn epilogue_math<S: Shape>(
+    acc: Tile<f32, S>,
+    bias: Option<Tile<f32, S>>,
+    act: i32,
+    exact: bool,
+) -> Tile<f32, S> {
+    let mut y = acc;
+    if let Some(b) = bias {
+        y += b;
+    }
+    if act != ACT_NONE {
+        y = crate::activation::math::forward(act, y, !exact);
+    }
+    y
+}
+
+/// The epilogue of tile `(tm, tn)`: `act(acc + bias) + residual` in f32, cast to `O`.
+#[allow(clippy::too_many_arguments)]
+pub fn finish_tile<
+    E: ElementType,
+    O: ElementType,
+    R: ElementType,
+    const BM: i32,
+    const BN: i32,
+    const ACT: i32,
+    const FLAGS: i32,
+>(
+    acc: Tile<f32, S2<BM, BN>>,
+    tm: Scalar<i32>,
+    tn: Scalar<i32>,
+    bias: &Tensor<E, S2<DYN, DYN>>,
+    residual: &Tensor<R, S2<DYN, DYN>>,
+) -> Tile<O, S2<BM, BN>> {
+    let b = ((FLAGS & EPI_BIAS) != 0).then(|| {
+        bias.partition_padded::<S2<1, BN>>(Padding::Zero)
+            .load((0, tn))
+            .cast::<f32>()
+            .broadcast::<S2<BM, BN>>()
+    });
+    let exact = O::SCALAR == cutile_ir::ScalarType::F32;
+    let mut y = epilogue_math(acc, b, ACT, exact);
+    if (FLAGS & EPI_RESIDUAL) != 0 {
+        y += residual
+            .partition_padded::<S2<BM, BN>>(Padding::Zero)
+            .load((tm, tn))
+            .cast::<f32>();
+    }
+    y.cast::<O>()
+}
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -114,5 +181,114 @@ pub mod kernels {
             .partition_padded::<S2<BM, BN>>(Padding::Zero)
             .load((i, j));
         dst.store(t);
+    }
+
+    /// `c = act(a @ b + bias) + residual` (see the module docs), persistent: block `p` computes output
+    /// tiles `p, p + grid, …` (a grid of one block per tile makes it one tile per block). `bias` is the
+    /// `[1, N]` view of the bias vector, `c` of type `O`, `residual` `[M, N]` of type `R`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_epilogue<
+        E: ElementType,
+        M: MmaOperand<f32>,
+        O: ElementType,
+        R: ElementType,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const ACT: i32,
+        const FLAGS: i32,
+    >(
+        a: &Tensor<E, S2<DYN, DYN>>,
+        b: &Tensor<E, S2<DYN, DYN>>,
+        bias: &Tensor<E, S2<DYN, DYN>>,
+        residual: &Tensor<R, S2<DYN, DYN>>,
+        c: &mut Tensor<O, S2<BM, BN>>,
+    ) {
+        let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
+        let tiles_m = pa.num_tiles(0);
+        let tiles_n = pb.num_tiles(1);
+        let k_tiles = pa.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let tm = tile / tiles_n;
+            let tn = tile % tiles_n;
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..k_tiles {
+                acc = mma(
+                    pa.load((tm, k)).cast::<M>(),
+                    pb.load((k, tn)).cast::<M>(),
+                    acc,
+                );
+            }
+            let out =
+                super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
+            // SAFETY: tile indices `p + i·grid` are distinct across blocks.
+            unsafe { c.store_at((tm, tn), out) };
+        }
+    }
+
+    /// Split-K partial products: block `(i, j, s)` accumulates the `s`-th of `grid.z` equal ranges of
+    /// K tiles for output tile `(i, j)` and stores the f32 result as tile `(s, i, j)` of `part`
+    /// (`[S, M, N]`). No atomics: `gemm_reduce` sums the partials in a fixed order.
+    #[cutile::entry]
+    pub fn gemm_partial<
+        E: ElementType,
+        M: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+    >(
+        a: &Tensor<E, S2<DYN, DYN>>,
+        b: &Tensor<E, S2<DYN, DYN>>,
+        part: &mut Tensor<f32, S3<1, BM, BN>>,
+    ) {
+        let (tm, tn, split) = block_id();
+        let (_, _, splits) = num_blocks();
+        let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
+        let k_tiles = pa.num_tiles(1);
+        let per = (k_tiles + splits - 1) / splits;
+        let lo = split * per;
+        let hi = k_tiles.min(lo + per);
+        let mut acc = zeros::<f32, S2<BM, BN>>();
+        for k in lo..hi {
+            acc = mma(
+                pa.load((tm, k)).cast::<M>(),
+                pb.load((k, tn)).cast::<M>(),
+                acc,
+            );
+        }
+        // SAFETY: tile `(split, tm, tn)` is written by block `(tm, tn, split)` only.
+        unsafe { part.store_at((split, tm, tn), acc.reshape::<S3<1, BM, BN>>()) };
+    }
+
+    /// Split-K reduction: block `(i, j)` sums tile `(s, i, j)` of `part` over `s = 0, 1, …` in that
+    /// order (deterministic) and applies the epilogue, storing tile `(i, j)` of `c`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_reduce<
+        E: ElementType,
+        O: ElementType,
+        R: ElementType,
+        const BM: i32,
+        const BN: i32,
+        const ACT: i32,
+        const FLAGS: i32,
+    >(
+        part: &Tensor<f32, S3<DYN, DYN, DYN>>,
+        bias: &Tensor<E, S2<DYN, DYN>>,
+        residual: &Tensor<R, S2<DYN, DYN>>,
+        c: &mut Tensor<O, S2<BM, BN>>,
+    ) {
+        let (tm, tn, _) = block_id();
+        let pp = part.partition_padded::<S3<1, BM, BN>>(Padding::Zero);
+        let mut acc = zeros::<f32, S2<BM, BN>>();
+        for s in 0..part.dim(0) {
+            acc += pp.load((s, tm, tn)).reshape::<S2<BM, BN>>();
+        }
+        let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
+        c.store(out);
     }
 }

@@ -19,11 +19,13 @@
 
 pub mod config;
 mod dsl;
+pub mod epilogue;
 pub mod reference;
 
 pub use config::GemmConfig;
 pub use dsl::kernels;
-pub use reference::gemm_reference;
+pub use epilogue::{Activation, EpilogueSpec, GemmEpilogue, gemm_epilogue};
+pub use reference::{gemm_epilogue_reference, gemm_reference};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
@@ -332,6 +334,8 @@ macro_rules! product_types {
         }
     }};
 }
+
+pub(crate) use product_types;
 
 /// The product kernel of a configuration, or why there is none.
 fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Kernel, OpError> {

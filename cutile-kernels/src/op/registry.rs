@@ -174,6 +174,25 @@ fn plan_gemm(
     Ok(PlannedCall { operands, launches })
 }
 
+/// A GEMM epilogue op (any of [`gemm::epilogue::OPS`]): `[a, b]` shapes; bias and residual follow.
+fn plan_gemm_epilogue(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let op = gemm::epilogue::find(&spec.op).ok_or_else(|| OpError::UnknownOp {
+        name: spec.op.clone(),
+        known: ops().iter().map(|o| o.name).collect::<Vec<_>>().join(", "),
+    })?;
+    let [a, b] = shapes(op.name, spec)?;
+    let operands = op.described_operands(dt, &a, &b, t)?;
+    // As for `gemm`: f32 plans the tf32 product.
+    let options = gemm::GemmOptions { allow_tf32: true };
+    let launches = gemm::epilogue::plan_epilogue(&operands, t, &op.spec, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
 fn plan_bmm(
     spec: &CallSpec,
     dt: ScalarType,
@@ -462,11 +481,21 @@ const ACTIVATION_OPS: [OpInfo; 14] = activation_ops!(
 /// Every op of the catalog.
 pub fn ops() -> &'static [OpInfo] {
     static ALL: std::sync::LazyLock<Vec<OpInfo>> = std::sync::LazyLock::new(|| {
+        let epilogue: Vec<OpInfo> = gemm::epilogue::OPS
+            .iter()
+            .map(|o| OpInfo {
+                name: o.name,
+                family: "gemm",
+                inputs: "[m, k] [k, n] (bias [n], residual [m, n] as the op's name says)",
+                plan: plan_gemm_epilogue,
+            })
+            .collect();
         [
             BASE_OPS.as_slice(),
             &ACTIVATION_OPS,
             &TRANSFORMER_OPS,
             &TRAINING_OPS,
+            &epilogue,
         ]
         .concat()
     });
