@@ -152,9 +152,11 @@ impl Workload {
         }
     }
 
-    /// The tolerance of an output: of the element type, or of f32 for an f32 output.
+    /// The tolerance of an output: of the element type, or of f32 for an f32 output of 16-bit
+    /// inputs (an f32 output of f32 inputs keeps [`Self::tolerance`]: a tf32 product is no more exact
+    /// for being written in f32).
     pub fn output_tolerance(&self, o: &OutputSpec) -> f64 {
-        if o.f32 {
+        if o.f32 && !matches!(self.dt(), Ok(Dt::F32)) {
             Dt::F32.tolerance()
         } else {
             self.tolerance()
@@ -1055,4 +1057,39 @@ pub fn suite() -> Vec<Workload> {
         .chain([tiny()])
         .filter(|w| seen.insert(w.name.clone()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(op: &str, dtype: &str) -> Workload {
+        Workload::new(CallSpec {
+            op: op.into(),
+            dtype: dtype.into(),
+            shapes: vec![vec![4, 8], vec![8, 4]],
+            causal: false,
+        })
+    }
+
+    /// Data-driven: (op, input type, f32 output?, expected tolerance).
+    #[test]
+    fn tf32_products_keep_f16_tolerance_even_with_an_f32_output() {
+        let f32_out = |f32| OutputSpec {
+            name: "c",
+            shape: vec![4, 4],
+            f32,
+        };
+        let cases = [
+            ("gemm_f32_out", "f32", true, Dt::F16.tolerance()),
+            ("gemm_f32_out", "bf16", true, Dt::F32.tolerance()),
+            ("gemm", "f32", false, Dt::F16.tolerance()),
+            ("softmax", "f32", true, Dt::F32.tolerance()),
+            ("gemm_bias", "bf16", false, Dt::BF16.tolerance()),
+        ];
+        for (op, dt, f32, want) in cases {
+            let got = workload(op, dt).output_tolerance(&f32_out(f32));
+            assert_eq!(got, want, "{op} {dt} f32 output {f32}");
+        }
+    }
 }
