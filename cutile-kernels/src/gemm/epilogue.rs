@@ -21,7 +21,7 @@ use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
 use super::dsl::{ACT_NONE, EPI_BIAS, EPI_RESIDUAL};
-use super::{GemmOptions, config, expect_dtype, kernels};
+use super::{GemmOptions, config, expect_dtype, kernels, product_extents};
 use crate::op::ceil_div;
 use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target};
 
@@ -293,27 +293,7 @@ impl Call {
         expect_dtype(OP, a, options)?;
         b.expect_same_dtype(OP, a)?;
         c.expect_dtype(OP, OUT_DTYPES)?;
-        for o in [a, b, c] {
-            o.expect_rank(OP, 2)?;
-            target.expect_device(OP, o)?;
-        }
-        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-        if b.shape[0] != k {
-            return Err(OpError::Shape {
-                op: OP,
-                what: "inner extents: `a`'s columns vs `b`'s rows".into(),
-                left: k.to_string(),
-                right: b.shape[0].to_string(),
-            });
-        }
-        if c.shape != [m, n] {
-            return Err(OpError::Shape {
-                op: OP,
-                what: "`c` must be `[a.rows, b.cols]`".into(),
-                left: format!("{:?}", c.shape),
-                right: format!("{:?}", [m, n]),
-            });
-        }
+        let (m, k, n) = product_extents(OP, a, b, c, target)?;
         let mut next = 3;
         let bias = spec.bias.then(|| {
             next += 1;

@@ -147,6 +147,39 @@ pub fn scratch_len(m: i64, n: i64, k: i64) -> i64 {
     region_len(m, k) + region_len(k, n) + region_len(m, n)
 }
 
+/// Checks `c = a @ b` for 2-D operands on `target`'s device and returns `(m, k, n)`; every product op
+/// of this family (plain, epilogue) validates its shapes here.
+pub(crate) fn product_extents(
+    op: &'static str,
+    a: &Operand,
+    b: &Operand,
+    c: &Operand,
+    target: &Target,
+) -> Result<(i64, i64, i64), OpError> {
+    for o in [a, b, c] {
+        o.expect_rank(op, 2)?;
+        target.expect_device(op, o)?;
+    }
+    let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
+    if b.shape[0] != k {
+        return Err(OpError::Shape {
+            op,
+            what: "inner extents: `a`'s columns vs `b`'s rows".into(),
+            left: k.to_string(),
+            right: b.shape[0].to_string(),
+        });
+    }
+    if c.shape != [m, n] {
+        return Err(OpError::Shape {
+            op,
+            what: "`c` must be `[a.rows, b.cols]`".into(),
+            left: format!("{:?}", c.shape),
+            right: format!("{:?}", [m, n]),
+        });
+    }
+    Ok((m, k, n))
+}
+
 /// `a`'s element type is one the op takes under `options`.
 fn expect_dtype(op: &'static str, a: &Operand, options: &GemmOptions) -> Result<(), OpError> {
     a.expect_dtype(op, DTYPES)?;
@@ -184,27 +217,7 @@ impl Call {
         expect_dtype(OP, a, options)?;
         b.expect_same_dtype(OP, a)?;
         c.expect_same_dtype(OP, a)?;
-        for o in [a, b, c] {
-            o.expect_rank(OP, 2)?;
-            target.expect_device(OP, o)?;
-        }
-        let (m, k, n) = (a.shape[0], a.shape[1], b.shape[1]);
-        if b.shape[0] != k {
-            return Err(OpError::Shape {
-                op: OP,
-                what: "inner extents: `a`'s columns vs `b`'s rows".into(),
-                left: k.to_string(),
-                right: b.shape[0].to_string(),
-            });
-        }
-        if c.shape != [m, n] {
-            return Err(OpError::Shape {
-                op: OP,
-                what: "`c` must be `[a.rows, b.cols]`".into(),
-                left: format!("{:?}", c.shape),
-                right: format!("{:?}", [m, n]),
-            });
-        }
+        let (m, k, n) = product_extents(OP, a, b, c, target)?;
         if m == 0 || n == 0 {
             return Ok(None);
         }
