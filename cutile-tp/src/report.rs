@@ -85,6 +85,30 @@ pub struct BusBwCheck {
     pub min_fraction: f64,
 }
 
+impl BusBwCheck {
+    /// The report section (the TP report's and the node report's): verdict, reason, and the
+    /// measurement's row when there is one.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "\n## NCCL all-reduce bus bandwidth: {}\n\n{}\n",
+            self.state, self.why
+        );
+        if let Some(m) = &self.measured {
+            s.push_str(&format!(
+                "\n| GPUs | bytes | time µs | algbw GB/s | busbw GB/s | NVLink GB/s |\n|---|---|---|---|---|---|\n| {} | {} | {:.1} | {:.1} | {:.1} | {} |\n",
+                m.ranks,
+                m.bytes,
+                m.time_us,
+                m.algbw_gbps,
+                m.busbw_gbps,
+                self.nvlink_gbps
+                    .map_or_else(|| "unknown".to_string(), |v| format!("{v:.1}"))
+            ));
+        }
+        s
+    }
+}
+
 /// Judges a bus-bandwidth measurement: needs ≥ 2 GPUs (else skipped, not passed), and busbw ≥
 /// `min_fraction` of the NVLink figure when one is known.
 pub fn judge_busbw(
@@ -235,21 +259,7 @@ impl TpReport {
             ));
         }
         if let Some(b) = &self.busbw {
-            s.push_str(&format!(
-                "\n## NCCL all-reduce bus bandwidth: {}\n\n{}\n",
-                b.state, b.why
-            ));
-            if let Some(m) = &b.measured {
-                s.push_str(&format!(
-                    "\n| GPUs | bytes | time µs | algbw GB/s | busbw GB/s | NVLink GB/s |\n|---|---|---|---|---|---|\n| {} | {} | {:.1} | {:.1} | {:.1} | {} |\n",
-                    m.ranks,
-                    m.bytes,
-                    m.time_us,
-                    m.algbw_gbps,
-                    m.busbw_gbps,
-                    f(b.nvlink_gbps, 1)
-                ));
-            }
+            s.push_str(&b.markdown());
         }
         if !self.notes.is_empty() {
             s.push_str("\n## Notes\n\n");

@@ -505,22 +505,7 @@ fn node_markdown(r: &NodeReport, band: f64) -> String {
         ));
     }
     if let Some(c) = &r.nccl {
-        s.push_str(&format!(
-            "\n## NCCL all-reduce bus bandwidth: {}\n\n{}\n",
-            c.state, c.why
-        ));
-        if let Some(m) = &c.measured {
-            s.push_str(&format!(
-                "\n| GPUs | bytes | time µs | algbw GB/s | busbw GB/s | NVLink GB/s |\n|---|---|---|---|---|---|\n| {} | {} | {:.1} | {:.1} | {:.1} | {} |\n",
-                m.ranks,
-                m.bytes,
-                m.time_us,
-                m.algbw_gbps,
-                m.busbw_gbps,
-                c.nvlink_gbps
-                    .map_or_else(|| "unknown".to_string(), |v| format!("{v:.1}"))
-            ));
-        }
+        s.push_str(&c.markdown());
     }
     if !r.findings.is_empty() {
         s.push_str("\n## Findings\n\n");
