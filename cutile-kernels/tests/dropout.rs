@@ -69,12 +69,45 @@ fn mask_statistics_and_reproducibility() {
     assert_ne!(a, r::mask(4096, 0.5, 43, 0));
     assert_ne!(a, r::mask(4096, 0.5, 42, 4096));
     assert_eq!(&a[100..], &r::mask(4096 - 100, 0.5, 42, 100)[..]);
-    // Counters past 2^32 use the high word.
+    // Counters past 2^34 (group counters past 2^32) use the high word.
     assert_ne!(
-        r::random_bits(5, 1 << 32, 0),
+        r::random_bits(5, 1 << 34, 0),
         r::random_bits(5, 0, 0),
         "the high counter word matters"
     );
+}
+
+/// Element `c = offset + i` takes word `c mod 4` of Philox of the group counter `c / 4`: all four
+/// words are used, and the mask (which caches a group's words) agrees with element-wise bits.
+#[test]
+fn four_elements_share_one_philox_call() {
+    let (seed, key) = (0x1234_5678_9ABC_DEF0u64, [0x9ABC_DEF0u32, 0x1234_5678]);
+    for (offset, i, group, word) in [
+        (0u64, 0u64, 0u32, 0usize),
+        (0, 1, 0, 1),
+        (0, 3, 0, 3),
+        (0, 4, 1, 0),
+        (8, 2, 2, 2),
+        (4096, 7, 1025, 3),
+    ] {
+        assert_eq!(
+            r::random_bits(seed, offset, i),
+            r::philox4x32_10([group, 0, 0, 0], key)[word],
+            "offset {offset}, element {i}"
+        );
+    }
+    for (n, p, offset) in [
+        (1usize, 0.5f32, 0u64),
+        (7, 0.3, 4),
+        (1001, 0.5, 12),
+        (4099, 0.9, 0),
+    ] {
+        let t = r::threshold(p);
+        let each: Vec<bool> = (0..n as u64)
+            .map(|i| r::random_bits(seed, offset, i) as u64 >= t)
+            .collect();
+        assert_eq!(r::mask(n, p, seed, offset), each, "n {n}, offset {offset}");
+    }
 }
 
 fn params(p: f32) -> DropoutParams {
@@ -121,6 +154,14 @@ fn planner_errors_and_empty_calls() {
         "takes 2",
     );
     expect_error(dropout::plan("relu", &ok, &t, params(0.5)), "neither");
+    let unaligned = DropoutParams {
+        offset: 6,
+        ..params(0.5)
+    };
+    expect_error(
+        dropout::plan(dropout::OP, &ok, &t, unaligned),
+        "multiple of 4",
+    );
     let empty = dropout::described_call(dropout::BACKWARD, F16, &[vec![0, 8]]).unwrap();
     assert!(
         dropout::plan(dropout::BACKWARD, &empty, &t, params(0.5))
@@ -219,9 +260,10 @@ mod gpu {
                 &[2, 4096, 513],
                 0.3,
                 0xDEAD_BEEF_0123_4567,
-                (1 << 32) - 1000,
+                // Group counters cross 2^32 inside the call.
+                (1 << 34) - 1000,
             ),
-            (&[4096, 4096], 0.5, 7, 123),
+            (&[4096, 4096], 0.5, 7, 124),
         ] {
             let p = DropoutParams { p, seed, offset };
             case::<f32>(&dev, &s, shape, p);

@@ -30,7 +30,7 @@ mod kernels {
         let t = x.load_tile::<S1<B>>(block_id_x());
         let u = (t & 0xff) | (t ^ 3) << 2;
         let v = (u >> 1) / 3 % 7 + t.abs() * -t;
-        let w = select(!(v == 0), v, t.min(v).max(u));
+        let w = select(!(v == 0), v, t.min(v).max(u)) ^ t.mulhi_unsigned(u);
         let n = assume_bounded(assume_div_by(x.dim(0), 4), Some(0), None);
         y.store(w + n);
     }
@@ -127,6 +127,9 @@ fn trace_verify_compile() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
             .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+        if name == "ints" {
+            assert!(s.ir_text().contains("mulhii"), "{}", s.ir_text());
+        }
         if let Ok(t) = &tileiras {
             s.compile(t, &req)
                 .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));

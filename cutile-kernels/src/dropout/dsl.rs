@@ -1,18 +1,19 @@
-//! The dropout kernel: block `b` takes elements `b·BN ..` of the flattened (contiguous) input; each
-//! element's 32 random bits are Philox-4x32-10 of its counter `offset + i` under the key `seed`, all
-//! in i64 lanes holding u32 values (the DSL's integers are signed: a 32 x 32-bit product is taken as a
-//! wrapping i64 product, its high word as an arithmetic shift masked to 32 bits).
+//! The dropout kernel: block `b` takes elements `b·BN ..` of the flattened (contiguous) input, which
+//! are `BQ = BN / 4` groups of four. Group `g` (counter `offset / 4 + b·BQ + j`) gets the four words of
+//! one Philox-4x32-10 call under the key `seed`; element `4g + w` of the counter stream takes word `w`.
+//! Philox runs in i32 lanes: the low half of each 32 x 32-bit product is the wrapping `*`, the high
+//! half `mulhi_unsigned` (Tile IR's unsigned `mulhii`), so no 64-bit arithmetic is emulated.
 
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
     use cutile::core::*;
 
-    /// Philox-4x32 multipliers and Weyl key increments (as in `reference.rs`).
-    const M0: i64 = 0xD251_1F53;
-    const M1: i64 = 0xCD9E_8D57;
-    const W0: i64 = 0x9E37_79B9;
-    const W1: i64 = 0xBB67_AE85;
+    /// Philox-4x32 multipliers and Weyl key increments (as in `reference.rs`), as i32 bit patterns.
+    const M0: i32 = 0xD251_1F53_u32 as i32;
+    const M1: i32 = 0xCD9E_8D57_u32 as i32;
+    const W0: u32 = 0x9E37_79B9;
+    const W1: u32 = 0xBB67_AE85;
     const MASK: i64 = 0xFFFF_FFFF;
 
     /// A u32 held in an i64 lane, from an i32 scalar's bits.
@@ -20,47 +21,52 @@ pub mod kernels {
         v.cast::<i64>() & MASK
     }
 
-    /// One Philox round on the counter words (u32 values in i64 lanes) with round key `(k0, k1)`.
+    /// One Philox round on the counter words (u32 bit patterns in i32 lanes) with round key
+    /// `(k0, k1)`.
     #[allow(clippy::type_complexity)]
-    fn round<const BN: i32>(
+    fn round<const BQ: i32>(
         c: (
-            Tile<i64, S1<BN>>,
-            Tile<i64, S1<BN>>,
-            Tile<i64, S1<BN>>,
-            Tile<i64, S1<BN>>,
+            Tile<i32, S1<BQ>>,
+            Tile<i32, S1<BQ>>,
+            Tile<i32, S1<BQ>>,
+            Tile<i32, S1<BQ>>,
         ),
-        k0: Scalar<i64>,
-        k1: Scalar<i64>,
+        k0: Scalar<i32>,
+        k1: Scalar<i32>,
     ) -> (
-        Tile<i64, S1<BN>>,
-        Tile<i64, S1<BN>>,
-        Tile<i64, S1<BN>>,
-        Tile<i64, S1<BN>>,
+        Tile<i32, S1<BQ>>,
+        Tile<i32, S1<BQ>>,
+        Tile<i32, S1<BQ>>,
+        Tile<i32, S1<BQ>>,
     ) {
         let (c0, c1, c2, c3) = c;
-        let p0 = c0 * M0;
-        let p1 = c2 * M1;
         (
-            ((p1 >> 32) & MASK) ^ c1 ^ k0,
-            p1 & MASK,
-            ((p0 >> 32) & MASK) ^ c3 ^ k1,
-            p0 & MASK,
+            c2.mulhi_unsigned(M1) ^ c1 ^ k0,
+            c2 * M1,
+            c0.mulhi_unsigned(M0) ^ c3 ^ k1,
+            c0 * M0,
         )
     }
 
-    /// Round key `r` of the key `(k0, k1)`: `(k0 + r·W0, k1 + r·W1)` mod 2^32.
-    fn key(k: Scalar<i64>, r: i64, w: i64) -> Scalar<i64> {
-        (k + r * w) & MASK
+    /// Round key `r` of the key word `k`: `k + r·w` mod 2^32.
+    fn key(k: Scalar<i32>, r: u32, w: u32) -> Scalar<i32> {
+        k + r.wrapping_mul(w) as i32
     }
 
-    /// The first word of Philox-4x32-10 of the counters `(c0, c1, 0, 0)` under `(k0, k1)`.
-    fn philox<const BN: i32>(
-        c0: Tile<i64, S1<BN>>,
-        c1: Tile<i64, S1<BN>>,
-        k0: Scalar<i64>,
-        k1: Scalar<i64>,
-    ) -> Tile<i64, S1<BN>> {
-        let z = zeros::<i64, S1<BN>>();
+    /// Philox-4x32-10 of the counters `(c0, c1, 0, 0)` under `(k0, k1)`: all four words.
+    #[allow(clippy::type_complexity)]
+    fn philox<const BQ: i32>(
+        c0: Tile<i32, S1<BQ>>,
+        c1: Tile<i32, S1<BQ>>,
+        k0: Scalar<i32>,
+        k1: Scalar<i32>,
+    ) -> (
+        Tile<i32, S1<BQ>>,
+        Tile<i32, S1<BQ>>,
+        Tile<i32, S1<BQ>>,
+        Tile<i32, S1<BQ>>,
+    ) {
+        let z = zeros::<i32, S1<BQ>>();
         let c = (c0, c1, z, z);
         let c = round(c, key(k0, 0, W0), key(k1, 0, W1));
         let c = round(c, key(k0, 1, W0), key(k1, 1, W1));
@@ -71,16 +77,15 @@ pub mod kernels {
         let c = round(c, key(k0, 6, W0), key(k1, 6, W1));
         let c = round(c, key(k0, 7, W0), key(k1, 7, W1));
         let c = round(c, key(k0, 8, W0), key(k1, 8, W1));
-        let c = round(c, key(k0, 9, W0), key(k1, 9, W1));
-        c.0
+        round(c, key(k0, 9, W0), key(k1, 9, W1))
     }
 
-    /// `y[i] = x[i] · scale` where Philox's bits of element `i` are `≥ thr`, else 0, for the flattened
-    /// `x` and `y`. `seed`, `offset` and `thr` (≤ 2^32) come as (low, high) 32-bit words. Grid: the
-    /// tiles of `y`.
+    /// `y[i] = x[i] · scale` where the random word of element `i` is `≥ thr` (as u32), else 0, for
+    /// the flattened `x` and `y`. `seed`, `offset` (a multiple of 4) and `thr` (≤ 2^32) come as
+    /// (low, high) 32-bit words. `BQ = BN / 4`. Grid: the tiles of `y`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn dropout<E: Float, const BN: i32>(
+    pub fn dropout<E: Float, const BN: i32, const BQ: i32>(
         x: &Tensor<E, S1<DYN>>,
         seed_lo: Scalar<i32>,
         seed_hi: Scalar<i32>,
@@ -92,17 +97,17 @@ pub mod kernels {
         y: &mut Tensor<E, S1<BN>>,
     ) {
         let pid = block_id_x();
-        let base =
-            pid.cast::<i64>() * (BN as i64) + ((u32_of(offset_hi) << 32) | u32_of(offset_lo));
-        let ctr = iota::<BN>().cast::<i64>() + base;
-        let bits = philox(
-            ctr & MASK,
-            (ctr >> 32) & MASK,
-            u32_of(seed_lo),
-            u32_of(seed_hi),
-        );
+        // The tile's first group counter: (offset + pid·BN) / 4.
+        let g0 = (((u32_of(offset_hi) << 32) | u32_of(offset_lo)) >> 2)
+            + pid.cast::<i64>() * (BQ as i64);
+        let g = iota::<BQ>().cast::<i64>() + g0;
+        let (w0, w1, w2, w3) = philox(g.cast::<i32>(), (g >> 32).cast::<i32>(), seed_lo, seed_hi);
+        // Element 4j + w takes word w of group j: [BQ, 4] row-major is the tile's element order.
+        let lo = cat::<1, _, _, _, S2<BQ, 2>>(w0.reshape::<S2<BQ, 1>>(), w1.reshape::<S2<BQ, 1>>());
+        let hi = cat::<1, _, _, _, S2<BQ, 2>>(w2.reshape::<S2<BQ, 1>>(), w3.reshape::<S2<BQ, 1>>());
+        let bits = cat::<1, _, _, _, S2<BQ, 4>>(lo, hi).reshape::<S1<BN>>();
         let thr: Scalar<i64> = (u32_of(thr_hi) << 32) | u32_of(thr_lo);
-        let keep = bits >= thr.splat::<S1<BN>>();
+        let keep = (bits.cast::<i64>() & MASK) >= thr.splat::<S1<BN>>();
         let t = x
             .partition_padded::<S1<BN>>(Padding::Zero)
             .load(pid)

@@ -1,11 +1,12 @@
 //! Dropout with a counter-based RNG, as `F.dropout(x, p, training=True)`: `y = x · mask / (1 - p)`,
 //! and its backward `dx = dy · mask / (1 - p)` recomputed from the same `(seed, offset)` (no mask is
-//! stored). Element `i` of the flattened input (logical row-major order) is kept iff the first word of
-//! Philox-4x32-10 of the counter `offset + i` under the key `seed` is `≥ round(p · 2^32)`
-//! ([`reference::random_bits`]; for `offset + i < 2^32` Triton's `tl.randint(seed, offset + i)`), so a
-//! call is reproducible from `(seed, offset)`, and a caller that splits a tensor into pieces passes each
-//! piece's element offset to get the same mask as one call. torch's own dropout RNG (curand Philox
-//! with its own counter layout) is not reproduced: compare with it statistically.
+//! stored). With `c = offset + i` for element `i` of the flattened input (logical row-major order),
+//! the element is kept iff word `c mod 4` of Philox-4x32-10 of the counter `c / 4` under the key `seed`
+//! is `≥ round(p · 2^32)` ([`reference::random_bits`]; one Philox call serves four elements, as
+//! Triton's `tl.randint4x`), so a call is reproducible from `(seed, offset)`, and a caller that splits
+//! a tensor into pieces passes each piece's element offset (a multiple of 4, as torch's Philox offsets
+//! are) to get the same mask as one call. torch's own dropout RNG (curand Philox with its own counter
+//! layout) is not reproduced: compare with it statistically.
 //!
 //! f32, f16, bf16 (math in f32), contiguous tensors of any rank; one launch.
 //!
@@ -25,7 +26,7 @@ use cutile_ir::ScalarType;
 
 use crate::op::{
     CallSpec, FLOATS, OpError, Operand, PlannedArg, PlannedLaunch, Target, contiguous_strides,
-    execute, pow2_float_kernel,
+    execute, float_kernel,
 };
 
 /// Op names. Operands `[x, y]` (`[dy, dx]` for the backward).
@@ -144,6 +145,16 @@ pub fn plan(
             what: format!("the drop probability must be in [0, 1], got {}", params.p),
         });
     }
+    if !params.offset.is_multiple_of(4) {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!(
+                "the counter offset must be a multiple of 4 (one Philox call serves four \
+                 elements), got {}; round the offsets of split pieces to multiples of 4",
+                params.offset
+            ),
+        });
+    }
     expect_contiguous(op, x)?;
     expect_contiguous(op, y)?;
     let n = x.numel();
@@ -182,8 +193,15 @@ pub fn plan(
     }])
 }
 
+/// The kernel of `BN = bn` elements per block (`BQ = bn / 4` Philox groups).
 fn kernel(dt: ScalarType, bn: i64) -> Option<cutile::dsl::Kernel> {
-    pow2_float_kernel!(dt, bn, kernels::dropout)
+    float_kernel!(dt, |E| match bn {
+        256 => Some(kernels::dropout::kernel::<E, 256, 64>()),
+        1024 => Some(kernels::dropout::kernel::<E, 1024, 256>()),
+        4096 => Some(kernels::dropout::kernel::<E, 4096, 1024>()),
+        _ => None,
+    })
+    .flatten()
 }
 
 /// The parameters the registry plans with (the kernel takes them as run-time scalars: any value

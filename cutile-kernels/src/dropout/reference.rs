@@ -23,15 +23,17 @@ pub fn philox4x32_10(mut c: [u32; 4], mut k: [u32; 2]) -> [u32; 4] {
     c
 }
 
-/// The 32 random bits of element `i` of a call with `seed` and `offset`: the first word of Philox of
-/// the counter `(offset + i)` (low word, high word, 0, 0) under the key `(seed low, seed high)`; for
-/// `offset + i < 2^32` this is Triton's `tl.randint(seed, offset + i)`.
+/// The 32 random bits of element `i` of a call with `seed` and `offset` (a multiple of 4): with
+/// `c = offset + i`, word `c mod 4` of Philox of the counter `c / 4` (low word, high word, 0, 0) under
+/// the key `(seed low, seed high)`. Each Philox call serves four consecutive elements; for
+/// `c / 4 < 2^32` the four words are Triton's `tl.randint4x(seed, c / 4)`.
 pub fn random_bits(seed: u64, offset: u64, i: u64) -> u32 {
     let c = offset.wrapping_add(i);
+    let g = c >> 2;
     philox4x32_10(
-        [c as u32, (c >> 32) as u32, 0, 0],
+        [g as u32, (g >> 32) as u32, 0, 0],
         [seed as u32, (seed >> 32) as u32],
-    )[0]
+    )[(c & 3) as usize]
 }
 
 /// The integer threshold of drop probability `p` (in `[0, 1]`): element `i` is kept iff its random bits
@@ -46,11 +48,20 @@ pub fn scale(p: f32) -> f32 {
     if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) }
 }
 
-/// The keep mask of `n` elements.
+/// The keep mask of `n` elements (one Philox call per four).
 pub fn mask(n: usize, p: f32, seed: u64, offset: u64) -> Vec<bool> {
     let t = threshold(p);
+    let key = [seed as u32, (seed >> 32) as u32];
+    let mut words = (u64::MAX, [0u32; 4]);
     (0..n as u64)
-        .map(|i| random_bits(seed, offset, i) as u64 >= t)
+        .map(|i| {
+            let c = offset.wrapping_add(i);
+            if words.0 != c >> 2 {
+                let g = c >> 2;
+                words = (g, philox4x32_10([g as u32, (g >> 32) as u32, 0, 0], key));
+            }
+            words.1[(c & 3) as usize] as u64 >= t
+        })
         .collect()
 }
 

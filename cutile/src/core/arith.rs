@@ -33,6 +33,8 @@ pub(crate) enum Bin {
     Shr,
     Pow,
     Atan2,
+    /// The high half of the double-width product, operands taken as unsigned (`MulhiI`).
+    MulHiU,
 }
 
 /// Unary element-wise operations.
@@ -94,6 +96,7 @@ pub(crate) fn binary(k: Bin, e: ScalarType, ty: Type, a: ValueId, b: ValueId) ->
         (Bin::Shr, false) => Op::new(Opcode::ShRI).attr("signedness", signed()),
         (Bin::Pow, true) => Op::new(Opcode::FPowF),
         (Bin::Atan2, true) => Op::new(Opcode::Atan2),
+        (Bin::MulHiU, false) => Op::new(Opcode::MulhiI),
         _ => {
             trace::fail(format!("{k:?} is not defined on {e} elements"));
             return poison(ty);
@@ -101,7 +104,7 @@ pub(crate) fn binary(k: Bin, e: ScalarType, ty: Type, a: ValueId, b: ValueId) ->
     };
     let (l, r) = match k {
         Bin::Pow => ("source", "exponent"),
-        Bin::Atan2 => ("x", "y"),
+        Bin::Atan2 | Bin::MulHiU => ("x", "y"),
         _ => ("lhs", "rhs"),
     };
     trace::with(|t| t.push1(op.operand(l, a).operand(r, b).result(ty)))
@@ -529,6 +532,12 @@ binary_methods!(Numeric;
     min => Bin::Min,
     /// Element-wise maximum.
     max => Bin::Max,
+);
+binary_methods!(Int;
+    /// The high half of the double-width product of `self` and `rhs` taken as unsigned integers
+    /// (`u32 x u32 → u64 >> 32` for i32): with the wrapping `*` (the low half) a full 32 x 32-bit
+    /// product without 64-bit lanes, as counter-based RNGs (Philox) need.
+    mulhi_unsigned => Bin::MulHiU,
 );
 binary_methods!(Float;
     /// `self` raised to `rhs`.
