@@ -73,10 +73,16 @@ fn split_k_rule_follows_the_documented_examples() {
         Schedule::Direct(_) => 1,
     };
     for (m, n, k, want) in [
-        (16, 8192, 8192, 8),
-        (64, 8192, 8192, 8),
-        (128, 8192, 8192, 4),
+        // Decode shapes are bandwidth-bound (intensity 16 / 62 / 124): direct, as the H200 measured.
+        (16, 8192, 8192, 1),
+        (64, 8192, 8192, 1),
+        (128, 8192, 8192, 1),
+        // Compute-bound with 32 tiles: 16 splits.
         (512, 512, 65536, 16),
+        // Intensity 127.75, just under the gate.
+        (256, 256, 65536, 1),
+        // Few tiles (8 tall, 72 wide: 72 > 132 / 2): direct.
+        (512, 9216, 65536, 1),
         (4096, 4096, 4096, 1),
         (8192, 8192, 8192, 1),
         // Shallow K: no split (fewer than 8 K tiles).
@@ -84,7 +90,8 @@ fn split_k_rule_follows_the_documented_examples() {
         // Enough tiles already.
         (1024, 8192, 8192, 1),
         // 9 K tiles: 2 splits keep 4 tiles each, 4 would not.
-        (1000, 1023, 517, 2),
+        (512, 512, 576, 2),
+        (1000, 1023, 517, 1),
     ] {
         assert_eq!(splits(m, n, k), want, "{m}x{n}x{k}");
     }
@@ -106,16 +113,16 @@ fn plans_one_launch_direct_and_two_split() {
     assert_eq!(l[0].grid, Some((132, 1, 1)), "persistent: one block per SM");
     assert_eq!(l[0].args.len(), 5);
 
-    let ops = call(&FULL, BF16, BF16, 16, 8192, 8192);
+    let ops = call(&FULL, BF16, BF16, 512, 512, 65536);
     assert_eq!(ops.len(), 6, "split-K appends its scratch");
     assert_eq!(ops[5].dtype, F32);
-    assert_eq!(ops[5].shape, [epilogue::scratch_len(8, 16, 8192)]);
+    assert_eq!(ops[5].shape, [epilogue::scratch_len(16, 512, 512)]);
     let l = epilogue::plan_epilogue(&ops, &t, &FULL, &TF32).unwrap();
     assert_eq!(l.len(), 2);
     assert!(l[0].kernel.name().starts_with("gemm_partial"));
-    assert_eq!(l[0].grid, Some((1, 64, 8)));
+    assert_eq!(l[0].grid, Some((8, 4, 16)));
     assert!(l[1].kernel.name().starts_with("gemm_reduce"));
-    assert_eq!(l[1].grid, Some((1, 64, 1)));
+    assert_eq!(l[1].grid, Some((8, 4, 1)));
     // Without the scratch, split-K is a typed error naming `with_scratch`.
     expect_error(
         epilogue::plan_epilogue(&ops[..5], &t, &FULL, &TF32),
@@ -227,7 +234,12 @@ fn absent_tensors_are_dummies_and_bias_is_a_broadcast_row() {
 fn registry_ops_plan_every_epilogue() {
     let t = target();
     for op in epilogue::OPS {
-        for (m, n, k) in [(4096, 4096, 4096), (16, 8192, 8192), (7, 9, 5)] {
+        for (m, n, k) in [
+            (4096, 4096, 4096),
+            (16, 8192, 8192),
+            (512, 512, 65536),
+            (7, 9, 5),
+        ] {
             let spec = CallSpec::new(op.name, "bf16", &[&[m, k], &[k, n]], false);
             let p = spec.plan(&t, false).unwrap();
             let split = matches!(
@@ -262,7 +274,7 @@ fn every_epilogue_compiles_for_sm90() {
     calls.push(CallSpec::new(
         "gemm_bias_silu",
         "bf16",
-        &[&[16, 4096], &[4096, 1024]],
+        &[&[512, 8192], &[8192, 512]],
         false,
     ));
     calls.push(CallSpec::new(
@@ -380,12 +392,13 @@ mod gpu {
             Activation::GeluTanh,
             Activation::Silu,
         ] {
-            // Direct (ragged), and split-K (decode shape).
+            // Direct (ragged, and a bandwidth-bound decode shape), and split-K (long K, few tiles).
             case::<bf16, bf16>(&dev, &s, 100, 300, 77, act, true, true, 1e-2);
             case::<bf16, bf16>(&dev, &s, 16, 2048, 4096, act, true, false, 1e-2);
+            case::<bf16, bf16>(&dev, &s, 512, 512, 8192, act, true, false, 1e-2);
         }
         // Output cast: bf16 inputs, f32 output (tighter), split and direct; tf32 inputs.
-        case::<bf16, f32>(&dev, &s, 64, 1024, 8192, Activation::Silu, true, true, 1e-4);
+        case::<bf16, f32>(&dev, &s, 512, 512, 8192, Activation::Silu, true, true, 1e-4);
         case::<half::f16, f32>(
             &dev,
             &s,

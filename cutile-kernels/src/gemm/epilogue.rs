@@ -219,20 +219,35 @@ pub enum Schedule {
 /// The largest number of K ranges.
 pub const MAX_SPLITS: i64 = 16;
 
-/// The split-K rule: with 64x128 output tiles, split when there are fewer tiles than SMs (less than
-/// one tile per SM: most SMs would idle) and K has at least 8 tiles of depth; the number of splits is
-/// the smallest power of two giving at least two blocks per SM, at most [`MAX_SPLITS`], with every
-/// split keeping at least 4 K tiles. Otherwise the single-launch configuration of
-/// [`config::choose`]. Examples on 132 SMs (bf16, 64-deep tiles): `16 x 8192 x 8192` → 64 tiles,
-/// 8 splits; `128 x 8192 x 8192` → 128 tiles, 4 splits; `512 x 512 x 65536` → 32 tiles, 16 splits;
-/// `4096³` → direct.
+/// The least arithmetic intensity (flops per byte of `a`, `b` and `c`) at which a product with few
+/// output tiles is split over K. Below it the product is bound by reading the operands, which the
+/// unsplit launch already does at close to copy bandwidth with half the SMs busy; splitting only adds
+/// the partial planes' traffic. The H200 measured this (2026-12-01, `docs/gemm.md`): split-K lost
+/// 20–40% at `16/64/128 x 8192 x 8192` (intensity 16–124) and gained 1.5× at `512 x 512 x 65536`
+/// (intensity 255). The H200's bf16 ridge point is about 200 flop/byte.
+pub const MIN_SPLIT_INTENSITY: f64 = 128.0;
+
+/// Flops per byte moved by `c[m, n] = a[m, k] @ b[k, n]` with `elem_bytes`-byte operands and output.
+pub fn intensity(m: i64, n: i64, k: i64, elem_bytes: i64) -> f64 {
+    let (m, n, k) = (m.max(1) as f64, n.max(1) as f64, k.max(1) as f64);
+    2.0 * m * n * k / (elem_bytes.max(1) as f64 * (m * k + k * n + m * n))
+}
+
+/// The split-K rule: with 64x128 output tiles, split when the tiles fill at most half the SMs, K
+/// has at least 8 tiles of depth, and the product is compute-bound ([`MIN_SPLIT_INTENSITY`]); the
+/// number of splits is the smallest power of two giving at least two blocks per SM, at most
+/// [`MAX_SPLITS`], with every split keeping at least 4 K tiles. Otherwise the single-launch
+/// configuration of [`config::choose`]. Examples on 132 SMs (bf16, 64-deep tiles):
+/// `512 x 512 x 65536` → 32 tiles, intensity 255, 16 splits; `16 x 8192 x 8192` (intensity 16) and
+/// `128 x 8192 x 8192` (128 tiles) → direct; `4096³` → direct.
 pub fn schedule(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> Schedule {
     let (bm, bn) = (64, 128);
     let bk = if dtype == ScalarType::F32 { 32 } else { 64 };
     let tiles = ceil_div(m, bm) * ceil_div(n, bn);
     let sms = (target.sm_count as i64).max(1);
     let k_tiles = ceil_div(k, bk);
-    if tiles < sms && k_tiles >= 8 {
+    let bytes = (dtype.bit_width() as i64 / 8).max(1);
+    if 2 * tiles <= sms && k_tiles >= 8 && intensity(m, n, k, bytes) >= MIN_SPLIT_INTENSITY {
         let mut splits = 1;
         while tiles * splits < 2 * sms && splits < MAX_SPLITS && k_tiles / (2 * splits) >= 4 {
             splits *= 2;
@@ -430,10 +445,27 @@ pub fn plan_epilogue(
     spec: &EpilogueSpec,
     options: &GemmOptions,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
+    plan_epilogue_with(operands, target, spec, options, true)
+}
+
+/// [`plan_epilogue`], with split-K allowed or not: a composed op whose scratch holds other data (the
+/// unfused `fused_qkv`) plans one direct launch whatever [`schedule`] says.
+pub fn plan_epilogue_with(
+    operands: &[Operand],
+    target: &Target,
+    spec: &EpilogueSpec,
+    options: &GemmOptions,
+    allow_split: bool,
+) -> Result<Vec<PlannedLaunch>, OpError> {
     let Some(call) = Call::new(operands, target, spec, options)? else {
         return Ok(Vec::new());
     };
-    let sched = schedule(target, call.dtype, call.m, call.n, call.k);
+    let sched = match schedule(target, call.dtype, call.m, call.n, call.k) {
+        Schedule::SplitK { .. } if !allow_split => {
+            Schedule::Direct(config::choose(target, call.dtype, call.m, call.n))
+        }
+        s => s,
+    };
     let ops = &call.ops;
     // An absent bias or residual: a one-element view of `a` (of `c`) the kernel never reads.
     let dummy = |operand| PlannedArg::Tensor {
@@ -731,7 +763,7 @@ fn reduce_kernel(
 }
 
 /// The epilogue calls the catalog compiles (3 specializations: the persistent bias + GELU product at
-/// 4096³, and the split-K pair of a decode shape).
+/// 4096³, and the split-K pair of a long-K product).
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let c = crate::op::CallSpec::new;
     vec![
@@ -744,7 +776,7 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         c(
             "gemm_bias_gelu",
             "bf16",
-            &[&[64, 8192], &[8192, 8192]],
+            &[&[512, 65536], &[65536, 512]],
             false,
         ),
     ]
