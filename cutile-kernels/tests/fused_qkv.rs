@@ -19,7 +19,7 @@ use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::fused_qkv::{
     self, CacheIndex, Path, QkvConfig, QkvOptions, QkvReference, RopeStyle, slot,
 };
-use cutile_kernels::op::{Operand, Target};
+use cutile_kernels::op::{Operand, PlannedArg, Target};
 
 fn target() -> Target {
     Target::planning(GpuArch::Sm90)
@@ -109,18 +109,88 @@ fn schedule_follows_the_token_count() {
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].config, "fused_qkv 128x64");
     assert_eq!(p[0].grid, Some((32, 48, 1)));
-    // Unfused: gemm, then the epilogue.
-    let p = plan(4096, 1);
-    assert_eq!(p.len(), 2);
-    assert!(
-        p[0].kernel.name().starts_with("gemm"),
-        "{}",
-        p[0].kernel.name()
-    );
-    assert_eq!(p[1].kernel.name(), "qkv_epilogue");
+    // Unfused: the separate ops (see `unfused_path_is_the_separate_ops`).
+    assert_eq!(plan(4096, 1).len(), 5);
     // Every candidate has its own launches.
     let c = fused_qkv::config::candidates(&t, 8, 48, 4096);
     assert!(c.contains(&QkvConfig::Unfused) && c.len() >= 5, "{c:?}");
+}
+
+/// The unfused path is the catalog's separate ops, one launch each, per switch combination
+/// (bias, norm, paged): the projection, QK-norm of q and of k, RoPE, the cache write. Each step's
+/// tensors are the call's operands or views into the projection scratch.
+#[test]
+fn unfused_path_is_the_separate_ops() {
+    let t = target();
+    for (bias, norm, paged, kernels) in [
+        (
+            0,
+            1,
+            1,
+            &[
+                "gemm",
+                "rms_norm_heads",
+                "rms_norm_heads",
+                "rope",
+                "kv_cache_write",
+            ][..],
+        ),
+        (1, 0, 0, &["gemm_epilogue", "rope", "kv_cache_write"][..]),
+        (
+            1,
+            1,
+            0,
+            &[
+                "gemm_epilogue",
+                "rms_norm_heads",
+                "rms_norm_heads",
+                "rope",
+                "kv_cache_write",
+            ][..],
+        ),
+        (0, 0, 1, &["gemm", "rope", "kv_cache_write"][..]),
+    ] {
+        for tokens in [1, 37, 4096] {
+            let (ops, opts) = described(
+                BF16,
+                &[tokens, 512],
+                &[4, 2, 128, 64],
+                &[bias, norm, 0, paged, 1, 0],
+            );
+            let ops = fused_qkv::with_scratch(&ops, &opts, &t, false).unwrap();
+            let p = fused_qkv::plan(&ops, &opts, &t, false).unwrap();
+            let names: Vec<&str> = p.iter().map(|l| l.kernel.name()).collect();
+            assert_eq!(names.len(), kernels.len(), "{names:?}");
+            for (got, want) in names.iter().zip(kernels) {
+                assert!(got.starts_with(want), "{names:?} vs {kernels:?}");
+            }
+            assert!(p.iter().all(|l| l.config.starts_with("fused_qkv unfused")));
+            // The q heads of the projection start at the scratch, the k heads Hq·D in, the v heads
+            // (Hq + Hkv)·D in; every tensor argument is one of the call's operands.
+            let offsets: std::collections::BTreeSet<i64> = p
+                .iter()
+                .flat_map(|l| &l.args)
+                .filter_map(|a| match a {
+                    PlannedArg::Tensor {
+                        operand, offset, ..
+                    } if *operand == slot::SCRATCH_E => Some(*offset),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                offsets,
+                [0, 4 * 128, 6 * 128].into_iter().collect(),
+                "{names:?}"
+            );
+            for l in &p {
+                for a in &l.args {
+                    if let PlannedArg::Tensor { operand, .. } = a {
+                        assert!(*operand < ops.len(), "{}: operand {operand}", l.config);
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Which schedule a fused QKV call gets: one fused kernel (prefill: many row tiles), split-K partials
 //! plus an epilogue kernel (decode: few tokens, so `ceil(T / BM)·heads` blocks would leave SMs idle
-//! while the weight streams in), or the unfused path (`gemm`, then the epilogue kernel). Not yet
+//! while the weight streams in), or the unfused path (the catalog's separate GEMM, QK-norm, RoPE and
+//! cache-write kernels). Not yet
 //! measured on a GPU: the rules below follow the block counts only. With `CUTILE_TUNE=on|force` the
 //! host API times the candidates (fused and split-K; the unfused path only when asked for).
 
@@ -14,7 +15,8 @@ pub enum QkvConfig {
     Fused { bm: i64, bk: i64 },
     /// `qkv_partial<BM, BK>` over `splits` K ranges into f32 scratch, then `qkv_epilogue`.
     SplitK { bm: i64, bk: i64, splits: i64 },
-    /// `gemm` into scratch, then `qkv_epilogue` (the comparison and the fallback).
+    /// The separate ops, one launch each (the comparison and the fallback): `gemm` (with the bias:
+    /// `gemm_epilogue`) into scratch, `rms_norm_heads` of q and k, `rope`, `kv_cache_write`.
     Unfused,
 }
 

@@ -7,8 +7,8 @@
 //! - `fused_qkv`: the K loop of `mma` (as `gemm`) and the epilogue, grid `(ceil(T/BM), Hq + 2·Hkv, 1)`;
 //! - `qkv_partial`: split-K for decode shapes, block `(i, j, s)` writes the f32 partial product of the
 //!   `s`-th K range into `part[s]` (`[S, T, N]`), grid `(ceil(T/BM), Hq + 2·Hkv, S)`;
-//! - `qkv_epilogue`: sums `part` over its first axis and runs the epilogue, grid as `fused_qkv`. With
-//!   `part` = a `[1, T, N]` view of a plain `gemm` output it is the unfused path's second launch.
+//! - `qkv_epilogue`: sums `part` over its first axis and runs the epilogue, grid as `fused_qkv` (the
+//!   split-K path's second launch).
 //!
 //! The KV cache is addressed as `[blocks, block_size, Hkv, D]` (a contiguous `[B, Hkv, S, D]` cache is
 //! passed as its `[B, S, Hkv, D]` strided view): row `r` goes to `(a[r] / block_size, a[r] %

@@ -63,7 +63,8 @@ pub enum Path {
     Auto,
     /// The fused kernels (fused, or split-K for few tokens).
     Fused,
-    /// `gemm`, then the epilogue kernel.
+    /// The catalog's separate ops: `gemm` (`gemm_epilogue` with the bias), `rms_norm_heads` of q and
+    /// k, `rope`, `kv_cache_write`.
     Unfused,
 }
 
@@ -682,6 +683,179 @@ fn scratch<'o>(ops: &'o [Operand], s: usize, cfg: &QkvConfig) -> Result<&'o Oper
     })
 }
 
+/// A view of `base` (a call operand) as a sub-op sees it: `shape` and `strides` starting `offset`
+/// elements in, its address moved accordingly (so the sub-op's alignment checks see the real one).
+fn sub_view(
+    name: &'static str,
+    base: &Operand,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    offset: i64,
+) -> Operand {
+    Operand {
+        name,
+        shape,
+        strides,
+        ptr: base.ptr + offset as u64 * base.elem_bytes(),
+        ..base.clone()
+    }
+}
+
+/// The launches a sub-op planned over its own operand list, moved onto this call's operands: the
+/// sub-op's operand `i` is the call's operand `map[i].0`, `map[i].1` elements in.
+fn remap(
+    mut launches: Vec<PlannedLaunch>,
+    map: &[(usize, i64)],
+    cfg: &QkvConfig,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    for l in &mut launches {
+        for a in &mut l.args {
+            if let PlannedArg::Tensor {
+                operand, offset, ..
+            } = a
+            {
+                let &(slot, at) = map.get(*operand).ok_or_else(|| OpError::Unsupported {
+                    op: OP,
+                    what: format!(
+                        "`{}`: a step planned an operand ({}) the composed call does not have",
+                        cfg.name(),
+                        *operand
+                    ),
+                })?;
+                *operand = slot;
+                *offset += at;
+            }
+        }
+        l.config = format!("{} ({})", cfg.name(), l.config);
+    }
+    Ok(launches)
+}
+
+/// The unfused path, from the catalog's standalone ops, each in its own launch: the projection
+/// (`gemm`, or `gemm_epilogue` with the bias; never split, since the scratch holds the projection)
+/// into scratch `[T, N]`; with QK-norm, `rms_norm_heads` of the q heads into `q` and of the k heads in
+/// place; `rope` of q (in `q`) and k (in place; out of place from the scratch into `q` without
+/// norm); `kv_cache_write` (or `_paged`) of k and v from the scratch.
+fn unfused(
+    cfg: &QkvConfig,
+    call: &Call,
+    ops: &[Operand],
+    target: &Target,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let proj = scratch(ops, slot::SCRATCH_E, cfg)?;
+    let (t, n, d) = (call.t, call.n(), call.d);
+    let whole = |s: usize| (s, 0i64);
+    let heads_at = |name, h: i64, first: i64| {
+        (
+            sub_view(name, proj, vec![t, h, d], vec![n, d, 1], first * d),
+            (slot::SCRATCH_E, first * d),
+        )
+    };
+    let (qs, qs_at) = heads_at("q (projection)", call.hq, 0);
+    let (ks, ks_at) = heads_at("k (projection)", call.hkv, call.hq);
+    let (vs, vs_at) = heads_at("v (projection)", call.hkv, call.hq + call.hkv);
+    let mut out = Vec::new();
+    // 1. The projection.
+    let mut gemm_ops = vec![ops[slot::X].clone(), ops[slot::W].clone(), proj.clone()];
+    let mut map = vec![whole(slot::X), whole(slot::W), whole(slot::SCRATCH_E)];
+    if call.opts.bias {
+        gemm_ops.push(ops[slot::BIAS].clone());
+        map.push(whole(slot::BIAS));
+        let spec = crate::gemm::EpilogueSpec {
+            bias: true,
+            ..Default::default()
+        };
+        let options = crate::gemm::GemmOptions::default();
+        let l =
+            crate::gemm::epilogue::plan_epilogue_with(&gemm_ops, target, &spec, &options, false)?;
+        out.extend(remap(l, &map, cfg)?);
+    } else {
+        out.extend(remap(
+            crate::gemm::plan(&gemm_ops, target, false)?,
+            &map,
+            cfg,
+        )?);
+    }
+    // 2. QK-norm and 3. RoPE.
+    // `q` as the user gave it, `[T, Hq, D]`.
+    let q_user = (ops[slot::Q].clone(), whole(slot::Q));
+    let rope_tables = [
+        (ops[slot::COS].clone(), whole(slot::COS)),
+        (ops[slot::SIN].clone(), whole(slot::SIN)),
+        (ops[slot::POSITIONS].clone(), whole(slot::POSITIONS)),
+    ];
+    let style = call.opts.style;
+    if call.opts.norm {
+        let eps = call.opts.eps;
+        let norm = |x: &(Operand, (usize, i64)), w: usize, y: &(Operand, (usize, i64))| {
+            let l = crate::norm::plan_rms_norm_heads(
+                &[x.0.clone(), ops[w].clone(), y.0.clone()],
+                target,
+                eps,
+                false,
+            )?;
+            remap(l, &[x.1, whole(w), y.1], cfg)
+        };
+        let (q, k) = ((qs.clone(), qs_at), (ks.clone(), ks_at));
+        out.extend(norm(&q, slot::Q_NORM, &q_user)?);
+        out.extend(norm(&k, slot::K_NORM, &k)?);
+        // In place on q (now in `q`) and k (in the scratch).
+        let mut rope_ops = vec![q_user.0.clone(), ks.clone()];
+        let mut map = vec![q_user.1, ks_at];
+        for (o, at) in &rope_tables {
+            rope_ops.push(o.clone());
+            map.push(*at);
+        }
+        out.extend(remap(
+            crate::rope::plan(&rope_ops, target, style)?,
+            &map,
+            cfg,
+        )?);
+    } else {
+        // q from the scratch into `q`; k in place.
+        let mut rope_ops = vec![qs.clone(), ks.clone()];
+        let mut map = vec![qs_at, ks_at];
+        for (o, at) in &rope_tables {
+            rope_ops.push(o.clone());
+            map.push(*at);
+        }
+        rope_ops.extend([q_user.0.clone(), ks.clone()]);
+        map.extend([q_user.1, ks_at]);
+        out.extend(remap(
+            crate::rope::plan(&rope_ops, target, style)?,
+            &map,
+            cfg,
+        )?);
+    }
+    // 4. The cache writes.
+    let (kv_op, mut kv_ops, mut map) = if call.opts.paged {
+        (
+            crate::kv_cache::OP_PAGED,
+            vec![ks, vs, ops[slot::INDEX_A].clone()],
+            vec![ks_at, vs_at, whole(slot::INDEX_A)],
+        )
+    } else {
+        (
+            crate::kv_cache::OP,
+            vec![
+                ks,
+                vs,
+                ops[slot::INDEX_A].clone(),
+                ops[slot::INDEX_B].clone(),
+            ],
+            vec![ks_at, vs_at, whole(slot::INDEX_A), whole(slot::INDEX_B)],
+        )
+    };
+    kv_ops.extend([ops[slot::K_CACHE].clone(), ops[slot::V_CACHE].clone()]);
+    map.extend([whole(slot::K_CACHE), whole(slot::V_CACHE)]);
+    out.extend(remap(
+        crate::kv_cache::plan(kv_op, &kv_ops, target)?,
+        &map,
+        cfg,
+    )?);
+    Ok(out)
+}
+
 fn launches(
     cfg: &QkvConfig,
     call: &Call,
@@ -692,32 +866,21 @@ fn launches(
     let (dt, it, d, r) = (call.dtype, call.index, call.d, call.rot);
     let heads = call.heads();
     let tn = call.t * call.n();
-    let epilogue = |f32_input: bool| -> Result<PlannedLaunch, OpError> {
+    // The split-K epilogue: sums the f32 partials, then bias, norm, RoPE, q store and cache writes.
+    let epilogue = |splits: i64| -> Result<PlannedLaunch, OpError> {
         let bm = config::EPILOGUE_BM;
         let kernel =
             crate::op::mma_kernel!(dt, |E| index_type!(it, |I| rot_dims!(d, r, |D, R, HR| {
-                if f32_input {
-                    k::qkv_epilogue::kernel::<E, f32, I, 32, D, R, HR>()
-                } else {
-                    k::qkv_epilogue::kernel::<E, E, I, 32, D, R, HR>()
-                }
+                k::qkv_epilogue::kernel::<E, f32, I, 32, D, R, HR>()
             })))
             .flatten()
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
-        let (s, part_shape) = if f32_input {
-            let QkvConfig::SplitK { splits, .. } = cfg else {
-                return Err(no_kernel(call, cfg));
-            };
-            (slot::SCRATCH, vec![*splits, call.t, call.n()])
-        } else {
-            (slot::SCRATCH_E, vec![1, call.t, call.n()])
-        };
-        scratch(ops, s, cfg)?;
+        scratch(ops, slot::SCRATCH, cfg)?;
         let mut args = vec![PlannedArg::Tensor {
-            operand: s,
+            operand: slot::SCRATCH,
             output: false,
-            shape: part_shape,
+            shape: vec![splits, call.t, call.n()],
             strides: vec![tn, call.n(), 1],
             offset: 0,
         }];
@@ -788,25 +951,9 @@ fn launches(
                 grid: Some(grid(OP, ceil_div(call.t, bm), heads, splits)?),
                 config: cfg.name(),
             };
-            Ok(vec![partial, epilogue(true)?])
+            Ok(vec![partial, epilogue(splits)?])
         }
-        QkvConfig::Unfused => {
-            let proj = scratch(ops, slot::SCRATCH_E, cfg)?;
-            let gemm_ops = [ops[slot::X].clone(), ops[slot::W].clone(), proj.clone()];
-            let mut gemm = crate::gemm::plan(&gemm_ops, target, false)?;
-            // The gemm's operand indices are those of `gemm_ops`: map them onto this call's.
-            let map = [slot::X, slot::W, slot::SCRATCH_E];
-            for l in &mut gemm {
-                for a in &mut l.args {
-                    if let PlannedArg::Tensor { operand, .. } = a {
-                        *operand = map[*operand];
-                    }
-                }
-                l.config = format!("{} ({})", cfg.name(), l.config);
-            }
-            gemm.push(epilogue(false)?);
-            Ok(gemm)
-        }
+        QkvConfig::Unfused => unfused(cfg, call, ops, target),
     }
 }
 
