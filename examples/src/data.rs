@@ -162,6 +162,12 @@ pub fn swap_axes(data: &[f32], shape: &[i64], a: usize, b: usize) -> (Vec<f32>, 
 /// `‖got - want‖₂ / ‖want‖₂` in f64 (the absolute norm when `want` is all zeros); infinite when the
 /// lengths differ or `got` holds a NaN.
 pub fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
+    rel_l2_floored(got, want, 0.0)
+}
+
+/// [`rel_l2`] against `max(‖want‖₂, floor)`: the error relative to the size of the terms that make up
+/// `want` where those cancel (`Workload::error_floor`).
+pub fn rel_l2_floored(got: &[f32], want: &[f32], floor: f64) -> f64 {
     if got.len() != want.len() {
         return f64::INFINITY;
     }
@@ -173,6 +179,7 @@ pub fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
         num += (g as f64 - w as f64).powi(2);
         den += (w as f64).powi(2);
     }
+    let den = den.max(floor * floor);
     if den == 0.0 {
         num.sqrt()
     } else {

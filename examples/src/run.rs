@@ -8,7 +8,7 @@ use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_kernels::{activation, attention, gemm, norm, softmax, vector_add};
 
 use crate::BoxError;
-use crate::data::{DevTensors, rel_l2};
+use crate::data::{DevTensors, rel_l2_floored};
 use crate::workload::{ALPHA, EPS, HostTensor, Layout, Metric, OutputSpec, Workload};
 
 /// A workload's tensors on a device (inputs in storage layout, the outputs of the element type last),
@@ -375,19 +375,15 @@ pub fn check_with(
     w: &Workload,
     inputs: Vec<HostTensor>,
 ) -> Result<CheckResult, BoxError> {
-    if w.op() == cutile_kernels::fused_qkv::OP || crate::transformer::covers(w.op()) {
-        return check_fused_qkv(device, stream, w, inputs);
-    }
-    if is_decode(w) {
-        return check_decode(device, stream, w, inputs);
-    }
-    if crate::attention_variants::is_variant(w.op()) {
+    if let Some(owned) = Owned::of(w) {
+        // Every output whole, caches included (entries no token addresses must keep their old
+        // values, which the reference keeps).
         let want = w.reference(&inputs)?;
-        let (got, _) = crate::attention_variants::run(device, stream, w, &inputs, None)?;
+        let (got, _) = owned.run(device, stream, w, &inputs, None)?;
         let wanted = std::iter::once(&want.values).chain(&want.others);
         let mut checks = Vec::new();
-        for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
-            checks.push(output_check(w, spec, got, wanted)?);
+        for ((spec, got), wanted) in w.outputs()?.iter().enumerate().zip(&got).zip(wanted) {
+            checks.push(output_check(w, spec, got, wanted, &inputs)?);
         }
         return Ok(CheckResult::of(&w.name, checks));
     }
@@ -431,19 +427,26 @@ pub fn check_with(
                 .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
                 .collect();
         }
-        checks.push(output_check(w, spec, &got, wanted)?);
+        checks.push(output_check(w, (k, spec), &got, wanted, &inst.host_inputs)?);
     }
     Ok(CheckResult::of(&w.name, checks))
 }
 
-/// Output `spec` of `w` (`got`) against its reference, under the output's tolerance and flush floor.
+/// Output `index` (`spec`) of `w` (`got`) against its reference, under the output's tolerance, flush
+/// floor and error floor (from the logical `inputs`).
 fn output_check(
     w: &Workload,
-    spec: &OutputSpec,
+    (index, spec): (usize, &OutputSpec),
     got: &[f32],
     wanted: &[f32],
+    inputs: &[HostTensor],
 ) -> Result<OutputCheck, BoxError> {
-    let c = compare(got, wanted, w.output_flush_floor(spec)?);
+    let c = compare(
+        got,
+        wanted,
+        w.output_flush_floor(spec)?,
+        w.error_floor(index, inputs)?,
+    );
     let tolerance = w.output_tolerance(spec);
     Ok(OutputCheck {
         output: spec.name.to_string(),
@@ -456,50 +459,73 @@ fn output_check(
     })
 }
 
-/// [`check_with`] for `fused_qkv` and the transformer ops (their own tensors: `crate::fused_qkv`,
-/// `crate::transformer`): every output whole, caches included (entries no token addresses must keep
-/// their old values, which the reference keeps).
-fn check_fused_qkv(
-    device: &Device,
-    stream: &Stream,
-    w: &Workload,
-    inputs: Vec<HostTensor>,
-) -> Result<CheckResult, BoxError> {
-    let want = w.reference(&inputs)?;
-    let (got, _) = if crate::transformer::covers(w.op()) {
-        crate::transformer::run(device, stream, w, &inputs, None)?
-    } else {
-        crate::fused_qkv::run(device, stream, w, &inputs, None)?
-    };
-    let wanted = std::iter::once(&want.values).chain(&want.others);
-    let mut checks = Vec::new();
-    for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
-        checks.push(output_check(w, spec, got, wanted)?);
-    }
-    Ok(CheckResult::of(&w.name, checks))
-}
-
 /// Whether `w` is an attention decode call (its own tensors: `crate::decode`).
 pub fn is_decode(w: &Workload) -> bool {
     use cutile_kernels::attention::decode;
     matches!(w.op(), decode::OP | decode::OP_PAGED)
 }
 
-/// [`check_with`] for attention decode: `o` and the f32 `lse` (−inf where a query sees no key).
-fn check_decode(
-    device: &Device,
-    stream: &Stream,
-    w: &Workload,
-    inputs: Vec<HostTensor>,
-) -> Result<CheckResult, BoxError> {
-    let want = w.reference(&inputs)?;
-    let (got, _) = crate::decode::run(device, stream, w.dt()?, &inputs, None)?;
-    let wanted = std::iter::once(&want.values).chain(&want.others);
-    let mut checks = Vec::new();
-    for ((spec, got), wanted) in w.outputs()?.iter().zip(&got).zip(wanted) {
-        checks.push(output_check(w, spec, got, wanted)?);
+/// What [`Owned::run`] returns: every output (logical row-major f32), and the timing when asked.
+pub type OwnedRun = (Vec<Vec<f32>>, Option<Stats>);
+
+/// The families whose calls own their tensors (index, cache and f32 side tensors besides the element
+/// type's) and so run through their own module instead of [`instantiate`] and [`call`]: one place
+/// that routes them, for the check, the benchmarks and the tuner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owned {
+    /// `fused_qkv` (`crate::fused_qkv`).
+    FusedQkv,
+    /// Attention decode, contiguous and paged (`crate::decode`).
+    Decode,
+    /// RoPE, cache writes, embedding, sampling, norm backward, dropout (`crate::transformer`).
+    Transformer,
+    /// The prefill attention variants (`crate::attention_variants`).
+    AttentionVariant,
+}
+
+impl Owned {
+    /// The family `w` belongs to, or `None` for a call through [`instantiate`] and [`call`].
+    pub fn of(w: &Workload) -> Option<Owned> {
+        if w.op() == cutile_kernels::fused_qkv::OP {
+            Some(Owned::FusedQkv)
+        } else if is_decode(w) {
+            Some(Owned::Decode)
+        } else if crate::transformer::covers(w.op()) {
+            Some(Owned::Transformer)
+        } else if crate::attention_variants::is_variant(w.op()) {
+            Some(Owned::AttentionVariant)
+        } else {
+            None
+        }
     }
-    Ok(CheckResult::of(&w.name, checks))
+
+    /// Whether its benchmark flushes L2 before every call: all but the compute-bound attention
+    /// variants (at decode the weight or cache read is the cost, and one left in L2 by the previous
+    /// call would flatter it).
+    pub fn flushed(self) -> bool {
+        self != Owned::AttentionVariant
+    }
+
+    /// One call of `w` on `inputs` (timed `iters` times after warm-up when `timing` is given; the
+    /// flush is dropped where [`Self::flushed`] is false).
+    pub fn run(
+        self,
+        device: &Device,
+        stream: &Stream,
+        w: &Workload,
+        inputs: &[HostTensor],
+        timing: Option<(usize, Option<&mut L2Flush>)>,
+    ) -> Result<OwnedRun, BoxError> {
+        let timing = timing.map(|(n, f)| (n, f.filter(|_| self.flushed())));
+        match self {
+            Owned::FusedQkv => crate::fused_qkv::run(device, stream, w, inputs, timing),
+            Owned::Decode => crate::decode::run(device, stream, w.dt()?, inputs, timing),
+            Owned::Transformer => crate::transformer::run(device, stream, w, inputs, timing),
+            Owned::AttentionVariant => {
+                crate::attention_variants::run(device, stream, w, inputs, timing)
+            }
+        }
+    }
 }
 
 /// A NaN-aware comparison of an output with its reference.
@@ -520,7 +546,10 @@ pub struct Comparison {
 /// whose reference and output both lie below it in magnitude counts as equal, because flush-to-zero
 /// arithmetic may write a subnormal result as zero (the H200 check of 2026-12-01 failed one-element
 /// f16/bf16 `silu_and_mul` / `swiglu` cases on exactly that: a 2e-6 f16 product written as 0).
-pub fn compare(got: &[f32], want: &[f32], flush_floor: f32) -> Comparison {
+///
+/// `error_floor` ([`Workload::error_floor`]): the relative error is taken against
+/// `max(‖want‖, error_floor)`; 0 for a plain relative error.
+pub fn compare(got: &[f32], want: &[f32], flush_floor: f32, error_floor: f64) -> Comparison {
     if got.len() != want.len() {
         return Comparison {
             rel_err: f64::INFINITY,
@@ -542,7 +571,7 @@ pub fn compare(got: &[f32], want: &[f32], flush_floor: f32) -> Comparison {
             first.get_or_insert((i, a, b));
         }
     }
-    let mut rel_err = rel_l2(&g, &w);
+    let mut rel_err = rel_l2_floored(&g, &w, error_floor);
     if g.iter().any(|v| !v.is_finite()) {
         rel_err = f64::INFINITY;
     }
@@ -590,37 +619,12 @@ pub fn bench(
     iters: usize,
     flush: Option<&mut L2Flush>,
 ) -> Result<BenchResult, BoxError> {
-    if w.op() == cutile_kernels::fused_qkv::OP {
-        // Flushed when a flush is given: at decode the weight read is the cost, and a weight left in
-        // L2 by the previous call would flatter it.
-        let flushed = flush.is_some();
+    if let Some(owned) = Owned::of(w) {
+        let flushed = flush.is_some() && owned.flushed();
         let inputs = w.inputs()?;
-        let (_, stats) = crate::fused_qkv::run(device, stream, w, &inputs, Some((iters, flush)))?;
-        let stats = stats.ok_or("fused_qkv: no timing")?;
+        let (_, stats) = owned.run(device, stream, w, &inputs, Some((iters, flush)))?;
+        let stats = stats.ok_or_else(|| format!("{}: no timing", w.name))?;
         return bench_result(w, stats, flushed);
-    }
-    if is_decode(w) {
-        let flushed = flush.is_some();
-        let inputs = w.inputs()?;
-        let (_, stats) =
-            crate::decode::run(device, stream, w.dt()?, &inputs, Some((iters, flush)))?;
-        let stats = stats.ok_or("attention decode: no timing")?;
-        return bench_result(w, stats, flushed);
-    }
-    if crate::transformer::covers(w.op()) {
-        let flushed = flush.is_some();
-        let inputs = w.inputs()?;
-        let (_, stats) = crate::transformer::run(device, stream, w, &inputs, Some((iters, flush)))?;
-        let stats = stats.ok_or("no timing")?;
-        return bench_result(w, stats, flushed);
-    }
-    if crate::attention_variants::is_variant(w.op()) {
-        // Compute-bound: never flushed.
-        let inputs = w.inputs()?;
-        let (_, stats) =
-            crate::attention_variants::run(device, stream, w, &inputs, Some((iters, None)))?;
-        let stats = stats.ok_or("attention variant: no timing")?;
-        return bench_result(w, stats, false);
     }
     let mut inst = instantiate(device, w, false)?;
     // Loads modules (and tunes, when tuning is on) outside the timed calls.
@@ -669,7 +673,7 @@ mod tests {
             (&[f32::NAN], &[1e-7], f16_floor, false),
         ];
         for (got, want, floor, pass) in cases {
-            let c = compare(got, want, floor);
+            let c = compare(got, want, floor, 0.0);
             assert_eq!(
                 c.rel_err <= 2e-3,
                 pass,

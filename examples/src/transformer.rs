@@ -373,6 +373,34 @@ pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f3
     })
 }
 
+/// [`crate::workload::Workload::error_floor`] for these ops: for norm backward's `dx` (output 0),
+/// `‖w · dy · rstd‖` over all rows, the size of the first of the two terms whose difference `dx` is
+/// (exactly zero at widths 1 and 2, where the reference is rounding noise); 0 otherwise.
+pub fn error_floor(call: &CallSpec, output: usize, i: &[HostTensor]) -> Result<f64, BoxError> {
+    if output != 0 || !matches!(call.op.as_str(), RMS_NORM_BACKWARD | LAYER_NORM_BACKWARD) {
+        return Ok(0.0);
+    }
+    let cols = call.shapes[0].last().copied().unwrap_or(1).max(1) as usize;
+    let (x, w, dy) = (&i[0].0, &i[1].0, &i[2].0);
+    let rstd = |row: usize| -> f64 {
+        if call.op == LAYER_NORM_BACKWARD {
+            i[4].0[row] as f64
+        } else {
+            let xs = &x[row * cols..(row + 1) * cols];
+            let ms = xs.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / cols as f64;
+            1.0 / (ms + crate::workload::EPS as f64).sqrt()
+        }
+    };
+    let mut sum = 0f64;
+    for row in 0..x.len() / cols {
+        let r = rstd(row);
+        for (j, &wj) in w.iter().enumerate().take(cols) {
+            sum += (wj as f64 * dy[row * cols + j] as f64 * r).powi(2);
+        }
+    }
+    Ok(sum.sqrt())
+}
+
 /// One device tensor of any of the call's element types.
 enum Dev<T: DeviceElement> {
     T(Tensor<T>),

@@ -482,6 +482,44 @@ impl Workload {
 
     /// The expected output from the (logical) inputs, by the family's CPU reference. GEMMs of more
     /// than 2³² multiply-adds are checked on 64 rows spread over `c`.
+    /// The error floor of output `output` against its reference (`crate::run::compare`): the
+    /// relative error is taken against `max(‖want‖, floor)`. Where rounding error scales with terms
+    /// that cancel, not with the result, a relative error against a small result is noise: a GEMM
+    /// output entry that sums to near zero (a `1 x k` by `k x 1` product is one value), or norm
+    /// backward's `dx` at widths 1 and 2, which is exactly zero (a normalized row of one element, or a
+    /// centred row of two, does not depend on `x`). The floor is then the size of those terms; 0
+    /// for every other output.
+    pub fn error_floor(&self, output: usize, i: &[HostTensor]) -> Result<f64, BoxError> {
+        if crate::transformer::covers(self.op()) {
+            return crate::transformer::error_floor(&self.call, output, i);
+        }
+        if output != 0 {
+            return Ok(0.0);
+        }
+        let x = shape_of(&self.call, 0)?;
+        Ok(match self.op() {
+            op if op == gemm::OP || is_epilogue(op) => {
+                let b = shape_of(&self.call, 1)?;
+                let (m, k, n) = (x[0] as usize, x[1] as usize, b[1] as usize);
+                product_term_norm(&i[0].0, &i[1].0, &checked_rows(m, n, k), n, k)
+            }
+            gemm::BMM => {
+                let b = shape_of(&self.call, 1)?;
+                let (batch, m, k, n) = (x[0] as usize, x[1] as usize, x[2] as usize, b[2] as usize);
+                let all: Vec<usize> = (0..m).collect();
+                (0..batch)
+                    .map(|q| {
+                        let a = &i[0].0[q * m * k..(q + 1) * m * k];
+                        let bq = &i[1].0[q * k * n..(q + 1) * k * n];
+                        product_term_norm(a, bq, &all, n, k).powi(2)
+                    })
+                    .sum::<f64>()
+                    .sqrt()
+            }
+            _ => 0.0,
+        })
+    }
+
     pub fn reference(&self, i: &[HostTensor]) -> Result<Expected, BoxError> {
         let all = |values| Expected {
             values,
@@ -539,19 +577,12 @@ impl Workload {
             gemm::OP => {
                 let b = shape_of(&self.call, 1)?;
                 let (m, k, n) = (x[0] as usize, x[1] as usize, b[1] as usize);
-                if (m as u128) * (n as u128) * (k as u128) <= 1 << 32 || m < 64 {
-                    all(gemm::gemm_reference(&i[0].0, &i[1].0, m, n, k))
-                } else {
-                    let rows: Vec<usize> = (0..64).map(|r| r * (m - 1) / 63).collect();
-                    let a: Vec<f32> = rows
-                        .iter()
-                        .flat_map(|&r| i[0].0[r * k..(r + 1) * k].iter().copied())
-                        .collect();
-                    Expected {
-                        values: gemm::gemm_reference(&a, &i[1].0, rows.len(), n, k),
-                        rows: Some(rows),
-                        others: Vec::new(),
-                    }
+                let rows = checked_rows(m, n, k);
+                let a = pick_rows(&i[0].0, &rows, k);
+                Expected {
+                    values: gemm::gemm_reference(&a, &i[1].0, rows.len(), n, k),
+                    rows: (rows.len() != m).then_some(rows),
+                    others: Vec::new(),
                 }
             }
             op if is_epilogue(op) => {
@@ -561,20 +592,9 @@ impl Workload {
                 let bias = e.spec.bias.then(|| i[2].0.as_slice());
                 let r_at = 2 + e.spec.bias as usize;
                 let res = e.spec.residual.then(|| &i[r_at].0);
-                // As `gemm`: large products are checked on 64 rows spread over `c`.
-                let rows: Vec<usize> =
-                    if (m as u128) * (n as u128) * (k as u128) <= 1 << 32 || m < 64 {
-                        (0..m).collect()
-                    } else {
-                        (0..64).map(|r| r * (m - 1) / 63).collect()
-                    };
-                let pick = |t: &[f32], w: usize| -> Vec<f32> {
-                    rows.iter()
-                        .flat_map(|&r| t[r * w..(r + 1) * w].iter().copied())
-                        .collect()
-                };
-                let a = pick(&i[0].0, k);
-                let r = res.map(|r| pick(r, n));
+                let rows = checked_rows(m, n, k);
+                let a = pick_rows(&i[0].0, &rows, k);
+                let r = res.map(|r| pick_rows(r, &rows, n));
                 let values = gemm::gemm_epilogue_reference(
                     &a,
                     &i[1].0,
@@ -769,6 +789,36 @@ impl Workload {
 /// output cast, split-K).
 pub fn is_epilogue(op: &str) -> bool {
     gemm::epilogue::find(op).is_some()
+}
+
+/// The rows of `c[m, n] = a[m, k] @ b` the reference computes: all of them, or 64 spread over `c` when
+/// the product is large (the CPU reference would take minutes).
+fn checked_rows(m: usize, n: usize, k: usize) -> Vec<usize> {
+    if (m as u128) * (n as u128) * (k as u128) <= 1 << 32 || m < 64 {
+        (0..m).collect()
+    } else {
+        (0..64).map(|r| r * (m - 1) / 63).collect()
+    }
+}
+
+/// Rows `rows` of a row-major matrix `width` wide.
+fn pick_rows(t: &[f32], rows: &[usize], width: usize) -> Vec<f32> {
+    rows.iter()
+        .flat_map(|&r| t[r * width..(r + 1) * width].iter().copied())
+        .collect()
+}
+
+/// `sqrt(Σ_ij Σ_k a_ik² b_kj²)` over rows `rows` of `a @ b`: the size of the terms a dot product sums,
+/// which its rounding error scales with (it is `‖a @ b‖` for random signs, and larger where the terms
+/// cancel).
+fn product_term_norm(a: &[f32], b: &[f32], rows: &[usize], n: usize, k: usize) -> f64 {
+    let sq = |v: &[f32]| -> Vec<f32> { v.iter().map(|x| x * x).collect() };
+    let a2 = sq(&pick_rows(a, rows, k));
+    gemm::gemm_reference(&a2, &sq(b), rows.len(), n, k)
+        .iter()
+        .map(|&v| v as f64)
+        .sum::<f64>()
+        .sqrt()
 }
 
 /// `data` of `shape` with its last axis extended to `offset + cols + pad` ([`PAD_VALUE`] around it).
@@ -1060,6 +1110,8 @@ pub fn suite() -> Vec<Workload> {
 }
 
 #[cfg(test)]
+// Test code: an unwrap is an assertion.
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -1091,5 +1143,79 @@ mod tests {
             let got = workload(op, dt).output_tolerance(&f32_out(f32));
             assert_eq!(got, want, "{op} {dt} f32 output {f32}");
         }
+    }
+
+    fn call(op: &str, dtype: &str, shapes: &[&[i64]]) -> Workload {
+        Workload::new(CallSpec {
+            op: op.into(),
+            dtype: dtype.into(),
+            shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            causal: false,
+        })
+    }
+
+    /// A one-value product whose terms cancel: the floor is the terms' size, under which a tf32-sized
+    /// error passes and a wrong value still fails; without the floor the same small error fails.
+    #[test]
+    fn a_cancelling_dot_product_is_judged_against_its_terms() {
+        let w = call("gemm_bias_gelu_tanh", "f32", &[&[1, 3], &[3, 1]]);
+        let i: Vec<HostTensor> = vec![
+            (vec![1.0, 1.0, 1.0], vec![1, 3]),
+            (vec![1.0, -1.0, 1e-3], vec![3, 1]),
+            (vec![0.0], vec![1]),
+        ];
+        let floor = w.error_floor(0, &i).unwrap();
+        assert!((floor - (2.0f64 + 1e-6).sqrt()).abs() < 1e-6, "{floor}");
+        let want = w.reference(&i).unwrap().values;
+        let tol = w.tolerance();
+        // (output, passes with the floor, passes without it)
+        for (delta, with, without) in [(1e-3f32, true, false), (0.5, false, false)] {
+            let got = [want[0] + delta];
+            let c = crate::run::compare(&got, &want, f32::MIN_POSITIVE, floor);
+            let plain = crate::run::compare(&got, &want, f32::MIN_POSITIVE, 0.0);
+            assert_eq!(c.rel_err <= tol, with, "delta {delta}: {c:?}");
+            assert_eq!(plain.rel_err <= tol, without, "delta {delta}: {plain:?}");
+        }
+        // Other outputs, and ops without cancelling terms, have none.
+        assert_eq!(w.error_floor(1, &i).unwrap(), 0.0);
+        let sm = call("softmax", "f32", &[&[1, 3]]);
+        assert_eq!(
+            sm.error_floor(0, &[(vec![1.0; 3], vec![1, 3])]).unwrap(),
+            0.0
+        );
+    }
+
+    /// Norm backward at widths 1 and 2: `dx` is exactly zero, so the floor (`‖w·dy·rstd‖`) is what
+    /// the error is measured against; `dw` keeps a plain relative error.
+    #[test]
+    fn norm_backward_dx_at_degenerate_widths_has_a_floor() {
+        for (op, cols) in [("rms_norm_backward", 1i64), ("layer_norm_backward", 2)] {
+            let w = call(op, "f32", &[&[3, cols]]);
+            let i = w.inputs().unwrap();
+            let want = w.reference(&i).unwrap();
+            let floor = w.error_floor(0, &i).unwrap();
+            let dx_norm = want
+                .values
+                .iter()
+                .map(|v| (*v as f64).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            assert!(floor > 0.1, "{op}: floor {floor}");
+            assert!(
+                dx_norm < 1e-3 * floor,
+                "{op}: dx {dx_norm} is not ~0 next to {floor}"
+            );
+            assert_eq!(w.error_floor(1, &i).unwrap(), 0.0, "{op}: dw has no floor");
+        }
+        // A regular width: the floor is of the order of ‖dx‖, not far above it.
+        let w = call("rms_norm_backward", "f32", &[&[4, 256]]);
+        let i = w.inputs().unwrap();
+        let dx = w.reference(&i).unwrap().values;
+        let dx_norm = dx.iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+        let floor = w.error_floor(0, &i).unwrap();
+        assert!(
+            floor < 2.0 * dx_norm && floor > 0.5 * dx_norm,
+            "{floor} vs {dx_norm}"
+        );
     }
 }

@@ -19,7 +19,7 @@ use criterion::measurement::{Measurement, ValueFormatter};
 use cutile::bundle::{self, Bundle};
 use cutile::runtime::timing::{FLUSH_BYTES, L2Flush, Stats};
 use cutile::runtime::{Device, Event, Stream};
-use cutile_examples::run::{After, call, instantiate};
+use cutile_examples::run::{After, Owned, call, instantiate};
 use cutile_examples::workload::{Metric, Workload, benches, of_ops};
 
 use crate::BoxError;
@@ -219,49 +219,19 @@ fn bench_one(
     flush: &mut L2Flush,
     sample_size: usize,
 ) -> Result<Row, BoxError> {
-    if w.op() == cutile_kernels::fused_qkv::OP {
-        // fused_qkv owns its tensors (index, RoPE and cache tensors besides the element type, in
-        // `cutile_examples::fused_qkv`), so that module times it, by the same method: an L2 flush
-        // queued before every call, CUDA events around it, the median of the calls.
+    if let Some(owned) = Owned::of(w) {
+        // These families own their tensors (index, RoPE, cache, f32 side tensors:
+        // `cutile_examples::run::Owned`), so their modules time them, by the same method: an L2
+        // flush queued before every call (none for the compute-bound attention variants), CUDA
+        // events around it, the median of the calls.
         let inputs = w.inputs()?;
-        let timing = Some((FUSED_QKV_CALLS, Some(flush)));
-        let (_, stats) = cutile_examples::fused_qkv::run(device, stream, w, &inputs, timing)?;
-        let stats = stats.ok_or("fused_qkv: no timing")?;
-        let mut row = row_of(w, vec![stats.median_us], true)?;
-        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
-        return Ok(row);
-    }
-    if cutile_examples::run::is_decode(w) {
-        // Decode owns its tensors too (i32 lengths and block table, the f32 LSE:
-        // `cutile_examples::decode`): timed the same way, L2 flushed before every call.
-        let inputs = w.inputs()?;
-        let timing = Some((DECODE_CALLS, Some(flush)));
-        let (_, stats) = cutile_examples::decode::run(device, stream, w.dt()?, &inputs, timing)?;
-        let stats = stats.ok_or("attention decode: no timing")?;
-        let mut row = row_of(w, vec![stats.median_us], true)?;
-        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
-        return Ok(row);
-    }
-    if cutile_examples::transformer::covers(w.op()) {
-        // RoPE, cache writes, embedding and sampling own their index tensors
-        // (`cutile_examples::transformer`): timed the same way, L2 flushed before every call.
-        let inputs = w.inputs()?;
-        let timing = Some((DECODE_CALLS, Some(flush)));
-        let (_, stats) = cutile_examples::transformer::run(device, stream, w, &inputs, timing)?;
-        let stats = stats.ok_or("no timing")?;
-        let mut row = row_of(w, vec![stats.median_us], true)?;
-        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
-        return Ok(row);
-    }
-    if cutile_examples::attention_variants::is_variant(w.op()) {
-        // The attention variants own their tensors too (i32 offsets, f32 sinks and LSE): timed the
-        // same way, without the flush (compute-bound, as the dense attention rows).
-        let inputs = w.inputs()?;
-        let timing = Some((FUSED_QKV_CALLS, None));
-        let (_, stats) =
-            cutile_examples::attention_variants::run(device, stream, w, &inputs, timing)?;
-        let stats = stats.ok_or("attention variant: no timing")?;
-        let mut row = row_of(w, vec![stats.median_us], false)?;
+        let calls = match owned {
+            Owned::FusedQkv | Owned::AttentionVariant => FUSED_QKV_CALLS,
+            Owned::Decode | Owned::Transformer => DECODE_CALLS,
+        };
+        let (_, stats) = owned.run(device, stream, w, &inputs, Some((calls, Some(flush))))?;
+        let stats = stats.ok_or_else(|| format!("{}: no timing", w.name))?;
+        let mut row = row_of(w, vec![stats.median_us], owned.flushed())?;
         (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
         return Ok(row);
     }

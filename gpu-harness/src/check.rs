@@ -1382,7 +1382,7 @@ mod tests {
         let r = c.workload().reference(&i).expect("ref");
         assert!(r.values[..9].iter().all(|v| v.is_nan()));
         assert!(r.values[9..18].iter().all(|v| v.is_finite()));
-        let cmp = cutile_examples::run::compare(&r.values, &r.values, f32::MIN_POSITIVE);
+        let cmp = cutile_examples::run::compare(&r.values, &r.values, f32::MIN_POSITIVE, 0.0);
         assert_eq!(cmp.mismatched_special, 0);
         assert!(cmp.rel_err < 1e-12);
     }

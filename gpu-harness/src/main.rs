@@ -29,6 +29,9 @@ enum Command {
         /// Parallel tileiras processes (default: number of CPUs).
         #[arg(long)]
         jobs: Option<usize>,
+        /// Comma-separated ops: only their workloads (default: all).
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
     },
     /// GPU: correctness of every host-API op. Property mode (default): `--cases` proptest cases from
     /// `--seed`, kernels compiled first with tileiras (CUTILE_TILEIRAS), failures shrunk and printed
@@ -344,7 +347,12 @@ fn main() -> ExitCode {
             no_timing,
             min_busbw_fraction,
         }),
-        Command::Plan { arch, bundle, jobs } => plan::plan(&arch, &bundle, jobs),
+        Command::Plan {
+            arch,
+            bundle,
+            jobs,
+            ops,
+        } => plan::plan(&arch, &bundle, jobs, &ops),
         Command::Run {
             bundle,
             out,

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use cutile::bundle::Bundle;
 use cutile::launch::Plan;
 use cutile::toolchain::{GpuArch, Tileiras};
-use cutile_examples::workload::{Workload, suite};
+use cutile_examples::workload::{Workload, of_ops, suite};
 
 use crate::BoxError;
 use crate::aot::{build_bundle, uncovered};
@@ -23,10 +23,24 @@ pub fn workloads() -> Vec<Workload> {
 /// included (labels: `call: config arch`), one per distinct key. Two different keys a bundle cannot
 /// tell apart (same kernel, specialization text and arch) are an error naming both calls.
 pub fn plans(arch: GpuArch, version: &str) -> Result<Vec<(String, Plan)>, BoxError> {
+    plans_of(arch, version, &[])
+}
+
+/// [`plans`] of the workloads of `ops` only (all of them when `ops` is empty).
+pub fn plans_of(
+    arch: GpuArch,
+    version: &str,
+    ops: &[String],
+) -> Result<Vec<(String, Plan)>, BoxError> {
+    let mut ws = workloads();
+    if !ops.is_empty() {
+        let names: Vec<&str> = ops.iter().map(String::as_str).collect();
+        ws = of_ops(ws, &names);
+    }
     let mut seen = std::collections::HashSet::new();
     let mut slots: std::collections::HashMap<(String, String), String> = Default::default();
     let mut out = Vec::new();
-    for w in workloads() {
+    for w in ws {
         for (label, p) in w
             .plans(arch, version, true)
             .map_err(|e| format!("{}: {e}", w.name))?
@@ -57,7 +71,14 @@ pub fn missing(bundle: &Bundle, arch: GpuArch, version: &str) -> Result<Vec<Stri
     Ok(uncovered(bundle, &plans(arch, version)?))
 }
 
-pub fn plan(archs: &[String], bundle: &Path, jobs: Option<usize>) -> Result<ExitCode, BoxError> {
+/// Compiles the launches of every workload (of `ops` when not empty: a bundle for a narrowed
+/// `check`/`bench --ops` run) for `archs` into `bundle`.
+pub fn plan(
+    archs: &[String],
+    bundle: &Path,
+    jobs: Option<usize>,
+    ops: &[String],
+) -> Result<ExitCode, BoxError> {
     let archs = archs
         .iter()
         .map(|a| a.parse::<GpuArch>())
@@ -68,8 +89,8 @@ pub fn plan(archs: &[String], bundle: &Path, jobs: Option<usize>) -> Result<Exit
     let version = tileiras.version().to_string();
     let (mut all, mut verify) = (Vec::new(), Vec::new());
     for &arch in &archs {
-        all.extend(plans(arch, &version)?);
-        verify.extend(plans(arch, cutile::launch::NO_TOOLCHAIN)?);
+        all.extend(plans_of(arch, &version, ops)?);
+        verify.extend(plans_of(arch, cutile::launch::NO_TOOLCHAIN, ops)?);
     }
     let threads =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
