@@ -381,6 +381,20 @@ pub fn check_with(
     if is_decode(w) {
         return check_decode(device, stream, w, inputs);
     }
+    if crate::fp8::covers(w.op()) {
+        let want = w.reference(&inputs)?;
+        let (mut got, _) = crate::fp8::run(device, stream, w, &inputs, None)?;
+        let spec = w.outputs()?.into_iter().next().ok_or("fp8: no output")?;
+        if let Some(rows) = &want.rows {
+            let width = spec.shape.last().copied().unwrap_or(1) as usize;
+            got = rows
+                .iter()
+                .flat_map(|&r| got[r * width..(r + 1) * width].iter().copied())
+                .collect();
+        }
+        let checks = vec![output_check(w, &spec, &got, &want.values)?];
+        return Ok(CheckResult::of(&w.name, checks));
+    }
     if crate::attention_variants::is_variant(w.op()) {
         let want = w.reference(&inputs)?;
         let (got, _) = crate::attention_variants::run(device, stream, w, &inputs, None)?;
@@ -613,6 +627,13 @@ pub fn bench(
         let (_, stats) = crate::transformer::run(device, stream, w, &inputs, Some((iters, flush)))?;
         let stats = stats.ok_or("no timing")?;
         return bench_result(w, stats, flushed);
+    }
+    if crate::fp8::covers(w.op()) {
+        // Compute-bound: never flushed.
+        let inputs = w.inputs()?;
+        let (_, stats) = crate::fp8::run(device, stream, w, &inputs, Some((iters, None)))?;
+        let stats = stats.ok_or("fp8 gemm: no timing")?;
+        return bench_result(w, stats, false);
     }
     if crate::attention_variants::is_variant(w.op()) {
         // Compute-bound: never flushed.

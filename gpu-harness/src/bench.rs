@@ -253,6 +253,17 @@ fn bench_one(
         (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
         return Ok(row);
     }
+    if cutile_examples::fp8::covers(w.op()) {
+        // The fp8 GEMMs own their byte tensors and scales (`cutile_examples::fp8`): timed the same
+        // way, without the flush (compute-bound).
+        let inputs = w.inputs()?;
+        let timing = Some((FUSED_QKV_CALLS, None));
+        let (_, stats) = cutile_examples::fp8::run(device, stream, w, &inputs, timing)?;
+        let stats = stats.ok_or("fp8 gemm: no timing")?;
+        let mut row = row_of(w, vec![stats.median_us], false)?;
+        (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
+        return Ok(row);
+    }
     if cutile_examples::attention_variants::is_variant(w.op()) {
         // The attention variants own their tensors too (i32 offsets, f32 sinks and LSE): timed the
         // same way, without the flush (compute-bound, as the dense attention rows).
