@@ -1398,6 +1398,30 @@ mod tests {
     }
 
     #[test]
+    fn fp8_cases_keep_k_aligned_plan_and_their_references_fit() {
+        let ops = [gemm::fp8::OP_TENSOR, gemm::fp8::OP_ROW, gemm::fp8::OP_BLOCK];
+        let mut small = 0;
+        for t in generate(&ops, 60, 11).expect("gen") {
+            let c = t.current();
+            let (m, k, n) = (c.shapes[0][0], c.shapes[0][1], c.shapes[1][1]);
+            let step = if c.op == gemm::fp8::OP_BLOCK { 128 } else { 16 };
+            assert!(k > 0 && k % step == 0, "{c:?}");
+            assert!(["f8e4m3", "f8e5m2"].contains(&c.dtype.as_str()), "{c:?}");
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            if m * n * k > 1 << 22 {
+                continue;
+            }
+            let i = c.inputs().expect("inputs");
+            let r = w.reference(&i).expect("reference");
+            assert_eq!(r.values.len() as i64, m * n, "{}", w.name);
+            small += 1;
+        }
+        assert!(small >= 10, "only {small} small cases");
+    }
+
+    #[test]
     fn softmax_neg_inf_rows_give_nan_reference() {
         let c = Case {
             op: "softmax".into(),
