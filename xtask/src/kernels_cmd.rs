@@ -81,6 +81,16 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         tileiras.version(),
         tileiras.path().display()
     );
+    let skipped = jobs
+        .iter()
+        .map(|j| archs.iter().filter(|&&a| !j.supports(a)).count())
+        .sum::<usize>();
+    if skipped > 0 {
+        eprintln!(
+            "skipping {skipped} (specialization, arch) pairs the arch cannot run (fp8 on sm_80: \
+             `CompileJob::supports`)"
+        );
+    }
     let rows = compile_all(&tileiras, &jobs, &archs, version, args)?;
     print_table(&rows);
     let failed: Vec<&Row> = rows.iter().filter(|r| r.outcome.is_err()).collect();
