@@ -43,6 +43,12 @@ before every repetition, median):
   layer_norm_backward aten.native_layer_norm_backward from the forward's mean/rstd (dx, dw, db); torch only
   dropout[_backward]  F.dropout(training=True) (torch's RNG differs from ours: checked by its kept values
                       and its keep rate, within 5σ of 1 - p; ours is checked bit-exactly by the harness)
+  gemm_fp8_tensor / gemm_fp8_row / gemm_fp8_block
+                      torch._scaled_mm (cuBLASLt fp8, bf16 out) with per-tensor scales / rowwise scales
+                      (scale_a [m, 1], scale_b [1, n]) / block scales (scale_a [m, k/128], scale_b
+                      [k/128, n/128], accepted by newer torch on sm_90 only: an older torch's refusal is
+                      recorded as the row's error), b column-major (w.t()); and torch.matmul in bf16
+                      (cuBLAS) of the same shape, impl `cublas-bf16`
   fused_qkv           torch's unfused sequence (F.linear, split, per-head F.rms_norm, RoPE in torch ops,
                       cache write by index assignment), and F.linear alone (cuBLAS) of the same shape
 
@@ -145,6 +151,10 @@ def rand(shape, dt, scale=1.0):
 
 
 def bench_call(rec, call, tk):
+    if call["op"] in FP8_OPS:
+        bench_gemm_fp8(rec, call)
+        rec.skip(call, "triton", "no Triton peer for this op")
+        return
     op, dt = call["op"], DTYPES[call["dtype"]]
     shapes = call["shapes"]
     esize = torch.tensor([], dtype=dt).element_size()
@@ -782,6 +792,61 @@ def bench_dropout(rec, call, dt, shapes, esize):
             return 1.0
         return relerr(y[kept], x[kept].float() / (1 - p))
     rec.run(call, "torch", run, check, nbytes=2 * math.prod(x_shape) * esize)
+# The fp8 GEMM ops (gemm::fp8::OPS) and their fp8 element types.
+FP8_OPS = ("gemm_fp8_tensor", "gemm_fp8_row", "gemm_fp8_block")
+FP8_DTYPES = {"f8e4m3": "float8_e4m3fn", "f8e4m3fn": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
+              "float8_e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
+              "float8_e5m2": "float8_e5m2"}
+
+
+def bench_gemm_fp8(rec, call):
+    """torch._scaled_mm with the call's scales against an f64 reference of the same codes and scales,
+    and bf16 torch.matmul (cuBLAS) of the same shape."""
+    op = call["op"]
+    (m, k), (_, n) = call["shapes"][0], call["shapes"][1]
+    f8 = getattr(torch, FP8_DTYPES[call["dtype"]], None)
+    flops = 2 * m * n * k
+    if f8 is None:
+        rec.skip(call, "torch", f"this torch has no {FP8_DTYPES[call['dtype']]}")
+        return
+    a = rand([m, k], torch.float32, 2.0).to(f8)
+    w = rand([n, k], torch.float32, 1.0).to(f8)
+    b = w.t()  # [k, n] column-major: what _scaled_mm wants
+    kb, nb = -(-k // 128), -(-n // 128)
+    if op == "gemm_fp8_tensor":
+        sa = torch.tensor(0.5, device=DEV)
+        sb = torch.tensor(0.75, device=DEV)
+        ref_sa, ref_sb = sa.double(), sb.double()
+    elif op == "gemm_fp8_row":
+        sa = torch.rand(m, 1, device=DEV) * 0.75 + 0.25
+        sb = torch.rand(1, n, device=DEV) * 0.75 + 0.25
+        ref_sa, ref_sb = sa.double(), sb.double()
+    else:
+        sa = torch.rand(m, kb, device=DEV) * 0.75 + 0.25
+        sb = torch.rand(kb, nb, device=DEV) * 0.75 + 0.25
+    if op == "gemm_fp8_block":
+        ad, bd = a.double(), b.double()
+        ref = torch.zeros(m, n, device=DEV, dtype=torch.float64)
+        for q in range(kb):
+            part = ad[:, q * 128:(q + 1) * 128] @ bd[q * 128:(q + 1) * 128, :]
+            sbq = sb[q].double().repeat_interleave(128)[:n]
+            ref += part * sa[:, q:q + 1].double() * sbq[None, :]
+        # cuBLASLt's block-scaled fp8 (newer torch, sm_90): scale_a outer-dim major, as it documents.
+        scale_a, scale_b = sa.t().contiguous().t(), sb.t().contiguous().t()
+    else:
+        ref = (a.double() @ b.double()) * ref_sa * ref_sb
+        scale_a, scale_b = sa, sb
+
+    def fp8_fn():
+        return torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+    rec.run(call, "torch", fp8_fn, lambda: relerr(fp8_fn(), ref), flops=flops,
+            cfg="torch._scaled_mm " + op.removeprefix("gemm_fp8_"))
+    ab, bb = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    c = torch.empty(m, n, device=DEV, dtype=torch.bfloat16)
+    ref16 = ab.double() @ bb.double()
+    rec.run(call, "cublas-bf16", lambda: torch.matmul(ab, bb, out=c), lambda: relerr(c, ref16), flops=flops)
+
+
 # The GEMM epilogue ops: (bias, activation, residual, f32 output), as gemm::epilogue::OPS.
 EPILOGUE_OPS = {
     "gemm_splitk": (False, None, False, False),

@@ -72,6 +72,17 @@ impl CompileJob {
         self.dsl.as_ref().map(|(k, a)| (k, a.as_slice()))
     }
 
+    /// Whether the job compiles for `arch`: every job does, except fp8 ones on sm_80 (Tile IR 13.5 has
+    /// no fp8 types before sm_89; tileiras answers `unsupported type 'f8E4M3FN'`), which the catalog
+    /// skips there.
+    pub fn supports(&self, arch: GpuArch) -> bool {
+        let fp8 = self
+            .dsl
+            .as_ref()
+            .is_some_and(|(_, metas)| metas.iter().any(|m| matches!(m.dtype, F8E4M3FN | F8E5M2)));
+        !(fp8 && arch == GpuArch::Sm80)
+    }
+
     /// Build the kernel's IR module.
     pub fn build(&self) -> Result<Module, BuildError> {
         (self.build)()
@@ -116,6 +127,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
     calls.extend(crate::norm::representative_calls());
     calls.extend(crate::gemm::representative_calls());
     calls.extend(crate::gemm::epilogue::representative_calls());
+    calls.extend(crate::gemm::fp8::representative_calls());
     calls.extend(crate::attention::representative_calls());
     calls.extend(crate::attention::decode::representative_calls());
     calls.extend(crate::activation::representative_calls());

@@ -18,6 +18,7 @@
 pub mod attention_variants;
 pub mod data;
 pub mod decode;
+pub mod fp8;
 pub mod fused_qkv;
 pub mod run;
 pub mod transformer;

@@ -379,7 +379,17 @@ pub fn check_with(
         // Every output whole, caches included (entries no token addresses must keep their old
         // values, which the reference keeps).
         let want = w.reference(&inputs)?;
-        let (got, _) = owned.run(device, stream, w, &inputs, None)?;
+        let (mut got, _) = owned.run(device, stream, w, &inputs, None)?;
+        // A large product's reference covers some rows of the first output only.
+        if let (Some(rows), Some(first), Some(spec)) =
+            (&want.rows, got.first_mut(), w.outputs()?.first())
+        {
+            let width = spec.shape.last().copied().unwrap_or(1) as usize;
+            *first = rows
+                .iter()
+                .flat_map(|&r| first[r * width..(r + 1) * width].iter().copied())
+                .collect();
+        }
         let wanted = std::iter::once(&want.values).chain(&want.others);
         let mut checks = Vec::new();
         for ((spec, got), wanted) in w.outputs()?.iter().enumerate().zip(&got).zip(wanted) {
@@ -481,6 +491,8 @@ pub enum Owned {
     Transformer,
     /// The prefill attention variants (`crate::attention_variants`).
     AttentionVariant,
+    /// The fp8 GEMMs: byte tensors of fp8 codes and f32 scales (`crate::fp8`).
+    Fp8,
 }
 
 impl Owned {
@@ -494,16 +506,18 @@ impl Owned {
             Some(Owned::Transformer)
         } else if crate::attention_variants::is_variant(w.op()) {
             Some(Owned::AttentionVariant)
+        } else if crate::fp8::covers(w.op()) {
+            Some(Owned::Fp8)
         } else {
             None
         }
     }
 
     /// Whether its benchmark flushes L2 before every call: all but the compute-bound attention
-    /// variants (at decode the weight or cache read is the cost, and one left in L2 by the previous
-    /// call would flatter it).
+    /// variants and fp8 GEMMs (at decode the weight or cache read is the cost, and one left in L2 by
+    /// the previous call would flatter it).
     pub fn flushed(self) -> bool {
-        self != Owned::AttentionVariant
+        !matches!(self, Owned::AttentionVariant | Owned::Fp8)
     }
 
     /// One call of `w` on `inputs` (timed `iters` times after warm-up when `timing` is given; the
@@ -523,6 +537,9 @@ impl Owned {
             Owned::Transformer => crate::transformer::run(device, stream, w, inputs, timing),
             Owned::AttentionVariant => {
                 crate::attention_variants::run(device, stream, w, inputs, timing)
+            }
+            Owned::Fp8 => {
+                crate::fp8::run(device, stream, w, inputs, timing).map(|(c, s)| (vec![c], s))
             }
         }
     }

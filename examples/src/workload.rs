@@ -144,6 +144,10 @@ impl Workload {
     /// The first output's tolerance (`cutile_kernels::tolerance`); f32 products run as tf32, whose
     /// 10-bit mantissa is f16's.
     pub fn tolerance(&self) -> f64 {
+        // fp8 products write bf16.
+        if crate::fp8::covers(self.op()) {
+            return Dt::BF16.tolerance();
+        }
         match self.dt() {
             Ok(Dt::F32) if matches!(self.op(), gemm::OP | gemm::BMM) || is_epilogue(self.op()) => {
                 Dt::F16.tolerance()
@@ -167,6 +171,9 @@ impl Workload {
     /// the kernels' flush-to-zero arithmetic (the approximate `exp`/`div` of 16-bit outputs, chosen
     /// for speed) may write as zero; [`crate::run::compare`] takes such entries as equal.
     pub fn output_flush_floor(&self, o: &OutputSpec) -> Result<f32, BoxError> {
+        if crate::fp8::covers(self.op()) {
+            return Ok(f32::MIN_POSITIVE);
+        }
         Ok(match if o.f32 { Dt::F32 } else { self.dt()? } {
             Dt::F32 | Dt::BF16 => f32::MIN_POSITIVE,
             Dt::F16 => half::f16::MIN_POSITIVE.to_f32(),
@@ -180,6 +187,9 @@ impl Workload {
         let o = |name, shape, f32| OutputSpec { name, shape, f32 };
         if crate::transformer::covers(self.op()) {
             return crate::transformer::outputs(self.dt()?, &self.call);
+        }
+        if crate::fp8::covers(self.op()) {
+            return crate::fp8::outputs(&self.call);
         }
         let x = shape_of(&self.call, 0)?.to_vec();
         if let Some(spec) = activation::find(self.op()) {
@@ -243,6 +253,7 @@ impl Workload {
         !matches!(self.op(), gemm::OP | gemm::BMM | attention::OP)
             && !crate::attention_variants::is_variant(self.op())
             && !is_epilogue(self.op())
+            && !crate::fp8::covers(self.op())
     }
 
     /// The shape of the output (logical).
@@ -253,7 +264,7 @@ impl Workload {
                 .first()
                 .map(|o| o.shape.clone())
                 .unwrap_or_default(),
-            op if op == gemm::OP || is_epilogue(op) => {
+            op if op == gemm::OP || is_epilogue(op) || crate::fp8::covers(op) => {
                 vec![shape_of(&self.call, 0)?[0], shape_of(&self.call, 1)?[1]]
             }
             gemm::BMM => {
@@ -286,6 +297,9 @@ impl Workload {
     pub fn metric(&self) -> Result<Metric, BoxError> {
         if crate::transformer::covers(self.op()) {
             return crate::transformer::metric(self.dt()?, &self.call);
+        }
+        if crate::fp8::covers(self.op()) {
+            return Ok(Metric::Flops(crate::fp8::flops(&self.call)?));
         }
         let b = self.dt()?.bytes() as f64;
         let x = shape_of(&self.call, 0)?;
@@ -359,6 +373,9 @@ impl Workload {
     /// The call's inputs in logical shape, seeded and rounded to the element type. For `axpy` the
     /// second input is `y`'s initial value (the op updates it in place).
     pub fn inputs(&self) -> Result<Vec<HostTensor>, BoxError> {
+        if crate::fp8::covers(self.op()) {
+            return crate::fp8::inputs(&self.call, 6);
+        }
         let dt = self.dt()?;
         if crate::transformer::covers(self.op()) {
             return crate::transformer::inputs(dt, &self.call);
@@ -534,6 +551,9 @@ impl Workload {
                 others: outs,
             }
         };
+        if crate::fp8::covers(self.op()) {
+            return crate::fp8::reference(&self.call, i);
+        }
         if crate::transformer::covers(self.op()) {
             return Ok(many(crate::transformer::reference(
                 self.dt()?,

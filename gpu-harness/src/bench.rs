@@ -222,11 +222,12 @@ fn bench_one(
     if let Some(owned) = Owned::of(w) {
         // These families own their tensors (index, RoPE, cache, f32 side tensors:
         // `cutile_examples::run::Owned`), so their modules time them, by the same method: an L2
-        // flush queued before every call (none for the compute-bound attention variants), CUDA
+        // flush queued before every call (none for the compute-bound attention variants and fp8
+        // GEMMs), CUDA
         // events around it, the median of the calls.
         let inputs = w.inputs()?;
         let calls = match owned {
-            Owned::FusedQkv | Owned::AttentionVariant => FUSED_QKV_CALLS,
+            Owned::FusedQkv | Owned::AttentionVariant | Owned::Fp8 => FUSED_QKV_CALLS,
             Owned::Decode | Owned::Transformer => DECODE_CALLS,
         };
         let (_, stats) = owned.run(device, stream, w, &inputs, Some((calls, Some(flush))))?;

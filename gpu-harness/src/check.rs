@@ -120,6 +120,10 @@ impl Case {
     /// The case's logical inputs (what the reference takes), in `Workload::inputs` order.
     pub fn inputs(&self) -> Result<Vec<HostTensor>, BoxError> {
         let w = self.workload();
+        // Byte tensors of fp8 codes and f32 scales: the fp8 module's seeded data.
+        if cutile_examples::fp8::covers(&self.op) {
+            return cutile_examples::fp8::inputs(&w.call, self.seed);
+        }
         let dt = w.dt()?;
         let x = self.shapes.first().ok_or("no input shape")?.clone();
         let cols = x.last().copied().unwrap_or(1).max(1);
@@ -426,6 +430,7 @@ fn dtypes(op: &str) -> Vec<&'static str> {
         | fused_qkv::OP
         | decode::OP
         | decode::OP_PAGED => vec!["bf16", "f16"],
+        op if gemm::fp8::OPS.contains(&op) => vec!["f8e4m3", "f8e5m2"],
         // f32 products run as tf32 (the host API's opt-in; the registry plans it).
         _ => vec!["f32", "f16", "bf16"],
     }
@@ -688,6 +693,28 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        op if gemm::fp8::OPS.contains(&op) => (
+            // Ragged m and n (zero-padded edge tiles), tiny ones, K a multiple of 16 (128 with
+            // block scales), within the reference's budget.
+            (dim(2048), dim(2048), 1..=32i64),
+            dtype,
+            seed,
+        )
+            .prop_map(move |((m, n, kq), dtype, seed)| {
+                let step = if op == gemm::fp8::OP_BLOCK { 128 } else { 16 };
+                let k = kq * step;
+                let s = bounded(vec![m, n], (MAX_MACS / k).max(1));
+                Case {
+                    op: op.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![s[0], k], vec![k, s[1]]],
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
         op if cutile_examples::transformer::covers(op) => transformer_strategy(op, dtype.boxed(), seed.boxed()),
         attention::PREFILL_OP | attention::VARLEN_OP => (
             (1..=2i64, 1..=4i64, 1..=4i64, prop::sample::select(vec![64i64, 128])),
@@ -807,6 +834,9 @@ pub const COVERED: &[&str] = &[
     "gemm_bias_gelu_residual",
     "gemm_f32_out",
     "gemm_bias_silu_f32_out",
+    gemm::fp8::OP_TENSOR,
+    gemm::fp8::OP_ROW,
+    gemm::fp8::OP_BLOCK,
     attention::OP,
     attention::PREFILL_OP,
     attention::VARLEN_OP,
@@ -1365,6 +1395,30 @@ mod tests {
             checked += 1;
         }
         assert!(checked >= 60, "only {checked} small cases");
+    }
+
+    #[test]
+    fn fp8_cases_keep_k_aligned_plan_and_their_references_fit() {
+        let ops = [gemm::fp8::OP_TENSOR, gemm::fp8::OP_ROW, gemm::fp8::OP_BLOCK];
+        let mut small = 0;
+        for t in generate(&ops, 60, 11).expect("gen") {
+            let c = t.current();
+            let (m, k, n) = (c.shapes[0][0], c.shapes[0][1], c.shapes[1][1]);
+            let step = if c.op == gemm::fp8::OP_BLOCK { 128 } else { 16 };
+            assert!(k > 0 && k % step == 0, "{c:?}");
+            assert!(["f8e4m3", "f8e5m2"].contains(&c.dtype.as_str()), "{c:?}");
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            if m * n * k > 1 << 22 {
+                continue;
+            }
+            let i = c.inputs().expect("inputs");
+            let r = w.reference(&i).expect("reference");
+            assert_eq!(r.values.len() as i64, m * n, "{}", w.name);
+            small += 1;
+        }
+        assert!(small >= 10, "only {small} small cases");
     }
 
     #[test]

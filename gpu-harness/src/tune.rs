@@ -126,7 +126,7 @@ fn run(
     for w in &ws {
         let before = tuner.cache().entries();
         // One call through the host API tunes every launch class it makes; the families that own
-        // their tensors (fused_qkv, decode, ...) run through their own modules.
+        // their tensors (fused_qkv, decode, fp8, ...) run through their own modules.
         let r = match Owned::of(w) {
             Some(owned) => w
                 .inputs()

@@ -81,6 +81,16 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         tileiras.version(),
         tileiras.path().display()
     );
+    let skipped = jobs
+        .iter()
+        .map(|j| archs.iter().filter(|&&a| !j.supports(a)).count())
+        .sum::<usize>();
+    if skipped > 0 {
+        eprintln!(
+            "skipping {skipped} (specialization, arch) pairs the arch cannot run (fp8 on sm_80: \
+             `CompileJob::supports`)"
+        );
+    }
     let rows = compile_all(&tileiras, &jobs, &archs, version, args)?;
     print_table(&rows);
     let failed: Vec<&Row> = rows.iter().filter(|r| r.outcome.is_err()).collect();
@@ -127,7 +137,8 @@ fn compile_all(
                 if let Some(dir) = &args.out {
                     std::fs::write(dir.join(format!("{}-{n}.tilebc", job.kernel)), &bytes)?;
                 }
-                for &arch in archs {
+                // fp8 jobs skip sm_80 (no fp8 types there): `CompileJob::supports`.
+                for &arch in archs.iter().filter(|&&a| job.supports(a)) {
                     work.push((n, job, arch, bytes.clone()));
                 }
             }

@@ -15,16 +15,23 @@
 //! - `dsl`: the kernels (one tile per block, persistent, and the tile copy that packs);
 //! - [`config`]: the tile/schedule per shape, and the tuner's candidates;
 //! - [`reference`]: the CPU reference;
-//! - [`plan`]: the launches of a call, without a device.
+//! - [`plan`]: the launches of a call, without a device;
+//! - [`fp8`]: fp8 (e4m3/e5m2) GEMM with per-tensor, per-row or block scales (kernels in `dsl_fp8`,
+//!   CPU reference and quantization in [`fp8_reference`]).
 
 pub mod config;
 mod dsl;
+mod dsl_fp8;
 pub mod epilogue;
+pub mod fp8;
+pub mod fp8_reference;
 pub mod reference;
 
 pub use config::GemmConfig;
 pub use dsl::kernels;
+pub use dsl_fp8::kernels as fp8_kernels;
 pub use epilogue::{Activation, EpilogueSpec, GemmEpilogue, gemm_epilogue};
+pub use fp8::{Fp8Format, Fp8Scales, gemm_fp8, gemm_fp8_with};
 pub use reference::{gemm_epilogue_reference, gemm_reference};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};

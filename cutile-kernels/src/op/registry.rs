@@ -52,6 +52,9 @@ pub fn parse_dtype(s: &str) -> Option<ScalarType> {
         "f32" | "float32" | "float" => ScalarType::F32,
         "f16" | "float16" | "half" => ScalarType::F16,
         "bf16" | "bfloat16" => ScalarType::BF16,
+        // fp8 operands of the `gemm_fp8_*` ops (byte tensors read as these codes).
+        "f8e4m3" | "f8e4m3fn" | "e4m3" | "float8_e4m3fn" => ScalarType::F8E4M3FN,
+        "f8e5m2" | "e5m2" | "float8_e5m2" => ScalarType::F8E5M2,
         _ => return None,
     })
 }
@@ -171,6 +174,40 @@ fn plan_gemm(
     // f32 calls plan the tf32 product, the only f32 one (an opt-in of the host API).
     let options = gemm::GemmOptions { allow_tf32: true };
     let launches = gemm::plan_with(&operands, t, &options, all)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+/// An fp8 GEMM op (any of [`gemm::fp8::OPS`]): `[a, b]` shapes (`b` described column-major, the fast
+/// layout); the scales follow from the op's mode, the output is bf16.
+fn plan_gemm_fp8(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    all: bool,
+) -> Result<PlannedCall, OpError> {
+    use gemm::fp8::{Fp8Format, ScaleMode};
+    let mode = ScaleMode::of_op(&spec.op).ok_or_else(|| OpError::UnknownOp {
+        name: spec.op.clone(),
+        known: ops().iter().map(|o| o.name).collect::<Vec<_>>().join(", "),
+    })?;
+    let format = Fp8Format::of(dt).ok_or_else(|| OpError::Unsupported {
+        op: mode.op(),
+        what: format!("element type {dt}: the op takes f8e4m3 or f8e5m2"),
+    })?;
+    let [a, b] = shapes(mode.op(), spec)?;
+    let (m, k, n) = (
+        a.first().copied().unwrap_or(0),
+        a.get(1).copied().unwrap_or(0),
+        b.get(1).copied().unwrap_or(0),
+    );
+    let mut operands = gemm::fp8::described_operands(format, mode, ScalarType::BF16, m, n, k);
+    // A `b` shape that disagrees with `a` is the planner's error to report; keep it column-major.
+    operands[1].strides = match b.as_slice() {
+        [rows, _] => vec![1, (*rows).max(1)],
+        _ => super::contiguous_strides(&b),
+    };
+    operands[1].shape = b;
+    let launches = gemm::fp8::plan_fp8(&operands, t, mode, all)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -495,12 +532,35 @@ pub fn ops() -> &'static [OpInfo] {
             &ACTIVATION_OPS,
             &TRANSFORMER_OPS,
             &TRAINING_OPS,
+            &FP8_OPS,
             &epilogue,
         ]
         .concat()
     });
     &ALL
 }
+
+/// The fp8 GEMM ops (`gemm::fp8`), by scale mode.
+const FP8_OPS: [OpInfo; 3] = [
+    OpInfo {
+        name: gemm::fp8::OP_TENSOR,
+        family: "gemm",
+        inputs: "[a, b] ([m, k], [k, n] fp8; sa, sb one f32 each; c [m, n] bf16)",
+        plan: plan_gemm_fp8,
+    },
+    OpInfo {
+        name: gemm::fp8::OP_ROW,
+        family: "gemm",
+        inputs: "[a, b] ([m, k], [k, n] fp8; sa [m, 1], sb [1, n] f32; c [m, n] bf16)",
+        plan: plan_gemm_fp8,
+    },
+    OpInfo {
+        name: gemm::fp8::OP_BLOCK,
+        family: "gemm",
+        inputs: "[a, b] ([m, k], [k, n] fp8; sa [m, k/128], sb [k/128, n/128] f32; c [m, n] bf16)",
+        plan: plan_gemm_fp8,
+    },
+];
 
 /// The ops of the families before the activations.
 const BASE_OPS: [OpInfo; 16] = [

@@ -1,0 +1,114 @@
+//! The fp8 GEMM kernels: `c = scale(a @ b)` with e4m3 or e5m2 operands (`F`), f32 accumulation on the
+//! tensor cores and an output of type `O` (bf16 or f32), persistent (block `p` computes output tiles
+//! `p, p + grid, …`; a grid of one block per tile makes it one tile per block).
+//!
+//! - [`kernels::gemm_fp8_scaled`]: one scale per tensor or per row of `a` and column of `b`, applied
+//!   once to the f32 accumulator (`acc · sa[row] · sb[col]`); `ROWWISE` selects which.
+//! - [`kernels::gemm_fp8_block`]: DeepSeek-style block scales (`sa`: one per row and 128-deep K block,
+//!   `sb`: one per 128x128 block of `b`): every 128-deep K step's partial product is scaled by
+//!   `sa[row, kb] · sb[kb, col / 128]` and added to the f32 accumulator. `BK = BN = 128`.
+//!
+//! The operands are `[m, k]` and `[k, n]` views of any strides; the fast layout is `a` row-major and
+//! `b` column-major (`w.t()` of an `[n, k]` weight), since the fp8 tensor-core product reads both
+//! operands K-major.
+
+/// The kernels, written in the DSL.
+#[cutile::module]
+pub mod kernels {
+    use cutile::core::*;
+
+    /// `c = (a @ b) · sa · sb` with `a: [M, K]`, `b: [K, N]` of fp8 type `F`. `ROWWISE = 0`: `sa` and
+    /// `sb` are `[1, 1]` views of one f32 each; `ROWWISE = 1`: `sa` is `[M, 1]` (one per row of `a`),
+    /// `sb` `[1, N]` (one per column of `b`), applied as an outer product.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_fp8_scaled<
+        F: MmaOperand<f32>,
+        O: ElementType,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const ROWWISE: i32,
+    >(
+        a: &Tensor<F, S2<DYN, DYN>>,
+        b: &Tensor<F, S2<DYN, DYN>>,
+        sa: &Tensor<f32, S2<DYN, DYN>>,
+        sb: &Tensor<f32, S2<DYN, DYN>>,
+        c: &mut Tensor<O, S2<BM, BN>>,
+    ) {
+        let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
+        let tiles_m = pa.num_tiles(0);
+        let tiles_n = pb.num_tiles(1);
+        let k_tiles = pa.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let tm = tile / tiles_n;
+            let tn = tile % tiles_n;
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..k_tiles {
+                acc = mma(pa.load((tm, k)), pb.load((k, tn)), acc);
+            }
+            let scaled = if ROWWISE != 0 {
+                let ra = sa
+                    .partition_padded::<S2<BM, 1>>(Padding::Zero)
+                    .load((tm, 0))
+                    .broadcast::<S2<BM, BN>>();
+                let rb = sb
+                    .partition_padded::<S2<1, BN>>(Padding::Zero)
+                    .load((0, tn))
+                    .broadcast::<S2<BM, BN>>();
+                acc * ra * rb
+            } else {
+                let s = sa.partition::<S2<1, 1>>().load((0, 0))
+                    * sb.partition::<S2<1, 1>>().load((0, 0));
+                acc * s.broadcast::<S2<BM, BN>>()
+            };
+            // SAFETY: tile indices `p + i·grid` are distinct across blocks.
+            unsafe { c.store_at((tm, tn), scaled.cast::<O>()) };
+        }
+    }
+
+    /// Block-scaled `c = Σ_kb (a[:, kb] @ b[kb, :]) · sa[:, kb] · sb[kb, :/128]` with `a: [M, K]`,
+    /// `b: [K, N]` of fp8 type `F`, `sa: [M, K/128]`, `sb: [K/128, ceil(N/128)]` (f32), K a multiple of
+    /// 128. `BK` and `BN` must be 128 (one scale block per K step and per output column tile).
+    #[cutile::entry]
+    pub fn gemm_fp8_block<
+        F: MmaOperand<f32>,
+        O: ElementType,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+    >(
+        a: &Tensor<F, S2<DYN, DYN>>,
+        b: &Tensor<F, S2<DYN, DYN>>,
+        sa: &Tensor<f32, S2<DYN, DYN>>,
+        sb: &Tensor<f32, S2<DYN, DYN>>,
+        c: &mut Tensor<O, S2<BM, BN>>,
+    ) {
+        let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
+        let psa = sa.partition_padded::<S2<BM, 1>>(Padding::Zero);
+        let psb = sb.partition_padded::<S2<1, 1>>(Padding::Zero);
+        let tiles_m = pa.num_tiles(0);
+        let tiles_n = pb.num_tiles(1);
+        let k_tiles = pa.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let tm = tile / tiles_n;
+            let tn = tile % tiles_n;
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..k_tiles {
+                let part = mma(
+                    pa.load((tm, k)),
+                    pb.load((k, tn)),
+                    zeros::<f32, S2<BM, BN>>(),
+                );
+                let s = psa.load((tm, k)) * psb.load((k, tn)).broadcast::<S2<BM, 1>>();
+                acc += part * s.broadcast::<S2<BM, BN>>();
+            }
+            // SAFETY: tile indices `p + i·grid` are distinct across blocks.
+            unsafe { c.store_at((tm, tn), acc.cast::<O>()) };
+        }
+    }
+}

@@ -1,0 +1,622 @@
+//! fp8 GEMM with scales, as `torch._scaled_mm`: `c = scale(a @ b)` for e4m3 or e5m2 operands, f32
+//! accumulation, a bf16 (or f32) output, with one scale per tensor, per row of `a` and column of `b`, or
+//! DeepSeek-style block scales (`a`: one per row and 128 K elements, `b`: one per 128x128 block).
+//!
+//! The runtime has no fp8 element type: fp8 tensors are byte tensors (`u8` or `i8`) holding codes, and
+//! the [`Fp8Format`] of the call says how to read them (the kernel's parameters are typed `f8e4m3fn` or
+//! `f8e5m2`, so the tensor cores read them directly). Operands: `[a, b, sa, sb, c]`.
+//!
+//! - [`gemm_fp8`] / [`gemm_fp8_with`]: the host API;
+//! - [`plan_fp8`]: the launches of a call, without a device (registry, catalog, runner);
+//! - kernels in `dsl_fp8`, the CPU reference and quantization helpers in [`super::fp8_reference`].
+
+use cutile::launch::{Pending, TensorArg, TensorArgMut};
+use cutile::runtime::Stream;
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType;
+
+use super::dsl_fp8::kernels;
+use crate::op::tuning::{self, Candidate};
+use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div};
+
+/// Op name: one scale per tensor.
+pub const OP_TENSOR: &str = "gemm_fp8_tensor";
+/// Op name: one scale per row of `a` and per column of `b`.
+pub const OP_ROW: &str = "gemm_fp8_row";
+/// Op name: block scales (`a`: 1x128, `b`: 128x128).
+pub const OP_BLOCK: &str = "gemm_fp8_block";
+/// The ops of this module.
+pub const OPS: &[&str] = &[OP_TENSOR, OP_ROW, OP_BLOCK];
+/// The scale block: `a` has one scale per row and `BLOCK` K elements, `b` one per `BLOCK x BLOCK`.
+pub const BLOCK: i64 = 128;
+/// Output element types.
+pub const OUT_DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F32];
+
+/// How the bytes of an fp8 tensor encode values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Fp8Format {
+    /// OCP E4M3FN: 4 exponent, 3 mantissa bits, finite only (max 448), torch's `float8_e4m3fn`.
+    #[default]
+    E4M3,
+    /// OCP E5M2: 5 exponent, 2 mantissa bits (max 57344), torch's `float8_e5m2`.
+    E5M2,
+}
+
+impl Fp8Format {
+    /// The Tile IR element type.
+    pub fn scalar(self) -> ScalarType {
+        match self {
+            Fp8Format::E4M3 => ScalarType::F8E4M3FN,
+            Fp8Format::E5M2 => ScalarType::F8E5M2,
+        }
+    }
+
+    /// The format of a Tile IR element type, if it is an fp8 one.
+    pub fn of(dtype: ScalarType) -> Option<Fp8Format> {
+        match dtype {
+            ScalarType::F8E4M3FN => Some(Fp8Format::E4M3),
+            ScalarType::F8E5M2 => Some(Fp8Format::E5M2),
+            _ => None,
+        }
+    }
+
+    /// The largest finite value.
+    pub fn max_finite(self) -> f32 {
+        match self {
+            Fp8Format::E4M3 => 448.0,
+            Fp8Format::E5M2 => 57344.0,
+        }
+    }
+}
+
+/// Which scales a call applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScaleMode {
+    Tensor,
+    Row,
+    Block,
+}
+
+impl ScaleMode {
+    /// The op name of this mode.
+    pub fn op(self) -> &'static str {
+        match self {
+            ScaleMode::Tensor => OP_TENSOR,
+            ScaleMode::Row => OP_ROW,
+            ScaleMode::Block => OP_BLOCK,
+        }
+    }
+
+    /// The mode of an op name.
+    pub fn of_op(op: &str) -> Option<ScaleMode> {
+        [ScaleMode::Tensor, ScaleMode::Row, ScaleMode::Block]
+            .into_iter()
+            .find(|m| m.op() == op)
+    }
+
+    /// The scale shapes of an `m x k` by `k x n` product: `(sa, sb)` as the planner describes them.
+    pub fn scale_shapes(self, m: i64, n: i64, k: i64) -> ([i64; 2], [i64; 2]) {
+        match self {
+            ScaleMode::Tensor => ([1, 1], [1, 1]),
+            ScaleMode::Row => ([m, 1], [1, n]),
+            ScaleMode::Block => (
+                [m, ceil_div(k, BLOCK)],
+                [ceil_div(k, BLOCK), ceil_div(n, BLOCK)],
+            ),
+        }
+    }
+}
+
+/// The f32 scale tensors of a call (device tensors, as `torch._scaled_mm`'s `scale_a`/`scale_b`).
+#[derive(Debug, Clone, Copy)]
+pub enum Fp8Scales<'s, S: TensorArg> {
+    /// One scale each: `a` and `b` hold one element (shape `[]`, `[1]` or `[1, 1]`).
+    Tensor { a: &'s S, b: &'s S },
+    /// `a`: `[m]` or `[m, 1]` (one per row of `a`); `b`: `[n]` or `[1, n]` (one per column of `b`).
+    Row { a: &'s S, b: &'s S },
+    /// `a`: `[m, k/128]` (one per row and 128 K elements); `b`: `[k/128, ceil(n/128)]` (one per 128x128
+    /// block of `b`). `k` must be a multiple of 128.
+    Block { a: &'s S, b: &'s S },
+}
+
+impl<S: TensorArg> Fp8Scales<'_, S> {
+    fn mode(&self) -> ScaleMode {
+        match self {
+            Fp8Scales::Tensor { .. } => ScaleMode::Tensor,
+            Fp8Scales::Row { .. } => ScaleMode::Row,
+            Fp8Scales::Block { .. } => ScaleMode::Block,
+        }
+    }
+
+    fn tensors(&self) -> (&S, &S) {
+        match self {
+            Fp8Scales::Tensor { a, b } | Fp8Scales::Row { a, b } | Fp8Scales::Block { a, b } => {
+                (a, b)
+            }
+        }
+    }
+}
+
+/// `c = scale(a @ b)` with e4m3 operands: `a: [m, k]`, `b: [k, n]` (byte tensors or views holding e4m3
+/// codes; fastest with `a` row-major and `b` column-major, i.e. `w.t()` of an `[n, k]` weight), f32
+/// `scales`, `c: [m, n]` bf16 or f32. `k` must be a multiple of 16 (of 128 with block scales); an empty
+/// `c` is a no-op. Needs sm_89 or newer (fp8 tensor cores): sm_80 is refused.
+pub fn gemm_fp8<'a, S: TensorArg>(
+    stream: &'a Stream,
+    a: &'a impl TensorArg,
+    b: &'a impl TensorArg,
+    scales: &Fp8Scales<'a, S>,
+    c: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    gemm_fp8_with(stream, a, b, Fp8Format::E4M3, scales, c)
+}
+
+/// [`gemm_fp8`] with both operands in `format`.
+pub fn gemm_fp8_with<'a, S: TensorArg>(
+    stream: &'a Stream,
+    a: &'a impl TensorArg,
+    b: &'a impl TensorArg,
+    format: Fp8Format,
+    scales: &Fp8Scales<'a, S>,
+    c: &'a mut impl TensorArgMut,
+) -> Result<Pending<'a>, OpError> {
+    let mode = scales.mode();
+    let op = mode.op();
+    let (sa, sb) = scales.tensors();
+    let operands = vec![
+        as_fp8(op, Operand::of("a", a), format)?,
+        as_fp8(op, Operand::of("b", b), format)?,
+        Operand::of("sa", sa),
+        Operand::of("sb", sb),
+        Operand::of("c", &*c),
+    ];
+    let target = Target::of(stream.device())?;
+    let Some(call) = Call::new(&operands, &target, mode)? else {
+        // SAFETY: nothing was queued.
+        return Ok(unsafe { Pending::for_enqueued(stream) });
+    };
+    let candidates = candidates(&target, &call);
+    let class = class(&call);
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively).
+    unsafe {
+        tuning::run_tuned(stream, &call.ops, 4, op, class, &candidates, false, |cfg| {
+            launches(cfg, &call, &target)
+        })
+    }
+}
+
+/// A byte tensor read as `format` codes (`u8`/`i8` → the fp8 type); a described operand already of
+/// `format`'s type passes as it is.
+fn as_fp8(op: &'static str, mut o: Operand, format: Fp8Format) -> Result<Operand, OpError> {
+    if o.dtype == ScalarType::I8 || o.dtype == format.scalar() {
+        o.dtype = format.scalar();
+        return Ok(o);
+    }
+    Err(OpError::DType {
+        op,
+        arg: o.name,
+        dtype: o.dtype,
+        constraint: format!(
+            "fp8 operands are byte tensors (u8 or i8) holding {} codes",
+            format.scalar()
+        ),
+    })
+}
+
+/// The launches of a call (`operands` = `[a, b, sa, sb, c]`, `a` and `b` typed fp8, e.g. described with
+/// `ScalarType::F8E4M3FN`) with `mode`'s scales: the default configuration, or every candidate's.
+pub fn plan_fp8(
+    operands: &[Operand],
+    target: &Target,
+    mode: ScaleMode,
+    all_candidates: bool,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let Some(call) = Call::new(operands, target, mode)? else {
+        return Ok(Vec::new());
+    };
+    let configs = if all_candidates {
+        candidates(target, &call)
+    } else {
+        vec![choose(target, &call)]
+    };
+    let mut out = Vec::new();
+    for c in &configs {
+        out.extend(launches(c, &call, target)?);
+    }
+    Ok(out)
+}
+
+/// The described operands `[a, b, sa, sb, c]` of an `[m, k]` by `[k, n]` call: `a` row-major, `b`
+/// column-major (the `w.t()` view of an `[n, k]` weight, the fast layout), the scales of `mode`, `c`
+/// of `out`.
+pub fn described_operands(
+    format: Fp8Format,
+    mode: ScaleMode,
+    out: ScalarType,
+    m: i64,
+    n: i64,
+    k: i64,
+) -> Vec<Operand> {
+    let (sa, sb) = mode.scale_shapes(m, n, k);
+    let mut b = Operand::described("b", 1, format.scalar(), &[k, n]);
+    b.strides = vec![1, k.max(1)];
+    vec![
+        Operand::described("a", 0, format.scalar(), &[m, k]),
+        b,
+        Operand::described("sa", 2, ScalarType::F32, &sa),
+        Operand::described("sb", 3, ScalarType::F32, &sb),
+        Operand::described("c", 4, out, &[m, n]),
+    ]
+}
+
+/// The calls the catalog compiles and the runner checks and benchmarks: one ragged call per scale mode
+/// (bf16 output, e4m3) — three specializations — plus the benchmark shapes, which share their cubins.
+pub fn representative_calls() -> Vec<crate::op::CallSpec> {
+    let c = crate::op::CallSpec::new;
+    let mut v = Vec::new();
+    for op in OPS {
+        v.push(c(op, "f8e4m3", &[&[1000, 512], &[512, 1000]], false));
+        v.push(c(op, "f8e4m3", &[&[4096, 4096], &[4096, 4096]], false));
+        v.push(c(op, "f8e4m3", &[&[8192, 8192], &[8192, 8192]], false));
+    }
+    v
+}
+
+/// A GEMM fp8 configuration: tile and schedule (persistent: grid = SM count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fp8Config {
+    pub persistent: bool,
+    pub bm: i64,
+    pub bn: i64,
+    pub bk: i64,
+}
+
+impl Candidate for Fp8Config {
+    fn name(&self) -> String {
+        format!(
+            "gemm_fp8{} {}x{}x{}",
+            if self.persistent { " persistent" } else { "" },
+            self.bm,
+            self.bn,
+            self.bk
+        )
+    }
+}
+
+/// A validated call.
+#[derive(Debug, Clone)]
+struct Call {
+    mode: ScaleMode,
+    format: Fp8Format,
+    out: ScalarType,
+    m: i64,
+    n: i64,
+    k: i64,
+    /// `[a, b, sa, sb, c]` (a and b typed fp8).
+    ops: Vec<Operand>,
+    /// The `[.., ..]` views the kernel reads `sa` and `sb` through.
+    scale_views: [(Vec<i64>, Vec<i64>); 2],
+}
+
+fn shape_err(op: &'static str, what: &str, left: &[i64], right: String) -> OpError {
+    OpError::Shape {
+        op,
+        what: what.into(),
+        left: format!("{left:?}"),
+        right,
+    }
+}
+
+impl Call {
+    fn new(
+        operands: &[Operand],
+        target: &Target,
+        mode: ScaleMode,
+    ) -> Result<Option<Call>, OpError> {
+        let op = mode.op();
+        let [a, b, sa, sb, c] = operands else {
+            return Err(OpError::Unsupported {
+                op,
+                what: format!("takes 5 tensors (a, b, sa, sb, c), got {}", operands.len()),
+            });
+        };
+        let Some(format) = Fp8Format::of(a.dtype) else {
+            return Err(OpError::DType {
+                op,
+                arg: "a",
+                dtype: a.dtype,
+                constraint: "the op takes f8e4m3fn or f8e5m2 operands (byte tensors read as fp8)"
+                    .into(),
+            });
+        };
+        b.expect_same_dtype(op, a)?;
+        c.expect_dtype(op, OUT_DTYPES)?;
+        for s in [sa, sb] {
+            s.expect_dtype(op, &[ScalarType::F32])?;
+            target.expect_device(op, s)?;
+        }
+        let (m, k, n) = super::product_extents(op, a, b, c, target)?;
+        if target.arch == GpuArch::Sm80 {
+            return Err(OpError::Unsupported {
+                op,
+                what: "sm_80 has no fp8 tensor cores (fp8 GEMM needs sm_89 or newer); convert the \
+                       operands to bf16 and call `gemm::gemm`"
+                    .into(),
+            });
+        }
+        let need = if mode == ScaleMode::Block { BLOCK } else { 16 };
+        if k % need != 0 {
+            return Err(OpError::Unsupported {
+                op,
+                what: format!(
+                    "k = {k} must be a multiple of {need}{}",
+                    if mode == ScaleMode::Block {
+                        " (one `a` scale per 128 K elements)"
+                    } else {
+                        " (16-byte rows of fp8 codes)"
+                    }
+                ),
+            });
+        }
+        for o in [a, b] {
+            if !o.is_16b_aligned() {
+                return Err(OpError::Layout {
+                    op,
+                    arg: o.name,
+                    shape: o.shape.clone(),
+                    strides: o.strides.clone(),
+                    constraint: "fp8 operands need a unit-stride axis, other strides a multiple \
+                                 of 16 bytes and a 16-byte aligned start (pass a contiguous copy)"
+                        .into(),
+                });
+            }
+        }
+        let scale_views = match mode {
+            ScaleMode::Tensor => {
+                let one = |s: &Operand| -> Result<(Vec<i64>, Vec<i64>), OpError> {
+                    if s.numel() != 1 || s.rank() > 2 {
+                        return Err(shape_err(
+                            op,
+                            &format!("`{}` must hold one scale ([], [1] or [1, 1])", s.name),
+                            &s.shape,
+                            "[1]".into(),
+                        ));
+                    }
+                    Ok((vec![1, 1], vec![1, 1]))
+                };
+                [one(sa)?, one(sb)?]
+            }
+            ScaleMode::Row => {
+                let va = vector_view(op, sa, m, true)?;
+                let vb = vector_view(op, sb, n, false)?;
+                [va, vb]
+            }
+            ScaleMode::Block => {
+                let (want_a, want_b) = mode.scale_shapes(m, n, k);
+                for (s, want) in [(sa, want_a), (sb, want_b)] {
+                    if s.shape != want {
+                        return Err(shape_err(
+                            op,
+                            &format!(
+                                "`{}` must be {} for block scales",
+                                s.name,
+                                if s.name == "sa" {
+                                    "`[m, k/128]`"
+                                } else {
+                                    "`[k/128, ceil(n/128)]`"
+                                }
+                            ),
+                            &s.shape,
+                            format!("{want:?}"),
+                        ));
+                    }
+                }
+                [
+                    (sa.shape.clone(), sa.strides.clone()),
+                    (sb.shape.clone(), sb.strides.clone()),
+                ]
+            }
+        };
+        if m == 0 || n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(Call {
+            mode,
+            format,
+            out: c.dtype,
+            m,
+            n,
+            k,
+            ops: operands.to_vec(),
+            scale_views,
+        }))
+    }
+}
+
+/// A per-row (`rows = true`: `[len, 1]`) or per-column (`[1, len]`) view of a scale vector given as
+/// `[len]`, `[len, 1]` or `[1, len]` as fits.
+fn vector_view(
+    op: &'static str,
+    s: &Operand,
+    len: i64,
+    rows: bool,
+) -> Result<(Vec<i64>, Vec<i64>), OpError> {
+    let stride = match (s.shape.as_slice(), s.strides.as_slice()) {
+        ([l], [st]) if *l == len => Some(*st),
+        ([l, 1], [st, _]) if rows && *l == len => Some(*st),
+        ([1, l], [_, st]) if !rows && *l == len => Some(*st),
+        _ => None,
+    };
+    let Some(st) = stride else {
+        return Err(shape_err(
+            op,
+            &format!(
+                "`{}` must hold one scale per {} ({})",
+                s.name,
+                if rows { "row of `a`" } else { "column of `b`" },
+                if rows {
+                    "[m] or [m, 1]"
+                } else {
+                    "[n] or [1, n]"
+                }
+            ),
+            &s.shape,
+            format!("[{len}]"),
+        ));
+    };
+    Ok(if rows {
+        (vec![len, 1], vec![st, 1])
+    } else {
+        (vec![1, len], vec![(len * st).max(1), st])
+    })
+}
+
+/// The shape class of a call (tuning cache key).
+fn class(call: &Call) -> String {
+    format!(
+        "{:?} {} {}",
+        call.mode,
+        call.format.scalar(),
+        super::config::class(call.out, call.m, call.n, call.k)
+    )
+}
+
+/// The default configuration, by the same rule as the 16-bit GEMM (`gemm::config::choose`): fewer
+/// 128x128 output tiles than SMs → 64-row tiles, one per block; up to 16 per SM → persistent 128x128;
+/// more → one 128x128 tile per block. K steps are 128 deep (128 bytes of fp8, as 64 of bf16).
+fn choose(target: &Target, call: &Call) -> Fp8Config {
+    let tiles = ceil_div(call.m, 128) * ceil_div(call.n, 128);
+    let sms = target.sm_count as i64;
+    let (persistent, bm) = if tiles < sms {
+        (false, 64)
+    } else if tiles <= 16 * sms {
+        (true, 128)
+    } else {
+        (false, 128)
+    };
+    Fp8Config {
+        persistent,
+        bm,
+        bn: 128,
+        bk: 128,
+    }
+}
+
+/// Every configuration, the default first.
+fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
+    let mut all = vec![choose(target, call)];
+    for persistent in [false, true] {
+        for bm in [128, 64] {
+            all.push(Fp8Config {
+                persistent,
+                bm,
+                bn: 128,
+                bk: 128,
+            });
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|c| seen.insert(*c));
+    all
+}
+
+/// `$body` with `$f` the fp8 type and `$o` the output type of a call.
+macro_rules! fp8_types {
+    ($format:expr, $out:expr, |$f:ident, $o:ident| $body:expr) => {{
+        macro_rules! with_out {
+            ($ff:ty) => {
+                match $out {
+                    ScalarType::BF16 => {
+                        type $f = $ff;
+                        type $o = half::bf16;
+                        Some($body)
+                    }
+                    ScalarType::F32 => {
+                        type $f = $ff;
+                        type $o = f32;
+                        Some($body)
+                    }
+                    _ => None,
+                }
+            };
+        }
+        match $format {
+            Fp8Format::E4M3 => with_out!(cutile::core::f8e4m3fn),
+            Fp8Format::E5M2 => with_out!(cutile::core::f8e5m2),
+        }
+    }};
+}
+
+fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> {
+    use kernels as k;
+    fp8_types!(
+        call.format,
+        call.out,
+        |F, O| match (call.mode, cfg.bm, cfg.bn, cfg.bk) {
+            (ScaleMode::Tensor, 128, 128, 128) => {
+                Some(k::gemm_fp8_scaled::kernel::<F, O, 128, 128, 128, 0>())
+            }
+            (ScaleMode::Tensor, 64, 128, 128) => {
+                Some(k::gemm_fp8_scaled::kernel::<F, O, 64, 128, 128, 0>())
+            }
+            (ScaleMode::Row, 128, 128, 128) => {
+                Some(k::gemm_fp8_scaled::kernel::<F, O, 128, 128, 128, 1>())
+            }
+            (ScaleMode::Row, 64, 128, 128) => {
+                Some(k::gemm_fp8_scaled::kernel::<F, O, 64, 128, 128, 1>())
+            }
+            (ScaleMode::Block, 128, 128, 128) => {
+                Some(k::gemm_fp8_block::kernel::<F, O, 128, 128, 128>())
+            }
+            (ScaleMode::Block, 64, 128, 128) =>
+                Some(k::gemm_fp8_block::kernel::<F, O, 64, 128, 128>()),
+            _ => None,
+        }
+    )
+    .flatten()
+    .ok_or_else(|| OpError::Unsupported {
+        op: call.mode.op(),
+        what: format!(
+            "no {} -> {} kernel for configuration `{}`",
+            call.format.scalar(),
+            call.out,
+            cfg.name()
+        ),
+    })
+}
+
+fn launches(cfg: &Fp8Config, call: &Call, target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
+    let kernel = kernel(cfg, call)?;
+    let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
+    // The kernels loop over tiles `p, p + grid, …` along x: persistent → one block per SM, else one
+    // block per tile.
+    let blocks = if cfg.persistent {
+        tiles.min(target.sm_count as i64).max(1)
+    } else {
+        tiles
+    };
+    let blocks = u32::try_from(blocks).map_err(|_| OpError::Unsupported {
+        op: call.mode.op(),
+        what: format!("{tiles} output tiles exceed the grid's 2^32 - 1 blocks"),
+    })?;
+    let grid = Some((blocks, 1, 1));
+    let view = |i: usize, (shape, strides): &(Vec<i64>, Vec<i64>)| PlannedArg::Tensor {
+        operand: i,
+        output: false,
+        shape: shape.clone(),
+        strides: strides.clone(),
+        offset: 0,
+    };
+    Ok(vec![PlannedLaunch {
+        kernel,
+        args: vec![
+            PlannedArg::whole(0, &call.ops[0], false),
+            PlannedArg::whole(1, &call.ops[1], false),
+            view(2, &call.scale_views[0]),
+            view(3, &call.scale_views[1]),
+            PlannedArg::whole(4, &call.ops[4], true),
+        ],
+        grid,
+        config: cfg.name(),
+    }])
+}

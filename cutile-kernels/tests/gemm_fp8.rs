@@ -1,0 +1,387 @@
+//! The fp8 GEMM (`gemm::fp8`): the planner without a GPU (typed errors, schedules, scale views), the
+//! registry ops, the catalog's fp8 specializations compiled by tileiras for sm_90/100/120 (and refused
+//! on sm_80, which the catalog skips), the slow `b` layout compiled for sm_90, and GPU tests through
+//! the host API against the CPU reference (`#[ignore]`d; skipped without a GPU).
+
+// Test code: an unwrap is an assertion.
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::gemm::fp8::{self, Fp8Format, ScaleMode};
+use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedArg, PlannedLaunch, Target};
+
+fn target() -> Target {
+    Target::planning(GpuArch::Sm90)
+}
+
+fn expect_error(r: Result<Vec<PlannedLaunch>, OpError>, needle: &str) {
+    match r {
+        Ok(_) => panic!("expected an error containing `{needle}`"),
+        Err(e) => assert!(e.to_string().contains(needle), "`{e}` lacks `{needle}`"),
+    }
+}
+
+fn ops(mode: ScaleMode, m: i64, n: i64, k: i64) -> Vec<Operand> {
+    fp8::described_operands(Fp8Format::E4M3, mode, BF16, m, n, k)
+}
+
+const MODES: [ScaleMode; 3] = [ScaleMode::Tensor, ScaleMode::Row, ScaleMode::Block];
+
+#[test]
+fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
+    let t = target();
+    let plan = |o: &[Operand], mode| fp8::plan_fp8(o, &t, mode, false);
+    // Each case: (what it breaks, mode, operands edit, expected words).
+    type Edit = fn(&mut Vec<Operand>);
+    let cases: &[(ScaleMode, Edit, &str)] = &[
+        (
+            ScaleMode::Tensor,
+            |o| o[0].dtype = BF16,
+            "f8e4m3fn or f8e5m2",
+        ),
+        (ScaleMode::Row, |o| o[1].dtype = F8E5M2, "must match `a`"),
+        (ScaleMode::Row, |o| o[4].dtype = F16, "`c`"),
+        (ScaleMode::Row, |o| o[2].dtype = BF16, "`sa`"),
+        (ScaleMode::Tensor, |o| o.truncate(4), "takes 5 tensors"),
+        (
+            ScaleMode::Row,
+            |o| o[2] = Operand::described("sa", 2, F32, &[257]),
+            "one scale per row",
+        ),
+        (
+            ScaleMode::Row,
+            |o| o[3] = Operand::described("sb", 3, F32, &[300, 1]),
+            "one scale per column",
+        ),
+        (
+            ScaleMode::Tensor,
+            |o| o[3] = Operand::described("sb", 3, F32, &[2]),
+            "must hold one scale",
+        ),
+        (
+            ScaleMode::Block,
+            |o| o[3] = Operand::described("sb", 3, F32, &[3, 3]),
+            "[k/128, ceil(n/128)]",
+        ),
+        (
+            ScaleMode::Block,
+            |o| o[2] = Operand::described("sa", 2, F32, &[256, 3]),
+            "[m, k/128]",
+        ),
+        (
+            ScaleMode::Tensor,
+            |o| o[4] = Operand::described("c", 4, BF16, &[256, 301]),
+            "`c` must be",
+        ),
+        (
+            ScaleMode::Tensor,
+            |o| {
+                // `a` as the first 256 columns of rows 264 elements apart: aligned; 263 is not.
+                o[0].strides = vec![263, 1];
+            },
+            "multiple of 16 bytes",
+        ),
+    ];
+    for (i, (mode, edit, needle)) in cases.iter().enumerate() {
+        let mut o = ops(*mode, 256, 300, 256);
+        edit(&mut o);
+        match plan(&o, *mode) {
+            Ok(_) => panic!("case {i}: expected an error containing `{needle}`"),
+            Err(e) => assert!(
+                e.to_string().contains(needle),
+                "case {i}: `{e}` lacks `{needle}`"
+            ),
+        }
+    }
+    // K: a multiple of 16 (128 with block scales).
+    expect_error(
+        plan(&ops(ScaleMode::Row, 64, 64, 40), ScaleMode::Row),
+        "multiple of 16",
+    );
+    expect_error(
+        plan(&ops(ScaleMode::Block, 64, 64, 192), ScaleMode::Block),
+        "multiple of 128",
+    );
+    assert!(plan(&ops(ScaleMode::Row, 64, 64, 48), ScaleMode::Row).is_ok());
+    // sm_80: no fp8 tensor cores.
+    expect_error(
+        fp8::plan_fp8(
+            &ops(ScaleMode::Tensor, 64, 64, 64),
+            &Target::planning(GpuArch::Sm80),
+            ScaleMode::Tensor,
+            false,
+        ),
+        "sm_80",
+    );
+    for mode in MODES {
+        assert!(plan(&ops(mode, 0, 64, 128), mode).unwrap().is_empty());
+        assert!(plan(&ops(mode, 64, 0, 128), mode).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn plans_one_launch_with_scale_views_and_grids() {
+    let t = target();
+    // Ragged, fewer tiles than SMs: 64-row tiles, one block per tile (16 x 8).
+    let o = ops(ScaleMode::Row, 1000, 1000, 512);
+    let l = fp8::plan_fp8(&o, &t, ScaleMode::Row, false).unwrap();
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].config, "gemm_fp8 64x128x128");
+    assert_eq!(l[0].grid, Some((16 * 8, 1, 1)));
+    let view = |a: &PlannedArg| match a {
+        PlannedArg::Tensor { shape, strides, .. } => (shape.clone(), strides.clone()),
+        _ => panic!("not a tensor"),
+    };
+    assert_eq!(view(&l[0].args[2]), (vec![1000, 1], vec![1, 1]));
+    assert_eq!(view(&l[0].args[3]), (vec![1, 1000], vec![1000, 1]));
+    // b is the column-major view of an [n, k] weight.
+    assert_eq!(view(&l[0].args[1]), (vec![512, 1000], vec![1, 512]));
+    // 4096³: persistent, one block per SM.
+    let l = fp8::plan_fp8(
+        &ops(ScaleMode::Tensor, 4096, 4096, 4096),
+        &t,
+        ScaleMode::Tensor,
+        false,
+    )
+    .unwrap();
+    assert_eq!(l[0].config, "gemm_fp8 persistent 128x128x128");
+    assert_eq!(l[0].grid, Some((132, 1, 1)));
+    assert_eq!(view(&l[0].args[2]), (vec![1, 1], vec![1, 1]));
+    // 8192³ block scales: one 128x128 tile per block; the scale tensors as they are.
+    let l = fp8::plan_fp8(
+        &ops(ScaleMode::Block, 8192, 8192, 8192),
+        &t,
+        ScaleMode::Block,
+        false,
+    )
+    .unwrap();
+    assert_eq!(l[0].config, "gemm_fp8 128x128x128");
+    assert_eq!(l[0].grid, Some((64 * 64, 1, 1)));
+    assert_eq!(view(&l[0].args[2]), (vec![8192, 64], vec![64, 1]));
+    assert_eq!(view(&l[0].args[3]), (vec![64, 64], vec![64, 1]));
+    // Every candidate plans, the default first.
+    let all = fp8::plan_fp8(&o, &t, ScaleMode::Row, true).unwrap();
+    assert!(all.len() >= 4);
+    assert_eq!(all[0].config, "gemm_fp8 64x128x128");
+    // Row scales given as [m] vectors with a stride (every other element of a buffer).
+    let mut o = ops(ScaleMode::Row, 100, 200, 64);
+    o[2].shape = vec![100];
+    o[2].strides = vec![2];
+    let l = fp8::plan_fp8(&o, &t, ScaleMode::Row, false).unwrap();
+    assert_eq!(view(&l[0].args[2]), (vec![100, 1], vec![2, 1]));
+}
+
+#[test]
+fn registry_ops_plan_both_formats_and_refuse_16_bit_types() {
+    let t = target();
+    for op in fp8::OPS {
+        for dt in ["f8e4m3", "f8e5m2"] {
+            let p = CallSpec::new(op, dt, &[&[100, 256], &[256, 300]], false)
+                .plan(&t, false)
+                .unwrap();
+            assert_eq!(p.launches.len(), 1, "{op} {dt}");
+            assert_eq!(p.operands.len(), 5);
+            assert_eq!(p.operands[4].dtype, BF16);
+        }
+        let e = CallSpec::new(op, "bf16", &[&[100, 256], &[256, 300]], false)
+            .plan(&t, false)
+            .unwrap_err();
+        assert!(e.to_string().contains("f8e4m3"), "{e}");
+        assert_eq!(
+            cutile_kernels::op::registry::find(op).unwrap().family,
+            "gemm"
+        );
+    }
+}
+
+/// The catalog's fp8 specializations: sm_90, sm_100 and sm_120 compile; sm_80 is skipped by the catalog
+/// (`CompileJob::supports`), and tileiras refuses it with `unsupported type 'f8E4M3FN'`.
+#[test]
+fn catalog_calls_compile_except_on_sm80() {
+    use cutile::toolchain::{CompileRequest, Tileiras};
+    let jobs = cutile_kernels::catalog::dsl_jobs(&fp8::representative_calls(), false).unwrap();
+    // Three modes, two specializations each (ragged 64-row, aligned 128-row; 8192³ shares 4096³'s).
+    assert_eq!(jobs.len(), 6, "{:?}", jobs);
+    for j in &jobs {
+        assert!(!j.supports(GpuArch::Sm80));
+        assert!(j.supports(GpuArch::Sm90));
+    }
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            cutile_testkit::skip("gemm_fp8 catalog", &format!("tileiras not found ({e})"));
+            return;
+        }
+    };
+    for (n, j) in jobs.iter().enumerate() {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let s = k.specialize(metas).unwrap();
+        for arch in [GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+            let c = s
+                .compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{} [{}] {arch}: {e}", j.kernel, j.specialization));
+            assert!(!c.bytes.is_empty());
+        }
+        if n == 0 {
+            let e = s
+                .compile(&tileiras, &CompileRequest::new(GpuArch::Sm80))
+                .err()
+                .unwrap_or_else(|| panic!("sm_80 compiled fp8"));
+            assert!(e.to_string().contains("unsupported type 'f8E"), "{e}");
+        }
+    }
+}
+
+/// `b` row-major (`[k, n]` contiguous, N-major: the layout fp8 tensor cores do not read directly) and
+/// e5m2 with an f32 output still compile for sm_90.
+#[test]
+fn row_major_b_e5m2_and_f32_output_compile_for_sm90() {
+    let t = target();
+    let mut cases = Vec::new();
+    for (format, out) in [(Fp8Format::E4M3, BF16), (Fp8Format::E5M2, F32)] {
+        let mut o = fp8::described_operands(format, ScaleMode::Block, out, 256, 256, 256);
+        o[1].strides = vec![256, 1];
+        let l = fp8::plan_fp8(&o, &t, ScaleMode::Block, false).unwrap();
+        // SAFETY: described operands only feed specialization.
+        let args = unsafe { cutile_kernels::op::describe(&l[0], &o) };
+        let name: &'static str = if format == Fp8Format::E4M3 {
+            "fp8_block_e4m3_rowmajor_b"
+        } else {
+            "fp8_block_e5m2_f32_rowmajor_b"
+        };
+        cases.push((name, l[0].kernel.clone(), args.tensor_metas()));
+    }
+    common::compile_all_sm90("gemm_fp8 row-major b", cases);
+}
+
+/// Scale descriptions agree with what the host API accepts.
+#[test]
+fn scale_shapes_follow_the_mode() {
+    assert_eq!(ScaleMode::Tensor.scale_shapes(5, 6, 128), ([1, 1], [1, 1]));
+    assert_eq!(ScaleMode::Row.scale_shapes(5, 6, 128), ([5, 1], [1, 6]));
+    assert_eq!(ScaleMode::Block.scale_shapes(5, 300, 256), ([5, 2], [2, 3]));
+    for mode in MODES {
+        assert_eq!(ScaleMode::of_op(mode.op()), Some(mode));
+    }
+    assert_eq!(Fp8Format::of(F8E5M2), Some(Fp8Format::E5M2));
+    assert_eq!(Fp8Format::of(ScalarType::I8), None);
+}
+
+/// GPU tests through the host API: `#[ignore]`d, and skipped (not failed) without a GPU.
+mod gpu {
+    use super::*;
+    use common::gpu_device;
+    use cutile::runtime::{Device, Stream, Tensor};
+    use cutile_kernels::gemm::fp8_reference::{
+        HostScales, gemm_fp8_reference, quantize, scale_for,
+    };
+    use cutile_kernels::gemm::{Fp8Scales, gemm_fp8_with};
+    use half::bf16;
+
+    /// Quantized random operands (`b` as the transposed view of an `[n, k]` weight), scales per
+    /// `mode`, the product against the f64 reference (relative L2 error of the bf16 output).
+    fn case(dev: &Device, s: &Stream, format: Fp8Format, mode: ScaleMode, m: i64, n: i64, k: i64) {
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let x = cutile_testkit::data::uniform(mu * ku, 1, -2.0, 2.0);
+        let w = cutile_testkit::data::uniform(nu * ku, 2, -1.0, 1.0); // [n, k]
+        let (sa_shape, sb_shape) = mode.scale_shapes(m, n, k);
+        let sa_len = (sa_shape[0] * sa_shape[1]) as usize;
+        let sb_len = (sb_shape[0] * sb_shape[1]) as usize;
+        // Scales: a spread of values (not what a real quantizer picks, so a scale applied to the
+        // wrong row or block shows up), the codes quantized with the tensor-wide scale.
+        let sx = scale_for(format, 2.0);
+        let sw = scale_for(format, 1.0);
+        let qa = quantize(format, &x, sx);
+        let qw = quantize(format, &w, sw);
+        let sa: Vec<f32> = (0..sa_len)
+            .map(|i| sx * (1.0 + (i % 5) as f32 * 0.25))
+            .collect();
+        let sb: Vec<f32> = (0..sb_len)
+            .map(|i| sw * (1.0 + (i % 3) as f32 * 0.5))
+            .collect();
+        let host_scales = match mode {
+            ScaleMode::Tensor => HostScales::Tensor { a: sa[0], b: sb[0] },
+            ScaleMode::Row => HostScales::Row { a: &sa, b: &sb },
+            ScaleMode::Block => HostScales::Block { a: &sa, b: &sb },
+        };
+        // b[p, j] = w[j, p]: strides (1, k) over w's bytes.
+        let want = gemm_fp8_reference(format, &qa, &qw, (1, ku), &host_scales, mu, nu, ku);
+        let ta = Tensor::from_host(dev, &qa, &[m, k]).unwrap();
+        let tw = Tensor::from_host(dev, &qw, &[n, k]).unwrap();
+        let tb = tw.transpose(0, 1).unwrap();
+        let tsa = Tensor::from_host(dev, &sa, &sa_shape).unwrap();
+        let tsb = Tensor::from_host(dev, &sb, &sb_shape).unwrap();
+        let scales = match mode {
+            ScaleMode::Tensor => Fp8Scales::Tensor { a: &tsa, b: &tsb },
+            ScaleMode::Row => Fp8Scales::Row { a: &tsa, b: &tsb },
+            ScaleMode::Block => Fp8Scales::Block { a: &tsa, b: &tsb },
+        };
+        let mut c = Tensor::<bf16>::zeros(dev, &[m, n]).unwrap();
+        gemm_fp8_with(s, &ta, &tb, format, &scales, &mut c)
+            .unwrap()
+            .wait()
+            .unwrap();
+        let got: Vec<f32> = c.to_host().unwrap().into_iter().map(f32::from).collect();
+        let num: f64 = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| ((g - w) as f64).powi(2))
+            .sum();
+        let den: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum();
+        let rel = (num / den.max(1e-30)).sqrt();
+        // The products are exact in f32 and only the sum order differs: what remains is the bf16
+        // rounding of the output (2^-9 relative).
+        assert!(
+            rel <= 5e-3,
+            "{format:?} {mode:?} {m}x{n}x{k}: rel L2 {rel:.2e}"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn scaled_products_match_reference() {
+        let Some((dev, s)) = gpu_device("gemm_fp8 scaled_products_match_reference") else {
+            return;
+        };
+        for mode in MODES {
+            case(&dev, &s, Fp8Format::E4M3, mode, 1000, 1000, 512);
+            case(&dev, &s, Fp8Format::E4M3, mode, 77, 300, 256);
+            case(&dev, &s, Fp8Format::E5M2, mode, 130, 250, 384);
+        }
+        case(
+            &dev,
+            &s,
+            Fp8Format::E4M3,
+            ScaleMode::Block,
+            2048,
+            2048,
+            1024,
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn wrong_byte_types_are_refused_on_device() {
+        let Some((dev, s)) = gpu_device("gemm_fp8 wrong_byte_types_are_refused_on_device") else {
+            return;
+        };
+        let a = Tensor::<bf16>::zeros(&dev, &[64, 64]).unwrap();
+        let b = Tensor::<u8>::zeros(&dev, &[64, 64]).unwrap();
+        let sa = Tensor::<f32>::zeros(&dev, &[1]).unwrap();
+        let mut c = Tensor::<bf16>::zeros(&dev, &[64, 64]).unwrap();
+        let e = cutile_kernels::gemm::gemm_fp8(
+            &s,
+            &a,
+            &b,
+            &Fp8Scales::Tensor { a: &sa, b: &sa },
+            &mut c,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("byte tensors"), "{e}");
+    }
+}
