@@ -13,18 +13,23 @@
 //! they are (correct, slower).
 //!
 //! - `dsl`: the kernels (one tile per block, persistent, and the tile copy that packs);
+//! - [`grouped`]: the grouped GEMM (`G` ragged-row products in one persistent launch, as
+//!   `torch._grouped_mm` with `offs`; its kernel in `dsl_grouped`);
 //! - [`config`]: the tile/schedule per shape, and the tuner's candidates;
 //! - [`reference`]: the CPU reference;
 //! - [`plan`]: the launches of a call, without a device.
 
 pub mod config;
 mod dsl;
+mod dsl_grouped;
 pub mod epilogue;
+pub mod grouped;
 pub mod reference;
 
 pub use config::GemmConfig;
 pub use dsl::kernels;
 pub use epilogue::{Activation, EpilogueSpec, GemmEpilogue, gemm_epilogue};
+pub use grouped::{grouped_gemm, grouped_gemm_reference};
 pub use reference::{gemm_epilogue_reference, gemm_reference};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
