@@ -362,9 +362,9 @@ pub fn ragged_rows(groups: usize, total: usize) -> Vec<i64> {
 }
 
 /// The calls the catalog compiles and the GPU runner checks and benchmarks: 8 ragged groups of
-/// 8192 and 16384 rows in all at k = n = 4096 (the benchmark, beside the plain GEMMs of the
-/// same totals in [`super::representative_calls`]), a transposed-weight call, and a small ragged one
-/// with empty groups.
+/// 8192 and 16384 rows in all at k = n = 4096 (the benchmark; the plain GEMMs of the same
+/// totals are the harness's `grouped_benches`), and two small ragged calls the runner checks (one
+/// with the transposed-weight view), with empty and one-row groups.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let c = |dtype: &str, shapes: Vec<Vec<i64>>| crate::op::CallSpec {
         op: OP.into(),
@@ -383,12 +383,14 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
             ],
         ));
     }
+    // Checks (ragged, so the runner checks them): b as the transposed view of [G, n, k] with an
+    // empty and a one-row group, and f16 with groups off every tile boundary.
     out.push(c(
         "bf16",
         vec![
-            vec![8192, 4096],
-            vec![8, 4096, 4096],
-            ragged_rows(8, 8192),
+            vec![300, 200],
+            vec![4, 200, 136],
+            vec![0, 1, 150, 149],
             vec![1],
         ],
     ));
