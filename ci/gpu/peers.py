@@ -14,6 +14,8 @@ before every repetition, median):
   rms_norm_heads      F.rms_norm over D of [.., T, H, D], the Triton row RMSNorm on its [T·H, D] rows
   layer_norm_stats    torch.native_layer_norm (y, mean, rstd) (tr_kernels.py writes no stats: torch only)
   gemm                torch.matmul (cuBLAS)
+  grouped_gemm        torch._grouped_mm(a, b, offs=offs) when the installed torch has it (impl
+                      torch_grouped_mm), and a loop of torch.matmul per group (impl torch_loop, always)
   gemm epilogues      gemm_bias[_gelu[_tanh]|_silu][_residual|_f32_out], gemm_residual, gemm_f32_out, gemm_splitk:
                       torch eager with the same epilogue: F.linear(a, b.T, bias) (cuBLASLt's bias epilogue),
                       then F.gelu / F.silu and + residual; the f32-output ops run in the input type and
@@ -64,6 +66,7 @@ Writes the `cutile-bench` schema (docs/gpu-runner.md): rows carry the harness's 
 import argparse
 import functools
 import importlib.util
+import itertools
 import json
 import math
 import os
@@ -114,6 +117,44 @@ def timed(fn):
 
 def numel(shape):
     return math.prod(shape)
+
+
+def bench_grouped_gemm(rec, call, dt, shapes):
+    """grouped_gemm: shapes [[total_m, k], [G, k, n], group_rows] (+ [1]: b is the transpose(1, 2) view of
+    a contiguous [G, n, k]). Peers: torch._grouped_mm(a, b, offs=offs) when this torch has it (impl
+    `torch_grouped_mm`; an error row when it refuses the call, e.g. f16/f32 or an arch it does not
+    support), and a Python loop of torch.matmul per group into slices of c (impl `torch_loop`, always)."""
+    (m, k), (g, _, n), rows = shapes[0], shapes[1], shapes[2]
+    transposed = len(shapes) > 3 and list(shapes[3]) == [1]
+    torch.backends.cuda.matmul.allow_tf32 = dt == torch.float32
+    a = rand([m, k], dt)
+    b = rand([g, n, k], dt).transpose(1, 2) if transposed else rand([g, k, n], dt)
+    ends = list(itertools.accumulate(rows))
+    starts = [e - r for e, r in zip(ends, rows)]
+    ref = torch.empty(m, n, device=DEV, dtype=torch.float64)
+    for q in range(g):
+        ref[starts[q]:ends[q]] = a[starts[q]:ends[q]].double() @ b[q].double()
+    flops = 2 * m * n * k
+    cfg = "b=[G,n,k].T" if transposed else None
+    if hasattr(torch, "_grouped_mm"):
+        offs = torch.tensor(ends, device=DEV, dtype=torch.int32)
+        out = {}
+
+        def grouped():
+            out["c"] = torch._grouped_mm(a, b, offs=offs)
+
+        rec.run(call, "torch_grouped_mm", grouped, lambda: relerr(out["c"], ref), flops=flops, cfg=cfg)
+    else:
+        rec.skip(call, "torch_grouped_mm", f"torch {torch.__version__} has no torch._grouped_mm")
+    c = torch.empty(m, n, device=DEV, dtype=dt)
+    parts = [(a[s:e], b[q], c[s:e]) for q, (s, e) in enumerate(zip(starts, ends)) if e > s]
+
+    def loop():
+        for x, w, y in parts:
+            torch.matmul(x, w, out=y)
+
+    rec.run(call, "torch_loop", loop, lambda: relerr(c, ref), flops=flops, cfg=cfg)
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 class Recorder:
@@ -266,6 +307,10 @@ def bench_call(rec, call, tk):
         return
     if op in EPILOGUE_OPS:
         bench_gemm_epilogue(rec, call, dt, shapes)
+        rec.skip(call, "triton", "no Triton peer for this op")
+        return
+    if op == "grouped_gemm":
+        bench_grouped_gemm(rec, call, dt, shapes)
         rec.skip(call, "triton", "no Triton peer for this op")
         return
     if op in ("gemm", "bmm"):

@@ -128,6 +128,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
     calls.extend(crate::gemm::representative_calls());
     calls.extend(crate::gemm::epilogue::representative_calls());
     calls.extend(crate::gemm::fp8::representative_calls());
+    calls.extend(crate::gemm::grouped::representative_calls());
     calls.extend(crate::attention::representative_calls());
     calls.extend(crate::attention::decode::representative_calls());
     calls.extend(crate::activation::representative_calls());

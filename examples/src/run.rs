@@ -220,6 +220,20 @@ fn call_typed<T: DeviceElement>(
             need(2)?;
             finish(gemm::bmm(stream, x0, &ins[1], &TF32, o)?, after)
         }
+        // The group end rows and whether `b` is stored `[G, n, k]` come from the call spec.
+        (gemm::grouped::OP, _) => {
+            need(2)?;
+            let (_, offsets) = gemm::grouped::described_call(w.dt()?.scalar(), &w.call.shapes)?;
+            let b = if gemm::grouped::spec_transposed(&w.call.shapes) {
+                ins[1].transpose(1, 2)?
+            } else {
+                ins[1].view()
+            };
+            finish(
+                gemm::grouped_gemm(stream, x0, &b, &offsets, &TF32, o)?,
+                after,
+            )
+        }
         (attention::OP, layout) => {
             need(3)?;
             let options = attention::AttentionOptions {

@@ -8,6 +8,7 @@
 use cutile::launch::{Launcher, Plan};
 use cutile::toolchain::GpuArch;
 use cutile_kernels::attention::decode;
+use cutile_kernels::gemm::grouped;
 use cutile_kernels::op::registry::launcher_plans;
 use cutile_kernels::op::{CallSpec, Operand, Target, contiguous_strides, describe};
 use cutile_kernels::{activation, attention, fused_qkv, gemm, norm, softmax, vector_add};
@@ -149,7 +150,10 @@ impl Workload {
             return Dt::BF16.tolerance();
         }
         match self.dt() {
-            Ok(Dt::F32) if matches!(self.op(), gemm::OP | gemm::BMM) || is_epilogue(self.op()) => {
+            Ok(Dt::F32)
+                if matches!(self.op(), gemm::OP | gemm::BMM | grouped::OP)
+                    || is_epilogue(self.op()) =>
+            {
                 Dt::F16.tolerance()
             }
             dt => dt.map_or(0.0, Dt::tolerance),
@@ -219,7 +223,7 @@ impl Workload {
                     o("rstd", lead, true),
                 ]
             }
-            gemm::OP | gemm::BMM => vec![o("c", self.output_shape()?, false)],
+            gemm::OP | gemm::BMM | grouped::OP => vec![o("c", self.output_shape()?, false)],
             // The caches are updated in place (their old contents are inputs): see `storage`.
             fused_qkv::OP => {
                 let (ops, _) = fused_qkv::described_call(self.dt()?.scalar(), &self.call.shapes)?;
@@ -250,8 +254,10 @@ impl Workload {
 
     /// Memory-bound ops: L2 is flushed before each timed call.
     pub fn memory_bound(&self) -> bool {
-        !matches!(self.op(), gemm::OP | gemm::BMM | attention::OP)
-            && !crate::attention_variants::is_variant(self.op())
+        !matches!(
+            self.op(),
+            gemm::OP | gemm::BMM | grouped::OP | attention::OP
+        ) && !crate::attention_variants::is_variant(self.op())
             && !is_epilogue(self.op())
             && !crate::fp8::covers(self.op())
     }
@@ -270,6 +276,10 @@ impl Workload {
             gemm::BMM => {
                 let (a, b) = (shape_of(&self.call, 0)?, shape_of(&self.call, 1)?);
                 vec![a[0], a[1], b[2]]
+            }
+            grouped::OP => {
+                let (a, b) = (shape_of(&self.call, 0)?, shape_of(&self.call, 1)?);
+                vec![a[0], b.get(2).copied().unwrap_or(0)]
             }
             op if activation::find(op).is_some() => self
                 .outputs()?
@@ -335,6 +345,11 @@ impl Workload {
             gemm::BMM => {
                 let nn = shape_of(&self.call, 1)?[2];
                 Metric::Flops(2.0 * (x[0] * x[1] * x[2]) as f64 * nn as f64)
+            }
+            // Every row of `a` times its group's `k x n` matrix.
+            grouped::OP => {
+                let nn = shape_of(&self.call, 1)?.get(2).copied().unwrap_or(0);
+                Metric::Flops(2.0 * (x[0] * x[1]) as f64 * nn as f64)
             }
             attention::OP => {
                 let k = shape_of(&self.call, 1)?;
@@ -407,7 +422,9 @@ impl Workload {
                 vec![t(x, 8, 1.0), t(&[last(x)], 9, 1.0), t(&[last(x)], 10, 1.0)]
             }
             norm::ADD_RMS_NORM => vec![t(x, 8, 1.0), t(x, 14, 1.0), t(&[last(x)], 9, 1.0)],
-            gemm::OP | gemm::BMM => vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)],
+            gemm::OP | gemm::BMM | grouped::OP => {
+                vec![t(x, 6, 1.0), t(shape_of(&self.call, 1)?, 7, 1.0)]
+            }
             op if is_epilogue(op) => {
                 let e = gemm::epilogue::find(op).ok_or("unknown epilogue op")?;
                 let (m, n) = (x[0], shape_of(&self.call, 1)?[1]);
@@ -447,6 +464,12 @@ impl Workload {
             .enumerate()
             .map(|(i, (d, s))| match (self.layout, i) {
                 (Layout::TransposedB, 1) => swap_axes(d, s, 0, 1),
+                // A grouped call's `b` stored `[G, n, k]` when its spec says so.
+                (_, 1)
+                    if self.op() == grouped::OP && grouped::spec_transposed(&self.call.shapes) =>
+                {
+                    swap_axes(d, s, 1, 2)
+                }
                 (Layout::Bshd, _) => swap_axes(d, s, 1, 2),
                 (Layout::Strided { pad, offset }, 0) => pad_last(d, s, pad, offset),
                 (Layout::HeadSlice { before, after }, 0) => pad_heads(d, s, before, after),
@@ -625,6 +648,34 @@ impl Workload {
                     n,
                     k,
                 );
+                Expected {
+                    values,
+                    rows: (rows.len() != m).then_some(rows),
+                    others: Vec::new(),
+                }
+            }
+            grouped::OP => {
+                let (ops, offsets) =
+                    grouped::described_call(self.dt()?.scalar(), &self.call.shapes)?;
+                let (m, k, n) = (x[0] as usize, x[1] as usize, ops[1].shape[2] as usize);
+                // As `gemm`: large products are checked on 64 rows spread over `c`.
+                let rows: Vec<usize> =
+                    if (m as u128) * (n as u128) * (k as u128) <= 1 << 32 || m < 64 {
+                        (0..m).collect()
+                    } else {
+                        (0..64).map(|r| r * (m - 1) / 63).collect()
+                    };
+                let mut values = Vec::with_capacity(rows.len() * n);
+                for &r in &rows {
+                    let g = offsets.partition_point(|&end| end <= r);
+                    values.extend(gemm::gemm_reference(
+                        &i[0].0[r * k..(r + 1) * k],
+                        &i[1].0[g * k * n..(g + 1) * k * n],
+                        1,
+                        n,
+                        k,
+                    ));
+                }
                 Expected {
                     values,
                     rows: (rows.len() != m).then_some(rows),
@@ -1096,6 +1147,16 @@ pub fn epilogue_benches() -> Vec<CallSpec> {
     v
 }
 
+/// The plain GEMMs of the grouped benchmarks' totals (8192 and 16384 rows, k = n = 4096, bf16): the
+/// single-GEMM throughput `grouped_gemm`'s ragged 8-group calls of the same total are measured
+/// against (issue 14's target: at least 0.9 of it).
+pub fn grouped_benches() -> Vec<CallSpec> {
+    [8192, 16384]
+        .into_iter()
+        .map(|m| CallSpec::new(gemm::OP, "bf16", &[&[m, 4096], &[4096, 4096]], false))
+        .collect()
+}
+
 /// Benchmarks: every representative call, and the decode grid (`crate::decode::bench_calls`).
 pub fn benches() -> Vec<Workload> {
     let mut seen = std::collections::HashSet::new();
@@ -1103,6 +1164,7 @@ pub fn benches() -> Vec<Workload> {
         .into_iter()
         .chain(crate::decode::bench_calls())
         .chain(epilogue_benches())
+        .chain(grouped_benches())
         .map(Workload::new)
         .filter(|w| seen.insert(w.name.clone()))
         .collect()

@@ -134,7 +134,7 @@ impl Case {
             norm::RMS_NORM | norm::RMS_NORM_HEADS => vec![x.clone(), vec1],
             norm::LAYER_NORM | norm::LAYER_NORM_STATS => vec![x.clone(), vec1.clone(), vec1],
             norm::ADD_RMS_NORM => vec![x.clone(), x.clone(), vec1],
-            gemm::OP | gemm::BMM => {
+            gemm::OP | gemm::BMM | gemm::grouped::OP => {
                 vec![x.clone(), self.shapes.get(1).ok_or("gemm needs b")?.clone()]
             }
             op if gemm::epilogue::find(op).is_some() => {
@@ -230,7 +230,7 @@ fn large_scale(op: &str, dt: Dt, i: usize) -> f32 {
         | norm::ADD_RMS_NORM
         | norm::LAYER_NORM_STATS
         | norm::RMS_NORM_HEADS => 1e15,
-        gemm::OP | gemm::BMM => 8.0,
+        gemm::OP | gemm::BMM | gemm::grouped::OP => 8.0,
         // The epilogue's exp saturates for large products; the residual stays small.
         op if gemm::epilogue::find(op).is_some() && i < 2 => 8.0,
         attention::OP if i == 0 => 8.0,
@@ -617,6 +617,39 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        // Ragged groups (empty and one-row ones among them, off every tile boundary), tiny and odd
+        // k and n, `b` as `[G, k, n]` or the transposed view of `[G, n, k]`.
+        gemm::grouped::OP => (
+            prop::collection::vec(
+                prop_oneof![2 => Just(0i64), 2 => Just(1i64), 3 => 2..=200i64, 1 => 201..=1500i64],
+                1..=12,
+            ),
+            (dim(1024), dim(1024)),
+            any::<bool>(),
+            dtype,
+            values_rows,
+            seed,
+        )
+            .prop_map(|(mut rows, (n, k), transposed, dtype, values, seed)| {
+                // The CPU reference's work: total rows · n · k multiply-adds.
+                let g = rows.len() as i64;
+                let nk = bounded(vec![n, k], MAX_MACS / 64);
+                let (n, k) = (nk[0], nk[1]);
+                while rows.iter().sum::<i64>() * n * k > MAX_MACS {
+                    rows.iter_mut().for_each(|r| *r /= 2);
+                }
+                let m = rows.iter().sum::<i64>();
+                Case {
+                    op: gemm::grouped::OP.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![m, k], vec![g, k, n], rows, vec![i64::from(transposed)]],
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values,
+                    seed,
+                }
+            })
+            .boxed(),
         gemm::BMM => (
             (prop_oneof![3 => 1..=8i64, 1 => 9..=96i64], dim(512), dim(512), dim(512)),
             dtype,
@@ -825,6 +858,7 @@ pub const COVERED: &[&str] = &[
     norm::RMS_NORM_HEADS,
     gemm::OP,
     gemm::BMM,
+    gemm::grouped::OP,
     "gemm_splitk",
     "gemm_bias",
     "gemm_bias_gelu",

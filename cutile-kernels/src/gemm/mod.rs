@@ -13,6 +13,8 @@
 //! they are (correct, slower).
 //!
 //! - `dsl`: the kernels (one tile per block, persistent, and the tile copy that packs);
+//! - [`grouped`]: the grouped GEMM (`G` ragged-row products in one persistent launch, as
+//!   `torch._grouped_mm` with `offs`; its kernel in `dsl_grouped`);
 //! - [`config`]: the tile/schedule per shape, and the tuner's candidates;
 //! - [`reference`]: the CPU reference;
 //! - [`plan`]: the launches of a call, without a device;
@@ -22,9 +24,11 @@
 pub mod config;
 mod dsl;
 mod dsl_fp8;
+mod dsl_grouped;
 pub mod epilogue;
 pub mod fp8;
 pub mod fp8_reference;
+pub mod grouped;
 pub mod reference;
 
 pub use config::GemmConfig;
@@ -32,6 +36,7 @@ pub use dsl::kernels;
 pub use dsl_fp8::kernels as fp8_kernels;
 pub use epilogue::{Activation, EpilogueSpec, GemmEpilogue, gemm_epilogue};
 pub use fp8::{Fp8Format, Fp8Scales, gemm_fp8, gemm_fp8_with};
+pub use grouped::{grouped_gemm, grouped_gemm_reference};
 pub use reference::{gemm_epilogue_reference, gemm_reference};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};

@@ -249,6 +249,28 @@ fn plan_bmm(
     Ok(PlannedCall { operands, launches })
 }
 
+/// The grouped GEMM: `[[total_m, k], [G, k, n], group_rows]` (+ `[1]`: `b` a transposed view).
+fn plan_grouped_gemm(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let (ops, offsets) = gemm::grouped::described_call(dt, &spec.shapes)?;
+    // As for `gemm`: f32 plans the tf32 product.
+    let options = gemm::GemmOptions { allow_tf32: true };
+    let (operands, launches) = gemm::grouped::plan(&ops, &offsets, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+/// The grouped GEMM's entry (its own list, so families adding ops do not edit one array).
+const GROUPED_OPS: [OpInfo; 1] = [OpInfo {
+    name: gemm::grouped::OP,
+    family: "gemm",
+    inputs: gemm::grouped::SPEC_INPUTS,
+    plan: plan_grouped_gemm,
+}];
+
 fn plan_attention(
     spec: &CallSpec,
     dt: ScalarType,
@@ -534,6 +556,7 @@ pub fn ops() -> &'static [OpInfo] {
             &TRAINING_OPS,
             &FP8_OPS,
             &epilogue,
+            &GROUPED_OPS,
         ]
         .concat()
     });

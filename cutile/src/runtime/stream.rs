@@ -96,6 +96,24 @@ impl Stream {
         self.raw as usize
     }
 
+    /// Queues a copy of `data` (host memory) to the device bytes at `address` on this stream: it runs
+    /// after the work queued before it and before the work queued after it, without blocking the
+    /// host on either. The driver stages pageable host memory before returning, so `data` may be
+    /// dropped at once. Not allowed during graph capture (the driver refuses pageable sources there).
+    ///
+    /// # Safety
+    /// `address .. address + data.len()` must be device memory of this stream's device, writable in
+    /// stream order (no other stream may use it while the copy is pending).
+    pub unsafe fn copy_to_device_async(&self, address: u64, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.device.bind()?;
+        // SAFETY: guaranteed by the caller; the context is current and the stream handle is live.
+        unsafe { result::memcpy_htod_async(address, data, self.raw) }
+            .map_err(driver_err("cuMemcpyHtoDAsync"))
+    }
+
     /// Waits until all work queued on this stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;

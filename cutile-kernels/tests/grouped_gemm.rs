@@ -1,0 +1,363 @@
+//! The grouped GEMM (`gemm::grouped`): the work table, the planner without a GPU (typed errors for
+//! every bad argument, one persistent launch, empty calls), the registry op and its call encoding,
+//! the CPU reference against per-group plain products, the kernel's schedule simulated on the host
+//! (every output element written exactly once, by its own group), the catalog's specializations
+//! compiled by tileiras for sm_80/90/100/120, and GPU tests through the host API (`#[ignore]`d;
+//! skipped without a GPU).
+
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::toolchain::GpuArch;
+use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::gemm::grouped::{self, Table, work_table};
+use cutile_kernels::gemm::{self, GemmOptions};
+use cutile_kernels::op::{CallSpec, OpError, Operand, Target};
+
+const TF32: GemmOptions = GemmOptions { allow_tf32: true };
+
+fn target() -> Target {
+    Target::planning(GpuArch::Sm90)
+}
+
+fn ops(dt: ScalarType, m: i64, k: i64, g: i64, n: i64) -> Vec<Operand> {
+    vec![
+        Operand::described("a", 0, dt, &[m, k]),
+        Operand::described("b", 1, dt, &[g, k, n]),
+        Operand::described("c", 2, dt, &[m, n]),
+    ]
+}
+
+fn plan_err(operands: &[Operand], offsets: &[usize], options: &GemmOptions, needle: &str) {
+    match grouped::plan(operands, offsets, &target(), options) {
+        Err(e) => {
+            let text = e.to_string();
+            assert!(text.contains(needle), "error `{text}` lacks `{needle}`");
+        }
+        Ok((_, l)) => panic!("expected an error containing `{needle}`, planned {l:?}"),
+    }
+}
+
+/// The kernel's schedule on the host: for every item, the group found by the table search, the global
+/// row tile and column tile, and which rows the item writes; returns, per output element, how many
+/// items wrote it and the last writer's group.
+fn simulate(t: &Table, m: usize, n: usize, bm: usize, bn: usize) -> (Vec<u32>, Vec<i64>) {
+    let p = t.padded as usize;
+    let tiles_n = n.div_ceil(bn);
+    let mut writes = vec![0u32; m * n];
+    let mut owner = vec![-1i64; m * n];
+    for item in 0..t.items as i32 {
+        let g = t.data[..p].iter().filter(|&&e| e <= item).count();
+        let local = (item - t.data[p + g]) as usize;
+        let (tm, tn) = (local / tiles_n, local % tiles_n);
+        let tile = t.data[2 * p + g] as usize + tm;
+        let (r0, r1) = (t.data[3 * p + g] as usize, t.data[4 * p + g] as usize);
+        for r in tile * bm..((tile + 1) * bm).min(m) {
+            if r < r0 || r >= r1 {
+                continue;
+            }
+            for col in tn * bn..((tn + 1) * bn).min(n) {
+                writes[r * n + col] += 1;
+                owner[r * n + col] = g as i64;
+            }
+        }
+    }
+    (writes, owner)
+}
+
+#[test]
+fn the_schedule_writes_every_element_once_by_its_group() {
+    let cases: &[(&[usize], usize, usize)] = &[
+        (&[130, 131, 131, 500, 500, 1000], 1000, 300),
+        (&[0, 0, 1, 1, 129, 256, 256, 300], 300, 128),
+        (&[64, 128, 192], 192, 1),
+        (&[5], 5, 77),
+        (&[0, 0, 0], 0, 10),
+    ];
+    for &(offsets, m, n) in cases {
+        for (bm, bn) in [(128usize, 128usize), (64, 128)] {
+            let t = work_table(offsets, bm as i64, n.div_ceil(bn) as i64).unwrap();
+            assert_eq!(t.padded % 64, 0);
+            let (writes, owner) = simulate(&t, m, n, bm, bn);
+            assert!(
+                writes.iter().all(|&w| w == 1),
+                "{offsets:?} {bm}: an element written {:?} times",
+                writes.iter().find(|&&w| w != 1)
+            );
+            let mut start = 0;
+            for (g, &end) in offsets.iter().enumerate() {
+                for r in start..end {
+                    assert_eq!(owner[r * n], g as i64, "{offsets:?}: row {r}");
+                }
+                start = end;
+            }
+            // Items: every global row tile a group meets, once per column tile.
+            let mut want = 0;
+            let mut s = 0;
+            for &e in offsets {
+                if e > s {
+                    want += (e.div_ceil(bm) - s / bm) * n.div_ceil(bn);
+                }
+                s = e;
+            }
+            assert_eq!(t.items as usize, want, "{offsets:?}");
+        }
+    }
+}
+
+#[test]
+fn work_table_pads_to_the_search_chunk() {
+    let offsets: Vec<usize> = (1..=70).collect();
+    let t = work_table(&offsets, 128, 1).unwrap();
+    assert_eq!(t.padded, 128);
+    assert_eq!(t.data.len(), 5 * 128);
+    assert!(t.data[70..128].iter().all(|&e| e == i32::MAX));
+    // 70 one-row groups in the first 128-row tile: one item each.
+    assert_eq!(t.items, 70);
+}
+
+#[test]
+fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
+    let good = ops(BF16, 300, 64, 3, 100);
+    let offs = [100usize, 200, 300];
+    // Non-monotonic offsets, last offset != rows, offset count != G.
+    plan_err(&good, &[200, 100, 300], &TF32, "non-decreasing");
+    plan_err(&good, &[100, 200, 299], &TF32, "last offset");
+    plan_err(&good, &[100, 300], &TF32, "one offset per group");
+    // Inner extents, c's shape, ranks, dtypes.
+    let mut bad_k = good.clone();
+    bad_k[1] = Operand::described("b", 1, BF16, &[3, 65, 100]);
+    plan_err(&bad_k, &offs, &TF32, "inner extents");
+    let mut bad_c = good.clone();
+    bad_c[2] = Operand::described("c", 2, BF16, &[300, 101]);
+    plan_err(&bad_c, &offs, &TF32, "`c` must be");
+    let mut bad_rank = good.clone();
+    bad_rank[1] = Operand::described("b", 1, BF16, &[64, 100]);
+    assert!(matches!(
+        grouped::plan(&bad_rank, &offs, &target(), &TF32),
+        Err(OpError::Rank { .. })
+    ));
+    let mut mixed = good.clone();
+    mixed[1] = Operand::described("b", 1, F16, &[3, 64, 100]);
+    assert!(matches!(
+        grouped::plan(&mixed, &offs, &target(), &TF32),
+        Err(OpError::DType { .. })
+    ));
+    let f32s = ops(F32, 300, 64, 3, 100);
+    plan_err(&f32s, &offs, &GemmOptions::default(), "allow_tf32");
+    assert_eq!(
+        grouped::plan(&f32s, &offs, &target(), &TF32)
+            .unwrap()
+            .1
+            .len(),
+        1
+    );
+    plan_err(&good[..2], &offs, &TF32, "takes 3 tensors");
+    // Empty: no rows, no columns, every group empty, no groups.
+    let empty = [
+        (ops(BF16, 0, 64, 3, 100), vec![0usize, 0, 0]),
+        (ops(BF16, 300, 64, 3, 0), offs.to_vec()),
+        (ops(BF16, 0, 64, 0, 100), vec![]),
+    ];
+    for (o, off) in empty {
+        assert!(
+            grouped::plan(&o, &off, &target(), &TF32)
+                .unwrap()
+                .1
+                .is_empty()
+        );
+    }
+    // k = 0 still launches (c is zeros).
+    assert_eq!(
+        grouped::plan(&ops(BF16, 300, 0, 3, 100), &offs, &target(), &TF32)
+            .unwrap()
+            .1
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn plans_one_persistent_launch_with_the_table() {
+    let offsets = grouped::offsets_of(&[700, 0, 1300, 1, 6191]);
+    let (operands, launches) =
+        grouped::plan(&ops(BF16, 8192, 4096, 5, 4096), &offsets, &target(), &TF32).unwrap();
+    assert_eq!(launches.len(), 1);
+    let l = &launches[0];
+    assert_eq!(l.kernel.name(), "grouped_gemm");
+    assert_eq!(l.grid, Some((132, 1, 1)));
+    assert_eq!(operands.len(), 4);
+    assert_eq!(operands[3].dtype, I32);
+    assert_eq!(operands[3].shape, vec![5 * 64]);
+    assert!(
+        l.config.starts_with("grouped_gemm 128x128x64 G=5"),
+        "{}",
+        l.config
+    );
+    // Few tiles: 64-row tiles and a grid of the item count.
+    let (_, small) = grouped::plan(&ops(F16, 10, 32, 2, 64), &[3, 10], &target(), &TF32).unwrap();
+    assert!(small[0].config.starts_with("grouped_gemm 64x128x64"));
+    assert_eq!(small[0].grid, Some((2, 1, 1)));
+}
+
+#[test]
+fn registry_op_plans_its_calls() {
+    let info = cutile_kernels::op::registry::find(grouped::OP).unwrap();
+    assert_eq!(info.family, "gemm");
+    for call in grouped::representative_calls() {
+        let planned = call.plan(&target(), false).unwrap();
+        assert_eq!(planned.launches.len(), 1, "{}", call.label());
+    }
+    // The transposed flag describes `b` as a view of `[G, n, k]`.
+    let (o, offs) =
+        grouped::described_call(BF16, &[vec![10, 8], vec![2, 8, 6], vec![4, 6], vec![1]]).unwrap();
+    assert_eq!(o[1].strides, vec![48, 1, 8]);
+    assert_eq!(offs, vec![4, 10]);
+    // Bad specs are typed errors.
+    for shapes in [
+        vec![vec![10, 8], vec![2, 8, 6]],
+        vec![vec![10, 8], vec![2, 8, 6], vec![-1, 11]],
+        vec![vec![10, 8], vec![2, 8, 6], vec![4, 6], vec![7]],
+    ] {
+        let c = CallSpec {
+            op: grouped::OP.into(),
+            dtype: "bf16".into(),
+            shapes,
+            causal: false,
+        };
+        assert!(c.plan(&target(), false).is_err());
+    }
+}
+
+#[test]
+fn reference_is_the_per_group_product() {
+    let (m, k, n) = (9usize, 5usize, 4usize);
+    let offsets = [2usize, 2, 7, 9];
+    let a = cutile_testkit::data::uniform(m * k, 1, -1.0, 1.0);
+    let b = cutile_testkit::data::uniform(4 * k * n, 2, -1.0, 1.0);
+    let c = gemm::grouped_gemm_reference(&a, &b, &offsets, m, n, k);
+    let mut start = 0;
+    for (g, &end) in offsets.iter().enumerate() {
+        for i in start..end {
+            for j in 0..n {
+                let want: f64 = (0..k)
+                    .map(|p| a[i * k + p] as f64 * b[g * k * n + p * n + j] as f64)
+                    .sum();
+                assert!((c[i * n + j] as f64 - want).abs() < 1e-5, "({i}, {j})");
+            }
+        }
+        start = end;
+    }
+}
+
+#[test]
+fn catalog_calls_compile_for_four_archs() {
+    common::compile_four_archs(
+        "grouped_gemm catalog_calls_compile_for_four_archs",
+        common::catalog_jobs(&grouped::representative_calls()),
+    );
+}
+
+/// GPU tests through the host API: `#[ignore]`d, and skipped (not failed) without a GPU.
+mod gpu {
+    use super::*;
+    use common::gpu_device;
+    use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
+    use half::{bf16, f16};
+
+    fn round<T: DeviceElement>(v: Vec<f32>) -> Vec<f32> {
+        v.into_iter()
+            .map(|x| T::from_f64(x as f64).to_f64() as f32)
+            .collect()
+    }
+
+    fn host<T: DeviceElement>(v: &[f32]) -> Vec<T> {
+        v.iter().map(|&x| T::from_f64(x as f64)).collect()
+    }
+
+    /// Groups of `rows`, `b` passed as `[G, k, n]` or as the transposed view of `[G, n, k]`;
+    /// compared with the reference (relative L2), and rows must all be written.
+    fn case<T: DeviceElement>(
+        dev: &Device,
+        s: &Stream,
+        rows: &[usize],
+        k: usize,
+        n: usize,
+        transposed: bool,
+        tol: f64,
+    ) {
+        let offsets = grouped::offsets_of(rows);
+        let (m, g) = (offsets.last().copied().unwrap_or(0), rows.len());
+        let a = round::<T>(cutile_testkit::data::uniform(m * k, 1, -1.0, 1.0));
+        let b = round::<T>(cutile_testkit::data::uniform(g * k * n, 2, -1.0, 1.0));
+        let want = gemm::grouped_gemm_reference(&a, &b, &offsets, m, n, k);
+        let ta = Tensor::from_host(dev, &host::<T>(&a), &[m as i64, k as i64]).unwrap();
+        let shape = [g as i64, k as i64, n as i64];
+        let mut c = Tensor::<T>::full(dev, &[m as i64, n as i64], T::from_f64(7777.0)).unwrap();
+        if transposed {
+            let mut w = vec![0f32; g * n * k];
+            for q in 0..g {
+                for p in 0..k {
+                    for j in 0..n {
+                        w[q * n * k + j * k + p] = b[q * k * n + p * n + j];
+                    }
+                }
+            }
+            let tw =
+                Tensor::from_host(dev, &host::<T>(&w), &[g as i64, n as i64, k as i64]).unwrap();
+            let tb = tw.transpose(1, 2).unwrap();
+            gemm::grouped_gemm(s, &ta, &tb, &offsets, &TF32, &mut c)
+                .unwrap()
+                .wait()
+                .unwrap();
+        } else {
+            let tb = Tensor::from_host(dev, &host::<T>(&b), &shape).unwrap();
+            gemm::grouped_gemm(s, &ta, &tb, &offsets, &TF32, &mut c)
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
+        let got: Vec<f32> = c
+            .to_host()
+            .unwrap()
+            .into_iter()
+            .map(|x| x.to_f64() as f32)
+            .collect();
+        let num: f64 = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| ((g - w) as f64).powi(2))
+            .sum();
+        let den: f64 = want.iter().map(|w| (*w as f64).powi(2)).sum();
+        let rel = (num / den.max(1e-30)).sqrt();
+        assert!(
+            rel <= tol,
+            "{rows:?} k={k} n={n} transposed={transposed}: rel L2 {rel:.2e} > {tol:.0e}"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn grouped_matches_reference() {
+        let Some((dev, s)) = gpu_device("grouped_gemm grouped_matches_reference") else {
+            return;
+        };
+        case::<bf16>(
+            &dev,
+            &s,
+            &[130, 0, 1, 257, 64, 0, 700],
+            96,
+            200,
+            false,
+            1e-2,
+        );
+        case::<bf16>(&dev, &s, &[130, 0, 1, 257, 64, 0, 700], 96, 200, true, 1e-2);
+        case::<f16>(&dev, &s, &[1, 1, 1], 7, 5, false, 1e-2);
+        case::<f16>(&dev, &s, &[1000, 24, 2000], 517, 1023, true, 1e-2);
+        case::<f32>(&dev, &s, &[33, 0, 95], 40, 130, false, 2e-3);
+        // k = 0: zeros.
+        case::<bf16>(&dev, &s, &[3, 4], 0, 9, false, 0.0);
+    }
+}
