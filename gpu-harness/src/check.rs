@@ -27,8 +27,8 @@ use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::attention::decode;
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::{
-    activation, attention, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling,
-    softmax, vector_add,
+    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope,
+    sampling, softmax, vector_add,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -361,6 +361,27 @@ fn transformer_strategy(
                 .prop_map(|(a, b, c)| vec![bounded(vec![a, b, c], MAX_ELEMS / 4)]),
         ]
         .boxed(),
+        // Ragged T (1 included), H, and V not a multiple of the row tile; the switches (dx, dw, f32 dw,
+        // i64 targets, sum), then every k-th target ignored (1: all; 0: none) and rows per chunk (0:
+        // the rule; else several chunks). The CPU reference does 3·T·H·V multiply-adds.
+        cross_entropy::OP => (
+            (dim(700), dim(1100), prop_oneof![1..=300i64, 301..=5000i64, Just(2049i64)]),
+            (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+            (
+                prop_oneof![3 => Just(8i64), 1 => Just(1i64), 1 => Just(0i64), 2 => 2..=5i64],
+                prop_oneof![3 => Just(0i64), 2 => 1..=300i64],
+            ),
+        )
+            .prop_map(|((t, h, v), (dx, dw, dw32, wide, sum), (ignore, chunk))| {
+                let s = bounded(vec![t, h, v], MAX_MACS / 3);
+                let b = i64::from;
+                vec![
+                    vec![s[0], s[1]],
+                    vec![s[2]],
+                    vec![b(dx), b(dw), b(dw32), b(wide), b(sum), ignore, chunk],
+                ]
+            })
+            .boxed(),
         sampling::ARGMAX => (dim(512), prop_oneof![dim(5000), 100_000..=200_000i64])
             .prop_map(|(t, v)| vec![bounded(vec![t, v], MAX_ELEMS / 8)])
             .boxed(),
@@ -424,6 +445,7 @@ fn dtypes(op: &str) -> Vec<&'static str> {
         | attention::PREFILL_OP
         | attention::VARLEN_OP
         | fused_qkv::OP
+        | cross_entropy::OP
         | decode::OP
         | decode::OP_PAGED => vec!["bf16", "f16"],
         // f32 products run as tf32 (the host API's opt-in; the registry plans it).
@@ -837,6 +859,7 @@ pub const COVERED: &[&str] = &[
     norm::LAYER_NORM_BACKWARD,
     dropout::OP,
     dropout::BACKWARD,
+    cross_entropy::OP,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).
