@@ -50,7 +50,11 @@ fn reference_loss_matches_a_naive_formula() {
             continue;
         }
         let z: Vec<f64> = (0..v)
-            .map(|c| (0..h).map(|j| x[row * h + j] as f64 * w[c * h + j] as f64).sum())
+            .map(|c| {
+                (0..h)
+                    .map(|j| x[row * h + j] as f64 * w[c * h + j] as f64)
+                    .sum()
+            })
             .collect();
         let p = z[g as usize].exp() / z.iter().map(|q| q.exp()).sum::<f64>();
         want -= p.ln();
@@ -78,14 +82,22 @@ fn reference_gradients_match_finite_differences() {
             a[i] += eps;
             b[i] -= eps;
             let fd = (loss(&a, &w) - loss(&b, &w)) / (a[i] as f64 - b[i] as f64);
-            assert!((fd - r.dx[i]).abs() < 1e-4, "dx[{i}] {red:?}: {fd} vs {}", r.dx[i]);
+            assert!(
+                (fd - r.dx[i]).abs() < 1e-4,
+                "dx[{i}] {red:?}: {fd} vs {}",
+                r.dx[i]
+            );
         }
         for i in 0..w.len() {
             let (mut a, mut b) = (w.clone(), w.clone());
             a[i] += eps;
             b[i] -= eps;
             let fd = (loss(&x, &a) - loss(&x, &b)) / (a[i] as f64 - b[i] as f64);
-            assert!((fd - r.dw[i]).abs() < 1e-4, "dw[{i}] {red:?}: {fd} vs {}", r.dw[i]);
+            assert!(
+                (fd - r.dw[i]).abs() < 1e-4,
+                "dw[{i}] {red:?}: {fd} vs {}",
+                r.dw[i]
+            );
         }
         // Ignored row 2 has no gradient.
         assert!(r.dx[2 * h..3 * h].iter().all(|&d| d == 0.0));
@@ -131,7 +143,10 @@ fn bad_calls_are_typed_errors() {
         v
     };
     let d = Operand::described;
-    expect_error(plan(&with(slot::W, d("w", 1, F16, &[1000, 520])), &opts), "must match");
+    expect_error(
+        plan(&with(slot::W, d("w", 1, F16, &[1000, 520])), &opts),
+        "must match",
+    );
     expect_error(
         plan(&with(slot::W, d("w", 1, BF16, &[1000, 512])), &opts),
         "`w` must be [V, H]",
@@ -182,7 +197,13 @@ fn bad_calls_are_typed_errors() {
     expect_error(plan(&f32ops, &no_tf32), "allow_tf32");
     assert!(plan(&f32ops, &f32opts).is_ok());
     expect_error(
-        plan(&ok, &CeOptions { chunk: Some(0), ..opts }),
+        plan(
+            &ok,
+            &CeOptions {
+                chunk: Some(0),
+                ..opts
+            },
+        ),
         "at least 1 row",
     );
     expect_error(
@@ -212,7 +233,11 @@ fn planner_chunks_launches_and_scratch() {
     // Llama-3: 256 MiB of bf16 logits per chunk = 1024 rows, 8 chunks.
     assert_eq!(config::chunk_rows(8192, 128256, 2, None), 1024);
     assert_eq!(config::chunk_rows(4096, 32000, 2, None), 4096);
-    assert_eq!(config::chunk_rows(8192, 1 << 24, 2, None), 128, "at least 128 rows");
+    assert_eq!(
+        config::chunk_rows(8192, 1 << 24, 2, None),
+        128,
+        "at least 128 rows"
+    );
     assert_eq!(config::chunk_rows(37, 128256, 2, None), 37);
     assert_eq!(config::chunk_rows(300, 1000, 2, Some(128)), 128);
     assert_eq!(config::chunk_rows(3, 1000, 2, Some(128)), 3);
@@ -238,7 +263,10 @@ fn planner_chunks_launches_and_scratch() {
         let chunk_logits = 1024 * config::logits_ld(128256) * 2;
         assert!(s >= chunk_logits + 8192 * 4, "{s}");
         assert!(s < chunk_logits + (1 << 20), "{s}");
-        assert!(s * 7 < 8192 * 128256 * 2, "{s}: about an eighth of the bf16 logits");
+        assert!(
+            s * 7 < 8192 * 128256 * 2,
+            "{s}: about an eighth of the bf16 logits"
+        );
     }
     // A 16-bit dw over several chunks: the f32 accumulator in scratch, then one cast.
     let (ops, opts) = described(F16, 300, 520, 1000, [1, 1, 0, 0, 1]);
@@ -274,7 +302,11 @@ fn the_op_is_in_the_registry() {
 }
 
 /// The catalog jobs of the representative calls and the runner's ragged check calls.
-fn jobs() -> Vec<(&'static str, cutile::dsl::Kernel, Vec<cutile::dsl::TensorMeta>)> {
+fn jobs() -> Vec<(
+    &'static str,
+    cutile::dsl::Kernel,
+    Vec<cutile::dsl::TensorMeta>,
+)> {
     let mut calls = cross_entropy::representative_calls();
     calls.extend(cross_entropy::check_calls());
     common::catalog_jobs(&calls)
@@ -292,7 +324,10 @@ fn the_catalog_adds_few_specializations() {
 fn representative_and_check_calls_compile_for_sm90() {
     let j = jobs();
     println!("{} distinct specializations", j.len());
-    common::compile_all_sm90("cross_entropy representative_and_check_calls_compile_for_sm90", j);
+    common::compile_all_sm90(
+        "cross_entropy representative_and_check_calls_compile_for_sm90",
+        j,
+    );
 }
 
 #[test]
@@ -381,7 +416,8 @@ mod gpu {
             chunk: c.chunk,
             ..CeOptions::default()
         };
-        let dw: &mut dyn cutile::launch::TensorArgMut = if c.dw_f32 { &mut dw32 } else { &mut dw16 };
+        let dw: &mut dyn cutile::launch::TensorArgMut =
+            if c.dw_f32 { &mut dw32 } else { &mut dw16 };
         cross_entropy::fused_linear_cross_entropy(
             s,
             &xd,

@@ -659,20 +659,17 @@ fn call<T: DeviceElement>(
             };
             let (x, wt) = (ty(x)?, ty(wt)?);
             let loss = f32_mut(loss)?;
-            let dx: Option<&mut dyn cutile::launch::TensorArgMut> = if sw.dx {
-                Some(ty_mut(dx)?)
-            } else {
-                None
-            };
+            let dx: Option<&mut dyn cutile::launch::TensorArgMut> =
+                if sw.dx { Some(ty_mut(dx)?) } else { None };
             let dw: Option<&mut dyn cutile::launch::TensorArgMut> = match (sw.dw, dw) {
                 (false, _) => None,
                 (true, Dev::F32(t)) => Some(t),
                 (true, Dev::T(t)) => Some(t),
                 _ => return Err("dw must be f32 or of the element type".into()),
             };
-            index!(tg, |tg| done!(
-                cross_entropy::fused_linear_cross_entropy(stream, x, wt, &*tg, &opts, loss, dx, dw)
-            ))
+            index!(tg, |tg| done!(cross_entropy::fused_linear_cross_entropy(
+                stream, x, wt, &*tg, &opts, loss, dx, dw
+            )))
         }
         (op, d) => return Err(format!("{op}: unexpected {} tensors", d.len()).into()),
     }

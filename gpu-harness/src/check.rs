@@ -27,8 +27,8 @@ use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::attention::decode;
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::{
-    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope,
-    sampling, softmax, vector_add,
+    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm,
+    rope, sampling, softmax, vector_add,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -365,8 +365,18 @@ fn transformer_strategy(
         // i64 targets, sum), then every k-th target ignored (1: all; 0: none) and rows per chunk (0:
         // the rule; else several chunks). The CPU reference does 3·T·H·V multiply-adds.
         cross_entropy::OP => (
-            (dim(700), dim(1100), prop_oneof![1..=300i64, 301..=5000i64, Just(2049i64)]),
-            (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+            (
+                dim(700),
+                dim(1100),
+                prop_oneof![1..=300i64, 301..=5000i64, Just(2049i64)],
+            ),
+            (
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+            ),
             (
                 prop_oneof![3 => Just(8i64), 1 => Just(1i64), 1 => Just(0i64), 2 => 2..=5i64],
                 prop_oneof![3 => Just(0i64), 2 => 1..=300i64],

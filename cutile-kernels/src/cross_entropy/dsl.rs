@@ -40,7 +40,7 @@ pub mod kernels {
             let ok = idx < n;
             let t = target.gather(idx, Some(ok), 0);
             let valid = ok & (t != ign);
-            acc = acc + select::<i32, S1<BT>>(valid, 1, 0);
+            acc += select::<i32, S1<BT>>(valid, 1, 0);
         }
         let count = acc.sum::<0>().cast::<f32>();
         let inv = select(count > 0.0, full::<f32, S1<1>>(1.0) / count, 0.0);
@@ -72,7 +72,8 @@ pub mod kernels {
         let r1 = iota::<1>() + row;
         let tg = target.gather(r1, None, 0);
         let valid = tg != ignore.cast::<I>().splat::<S1<1>>();
-        let inrange = (tg >= scalar::<I>(0).splat::<S1<1>>()) & (tg < v.cast::<I>().splat::<S1<1>>());
+        let inrange =
+            (tg >= scalar::<I>(0).splat::<S1<1>>()) & (tg < v.cast::<I>().splat::<S1<1>>());
         let t32 = select(inrange, tg, scalar::<I>(0).splat::<S1<1>>()).cast::<i32>();
         let xt = logits
             .gather((r1, t32), Some(inrange), 0.0)
@@ -100,7 +101,9 @@ pub mod kernels {
         // SAFETY: block `row` writes only element `row` of `row_loss`.
         unsafe { row_loss.store_at(row, loss.reshape::<S1<1>>()) };
         if grad != 0 {
-            let scale = stats.gather(iota::<1>() + 1, None, 0.0).reshape::<S2<1, 1>>();
+            let scale = stats
+                .gather(iota::<1>() + 1, None, 0.0)
+                .reshape::<S2<1, 1>>();
             let s = select(valid2, scale, 0.0).broadcast::<S2<1, BV>>();
             // The one-hot column: none for an ignored or out-of-range target.
             let hot = select(valid & inrange, t32, -1)

@@ -128,8 +128,10 @@ pub fn fused_linear_cross_entropy<'a>(
         Operand::of("w", w),
         Operand::of("target", target),
         Operand::of("loss", &*loss),
-        dx.as_deref().map_or_else(|| xo.clone(), |t| Operand::of("dx", t)),
-        dw.as_deref().map_or_else(|| xo.clone(), |t| Operand::of("dw", t)),
+        dx.as_deref()
+            .map_or_else(|| xo.clone(), |t| Operand::of("dx", t)),
+        dw.as_deref()
+            .map_or_else(|| xo.clone(), |t| Operand::of("dw", t)),
     ];
     let tgt = Target::of(stream.device())?;
     let call = Call::new(&operands, &opts, &tgt)?;
@@ -398,7 +400,11 @@ pub fn with_scratch(
 }
 
 /// f32 elements of scratch a call takes (what [`with_scratch`] describes).
-pub fn scratch_len(operands: &[Operand], opts: &CeOptions, target: &Target) -> Result<i64, OpError> {
+pub fn scratch_len(
+    operands: &[Operand],
+    opts: &CeOptions,
+    target: &Target,
+) -> Result<i64, OpError> {
     let call = Call::new(operands, opts, target)?;
     Ok(Layout::of(&call, target).total)
 }
@@ -440,7 +446,9 @@ fn sub(ops: &[Operand], operand: usize, offset: i64, shape: &[i64], strides: &[i
         view: Operand {
             shape: shape.to_vec(),
             strides: strides.to_vec(),
-            ptr: o.ptr.wrapping_add((offset as u64).wrapping_mul(o.elem_bytes())),
+            ptr: o
+                .ptr
+                .wrapping_add((offset as u64).wrapping_mul(o.elem_bytes())),
             ..o.clone()
         },
     }

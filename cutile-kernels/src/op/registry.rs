@@ -13,8 +13,8 @@ use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, Target, describe};
 use crate::{
-    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling,
-    softmax, vector_add,
+    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm,
+    rope, sampling, softmax, vector_add,
 };
 
 /// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
