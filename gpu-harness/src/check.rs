@@ -1401,6 +1401,46 @@ mod tests {
     }
 
     #[test]
+    fn cross_entropy_cases_plan_and_small_references_fit_the_outputs() {
+        let op = cross_entropy::OP;
+        let (mut checked, mut all_ignored, mut chunked) = (0, 0, 0);
+        for t in generate(&[op], 60, 11).expect("gen") {
+            let c = t.current();
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            let sw = cross_entropy::spec_switches(&c.shapes).expect("switches");
+            all_ignored += usize::from(sw.ignore_every == 1);
+            chunked += usize::from(sw.chunk > 0 && sw.chunk < c.shapes[0][0]);
+            // The reference does 3·T·H·V multiply-adds: only the small cases here.
+            if c.shapes[0].iter().product::<i64>() * c.shapes[1][0] > 1 << 20 {
+                continue;
+            }
+            let outs = w.outputs().expect("outputs");
+            let r = w
+                .reference(&c.inputs().expect("inputs"))
+                .expect("reference");
+            let got = std::iter::once(&r.values).chain(&r.others);
+            assert_eq!(outs.len(), 1 + r.others.len(), "{}", w.name);
+            for (o, v) in outs.iter().zip(got) {
+                assert_eq!(
+                    v.len() as i64,
+                    o.shape.iter().product::<i64>(),
+                    "{} {}",
+                    w.name,
+                    o.name
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 10, "only {checked} small cases");
+        assert!(
+            all_ignored >= 3 && chunked >= 4,
+            "{all_ignored} all-ignored, {chunked} chunked"
+        );
+    }
+
+    #[test]
     fn softmax_neg_inf_rows_give_nan_reference() {
         let c = Case {
             op: "softmax".into(),
