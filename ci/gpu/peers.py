@@ -53,6 +53,12 @@ before every repetition, median):
                       (cuBLAS) of the same shape, impl `cublas-bf16`
   fused_qkv           torch's unfused sequence (F.linear, split, per-head F.rms_norm, RoPE in torch ops,
                       cache write by index assignment), and F.linear alone (cuBLAS) of the same shape
+  fused_linear_cross_entropy  F.cross_entropy(F.linear(x, w), target) forward + backward (autograd to the
+                      gradients the call asks for: x and/or w), every 8th target -100 (the harness's data
+                      rule; all / none per the call's switches); the row also carries torch's peak memory
+                      above its inputs (torch.cuda.max_memory_allocated) and ours as our planner sizes it
+                      (the op's only extra allocation is its scratch: one chunk's logits + T f32, see
+                      docs/ops.md), peak_mem_bytes / ours_scratch_bytes
 
 Each result is checked against a float32 torch computation (relative L2; of several outputs the largest).
 The Triton kernels are imported at run time from --triton-kernels (default: .gpu/reference/tr_kernels.py
@@ -161,13 +167,16 @@ class Recorder:
     def __init__(self):
         self.rows = []
 
-    def run(self, call, impl, fn, check, nbytes=None, flops=None, cfg=None):
-        """Runs `fn` once, checks it with `check()` (relative error), then times it."""
+    def run(self, call, impl, fn, check, nbytes=None, flops=None, cfg=None, extra=None):
+        """Runs `fn` once, checks it with `check()` (relative error), then times it. `extra()` (after the
+        first run) returns more fields for the row (e.g. peak memory)."""
         row = dict(name=call["name"], op=call["op"], dtype=call["dtype"], shapes=call["shapes"],
                    causal=call.get("causal", False), impl=impl, cfg=cfg, nbytes=nbytes, flops=flops)
         try:
             fn()
             torch.cuda.synchronize()
+            if extra:
+                row.update(extra())
             row["relerr"] = check()
             ms, lo, hi = timed(fn)
             row.update(ms=ms, p10=lo, p90=hi)
@@ -956,7 +965,74 @@ def bench_gemm_epilogue(rec, call, dt, shapes):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
+def ce_scratch_bytes(t, h, v, esize, dw, dw_f32, chunk):
+    """Bytes of scratch `cutile_kernels::cross_entropy` takes (its `Layout::of`, sm_90 without split-K of
+    the dw product, which only small shapes take): 64 f32 stats, T f32 losses, the f32 dw accumulator
+    when a 16-bit dw spans several chunks, then one chunk's logits (row pitch V rounded up to 16)."""
+    def align(n):
+        return -(-n // 64) * 64
+    if chunk <= 0:
+        row = -(-v // 16) * 16 * esize
+        chunk = max(128, ((256 << 20) // row) // 128 * 128)
+    chunk = max(1, min(chunk, t))
+    nxt = align(64 + t)
+    if dw and not dw_f32 and -(-t // chunk) > 1:
+        nxt = align(nxt + v * h)
+    per = 4 // esize
+    return 4 * align(nxt + -(-(chunk * (-(-v // 16) * 16)) // per))
+
+
+def bench_cross_entropy(rec, call, dt, shapes, esize):
+    """[[T, H], [V], [dx, dw, dw_f32, i64, sum, ignore_every?, chunk?]] (cutile_kernels::cross_entropy::
+    described_call): F.cross_entropy(F.linear(x, w), target) forward and backward in torch eager."""
+    (t, h), (v,) = shapes[0], shapes[1]
+    sw = (shapes[2] if len(shapes) > 2 else [1, 1, 1, 1, 0]) + [8, 0]
+    want_dx, want_dw, dw_f32, _, red_sum, every, chunk = (bool(sw[0]), bool(sw[1]), bool(sw[2]), sw[3],
+                                                         bool(sw[4]), sw[5], sw[6])
+    red = "sum" if red_sum else "mean"
+    x = rand([t, h], dt).requires_grad_(want_dx)
+    w = rand([v, h], dt, 0.5).requires_grad_(want_dw)
+    tgt = torch.randint(0, v, (t,), device=DEV)
+    if every > 0:
+        tgt[every - 1::every] = -100
+    wrt = [p for p, on in ((x, want_dx), (w, want_dw)) if on]
+
+    def run():
+        loss = F.cross_entropy(F.linear(x, w), tgt, ignore_index=-100, reduction=red)
+        if wrt:
+            return [loss] + list(torch.autograd.grad(loss, wrt))
+        return [loss]
+
+    xf = x.detach().float().requires_grad_(want_dx)
+    wf = w.detach().float().requires_grad_(want_dw)
+    ref = None
+
+    def check():
+        nonlocal ref
+        if ref is None:
+            lf = F.cross_entropy(F.linear(xf, wf), tgt, ignore_index=-100, reduction=red)
+            wrtf = [p for p, on in ((xf, want_dx), (wf, want_dw)) if on]
+            ref = [lf.detach()] + (list(torch.autograd.grad(lf, wrtf)) if wrtf else [])
+        return max(relerr(g, r) for g, r in zip(run(), ref))
+
+    def peak():
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        run()
+        torch.cuda.synchronize()
+        peak_extra = torch.cuda.max_memory_allocated() - base
+        ours = ce_scratch_bytes(t, h, v, esize, want_dw, dw_f32, chunk)
+        print(f"{call['name']}: peak memory above inputs: torch {peak_extra / 2**20:.1f} MiB, "
+              f"ours (scratch, planned) {ours / 2**20:.1f} MiB; logits T x V x {esize} = "
+              f"{t * v * esize / 2**20:.1f} MiB", flush=True)
+        return dict(peak_mem_bytes=peak_extra, ours_scratch_bytes=ours, logits_bytes=t * v * esize)
+    products = 1 + int(want_dx) + int(want_dw)
+    rec.run(call, "torch", run, check, flops=2 * t * h * v * products, extra=peak)
+
+
 TRANSFORMER_OPS = {
+    "fused_linear_cross_entropy": bench_cross_entropy,
     "rms_norm_backward": bench_rms_norm_backward,
     "layer_norm_backward": bench_layer_norm_backward,
     "dropout": bench_dropout,
@@ -1006,7 +1082,8 @@ def bench_file(rows, tk_path, calls_path):
             median_us=(ms or 0.0) * 1e3, min_us=(r.get("p10") or 0.0) * 1e3, p90_us=(r.get("p90") or 0.0) * 1e3,
             samples=0, bytes=r.get("nbytes"), flops=r.get("flops"),
             throughput=r.get("GBps") or r.get("TFLOPs") or 0.0, unit="GB/s" if r.get("nbytes") else "TFLOP/s",
-            l2_flushed=True, rel_err=r.get("relerr"), error=err if ms is None else None))
+            l2_flushed=True, rel_err=r.get("relerr"), error=err if ms is None else None,
+            **{k: r[k] for k in ("peak_mem_bytes", "ours_scratch_bytes", "logits_bytes") if k in r}))
     env = dict(device=torch.cuda.get_device_name(0), arch="sm_%d%d" % torch.cuda.get_device_capability(0),
                visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                notes=dict(torch=torch.__version__, triton=triton.__version__, triton_kernels=str(tk_path),

@@ -133,6 +133,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
     calls.extend(crate::attention::decode::representative_calls());
     calls.extend(crate::activation::representative_calls());
     calls.extend(crate::fused_qkv::representative_calls());
+    calls.extend(crate::cross_entropy::representative_calls());
     calls.extend(crate::rope::representative_calls());
     calls.extend(crate::kv_cache::representative_calls());
     calls.extend(crate::embedding::representative_calls());

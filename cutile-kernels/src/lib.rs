@@ -13,6 +13,7 @@
 //! | [`attention`] | [`attention::attention`] |
 //! | [`activation`] | [`activation::silu_and_mul`], [`activation::swiglu`], [`activation::gelu`], [`activation::geglu`], [`activation::relu`] and their `_backward` |
 //! | [`fused_qkv`] | [`fused_qkv::fused_qkv`] |
+//! | [`cross_entropy`] | [`cross_entropy::fused_linear_cross_entropy`] |
 //! | [`dropout`] | [`dropout::dropout`], [`dropout::dropout_backward`] |
 //!
 //! [`foreign`] runs the ops on memory and streams owned by someone else (the Python package and the C
@@ -23,6 +24,7 @@
 pub mod activation;
 pub mod attention;
 pub mod catalog;
+pub mod cross_entropy;
 pub mod dropout;
 pub mod embedding;
 pub mod foreign;

@@ -17,14 +17,18 @@
 //! - `rms_norm_backward`: `x, w, dy`; outputs `dx, dw`. `layer_norm_backward`: `x, w, dy` and the
 //!   reference `mean, rstd` of `x` (f32); outputs `dx, dw, db`;
 //! - `dropout`, `dropout_backward`: `x` (`dy`), with `dropout::SPEC_PARAMS`; output `y` (`dx`), whose
-//!   reference uses the same Philox stream, so the mask is compared exactly.
+//!   reference uses the same Philox stream, so the mask is compared exactly;
+//! - `fused_linear_cross_entropy`: `x` in [-1, 1], `w` in [-0.5, 0.5], `target` (random classes, every
+//!   `ignore_every`-th of the spec's switches `ignore_index`); outputs `loss` (f32 [1]) and the
+//!   gradients the switches ask for, `dx` and `dw` (f32 or the element type), compared at the element
+//!   type's tolerance (the logits are stored in it, as torch's `F.linear` output).
 
 use cutile::runtime::timing::{L2Flush, Stats, time_device};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_ir::ScalarType;
 use cutile_kernels::norm::backward::{self as norm_bwd, LAYER_NORM_BACKWARD, RMS_NORM_BACKWARD};
 use cutile_kernels::op::{CallSpec, Operand};
-use cutile_kernels::{dropout, embedding, kv_cache, rope, sampling};
+use cutile_kernels::{cross_entropy, dropout, embedding, kv_cache, rope, sampling};
 
 use crate::BoxError;
 use crate::data::{Dt, uniform};
@@ -44,6 +48,7 @@ pub fn covers(op: &str) -> bool {
         LAYER_NORM_BACKWARD,
         dropout::OP,
         dropout::BACKWARD,
+        cross_entropy::OP,
     ]
     .contains(&op)
 }
@@ -68,6 +73,7 @@ pub fn operands(dt: Dt, call: &CallSpec) -> Result<Vec<Operand>, BoxError> {
             norm_bwd::described_call(&call.op, s, x)?
         }
         dropout::OP | dropout::BACKWARD => dropout::described_call(&call.op, s, &call.shapes)?,
+        cross_entropy::OP => cross_entropy::described_call(s, &call.shapes)?.0,
         other => return Err(format!("{other} is no transformer op").into()),
     })
 }
@@ -92,6 +98,7 @@ fn n_inputs(call: &CallSpec, n: usize) -> usize {
         embedding::OP => 2,
         RMS_NORM_BACKWARD => 3,
         LAYER_NORM_BACKWARD => 5,
+        cross_entropy::OP => 3,
         _ => 1,
     }
 }
@@ -115,6 +122,23 @@ pub fn outputs(dt: Dt, call: &CallSpec) -> Result<Vec<OutputSpec>, BoxError> {
         RMS_NORM_BACKWARD => vec![o(&ops[3], "dx"), o(&ops[4], "dw")],
         LAYER_NORM_BACKWARD => vec![o(&ops[5], "dx"), o(&ops[6], "dw"), o(&ops[7], "db")],
         dropout::OP | dropout::BACKWARD => vec![o(&ops[1], "y")],
+        cross_entropy::OP => {
+            let sw = cross_entropy::spec_switches(&call.shapes)?;
+            // All at the element type's tolerance: the f32 loss and dw come from logits stored in it.
+            let e = |x: &Operand, name| OutputSpec {
+                name,
+                shape: x.shape.clone(),
+                f32: false,
+            };
+            let mut v = vec![e(&ops[3], "loss")];
+            if sw.dx {
+                v.push(e(&ops[4], "dx"));
+            }
+            if sw.dw {
+                v.push(e(&ops[5], "dw"));
+            }
+            v
+        }
         _ => vec![o(&ops[1], "values"), o(&ops[2], "indices")],
     })
 }
@@ -122,6 +146,13 @@ pub fn outputs(dt: Dt, call: &CallSpec) -> Result<Vec<OutputSpec>, BoxError> {
 /// Bytes read and written once by a call.
 pub fn metric(dt: Dt, call: &CallSpec) -> Result<Metric, BoxError> {
     let ops = operands(dt, call)?;
+    if call.op == cross_entropy::OP {
+        // The products: logits, and dx / dw when asked for (2·T·V·H each).
+        let sw = cross_entropy::spec_switches(&call.shapes)?;
+        let (t, h, v) = (ops[0].shape[0], ops[0].shape[1], ops[1].shape[0]);
+        let products = 1 + sw.dx as i64 + sw.dw as i64;
+        return Ok(Metric::Flops(2.0 * (t * h * v * products) as f64));
+    }
     let bytes = |o: &Operand| numel(&o.shape) as f64 * o.elem_bytes() as f64;
     Ok(Metric::Bytes(match call.op.as_str() {
         // q and k read and written; per token rot/2 cos and sin entries and one position.
@@ -243,6 +274,22 @@ pub fn inputs(dt: Dt, call: &CallSpec) -> Result<Vec<HostTensor>, BoxError> {
             vec![x, w, r(2, 62, 1.0), (mean, sh(3)), (rstd, sh(4))]
         }
         dropout::OP | dropout::BACKWARD => vec![r(0, 63, 2.0)],
+        cross_entropy::OP => {
+            let sw = cross_entropy::spec_switches(&call.shapes)?;
+            let (t, v) = (ops[0].shape[0] as usize, ops[1].shape[0]);
+            let mut rng = cutile_testkit_free_rng(66);
+            let every = sw.ignore_every.max(0) as usize;
+            let tg: Vec<i64> = (0..t)
+                .map(|i| {
+                    if every > 0 && i % every == every - 1 {
+                        -100
+                    } else {
+                        (rng() % v.max(1) as u64) as i64
+                    }
+                })
+                .collect();
+            vec![r(0, 64, 1.0), r(1, 65, 0.5), ints(2, tg)]
+        }
         _ => {
             let x = uniform(numel(&sh(0)), -8.0, 8.0, 56);
             let q: Vec<f32> = x.iter().map(|v| (v * 4.0).round() / 4.0).collect();
@@ -355,6 +402,39 @@ pub fn reference(dt: Dt, call: &CallSpec, i: &[HostTensor]) -> Result<Vec<Vec<f3
             let p = dropout::SPEC_PARAMS;
             vec![dropout::reference::dropout(&i[0].0, p.p, p.seed, p.offset)]
         }
+        cross_entropy::OP => {
+            let sw = cross_entropy::spec_switches(&call.shapes)?;
+            let (h, v) = (ops[0].shape[1] as usize, ops[1].shape[0] as usize);
+            let round: fn(f64) -> f64 = match dt {
+                Dt::BF16 => |x| half::bf16::from_f64(x).to_f64(),
+                Dt::F16 => |x| half::f16::from_f64(x).to_f64(),
+                Dt::F32 => |x| x as f32 as f64,
+            };
+            let red = if sw.sum {
+                cross_entropy::Reduction::Sum
+            } else {
+                cross_entropy::Reduction::Mean
+            };
+            let r = cross_entropy::fused_linear_cross_entropy_reference(
+                &i[0].0,
+                &i[1].0,
+                &as_i64(&i[2].0),
+                h,
+                v,
+                -100,
+                red,
+                round,
+            );
+            let f = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<_>>();
+            let mut out = vec![vec![r.loss as f32]];
+            if sw.dx {
+                out.push(f(&r.dx));
+            }
+            if sw.dw {
+                out.push(f(&r.dw));
+            }
+            out
+        }
         sampling::ARGMAX => {
             let v = ops[0].shape[1] as usize;
             vec![
@@ -413,7 +493,9 @@ impl<T: DeviceElement> Dev<T> {
     fn up(dev: &Device, o: &Operand, h: &HostTensor) -> Result<Dev<T>, BoxError> {
         let (v, s) = h;
         Ok(match o.dtype {
-            _ if ["cos", "sin", "mean", "rstd"].contains(&o.name) => {
+            _ if ["cos", "sin", "mean", "rstd", "loss"].contains(&o.name)
+                || (o.name == "dw" && o.dtype == ScalarType::F32) =>
+            {
                 Dev::F32(Tensor::from_host(dev, v, s)?)
             }
             ScalarType::I32 => Dev::I32(Tensor::from_host(
@@ -469,6 +551,13 @@ fn table<T: DeviceElement>(d: &Dev<T>) -> Result<&Tensor<f32>, BoxError> {
     match d {
         Dev::F32(t) => Ok(t),
         _ => Err("expected an f32 table".into()),
+    }
+}
+
+fn f32_mut<T: DeviceElement>(d: &mut Dev<T>) -> Result<&mut Tensor<f32>, BoxError> {
+    match d {
+        Dev::F32(t) => Ok(t),
+        _ => Err("expected an f32 tensor".into()),
     }
 }
 
@@ -589,6 +678,27 @@ fn call<T: DeviceElement>(
         (sampling::TOPK, [x, vals, idx]) => {
             done!(sampling::topk(stream, ty(x)?, ty_mut(vals)?, i64_mut(idx)?))
         }
+        (cross_entropy::OP, [x, wt, tg, loss, dx, dw]) => {
+            let sw = cross_entropy::spec_switches(&w.call.shapes)?;
+            let (_, opts) = cross_entropy::described_call(ScalarType::F32, &w.call.shapes)?;
+            let opts = cross_entropy::CeOptions {
+                allow_tf32: true,
+                ..opts
+            };
+            let (x, wt) = (ty(x)?, ty(wt)?);
+            let loss = f32_mut(loss)?;
+            let dx: Option<&mut dyn cutile::launch::TensorArgMut> =
+                if sw.dx { Some(ty_mut(dx)?) } else { None };
+            let dw: Option<&mut dyn cutile::launch::TensorArgMut> = match (sw.dw, dw) {
+                (false, _) => None,
+                (true, Dev::F32(t)) => Some(t),
+                (true, Dev::T(t)) => Some(t),
+                _ => return Err("dw must be f32 or of the element type".into()),
+            };
+            index!(tg, |tg| done!(cross_entropy::fused_linear_cross_entropy(
+                stream, x, wt, &*tg, &opts, loss, dx, dw
+            )))
+        }
         (op, d) => return Err(format!("{op}: unexpected {} tensors", d.len()).into()),
     }
     Ok(())
@@ -605,6 +715,17 @@ fn output_slots(call: &CallSpec, n: usize) -> Vec<usize> {
         RMS_NORM_BACKWARD => vec![3, 4],
         LAYER_NORM_BACKWARD => vec![5, 6, 7],
         dropout::OP | dropout::BACKWARD => vec![1],
+        cross_entropy::OP => {
+            let sw = cross_entropy::spec_switches(&call.shapes).ok();
+            let mut v = vec![3];
+            if sw.is_some_and(|s| s.dx) {
+                v.push(4);
+            }
+            if sw.is_some_and(|s| s.dw) {
+                v.push(5);
+            }
+            v
+        }
         _ => vec![1, 2],
     }
 }
@@ -635,6 +756,18 @@ fn run_typed<T: DeviceElement>(
         d.push(Dev::up(dev, o, h)?);
     }
     call(stream, w, &mut d, true)?;
+    if w.op() == cross_entropy::OP {
+        // The op's only extra device memory: its stream's scratch (grow-only; larger if an earlier call
+        // on this stream needed more).
+        let held = cutile_kernels::op::scratch::held_bytes(stream);
+        eprintln!(
+            "{}: scratch held {:.1} MiB (T x V logits would be {:.1} MiB)",
+            w.name,
+            held as f64 / (1u64 << 20) as f64,
+            (ops[0].shape[0] * ops[1].shape[0]) as f64 * ops[0].elem_bytes() as f64
+                / (1u64 << 20) as f64
+        );
+    }
     let outs = output_slots(&w.call, ops.len())
         .into_iter()
         .map(|k| d[k].down())

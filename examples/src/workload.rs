@@ -1079,6 +1079,13 @@ pub fn extra_checks() -> Vec<Workload> {
         )));
         w.push(Workload::new(CallSpec::new(o.name, "f32", &[&[2]], false)));
     }
+    // Fused linear + cross-entropy: its ragged calls (one token, all / no targets ignored, several
+    // chunks, a 16-bit dw through the f32 accumulator, forward only).
+    w.extend(
+        cutile_kernels::cross_entropy::check_calls()
+            .into_iter()
+            .map(Workload::new),
+    );
     w
 }
 

@@ -192,3 +192,51 @@ fn swapping_axes_twice_is_the_identity() {
     assert_eq!(s[2 * 15 + 5 + 3], data[20 + 2 * 5 + 3]);
     assert_eq!(swap_axes(&s, &shape, 1, 2).0, data);
 }
+
+#[test]
+fn cross_entropy_checks_have_a_reference_per_output() {
+    use cutile_kernels::cross_entropy;
+    let ws: Vec<_> = checks()
+        .into_iter()
+        .filter(|w| w.call.op == cross_entropy::OP)
+        .collect();
+    // The benchmark calls (Llama shapes) are no checks: their CPU reference would take hours.
+    assert_eq!(ws.len(), cross_entropy::check_calls().len());
+    let mut all_ignored = 0;
+    for w in &ws {
+        let sw = cross_entropy::spec_switches(&w.call.shapes).unwrap();
+        let specs = w.outputs().unwrap();
+        let names: Vec<&str> = specs.iter().map(|o| o.name).collect();
+        let mut want_names = vec!["loss"];
+        want_names.extend(sw.dx.then_some("dx"));
+        want_names.extend(sw.dw.then_some("dw"));
+        assert_eq!(names, want_names, "{}", w.name);
+        let want = w.reference(&w.inputs().unwrap()).unwrap();
+        assert_eq!(want.values.len(), 1, "{}", w.name);
+        for (s, v) in specs[1..].iter().zip(&want.others) {
+            assert_eq!(
+                v.len() as i64,
+                s.shape.iter().product::<i64>(),
+                "{}",
+                w.name
+            );
+        }
+        if sw.ignore_every == 1 {
+            // Every target ignored: the mean is NaN and no gradient flows.
+            all_ignored += 1;
+            assert!(want.values[0].is_nan(), "{}", w.name);
+            assert!(
+                want.others.iter().flatten().all(|&g| g == 0.0),
+                "{}",
+                w.name
+            );
+        } else {
+            assert!(
+                want.values[0].is_finite() && want.values[0] > 0.0,
+                "{}",
+                w.name
+            );
+        }
+    }
+    assert!(all_ignored >= 1);
+}

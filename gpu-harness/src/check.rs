@@ -27,8 +27,8 @@ use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::attention::decode;
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::{
-    activation, attention, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling,
-    softmax, vector_add,
+    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm,
+    rope, sampling, softmax, vector_add,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -365,6 +365,37 @@ fn transformer_strategy(
                 .prop_map(|(a, b, c)| vec![bounded(vec![a, b, c], MAX_ELEMS / 4)]),
         ]
         .boxed(),
+        // Ragged T (1 included), H, and V not a multiple of the row tile; the switches (dx, dw, f32 dw,
+        // i64 targets, sum), then every k-th target ignored (1: all; 0: none) and rows per chunk (0:
+        // the rule; else several chunks). The CPU reference does 3·T·H·V multiply-adds.
+        cross_entropy::OP => (
+            (
+                dim(700),
+                dim(1100),
+                prop_oneof![1..=300i64, 301..=5000i64, Just(2049i64)],
+            ),
+            (
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+                any::<bool>(),
+            ),
+            (
+                prop_oneof![3 => Just(8i64), 1 => Just(1i64), 1 => Just(0i64), 2 => 2..=5i64],
+                prop_oneof![3 => Just(0i64), 2 => 1..=300i64],
+            ),
+        )
+            .prop_map(|((t, h, v), (dx, dw, dw32, wide, sum), (ignore, chunk))| {
+                let s = bounded(vec![t, h, v], MAX_MACS / 3);
+                let b = i64::from;
+                vec![
+                    vec![s[0], s[1]],
+                    vec![s[2]],
+                    vec![b(dx), b(dw), b(dw32), b(wide), b(sum), ignore, chunk],
+                ]
+            })
+            .boxed(),
         sampling::ARGMAX => (dim(512), prop_oneof![dim(5000), 100_000..=200_000i64])
             .prop_map(|(t, v)| vec![bounded(vec![t, v], MAX_ELEMS / 8)])
             .boxed(),
@@ -428,6 +459,7 @@ fn dtypes(op: &str) -> Vec<&'static str> {
         | attention::PREFILL_OP
         | attention::VARLEN_OP
         | fused_qkv::OP
+        | cross_entropy::OP
         | decode::OP
         | decode::OP_PAGED => vec!["bf16", "f16"],
         op if gemm::fp8::OPS.contains(&op) => vec!["f8e4m3", "f8e5m2"],
@@ -901,6 +933,7 @@ pub const COVERED: &[&str] = &[
     norm::LAYER_NORM_BACKWARD,
     dropout::OP,
     dropout::BACKWARD,
+    cross_entropy::OP,
 ];
 
 /// Registered ops no property strategy covers yet (printed by every run).
@@ -1453,6 +1486,46 @@ mod tests {
             small += 1;
         }
         assert!(small >= 10, "only {small} small cases");
+    }
+
+    #[test]
+    fn cross_entropy_cases_plan_and_small_references_fit_the_outputs() {
+        let op = cross_entropy::OP;
+        let (mut checked, mut all_ignored, mut chunked) = (0, 0, 0);
+        for t in generate(&[op], 60, 11).expect("gen") {
+            let c = t.current();
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            let sw = cross_entropy::spec_switches(&c.shapes).expect("switches");
+            all_ignored += usize::from(sw.ignore_every == 1);
+            chunked += usize::from(sw.chunk > 0 && sw.chunk < c.shapes[0][0]);
+            // The reference does 3·T·H·V multiply-adds: only the small cases here.
+            if c.shapes[0].iter().product::<i64>() * c.shapes[1][0] > 1 << 20 {
+                continue;
+            }
+            let outs = w.outputs().expect("outputs");
+            let r = w
+                .reference(&c.inputs().expect("inputs"))
+                .expect("reference");
+            let got = std::iter::once(&r.values).chain(&r.others);
+            assert_eq!(outs.len(), 1 + r.others.len(), "{}", w.name);
+            for (o, v) in outs.iter().zip(got) {
+                assert_eq!(
+                    v.len() as i64,
+                    o.shape.iter().product::<i64>(),
+                    "{} {}",
+                    w.name,
+                    o.name
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked >= 10, "only {checked} small cases");
+        assert!(
+            all_ignored >= 3 && chunked >= 4,
+            "{all_ignored} all-ignored, {chunked} chunked"
+        );
     }
 
     #[test]

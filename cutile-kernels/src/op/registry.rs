@@ -13,8 +13,8 @@ use cutile_ir::ScalarType;
 
 use super::{OpError, Operand, PlannedLaunch, Target, describe};
 use crate::{
-    activation, attention, dropout, embedding, fused_qkv, gemm, kv_cache, norm, rope, sampling,
-    softmax, vector_add,
+    activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm,
+    rope, sampling, softmax, vector_add,
 };
 
 /// One host call, described: `shapes` are the op's input shapes in order (see [`OpInfo::inputs`]).
@@ -329,6 +329,18 @@ fn plan_fused_qkv(
     Ok(PlannedCall { operands, launches })
 }
 
+fn plan_cross_entropy(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    let (ops, opts) = cross_entropy::described_call(dt, &spec.shapes)?;
+    let operands = cross_entropy::with_scratch(&ops, &opts, t)?;
+    let launches = cross_entropy::plan(&operands, &opts, t)?;
+    Ok(PlannedCall { operands, launches })
+}
+
 fn plan_add(
     spec: &CallSpec,
     dt: ScalarType,
@@ -422,8 +434,8 @@ fn plan_dropout(
     Ok(PlannedCall { operands, launches })
 }
 
-/// The training ops (norm backward passes, dropout).
-const TRAINING_OPS: [OpInfo; 4] = [
+/// The training ops (norm backward passes, dropout, fused linear + cross-entropy).
+const TRAINING_OPS: [OpInfo; 5] = [
     OpInfo {
         name: dropout::OP,
         family: "dropout",
@@ -447,6 +459,12 @@ const TRAINING_OPS: [OpInfo; 4] = [
         family: "norm",
         inputs: "[x] (w, dw, db are [cols]; dy, dx have x's shape; mean, rstd f32 of x's leading shape)",
         plan: plan_norm_backward,
+    },
+    OpInfo {
+        name: cross_entropy::OP,
+        family: "cross_entropy",
+        inputs: cross_entropy::SPEC_INPUTS,
+        plan: plan_cross_entropy,
     },
 ];
 
