@@ -10,6 +10,9 @@
 #   stage peers  carry .gpu/reference (+ extras)   : peers.py, report, tune, validate, $EXTRA
 #   stage extras carry .gpu/p3 (extras.tar.xz)     : GPU tests of test binaries (`--ignored`), the
 #                                                    nvfp4_moe example and its torch peer (ci/gpu/moe_peer.py)
+#   stage quick  carry .gpu/q (gh.xz, q.bundle)     : one bundle-only call, no toolchain: fixed checks,
+#                                                    bench, peers and report of $OPS (a bundle from
+#                                                    `gpu-harness plan --ops $OPS`), results in $OUT
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -104,6 +107,20 @@ case "${1:-}" in
     tar -czf "$OUT/extras.tar.gz" -C "$R" .
     grep -h 'test result\|FAILED\|panicked\|µs' "$R"/test-*.log "$R"/bin-*.log "$R"/moe-peer.log | head -n 60
     ;;
+  quick)
+    : "${OPS:?set OPS to the comma-separated ops of .gpu/q/q.bundle}"
+    xz -dc .gpu/q/gh.xz >/tmp/gh && chmod +x /tmp/gh || exit 2
+    R=$OUT
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
+    export CUTILE_CACHE_DIR=/tmp/kcache
+    step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle .gpu/q/q.bundle --ops "$OPS" --out "$R/check"
+    step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle .gpu/q/q.bundle --out "$R" --ops "$OPS" \
+      --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
+    step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
+    step report 10 /tmp/gh report "$R"
+    grep -h 'FAILED\|ERROR' "$R"/*.log | head -n 30
+    cat "$R/steps.txt"
+    ;;
   python)
     [ -x /tmp/nvidia/cu13/bin/tileiras ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
     toolchain_env
@@ -111,7 +128,7 @@ case "${1:-}" in
     OUT="$OUT" PYTEST_TIMEOUT=${PYTEST_TIMEOUT:-150} bash python/gpu_check.sh "${PY_MODE:-all}"
     ;;
   *)
-    echo "usage: $0 tc1|run|bench|peers|extras|python" >&2
+    echo "usage: $0 tc1|run|bench|peers|extras|quick|python" >&2
     exit 2
     ;;
 esac
