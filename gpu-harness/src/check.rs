@@ -1161,8 +1161,10 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
         return finish(a, file);
     }
     if a.fixed {
+        // `--ops` narrows the fixed checks too (a bundle from `plan --ops` holds only theirs).
         let (ws, skip): (Vec<Workload>, Vec<Workload>) = cutile_examples::workload::checks()
             .into_iter()
+            .filter(|w| a.ops.is_empty() || a.ops.iter().any(|o| o == w.op()))
             .partition(|w| COVERED.contains(&w.op()));
         for w in &skip {
             println!("NOT COVERED (no workload inputs/host call yet): {}", w.name);
