@@ -317,6 +317,7 @@ fn the_catalog_adds_few_specializations() {
     // The two benchmark calls share every kernel but the last chunk's: 7 jobs, 28 cubins over the
     // four archs.
     let n = common::catalog_jobs(&cross_entropy::representative_calls()).len();
+    println!("cross_entropy catalog specializations: {n}");
     assert_eq!(n, 7);
 }
 

@@ -768,7 +768,8 @@ pub fn described_call(
 
 /// The calls the catalog compiles and the GPU runner benchmarks: the Llama-3 shape (T = 8192, H = 4096,
 /// V = 128256, bf16, both gradients, f32 `dw`: 8 chunks) and a Llama-2 vocabulary (T = 4096, V =
-/// 32000: one chunk). They share every kernel but the last chunk's (7 specializations). The default
+/// 32000: one chunk), which share every kernel but the last chunk's, and one small ragged call with an
+/// f16 `dw` (its cast kernel). The default
 /// switches (`[1, 1, 1, 1, 0]`) are left out of the spec: a listed `1` would make the call look ragged
 /// to the runner (`cutile_examples::workload::is_ragged`), which checks ragged calls on the CPU.
 pub fn representative_calls() -> Vec<CallSpec> {
@@ -776,6 +777,14 @@ pub fn representative_calls() -> Vec<CallSpec> {
     vec![
         c("bf16", &[8192, 4096], 128256),
         c("bf16", &[4096, 4096], 32000),
+        // A small ragged call with an f16 `dw` over 3 chunks: the f32 accumulator's final cast
+        // (`ce_cast`), which the benchmark calls (f32 `dw`) do not use.
+        CallSpec::new(
+            OP,
+            "f16",
+            &[&[257, 96], &[3001], &[1, 1, 0, 0, 0, 0, 100]],
+            false,
+        ),
     ]
 }
 
