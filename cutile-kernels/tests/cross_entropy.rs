@@ -314,11 +314,10 @@ fn jobs() -> Vec<(
 
 #[test]
 fn the_catalog_adds_few_specializations() {
-    // The two benchmark calls share every kernel but the last chunk's: 7 jobs, 28 cubins over the
-    // four archs.
+    // The two benchmark calls share every kernel but the last chunk's (7 jobs); the small ragged call
+    // with an f16 `dw` (for `ce_cast`) adds 12 of its own: 19 jobs, 76 cubins over the four archs.
     let n = common::catalog_jobs(&cross_entropy::representative_calls()).len();
-    println!("cross_entropy catalog specializations: {n}");
-    assert_eq!(n, 7);
+    assert_eq!(n, 19);
 }
 
 #[test]
