@@ -20,8 +20,8 @@
 # Each stage after tc1 leaves its tarball in $OUT.
 #
 # Every step runs under `timeout` with its budget (seconds, overridable as BUDGET_<STEP>), logs into
-# $R/<step>.log and appends its exit status to $R/steps.txt (SKIP="a b" leaves steps out; BENCH_OPS and
-# TUNE_OPS narrow bench and tune to some ops) (124: over budget; what it wrote is kept:
+# $R/<step>.log and appends its exit status to $R/steps.txt (SKIP="a b" leaves steps out; CHECK_OPS,
+# PLAN_OPS, BENCH_OPS (bench and peers) and TUNE_OPS narrow those steps to some ops) (124: over budget; what it wrote is kept:
 # check.json every 50 cases, bench.json and peers.json after every call).
 # Prepared on the CPU machine by `cargo xtask gpu prepare` (docs/gpu-runner.md, "Device commands").
 set -u
@@ -63,7 +63,7 @@ case "${1:-}" in
     export CUTILE_CACHE_DIR=${COLD_CACHE:-/tmp/kcache-cold}
     step check 270 /tmp/gh check --cases "$CASES" --seed "$SEED" --out "$R/check" ${CHECK_OPS:+--ops "$CHECK_OPS"}
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step plan 150 /tmp/gh plan --arch sm_90 --bundle /tmp/k.bundle --jobs 16
+    step plan 150 /tmp/gh plan --arch sm_90 --bundle /tmp/k.bundle --jobs 16 ${PLAN_OPS:+--ops "$PLAN_OPS"}
     # Kept in case the machine is gone before the next stage.
     tar -czf "$OUT/run.tar.gz" --exclude=./criterion -C "$R" .
     grep -h 'FAILED\|ERROR\|NOT COVERED\|JIT\|running' "$R"/*.log | head -n 40
@@ -83,7 +83,8 @@ case "${1:-}" in
     [ -x /tmp/gh ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
     toolchain_env
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step peers 240 python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json"
+    step peers 240 python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" \
+      ${BENCH_OPS:+--ops "$BENCH_OPS"}
     step report 20 /tmp/gh report "$R"
     step tune 80 /tmp/gh tune --bundle /tmp/k.bundle --out "$R/tune" --ops "${TUNE_OPS:-gemm}"
     step validate 120 /tmp/gh validate --bundle /tmp/k.bundle --out "$R/validate" --processes-per-gpu 2 \
@@ -118,6 +119,8 @@ case "${1:-}" in
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
     step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
     step report 10 /tmp/gh report "$R"
+    # criterion's per-call folders are more files than the device tool brings back.
+    rm -rf "$R/criterion"
     grep -h 'FAILED\|ERROR' "$R"/*.log | head -n 30
     cat "$R/steps.txt"
     ;;

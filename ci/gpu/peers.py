@@ -46,7 +46,8 @@ before every repetition, median):
   dropout[_backward]  F.dropout(training=True) (torch's RNG differs from ours: checked by its kept values
                       and its keep rate, within 5σ of 1 - p; ours is checked bit-exactly by the harness)
   gemm_fp8_tensor / gemm_fp8_row / gemm_fp8_block
-                      torch._scaled_mm (cuBLASLt fp8, bf16 out) with per-tensor scales / rowwise scales
+                      torch._scaled_mm (cuBLASLt fp8, bf16 out; use_fast_accum when the call lists a
+                      third shape [1], as ours then does) with per-tensor scales / rowwise scales
                       (scale_a [m, 1], scale_b [1, n]) / block scales (scale_a [m, k/128], scale_b
                       [k/128, n/128], accepted by newer torch on sm_90 only: an older torch's refusal is
                       recorded as the row's error), b column-major (w.t()); and torch.matmul in bf16
@@ -891,10 +892,14 @@ def bench_gemm_fp8(rec, call):
         ref = (a.double() @ b.double()) * ref_sa * ref_sb
         scale_a, scale_b = sa, sb
 
+    # A third shape [1] asks for fast accumulation: the peer then uses torch's use_fast_accum too.
+    fast = len(call["shapes"]) > 2 and call["shapes"][2] == [1]
+
     def fp8_fn():
-        return torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
+        return torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16,
+                                use_fast_accum=fast)
     rec.run(call, "torch", fp8_fn, lambda: relerr(fp8_fn(), ref), flops=flops,
-            cfg="torch._scaled_mm " + op.removeprefix("gemm_fp8_"))
+            cfg="torch._scaled_mm " + op.removeprefix("gemm_fp8_") + (" use_fast_accum" if fast else ""))
     ab, bb = a.to(torch.bfloat16), b.to(torch.bfloat16)
     c = torch.empty(m, n, device=DEV, dtype=torch.bfloat16)
     ref16 = ab.double() @ bb.double()

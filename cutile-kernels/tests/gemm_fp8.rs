@@ -34,7 +34,7 @@ const MODES: [ScaleMode; 3] = [ScaleMode::Tensor, ScaleMode::Row, ScaleMode::Blo
 #[test]
 fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     let t = target();
-    let plan = |o: &[Operand], mode| fp8::plan_fp8(o, &t, mode, false);
+    let plan = |o: &[Operand], mode| fp8::plan_fp8(o, &t, mode, false, false);
     // Each case: (what it breaks, mode, operands edit, expected words).
     type Edit = fn(&mut Vec<Operand>);
     let cases: &[(ScaleMode, Edit, &str)] = &[
@@ -114,6 +114,7 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
             &Target::planning(GpuArch::Sm80),
             ScaleMode::Tensor,
             false,
+            false,
         ),
         "sm_80",
     );
@@ -128,9 +129,9 @@ fn plans_one_launch_with_scale_views_and_grids() {
     let t = target();
     // Ragged, fewer tiles than SMs: 64-row tiles, one block per tile (16 x 8).
     let o = ops(ScaleMode::Row, 1000, 1000, 512);
-    let l = fp8::plan_fp8(&o, &t, ScaleMode::Row, false).unwrap();
+    let l = fp8::plan_fp8(&o, &t, ScaleMode::Row, false, false).unwrap();
     assert_eq!(l.len(), 1);
-    assert_eq!(l[0].config, "gemm_fp8 64x128x128");
+    assert_eq!(l[0].config, "gemm_fp8 64x128x128 w4");
     assert_eq!(l[0].grid, Some((16 * 8, 1, 1)));
     let view = |a: &PlannedArg| match a {
         PlannedArg::Tensor { shape, strides, .. } => (shape.clone(), strides.clone()),
@@ -146,32 +147,34 @@ fn plans_one_launch_with_scale_views_and_grids() {
         &t,
         ScaleMode::Tensor,
         false,
+        false,
     )
     .unwrap();
-    assert_eq!(l[0].config, "gemm_fp8 persistent 128x128x128");
+    assert_eq!(l[0].config, "gemm_fp8 persistent 128x128x128 w8");
     assert_eq!(l[0].grid, Some((132, 1, 1)));
     assert_eq!(view(&l[0].args[2]), (vec![1, 1], vec![1, 1]));
-    // 8192³ block scales: one 128x128 tile per block; the scale tensors as they are.
+    // 8192³ block scales: persistent 128x128 tiles; the scale tensors as they are.
     let l = fp8::plan_fp8(
         &ops(ScaleMode::Block, 8192, 8192, 8192),
         &t,
         ScaleMode::Block,
         false,
+        false,
     )
     .unwrap();
-    assert_eq!(l[0].config, "gemm_fp8 128x128x128");
-    assert_eq!(l[0].grid, Some((64 * 64, 1, 1)));
+    assert_eq!(l[0].config, "gemm_fp8 persistent 128x128x128 w8");
+    assert_eq!(l[0].grid, Some((132, 1, 1)));
     assert_eq!(view(&l[0].args[2]), (vec![8192, 64], vec![64, 1]));
     assert_eq!(view(&l[0].args[3]), (vec![64, 64], vec![64, 1]));
     // Every candidate plans, the default first.
-    let all = fp8::plan_fp8(&o, &t, ScaleMode::Row, true).unwrap();
+    let all = fp8::plan_fp8(&o, &t, ScaleMode::Row, false, true).unwrap();
     assert!(all.len() >= 4);
-    assert_eq!(all[0].config, "gemm_fp8 64x128x128");
+    assert_eq!(all[0].config, "gemm_fp8 64x128x128 w4");
     // Row scales given as [m] vectors with a stride (every other element of a buffer).
     let mut o = ops(ScaleMode::Row, 100, 200, 64);
     o[2].shape = vec![100];
     o[2].strides = vec![2];
-    let l = fp8::plan_fp8(&o, &t, ScaleMode::Row, false).unwrap();
+    let l = fp8::plan_fp8(&o, &t, ScaleMode::Row, false, false).unwrap();
     assert_eq!(view(&l[0].args[2]), (vec![100, 1], vec![2, 1]));
 }
 
@@ -204,8 +207,9 @@ fn registry_ops_plan_both_formats_and_refuse_16_bit_types() {
 fn catalog_calls_compile_except_on_sm80() {
     use cutile::toolchain::{CompileRequest, Tileiras};
     let jobs = cutile_kernels::catalog::dsl_jobs(&fp8::representative_calls(), false).unwrap();
-    // Three modes, two specializations each (ragged 64-row, aligned 128-row; 8192³ shares 4096³'s).
-    assert_eq!(jobs.len(), 6, "{:?}", jobs);
+    // Three modes, three specializations each (ragged 64-row, aligned 128-row exact and fast
+    // accumulation; 8192³ shares 4096³'s).
+    assert_eq!(jobs.len(), 9, "{:?}", jobs);
     for j in &jobs {
         assert!(!j.supports(GpuArch::Sm80));
         assert!(j.supports(GpuArch::Sm90));
@@ -236,6 +240,45 @@ fn catalog_calls_compile_except_on_sm80() {
     }
 }
 
+/// A trailing `[1]` in a registry call asks for fast accumulation: the product carries Tile IR's
+/// `fast_acc` flag, and the exact call does not; 128-row tiles take 8 worker warps, and fast
+/// per-tensor and per-row calls 128x256 tiles.
+#[test]
+fn fast_accumulation_reaches_the_ir() {
+    let t = target();
+    for op in fp8::OPS {
+        let ir = |shapes: &[&[i64]]| {
+            let p = CallSpec::new(op, "f8e4m3", shapes, false)
+                .plan(&t, false)
+                .unwrap();
+            // SAFETY: described operands only feed specialization.
+            let args = unsafe { cutile_kernels::op::describe(&p.launches[0], &p.operands) };
+            let spec = p.launches[0]
+                .kernel
+                .specialize(&args.tensor_metas())
+                .unwrap();
+            (p.launches[0].config.clone(), spec.ir_text())
+        };
+        let (cfg, exact) = ir(&[&[4096, 4096], &[4096, 4096]]);
+        let (fast_cfg, fast) = ir(&[&[4096, 4096], &[4096, 4096], &[1]]);
+        assert_eq!(cfg, "gemm_fp8 persistent 128x128x128 w8", "{op}");
+        // Fast accumulation takes 128x256 tiles, except with block scales (one per 128 columns).
+        let wide = if *op == fp8::OP_BLOCK {
+            "128x128x128"
+        } else {
+            "128x256x128"
+        };
+        assert_eq!(fast_cfg, format!("gemm_fp8 persistent {wide} w8"), "{op}");
+        assert!(exact.contains("num_worker_warps_per_cta"), "{op}");
+        assert!(!exact.contains("fast_acc"), "{op}");
+        assert!(fast.contains("fast_acc"), "{op}");
+        let bad = CallSpec::new(op, "f8e4m3", &[&[64, 64], &[64, 64], &[2]], false)
+            .plan(&t, false)
+            .unwrap_err();
+        assert!(bad.to_string().contains("[fast]"), "{bad}");
+    }
+}
+
 /// `b` row-major (`[k, n]` contiguous, N-major: the layout fp8 tensor cores do not read directly) and
 /// e5m2 with an f32 output still compile for sm_90.
 #[test]
@@ -245,7 +288,7 @@ fn row_major_b_e5m2_and_f32_output_compile_for_sm90() {
     for (format, out) in [(Fp8Format::E4M3, BF16), (Fp8Format::E5M2, F32)] {
         let mut o = fp8::described_operands(format, ScaleMode::Block, out, 256, 256, 256);
         o[1].strides = vec![256, 1];
-        let l = fp8::plan_fp8(&o, &t, ScaleMode::Block, false).unwrap();
+        let l = fp8::plan_fp8(&o, &t, ScaleMode::Block, false, false).unwrap();
         // SAFETY: described operands only feed specialization.
         let args = unsafe { cutile_kernels::op::describe(&l[0], &o) };
         let name: &'static str = if format == Fp8Format::E4M3 {
@@ -279,12 +322,21 @@ mod gpu {
     use cutile_kernels::gemm::fp8_reference::{
         HostScales, gemm_fp8_reference, quantize, scale_for,
     };
-    use cutile_kernels::gemm::{Fp8Scales, gemm_fp8_with};
+    use cutile_kernels::gemm::{Fp8Options, Fp8Scales, gemm_fp8_with};
     use half::bf16;
 
     /// Quantized random operands (`b` as the transposed view of an `[n, k]` weight), scales per
     /// `mode`, the product against the f64 reference (relative L2 error of the bf16 output).
-    fn case(dev: &Device, s: &Stream, format: Fp8Format, mode: ScaleMode, m: i64, n: i64, k: i64) {
+    fn case(
+        dev: &Device,
+        s: &Stream,
+        options: Fp8Options,
+        mode: ScaleMode,
+        m: i64,
+        n: i64,
+        k: i64,
+    ) {
+        let format = options.format;
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         let x = cutile_testkit::data::uniform(mu * ku, 1, -2.0, 2.0);
         let w = cutile_testkit::data::uniform(nu * ku, 2, -1.0, 1.0); // [n, k]
@@ -321,7 +373,7 @@ mod gpu {
             ScaleMode::Block => Fp8Scales::Block { a: &tsa, b: &tsb },
         };
         let mut c = Tensor::<bf16>::zeros(dev, &[m, n]).unwrap();
-        gemm_fp8_with(s, &ta, &tb, format, &scales, &mut c)
+        gemm_fp8_with(s, &ta, &tb, &options, &scales, &mut c)
             .unwrap()
             .wait()
             .unwrap();
@@ -337,7 +389,7 @@ mod gpu {
         // rounding of the output (2^-9 relative).
         assert!(
             rel <= 5e-3,
-            "{format:?} {mode:?} {m}x{n}x{k}: rel L2 {rel:.2e}"
+            "{options:?} {mode:?} {m}x{n}x{k}: rel L2 {rel:.2e}"
         );
     }
 
@@ -347,20 +399,22 @@ mod gpu {
         let Some((dev, s)) = gpu_device("gemm_fp8 scaled_products_match_reference") else {
             return;
         };
+        let e4m3 = Fp8Options::default();
+        let e5m2 = Fp8Options {
+            format: Fp8Format::E5M2,
+            ..e4m3
+        };
+        let fast = Fp8Options {
+            fast_accum: true,
+            ..e4m3
+        };
         for mode in MODES {
-            case(&dev, &s, Fp8Format::E4M3, mode, 1000, 1000, 512);
-            case(&dev, &s, Fp8Format::E4M3, mode, 77, 300, 256);
-            case(&dev, &s, Fp8Format::E5M2, mode, 130, 250, 384);
+            case(&dev, &s, e4m3, mode, 1000, 1000, 512);
+            case(&dev, &s, e4m3, mode, 77, 300, 256);
+            case(&dev, &s, e5m2, mode, 130, 250, 384);
+            case(&dev, &s, fast, mode, 300, 520, 1024);
         }
-        case(
-            &dev,
-            &s,
-            Fp8Format::E4M3,
-            ScaleMode::Block,
-            2048,
-            2048,
-            1024,
-        );
+        case(&dev, &s, e4m3, ScaleMode::Block, 2048, 2048, 1024);
     }
 
     #[test]

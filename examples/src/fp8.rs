@@ -8,7 +8,7 @@
 //! (`gemm::fp8::ScaleMode::scale_shapes`). Output: `c` `[m, n]` bf16.
 
 use cutile::runtime::{Device, Stream, Tensor};
-use cutile_kernels::gemm::fp8::{self, Fp8Format, Fp8Scales, ScaleMode};
+use cutile_kernels::gemm::fp8::{self, Fp8Format, Fp8Options, Fp8Scales, ScaleMode};
 use cutile_kernels::gemm::fp8_reference::{HostScales, decode, encode, gemm_fp8_reference};
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::op::registry::parse_dtype;
@@ -22,17 +22,29 @@ pub fn covers(op: &str) -> bool {
     fp8::OPS.contains(&op)
 }
 
-/// The call's scale mode, fp8 format and `(m, n, k)`.
+/// The call's scale mode, fp8 format and `(m, n, k)`; [`fast_accum`] says whether it asks for fast
+/// accumulation.
 pub fn decode_call(call: &CallSpec) -> Result<(ScaleMode, Fp8Format, i64, i64, i64), BoxError> {
     let mode = ScaleMode::of_op(&call.op).ok_or_else(|| format!("{}: not an fp8 op", call.op))?;
     let format = parse_dtype(&call.dtype)
         .and_then(Fp8Format::of)
         .ok_or_else(|| format!("{}: element type {} is no fp8 one", call.op, call.dtype))?;
-    let (a, b) = match call.shapes.as_slice() {
-        [a, b, ..] if a.len() == 2 && b.len() == 2 => (a, b),
-        _ => return Err(format!("{}: needs [m, k] and [k, n] shapes", call.label()).into()),
+    let (a, b) = match fp8::spec_shapes(&call.shapes) {
+        Some((a, b, _)) if a.len() == 2 && b.len() == 2 => (a, b),
+        _ => {
+            return Err(format!(
+                "{}: needs [m, k] and [k, n] shapes (and [1] for fast accumulation)",
+                call.label()
+            )
+            .into());
+        }
     };
     Ok((mode, format, a[0], b[1], a[1]))
+}
+
+/// Whether the call lists `[1]` after its shapes: fast accumulation.
+pub fn fast_accum(call: &CallSpec) -> bool {
+    fp8::spec_shapes(&call.shapes).is_some_and(|(_, _, fast)| fast)
 }
 
 /// The one output: `c` `[m, n]` (bf16).
@@ -152,7 +164,11 @@ pub fn run(
         ScaleMode::Block => Fp8Scales::Block { a: &tsa, b: &tsb },
     };
     let mut c = Tensor::<half::bf16>::zeros(dev, &[m, n])?;
-    fp8::gemm_fp8_with(stream, &ta, &tb, format, &scales, &mut c)?.wait()?;
+    let options = Fp8Options {
+        format,
+        fast_accum: fast_accum(&w.call),
+    };
+    fp8::gemm_fp8_with(stream, &ta, &tb, &options, &scales, &mut c)?.wait()?;
     let got: Vec<f32> = c.to_host()?.into_iter().map(f32::from).collect();
     let stats = match timing {
         None => None,
@@ -165,7 +181,7 @@ pub fn run(
                 // Left queued: `time_device` waits for its end event before the next call, and the
                 // tensors outlive the timing.
                 std::mem::forget(fp8::gemm_fp8_with(
-                    stream, &ta, &tb, format, &scales, &mut c,
+                    stream, &ta, &tb, &options, &scales, &mut c,
                 )?);
                 Ok(())
             },
@@ -207,5 +223,22 @@ mod tests {
             ))
             .is_err()
         );
+    }
+
+    /// A trailing `[1]` asks for fast accumulation; `[0]` or nothing for exact; anything else is refused.
+    #[test]
+    fn fast_accumulation_switch() {
+        let call = |shapes: &[&[i64]]| CallSpec::new("gemm_fp8_tensor", "f8e4m3", shapes, false);
+        for (shapes, fast) in [
+            (&[&[8, 32][..], &[32, 8]][..], false),
+            (&[&[8, 32], &[32, 8], &[0]], false),
+            (&[&[8, 32], &[32, 8], &[1]], true),
+        ] {
+            let c = call(shapes);
+            assert_eq!(fast_accum(&c), fast, "{shapes:?}");
+            assert_eq!(decode_call(&c).unwrap().2, 8);
+        }
+        assert!(decode_call(&call(&[&[8, 32], &[32, 8], &[2]])).is_err());
+        assert!(decode_call(&call(&[&[8, 32], &[32, 8], &[1, 1]])).is_err());
     }
 }

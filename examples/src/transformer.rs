@@ -540,11 +540,16 @@ fn ty_mut<T: DeviceElement>(d: &mut Dev<T>) -> Result<&mut Tensor<T>, BoxError> 
     }
 }
 
-fn ty_mut2<'d, T: DeviceElement>(
-    a: &'d mut Dev<T>,
-    b: &'d mut Dev<T>,
-) -> Result<(&'d mut Tensor<T>, &'d mut Tensor<T>), BoxError> {
-    Ok((ty_mut(a)?, ty_mut(b)?))
+/// A gradient output that is either f32 (`dw`/`db` of 16-bit inputs, or every f32 call: `Dev::up` puts an
+/// f32 `dw` in `Dev::F32` whatever the element type) or of the element type.
+fn grad_mut<T: DeviceElement>(
+    d: &mut Dev<T>,
+) -> Result<&mut dyn cutile::launch::TensorArgMut, BoxError> {
+    match d {
+        Dev::T(t) => Ok(t),
+        Dev::F32(t) => Ok(t),
+        _ => Err("a gradient must be f32 or of the element type".into()),
+    }
 }
 
 fn table<T: DeviceElement>(d: &Dev<T>) -> Result<&Tensor<f32>, BoxError> {
@@ -641,7 +646,7 @@ fn call<T: DeviceElement>(
         }
         (RMS_NORM_BACKWARD, [x, wt, dy, dx, dw]) => {
             let (x, wt, dy) = (ty(x)?, ty(wt)?, ty(dy)?);
-            let (dx, dw) = ty_mut2(dx, dw)?;
+            let (dx, mut dw) = (ty_mut(dx)?, grad_mut(dw)?);
             done!(cutile_kernels::norm::rms_norm_backward(
                 stream,
                 x,
@@ -649,15 +654,14 @@ fn call<T: DeviceElement>(
                 dy,
                 crate::workload::EPS,
                 dx,
-                dw
+                &mut dw
             ))
         }
         (LAYER_NORM_BACKWARD, [x, wt, dy, m, r, dx, dw, db]) => {
             let (x, wt, dy, m, r) = (ty(x)?, ty(wt)?, ty(dy)?, table(m)?, table(r)?);
-            let (dx, dw) = ty_mut2(dx, dw)?;
-            let db = ty_mut(db)?;
+            let (dx, mut dw, mut db) = (ty_mut(dx)?, grad_mut(dw)?, grad_mut(db)?);
             done!(cutile_kernels::norm::layer_norm_backward(
-                stream, x, wt, dy, m, r, dx, dw, db
+                stream, x, wt, dy, m, r, dx, &mut dw, &mut db
             ))
         }
         (dropout::OP, [x, y]) => {

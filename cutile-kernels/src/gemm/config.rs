@@ -51,15 +51,16 @@ pub fn class(dtype: ScalarType, m: i64, n: i64, k: i64) -> String {
 /// The default configuration, by the number of 128x128 output tiles per SM (H200 tuning runs,
 /// docs/h200-results.md): fewer than one per SM → 64x128 tiles, one block each (more blocks: x1.5 at
 /// 1000x1023x517); up to 16 per SM → persistent 128x128 (4096³: it won); more → one 128x128 tile per
-/// block (8192³: x1.06 over persistent). f32 (tf32) operands take half the K depth, so a stage holds
-/// the same bytes as a 16-bit one.
+/// block (8192³: x1.06 over persistent in session 2, x1.09 on 2026-12-02). f32 (tf32) operands take
+/// half the K depth, so a stage holds the same bytes as a 16-bit one, and are never persistent (4096³:
+/// one tile per block x1.97 over persistent, 2026-12-02).
 pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
     let tiles = ceil_div(m, 128) * ceil_div(n, 128);
     let sms = target.sm_count as i64;
     let (persistent, bm) = if tiles < sms {
         (false, 64)
     } else if tiles <= 16 * sms {
-        (true, 128)
+        (dtype != ScalarType::F32, 128)
     } else {
         (false, 128)
     };
@@ -71,16 +72,34 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
     }
 }
 
+/// The plain product's configuration: [`choose`], except that a 16-bit product with more than 16
+/// tiles per SM stays persistent when K is at most 4096 (`16384 x 4096 x 4096` bf16 on the H200,
+/// 2026-12-02: persistent 751 µs against 1105 µs one tile per block; at `8192³`, K = 8192, one tile
+/// per block still won, 1650 against 1807 µs).
+pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> GemmConfig {
+    let mut cfg = choose(target, dtype, m, n);
+    if cfg.bm == 128 && !cfg.persistent && dtype != ScalarType::F32 && k <= 4096 {
+        cfg.persistent = true;
+    }
+    cfg
+}
+
 /// The K depth of a stage: 64 elements of 16 bits, 32 of f32.
 fn depth(dtype: ScalarType) -> i64 {
     if dtype == ScalarType::F32 { 32 } else { 64 }
 }
 
-/// Every configuration, the default first.
-pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GemmConfig> {
-    let mut all = vec![choose(target, dtype, m, n)];
+/// Every configuration, the plain product's default ([`choose_product`]) first. 64x64 tiles are for products with fewer 64x128 tiles than
+/// SMs (decode shapes such as `16 x 8192 x 8192`: 64 blocks of 64x128 leave half of 132 SMs idle on a
+/// bandwidth-bound product; 64x64 gives 128).
+pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
+    let mut all = vec![choose_product(target, dtype, m, n, k)];
+    let narrow = ceil_div(m, 64) * ceil_div(n, 128) < target.sm_count as i64;
     for persistent in [false, true] {
-        for (bm, bn) in [(128, 128), (64, 128)] {
+        for (bm, bn) in [(128, 128), (64, 128), (64, 64)] {
+            if bn == 64 && !narrow {
+                continue;
+            }
             all.push(GemmConfig {
                 persistent,
                 bm,

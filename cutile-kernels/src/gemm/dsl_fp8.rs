@@ -11,11 +11,28 @@
 //! The operands are `[m, k]` and `[k, n]` views of any strides; the fast layout is `a` row-major and
 //! `b` column-major (`w.t()` of an `[n, k]` weight), since the fp8 tensor-core product reads both
 //! operands K-major.
+//!
+//! `FAST = 1` multiplies with [`cutile::core::mma_fast_acc`] (Hopper's fast fp8 accumulation,
+//! `torch._scaled_mm`'s `use_fast_accum`); `FAST = 0` with the exactly accumulating
+//! [`cutile::core::mma`].
 
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
     use cutile::core::*;
+
+    /// `a @ b + acc`, with fast accumulation when `FAST != 0`.
+    fn product<F: Fp8, const BM: i32, const BN: i32, const BK: i32, const FAST: i32>(
+        a: Tile<F, S2<BM, BK>>,
+        b: Tile<F, S2<BK, BN>>,
+        acc: Tile<f32, S2<BM, BN>>,
+    ) -> Tile<f32, S2<BM, BN>> {
+        if FAST != 0 {
+            mma_fast_acc(a, b, acc)
+        } else {
+            mma(a, b, acc)
+        }
+    }
 
     /// `c = (a @ b) · sa · sb` with `a: [M, K]`, `b: [K, N]` of fp8 type `F`. `ROWWISE = 0`: `sa` and
     /// `sb` are `[1, 1]` views of one f32 each; `ROWWISE = 1`: `sa` is `[M, 1]` (one per row of `a`),
@@ -23,12 +40,13 @@ pub mod kernels {
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_fp8_scaled<
-        F: MmaOperand<f32>,
+        F: Fp8,
         O: ElementType,
         const BM: i32,
         const BN: i32,
         const BK: i32,
         const ROWWISE: i32,
+        const FAST: i32,
     >(
         a: &Tensor<F, S2<DYN, DYN>>,
         b: &Tensor<F, S2<DYN, DYN>>,
@@ -47,7 +65,7 @@ pub mod kernels {
             let tn = tile % tiles_n;
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in 0..k_tiles {
-                acc = mma(pa.load((tm, k)), pb.load((k, tn)), acc);
+                acc = product::<F, BM, BN, BK, FAST>(pa.load((tm, k)), pb.load((k, tn)), acc);
             }
             let scaled = if ROWWISE != 0 {
                 let ra = sa
@@ -60,8 +78,8 @@ pub mod kernels {
                     .broadcast::<S2<BM, BN>>();
                 acc * ra * rb
             } else {
-                let s = sa.partition::<S2<1, 1>>().load((0, 0))
-                    * sb.partition::<S2<1, 1>>().load((0, 0));
+                let s = sa.partition_padded::<S2<1, 1>>(Padding::Zero).load((0, 0))
+                    * sb.partition_padded::<S2<1, 1>>(Padding::Zero).load((0, 0));
                 acc * s.broadcast::<S2<BM, BN>>()
             };
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
@@ -74,11 +92,12 @@ pub mod kernels {
     /// 128. `BK` and `BN` must be 128 (one scale block per K step and per output column tile).
     #[cutile::entry]
     pub fn gemm_fp8_block<
-        F: MmaOperand<f32>,
+        F: Fp8,
         O: ElementType,
         const BM: i32,
         const BN: i32,
         const BK: i32,
+        const FAST: i32,
     >(
         a: &Tensor<F, S2<DYN, DYN>>,
         b: &Tensor<F, S2<DYN, DYN>>,
@@ -99,7 +118,7 @@ pub mod kernels {
             let tn = tile % tiles_n;
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in 0..k_tiles {
-                let part = mma(
+                let part = product::<F, BM, BN, BK, FAST>(
                     pa.load((tm, k)),
                     pb.load((k, tn)),
                     zeros::<f32, S2<BM, BN>>(),

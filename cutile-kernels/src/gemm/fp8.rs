@@ -107,6 +107,26 @@ impl ScaleMode {
     }
 }
 
+/// How a call reads and multiplies its operands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Fp8Options {
+    /// The format of both operands' codes.
+    pub format: Fp8Format,
+    /// Hopper's fast fp8 accumulation (`torch._scaled_mm(use_fast_accum=True)`): faster, and the tensor
+    /// cores' running sum keeps fewer low bits over long K. Off by default, as in torch.
+    pub fast_accum: bool,
+}
+
+/// The shapes of an fp8 call spec (the registry's and the runner's `shapes`): `[a, b]`, or `[a, b, [f]]`
+/// where `f = 1` asks for fast accumulation (`f = 0`: exact, as when absent). `None` if malformed.
+pub fn spec_shapes(shapes: &[Vec<i64>]) -> Option<(&[i64], &[i64], bool)> {
+    match shapes {
+        [a, b] => Some((a, b, false)),
+        [a, b, f] if f.as_slice() == [0] || f.as_slice() == [1] => Some((a, b, f[0] == 1)),
+        _ => None,
+    }
+}
+
 /// The f32 scale tensors of a call (device tensors, as `torch._scaled_mm`'s `scale_a`/`scale_b`).
 #[derive(Debug, Clone, Copy)]
 pub enum Fp8Scales<'s, S: TensorArg> {
@@ -148,18 +168,19 @@ pub fn gemm_fp8<'a, S: TensorArg>(
     scales: &Fp8Scales<'a, S>,
     c: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    gemm_fp8_with(stream, a, b, Fp8Format::E4M3, scales, c)
+    gemm_fp8_with(stream, a, b, &Fp8Options::default(), scales, c)
 }
 
-/// [`gemm_fp8`] with both operands in `format`.
+/// [`gemm_fp8`] with both operands in `options.format`, and fast accumulation if asked.
 pub fn gemm_fp8_with<'a, S: TensorArg>(
     stream: &'a Stream,
     a: &'a impl TensorArg,
     b: &'a impl TensorArg,
-    format: Fp8Format,
+    options: &Fp8Options,
     scales: &Fp8Scales<'a, S>,
     c: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
+    let format = options.format;
     let mode = scales.mode();
     let op = mode.op();
     let (sa, sb) = scales.tensors();
@@ -171,7 +192,7 @@ pub fn gemm_fp8_with<'a, S: TensorArg>(
         Operand::of("c", &*c),
     ];
     let target = Target::of(stream.device())?;
-    let Some(call) = Call::new(&operands, &target, mode)? else {
+    let Some(call) = Call::new(&operands, &target, mode, options.fast_accum)? else {
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
@@ -204,14 +225,16 @@ fn as_fp8(op: &'static str, mut o: Operand, format: Fp8Format) -> Result<Operand
 }
 
 /// The launches of a call (`operands` = `[a, b, sa, sb, c]`, `a` and `b` typed fp8, e.g. described with
-/// `ScalarType::F8E4M3FN`) with `mode`'s scales: the default configuration, or every candidate's.
+/// `ScalarType::F8E4M3FN`) with `mode`'s scales and fast accumulation if `fast_accum`: the default
+/// configuration, or every candidate's.
 pub fn plan_fp8(
     operands: &[Operand],
     target: &Target,
     mode: ScaleMode,
+    fast_accum: bool,
     all_candidates: bool,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
-    let Some(call) = Call::new(operands, target, mode)? else {
+    let Some(call) = Call::new(operands, target, mode, fast_accum)? else {
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
@@ -250,35 +273,42 @@ pub fn described_operands(
 }
 
 /// The calls the catalog compiles and the runner checks and benchmarks: one ragged call per scale mode
-/// (bf16 output, e4m3) — three specializations — plus the benchmark shapes, which share their cubins.
+/// (bf16 output, e4m3), the benchmark shapes (4096³ and 8192³, which share one 128-row kernel), and
+/// the same with fast accumulation at 4096³ (and 8192³, sharing its cubin).
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let c = crate::op::CallSpec::new;
     let mut v = Vec::new();
     for op in OPS {
         v.push(c(op, "f8e4m3", &[&[1000, 512], &[512, 1000]], false));
-        v.push(c(op, "f8e4m3", &[&[4096, 4096], &[4096, 4096]], false));
-        v.push(c(op, "f8e4m3", &[&[8192, 8192], &[8192, 8192]], false));
+        for s in [4096, 8192] {
+            v.push(c(op, "f8e4m3", &[&[s, s], &[s, s]], false));
+            v.push(c(op, "f8e4m3", &[&[s, s], &[s, s], &[1]], false));
+        }
     }
     v
 }
 
-/// A GEMM fp8 configuration: tile and schedule (persistent: grid = SM count).
+/// A GEMM fp8 configuration: tile, schedule (persistent: grid = SM count) and worker warps per block
+/// (the `num_worker_warps_per_cta` hint: 8 splits a 128-row accumulator over two warpgroups, 64
+/// registers each instead of 128).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fp8Config {
     pub persistent: bool,
     pub bm: i64,
     pub bn: i64,
     pub bk: i64,
+    pub workers: i32,
 }
 
 impl Candidate for Fp8Config {
     fn name(&self) -> String {
         format!(
-            "gemm_fp8{} {}x{}x{}",
+            "gemm_fp8{} {}x{}x{} w{}",
             if self.persistent { " persistent" } else { "" },
             self.bm,
             self.bn,
-            self.bk
+            self.bk,
+            self.workers
         )
     }
 }
@@ -287,6 +317,8 @@ impl Candidate for Fp8Config {
 #[derive(Debug, Clone)]
 struct Call {
     mode: ScaleMode,
+    /// Fast accumulation.
+    fast: bool,
     format: Fp8Format,
     out: ScalarType,
     m: i64,
@@ -312,6 +344,7 @@ impl Call {
         operands: &[Operand],
         target: &Target,
         mode: ScaleMode,
+        fast: bool,
     ) -> Result<Option<Call>, OpError> {
         let op = mode.op();
         let [a, b, sa, sb, c] = operands else {
@@ -422,6 +455,7 @@ impl Call {
         }
         Ok(Some(Call {
             mode,
+            fast,
             format,
             out: c.dtype,
             m,
@@ -474,44 +508,62 @@ fn vector_view(
 /// The shape class of a call (tuning cache key).
 fn class(call: &Call) -> String {
     format!(
-        "{:?} {} {}",
+        "{:?}{} {} {}",
         call.mode,
+        if call.fast { " fast" } else { "" },
         call.format.scalar(),
         super::config::class(call.out, call.m, call.n, call.k)
     )
 }
 
-/// The default configuration, by the same rule as the 16-bit GEMM (`gemm::config::choose`): fewer
-/// 128x128 output tiles than SMs → 64-row tiles, one per block; up to 16 per SM → persistent 128x128;
-/// more → one 128x128 tile per block. K steps are 128 deep (128 bytes of fp8, as 64 of bf16).
+/// The default configuration (H200 tuning run of 2026-12-02, `docs/gemm.md`): fewer 128x128 output
+/// tiles than SMs → 64-row tiles, one block each; otherwise persistent, 128x128 with exact
+/// accumulation and 128x256 with fast accumulation (x1.28–1.31 over 128x128 at 4096³ and 8192³; with
+/// exact accumulation 128x256 spills and runs 2x slower). Block scales stay 128x128 (one `b` scale
+/// per 128 columns). K steps are 128 deep (128 bytes of fp8, as 64 of bf16).
+///
+/// 128-row tiles take 8 worker warps (`ptxas -v`, sm_90, tileiras 13.5.37): with 4, one warpgroup
+/// holds the whole 128x128 f32 accumulator, uses 255 registers and spills, and the per-tensor-scale
+/// kernel is left 66 KB of shared memory (2 pipeline stages) against 165 KB for the per-row one — the
+/// 1.8x gap the H200 measured between them; with 8, both use 168 registers, no spills, 165 KB.
 fn choose(target: &Target, call: &Call) -> Fp8Config {
     let tiles = ceil_div(call.m, 128) * ceil_div(call.n, 128);
-    let sms = target.sm_count as i64;
-    let (persistent, bm) = if tiles < sms {
-        (false, 64)
-    } else if tiles <= 16 * sms {
-        (true, 128)
-    } else {
-        (false, 128)
-    };
+    if tiles < target.sm_count as i64 {
+        return Fp8Config {
+            persistent: false,
+            bm: 64,
+            bn: 128,
+            bk: 128,
+            workers: 4,
+        };
+    }
+    let wide = call.fast && call.mode != ScaleMode::Block;
     Fp8Config {
-        persistent,
-        bm,
-        bn: 128,
+        persistent: true,
+        bm: 128,
+        bn: if wide { 256 } else { 128 },
         bk: 128,
+        workers: 8,
     }
 }
 
-/// Every configuration, the default first.
+/// Every configuration, the default first: 64x128 and 128x128 tiles with 4 or 8 worker warps, and
+/// 128x256 (per-tensor and per-row scales; block scales need one `b` scale per 128 columns) with 8,
+/// each persistent or one tile per block.
 fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
     let mut all = vec![choose(target, call)];
+    let wide = call.mode != ScaleMode::Block;
     for persistent in [false, true] {
-        for bm in [128, 64] {
+        for (bm, bn, workers) in [(128, 128, 8), (128, 128, 4), (64, 128, 4), (128, 256, 8)] {
+            if bn == 256 && !wide {
+                continue;
+            }
             all.push(Fp8Config {
                 persistent,
                 bm,
-                bn: 128,
+                bn,
                 bk: 128,
+                workers,
             });
         }
     }
@@ -547,34 +599,49 @@ macro_rules! fp8_types {
     }};
 }
 
+/// The kernel of a configuration: the entry's const parameters `(BM, BN, ROWWISE, FAST)` (block scales:
+/// `(BM, FAST)`, BN = 128) from the call and tile, with the worker-warp hint.
 fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> {
     use kernels as k;
-    fp8_types!(
-        call.format,
-        call.out,
-        |F, O| match (call.mode, cfg.bm, cfg.bn, cfg.bk) {
-            (ScaleMode::Tensor, 128, 128, 128) => {
-                Some(k::gemm_fp8_scaled::kernel::<F, O, 128, 128, 128, 0>())
+    // `$mode` selects the entry (0 per tensor, 1 per row, 2 block), `$fast` FAST.
+    macro_rules! pick {
+        ($f:ty, $o:ty, $fast:literal) => {
+            match (call.mode, cfg.bm, cfg.bn) {
+                (ScaleMode::Tensor, 128, 128) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 128, 128, 0, $fast>())
+                }
+                (ScaleMode::Tensor, 64, 128) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 64, 128, 128, 0, $fast>())
+                }
+                (ScaleMode::Tensor, 128, 256) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 0, $fast>())
+                }
+                (ScaleMode::Row, 128, 128) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 128, 128, 1, $fast>())
+                }
+                (ScaleMode::Row, 64, 128) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 64, 128, 128, 1, $fast>())
+                }
+                (ScaleMode::Row, 128, 256) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 1, $fast>())
+                }
+                (ScaleMode::Block, 128, 128) => {
+                    Some(k::gemm_fp8_block::kernel::<$f, $o, 128, 128, 128, $fast>())
+                }
+                (ScaleMode::Block, 64, 128) => {
+                    Some(k::gemm_fp8_block::kernel::<$f, $o, 64, 128, 128, $fast>())
+                }
+                _ => None,
             }
-            (ScaleMode::Tensor, 64, 128, 128) => {
-                Some(k::gemm_fp8_scaled::kernel::<F, O, 64, 128, 128, 0>())
-            }
-            (ScaleMode::Row, 128, 128, 128) => {
-                Some(k::gemm_fp8_scaled::kernel::<F, O, 128, 128, 128, 1>())
-            }
-            (ScaleMode::Row, 64, 128, 128) => {
-                Some(k::gemm_fp8_scaled::kernel::<F, O, 64, 128, 128, 1>())
-            }
-            (ScaleMode::Block, 128, 128, 128) => {
-                Some(k::gemm_fp8_block::kernel::<F, O, 128, 128, 128>())
-            }
-            (ScaleMode::Block, 64, 128, 128) =>
-                Some(k::gemm_fp8_block::kernel::<F, O, 64, 128, 128>()),
-            _ => None,
-        }
-    )
-    .flatten()
-    .ok_or_else(|| OpError::Unsupported {
+        };
+    }
+    let picked = fp8_types!(call.format, call.out, |F, O| if call.fast {
+        pick!(F, O, 1)
+    } else {
+        pick!(F, O, 0)
+    })
+    .flatten();
+    let kernel = picked.ok_or_else(|| OpError::Unsupported {
         op: call.mode.op(),
         what: format!(
             "no {} -> {} kernel for configuration `{}`",
@@ -582,6 +649,11 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
             call.out,
             cfg.name()
         ),
+    })?;
+    Ok(if cfg.workers == 4 {
+        kernel
+    } else {
+        kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers)
     })
 }
 

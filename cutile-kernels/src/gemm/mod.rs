@@ -35,7 +35,7 @@ pub use config::GemmConfig;
 pub use dsl::kernels;
 pub use dsl_fp8::kernels as fp8_kernels;
 pub use epilogue::{Activation, EpilogueSpec, GemmEpilogue, gemm_epilogue};
-pub use fp8::{Fp8Format, Fp8Scales, gemm_fp8, gemm_fp8_with};
+pub use fp8::{Fp8Format, Fp8Options, Fp8Scales, gemm_fp8, gemm_fp8_with};
 pub use grouped::{grouped_gemm, grouped_gemm_reference};
 pub use reference::{gemm_epilogue_reference, gemm_reference};
 
@@ -106,7 +106,7 @@ pub fn gemm_with<'a>(
     } else {
         call
     };
-    let candidates = config::candidates(&target, call.dtype, call.m, call.n);
+    let candidates = config::candidates(&target, call.dtype, call.m, call.n, call.k);
     let class = config::class(call.dtype, call.m, call.n, call.k);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively), and the
     // stream's scratch buffer, which lives until process exit and is used by work queued on `stream`
@@ -324,9 +324,11 @@ pub fn plan_with(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, call.dtype, call.m, call.n)
+        config::candidates(target, call.dtype, call.m, call.n, call.k)
     } else {
-        vec![config::choose(target, call.dtype, call.m, call.n)]
+        vec![config::choose_product(
+            target, call.dtype, call.m, call.n, call.k,
+        )]
     };
     let mut out = Vec::new();
     for c in &configs {
@@ -372,10 +374,14 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
             (false, 64, 128, 64) => Some(k::gemm::kernel::<E, M, 64, 128, 64>()),
             (false, 128, 128, 32) => Some(k::gemm::kernel::<E, M, 128, 128, 32>()),
             (false, 64, 128, 32) => Some(k::gemm::kernel::<E, M, 64, 128, 32>()),
+            (false, 64, 64, 64) => Some(k::gemm::kernel::<E, M, 64, 64, 64>()),
+            (false, 64, 64, 32) => Some(k::gemm::kernel::<E, M, 64, 64, 32>()),
             (true, 128, 128, 64) => Some(k::gemm_persistent::kernel::<E, M, 128, 128, 64>()),
             (true, 64, 128, 64) => Some(k::gemm_persistent::kernel::<E, M, 64, 128, 64>()),
             (true, 128, 128, 32) => Some(k::gemm_persistent::kernel::<E, M, 128, 128, 32>()),
             (true, 64, 128, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 128, 32>()),
+            (true, 64, 64, 64) => Some(k::gemm_persistent::kernel::<E, M, 64, 64, 64>()),
+            (true, 64, 64, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 64, 32>()),
             _ => None,
         }
     )

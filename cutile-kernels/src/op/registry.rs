@@ -178,7 +178,8 @@ fn plan_gemm(
 }
 
 /// An fp8 GEMM op (any of [`gemm::fp8::OPS`]): `[a, b]` shapes (`b` described column-major, the fast
-/// layout); the scales follow from the op's mode, the output is bf16.
+/// layout), and `[1]` after them for fast accumulation; the scales follow from the op's mode, the output
+/// is bf16.
 fn plan_gemm_fp8(
     spec: &CallSpec,
     dt: ScalarType,
@@ -194,7 +195,16 @@ fn plan_gemm_fp8(
         op: mode.op(),
         what: format!("element type {dt}: the op takes f8e4m3 or f8e5m2"),
     })?;
-    let [a, b] = shapes(mode.op(), spec)?;
+    let (a, b, fast) =
+        gemm::fp8::spec_shapes(&spec.shapes).ok_or_else(|| OpError::Unsupported {
+            op: mode.op(),
+            what: format!(
+                "a call spec lists [a, b] or [a, b, [fast]] shapes (fast: 1 for fast accumulation), \
+                 got {:?}",
+                spec.shapes
+            ),
+        })?;
+    let (a, b) = (a.to_vec(), b.to_vec());
     let (m, k, n) = (
         a.first().copied().unwrap_or(0),
         a.get(1).copied().unwrap_or(0),
@@ -207,7 +217,7 @@ fn plan_gemm_fp8(
         _ => super::contiguous_strides(&b),
     };
     operands[1].shape = b;
-    let launches = gemm::fp8::plan_fp8(&operands, t, mode, all)?;
+    let launches = gemm::fp8::plan_fp8(&operands, t, mode, fast, all)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -586,19 +596,19 @@ const FP8_OPS: [OpInfo; 3] = [
     OpInfo {
         name: gemm::fp8::OP_TENSOR,
         family: "gemm",
-        inputs: "[a, b] ([m, k], [k, n] fp8; sa, sb one f32 each; c [m, n] bf16)",
+        inputs: "[a, b] or [a, b, [1]] (fast accumulation) ([m, k], [k, n] fp8; sa, sb one f32 each; c [m, n] bf16)",
         plan: plan_gemm_fp8,
     },
     OpInfo {
         name: gemm::fp8::OP_ROW,
         family: "gemm",
-        inputs: "[a, b] ([m, k], [k, n] fp8; sa [m, 1], sb [1, n] f32; c [m, n] bf16)",
+        inputs: "[a, b] or [a, b, [1]] (fast accumulation) ([m, k], [k, n] fp8; sa [m, 1], sb [1, n] f32; c [m, n] bf16)",
         plan: plan_gemm_fp8,
     },
     OpInfo {
         name: gemm::fp8::OP_BLOCK,
         family: "gemm",
-        inputs: "[a, b] ([m, k], [k, n] fp8; sa [m, k/128], sb [k/128, n/128] f32; c [m, n] bf16)",
+        inputs: "[a, b] or [a, b, [1]] (fast accumulation) ([m, k], [k, n] fp8; sa [m, k/128], sb [k/128, n/128] f32; c [m, n] bf16)",
         plan: plan_gemm_fp8,
     },
 ];

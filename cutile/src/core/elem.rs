@@ -55,6 +55,14 @@ pub trait Int: Numeric {}
 )]
 pub trait MmaOperand<Acc: ElementType>: ElementType {}
 
+/// The 8-bit float element types (e4m3 and e5m2): the inputs whose `mma` may use Hopper's fast accumulation
+/// ([`crate::core::mma_fast_acc`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an fp8 element type",
+    label = "fast accumulation applies to f8e4m3fn and f8e5m2 inputs only"
+)]
+pub trait Fp8: MmaOperand<f32> {}
+
 macro_rules! elem {
     ($($t:ty => $s:ident),* $(,)?) => {$(
         impl sealed::Sealed for $t {}
@@ -104,6 +112,8 @@ impl MmaOperand<f32> for bf16 {}
 impl MmaOperand<f32> for tf32 {}
 impl MmaOperand<f32> for f8e4m3fn {}
 impl MmaOperand<f32> for f8e5m2 {}
+impl Fp8 for f8e4m3fn {}
+impl Fp8 for f8e5m2 {}
 impl MmaOperand<f64> for f64 {}
 impl MmaOperand<i32> for i8 {}
 

@@ -35,7 +35,7 @@
 //!   cos tan sinh cosh floor ceil abs min max pow atan2`, [`fma`], [`select`], [`Tile::cast`];
 //! - reductions and scans: `sum prod amax amin` (keep the axis) and `*_squeezed` (drop it),
 //!   `cumsum cumprod cummax cummin`, generic [`Tile::reduce`] and [`Tile::scan`] with a closure;
-//! - [`mma`] (`(M,K) x (K,N) + (M,N)`, shapes unified by rustc);
+//! - [`mma`] (`(M,K) x (K,N) + (M,N)`, shapes unified by rustc), [`mma_fast_acc`] (fp8 inputs, Hopper fast accumulation);
 //! - control flow: `for i in a..b` / `.step_by(s)`, `while`, `if`/`else` (device or host condition), with
 //!   the assigned variables carried automatically (see [`control`]);
 //! - hints: [`assume_div_by`], [`assume_bounded`], and per-kernel `#[cutile::entry(num_worker_warps = 8,
@@ -67,7 +67,7 @@ pub use arith::{
 };
 pub use cutile_ir::Padding;
 pub use elem::{
-    ElementType, Float, HostConst, Int, MmaOperand, Numeric, bf16, f8e4m3fn, f8e5m2, f16, tf32,
+    ElementType, Float, Fp8, HostConst, Int, MmaOperand, Numeric, bf16, f8e4m3fn, f8e5m2, f16, tf32,
 };
 pub use foreign::{ForeignResults, ForeignStr, ForeignValue};
 pub use memory::{AtomicMode, GatherIndex, assume_bounded, assume_div_by};
@@ -76,5 +76,5 @@ pub use tensor::{
     Hints, IntoIndex, Partition, Tensor, TileIndex, block_id, block_id_x, join_tokens, new_token,
     num_blocks,
 };
-pub use tileops::{cat, mma};
+pub use tileops::{cat, mma, mma_fast_acc};
 pub use value::{Carry, MAX_TILE_ELEMENTS, Scalar, Tile, Token};

@@ -516,3 +516,29 @@ where
             .result(ty),
     ))
 }
+
+/// [`mma`] of fp8 inputs with fast accumulation (Tile IR `fast_acc`, 13.3+): on Hopper the tensor cores keep
+/// the running sum in their own reduced-precision accumulator instead of promoting it to f32 every few K
+/// steps, which is faster and loses low bits over long K (`torch._scaled_mm`'s `use_fast_accum`).
+#[track_caller]
+pub fn mma_fast_acc<A, SA, SB>(
+    a: Tile<A, SA>,
+    b: Tile<A, SB>,
+    acc: Tile<f32, SA::Out>,
+) -> Tile<f32, SA::Out>
+where
+    A: super::elem::Fp8,
+    SA: MmaShapes<SB>,
+    SB: Shape,
+{
+    let _at = crate::trace::at(::std::panic::Location::caller());
+    let ty = Tile::<f32, SA::Out>::ir_type();
+    Tile::from_value(push1(
+        Op::new(Opcode::MmaF)
+            .attr("fast_acc", OpAttr::Unit)
+            .operand("lhs", a.v)
+            .operand("rhs", b.v)
+            .operand("acc", acc.v)
+            .result(ty),
+    ))
+}
