@@ -491,9 +491,10 @@ impl Workload {
                 _ => (d.clone(), s.clone()),
             })
             .collect();
-        if crate::transformer::covers(self.op()) {
-            // As for fused_qkv, the first output last; `crate::transformer::run` uploads its own
-            // tensors (in-place outputs are inputs there).
+        if crate::transformer::covers(self.op()) || crate::attention_backward::covers(self.op()) {
+            // As for fused_qkv, the first output last; `crate::transformer::run` and
+            // `crate::attention_backward::run` upload their own tensors (in-place outputs are inputs
+            // there).
             let first = self.output_shape()?;
             out.push((vec![0.0; numel(&first)], first));
         } else if self.op() == fused_qkv::OP {
