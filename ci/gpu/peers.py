@@ -22,6 +22,8 @@ before every repetition, median):
                       cast with .float() (torch has no f32-output bf16 linear); gemm_splitk also against
                       torch.matmul (cuBLAS)
   attention           scaled_dot_product_attention with the cuDNN and the flash backends
+  attention_backward  SDPA forward (cuDNN and flash backends) with autograd, timing only the backward
+                      (torch.autograd.grad of the output, retain_graph); FLOPs 2.5x the forward's
   attention_prefill   the variants (flags: bottom_right, window, softcap, query_offset, sinks, lse): SDPA with
                       a boolean mask (efficient and cuDNN backends) when there is no soft-cap and no sink,
                       and torch eager math (scores, tanh cap, mask, sinks as an extra softmax column) always
@@ -1036,7 +1038,50 @@ def bench_cross_entropy(rec, call, dt, shapes, esize):
     rec.run(call, "torch", run, check, flops=2 * t * h * v * products, extra=peak)
 
 
+def bench_attention_backward(rec, call, dt, shapes, esize):
+    """attention_backward: [q, k] (3-D [BH, S, D] or 4-D [B, H, S, D], GQA when k has fewer heads; causal
+    top-left). Peers: SDPA forward once per backend (cuDNN, flash) with autograd, then only the backward
+    timed (torch.autograd.grad of the output with a fixed dO, retain_graph). FLOPs: 2.5x the forward's
+    (4 * pairs * D), i.e. five matmuls per tile (QK^T, dO V^T, P^T dO, dS^T Q, dS K), the FlashAttention
+    convention, the same as the harness's row. Checked against float32 autograd of the math backend
+    (dq, dk, dv; the largest relative error)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q_shape, k_shape = shapes[0], shapes[1]
+    causal = call.get("causal", False)
+    q, k, v, do = rand(q_shape, dt), rand(k_shape, dt), rand(k_shape, dt), rand(q_shape, dt)
+    if len(q_shape) == 3:  # [BH, S, D] -> [1, BH, S, D]
+        q, k, v, do = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), do.unsqueeze(0)
+    gqa = q.shape[1] != k.shape[1]
+    sq, sk, d = q.shape[-2], k.shape[-2], q.shape[-1]
+    slices = q.shape[0] * q.shape[1]
+    pairs = sum(min(i + 1, sk) for i in range(sq)) if causal else sq * sk
+    flops = 2.5 * 4 * slices * pairs * d
+    q, k, v = (t.requires_grad_(True) for t in (q, k, v))
+    qf, kf, vf = (t.detach().float().requires_grad_(True) for t in (q, k, v))
+    with sdpa_kernel(SDPBackend.MATH):
+        of = F.scaled_dot_product_attention(qf, kf, vf, is_causal=causal, enable_gqa=gqa)
+    ref = torch.autograd.grad(of, (qf, kf, vf), do.float())
+    del of
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        state = {}
+
+        def fn(backend=backend, state=state):
+            if "out" not in state:  # the forward once, outside the timing
+                with sdpa_kernel(backend):
+                    state["out"] = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+            with sdpa_kernel(backend):
+                return torch.autograd.grad(state["out"], (q, k, v), do, retain_graph=True)
+
+        def check(fn=fn):
+            return max(relerr(g, r) for g, r in zip(fn(), ref))
+
+        rec.run(call, name, fn, check, flops=flops)
+        state.clear()
+    torch.cuda.empty_cache()
+
+
 TRANSFORMER_OPS = {
+    "attention_backward": bench_attention_backward,
     "fused_linear_cross_entropy": bench_cross_entropy,
     "rms_norm_backward": bench_rms_norm_backward,
     "layer_norm_backward": bench_layer_norm_backward,

@@ -15,6 +15,7 @@
 //! ([`gpu_or_skip`]). Kernels come from tileiras when it is installed, else from registered AOT bundles
 //! (`CUTILE_BUNDLE`, made by `cargo xtask aot`).
 
+pub mod attention_backward;
 pub mod attention_variants;
 pub mod data;
 pub mod decode;

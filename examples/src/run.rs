@@ -507,6 +507,8 @@ pub enum Owned {
     AttentionVariant,
     /// The fp8 GEMMs: byte tensors of fp8 codes and f32 scales (`crate::fp8`).
     Fp8,
+    /// The attention backward: the forward's output and f32 LSE first (`crate::attention_backward`).
+    AttentionBackward,
 }
 
 impl Owned {
@@ -522,6 +524,8 @@ impl Owned {
             Some(Owned::AttentionVariant)
         } else if crate::fp8::covers(w.op()) {
             Some(Owned::Fp8)
+        } else if crate::attention_backward::covers(w.op()) {
+            Some(Owned::AttentionBackward)
         } else {
             None
         }
@@ -531,7 +535,10 @@ impl Owned {
     /// variants and fp8 GEMMs (at decode the weight or cache read is the cost, and one left in L2 by
     /// the previous call would flatter it).
     pub fn flushed(self) -> bool {
-        !matches!(self, Owned::AttentionVariant | Owned::Fp8)
+        !matches!(
+            self,
+            Owned::AttentionVariant | Owned::Fp8 | Owned::AttentionBackward
+        )
     }
 
     /// One call of `w` on `inputs` (timed `iters` times after warm-up when `timing` is given; the
@@ -554,6 +561,9 @@ impl Owned {
             }
             Owned::Fp8 => {
                 crate::fp8::run(device, stream, w, inputs, timing).map(|(c, s)| (vec![c], s))
+            }
+            Owned::AttentionBackward => {
+                crate::attention_backward::run(device, stream, w.dt()?, &w.call, inputs, timing)
             }
         }
     }

@@ -149,6 +149,11 @@ impl Workload {
         if crate::fp8::covers(self.op()) {
             return Dt::BF16.tolerance();
         }
+        // The backward rounds P and dS to the element type before its products (as FlashAttention
+        // does) and takes the forward's rounded output: twice the element type's tolerance.
+        if crate::attention_backward::covers(self.op()) {
+            return 2.0 * self.dt().map_or(0.0, Dt::tolerance);
+        }
         match self.dt() {
             Ok(Dt::F32)
                 if matches!(self.op(), gemm::OP | gemm::BMM | grouped::OP)
@@ -210,6 +215,9 @@ impl Workload {
         if crate::attention_variants::is_variant(self.op()) {
             return crate::attention_variants::outputs(self.dt()?, &self.call);
         }
+        if crate::attention_backward::covers(self.op()) {
+            return crate::attention_backward::outputs(&self.call);
+        }
         if let Some(op) = gemm::epilogue::find(self.op()) {
             return Ok(vec![o("c", self.output_shape()?, op.out_f32)]);
         }
@@ -258,6 +266,7 @@ impl Workload {
             self.op(),
             gemm::OP | gemm::BMM | grouped::OP | attention::OP
         ) && !crate::attention_variants::is_variant(self.op())
+            && !crate::attention_backward::covers(self.op())
             && !is_epilogue(self.op())
             && !crate::fp8::covers(self.op())
     }
@@ -325,6 +334,9 @@ impl Workload {
                 self.dt()?,
                 &self.call,
             )?));
+        }
+        if crate::attention_backward::covers(self.op()) {
+            return Ok(Metric::Flops(crate::attention_backward::flops(&self.call)?));
         }
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => Metric::Bytes(3.0 * n * b),
@@ -446,6 +458,9 @@ impl Workload {
             op if crate::attention_variants::is_variant(op) => {
                 crate::attention_variants::inputs(self.dt()?, &self.call)?
             }
+            op if crate::attention_backward::covers(op) => {
+                crate::attention_backward::inputs(self.dt()?, &self.call, 0)?
+            }
             other => return Err(format!("unknown op {other}").into()),
         })
     }
@@ -476,9 +491,10 @@ impl Workload {
                 _ => (d.clone(), s.clone()),
             })
             .collect();
-        if crate::transformer::covers(self.op()) {
-            // As for fused_qkv, the first output last; `crate::transformer::run` uploads its own
-            // tensors (in-place outputs are inputs there).
+        if crate::transformer::covers(self.op()) || crate::attention_backward::covers(self.op()) {
+            // As for fused_qkv, the first output last; `crate::transformer::run` and
+            // `crate::attention_backward::run` upload their own tensors (in-place outputs are inputs
+            // there).
             let first = self.output_shape()?;
             out.push((vec![0.0; numel(&first)], first));
         } else if self.op() == fused_qkv::OP {
@@ -733,6 +749,9 @@ impl Workload {
             op if crate::attention_variants::is_variant(op) => many(
                 crate::attention_variants::reference(self.dt()?, &self.call, i)?,
             ),
+            op if crate::attention_backward::covers(op) => {
+                many(crate::attention_backward::reference(&self.call, i)?)
+            }
             other => return Err(format!("no reference for op {other}").into()),
         })
     }
@@ -1086,6 +1105,25 @@ pub fn extra_checks() -> Vec<Workload> {
             .into_iter()
             .map(Workload::new),
     );
+    // Attention backward beyond its ragged representative call: f16 causal GQA with ragged lengths,
+    // 3-D non-causal with more keys than queries, and one query against a few keys.
+    for (dt, q, k, causal) in [
+        (
+            "f16",
+            &[2i64, 4, 333, 64][..],
+            &[2i64, 2, 333, 64][..],
+            true,
+        ),
+        ("bf16", &[6, 200, 64], &[6, 300, 64], false),
+        ("bf16", &[1, 4, 1, 128], &[1, 2, 50, 128], false),
+    ] {
+        w.push(Workload::new(CallSpec::new(
+            attention::BACKWARD_OP,
+            dt,
+            &[q, k],
+            causal,
+        )));
+    }
     w
 }
 

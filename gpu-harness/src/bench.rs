@@ -210,6 +210,9 @@ const DECODE_CALLS: usize = 200;
 /// Timed calls of a `fused_qkv` row (16384 tokens: about 1.5 ms each).
 const FUSED_QKV_CALLS: usize = 100;
 
+/// Timed calls of an attention backward row (B4 H32 S4096 D128: tens of ms each).
+const ATTENTION_BACKWARD_CALLS: usize = 30;
+
 /// Times one workload through criterion; returns its row.
 fn bench_one(
     c: &mut Criterion<CudaTime>,
@@ -222,13 +225,14 @@ fn bench_one(
     if let Some(owned) = Owned::of(w) {
         // These families own their tensors (index, RoPE, cache, f32 side tensors:
         // `cutile_examples::run::Owned`), so their modules time them, by the same method: an L2
-        // flush queued before every call (none for the compute-bound attention variants and fp8
-        // GEMMs), CUDA
+        // flush queued before every call (none for the compute-bound attention variants and backward
+        // and fp8 GEMMs), CUDA
         // events around it, the median of the calls.
         let inputs = w.inputs()?;
         let calls = match owned {
             Owned::FusedQkv | Owned::AttentionVariant | Owned::Fp8 => FUSED_QKV_CALLS,
             Owned::Decode | Owned::Transformer => DECODE_CALLS,
+            Owned::AttentionBackward => ATTENTION_BACKWARD_CALLS,
         };
         let (_, stats) = owned.run(device, stream, w, &inputs, Some((calls, Some(flush))))?;
         let stats = stats.ok_or_else(|| format!("{}: no timing", w.name))?;

@@ -165,6 +165,10 @@ impl Case {
             op if cutile_examples::transformer::covers(op) => return w.inputs(),
             // i32 offsets and f32 sinks besides the element type: the workload's own seeded data.
             attention::PREFILL_OP | attention::VARLEN_OP => return w.inputs(),
+            // q, k, v, d_o; the run computes the forward's o and lse itself.
+            attention::BACKWARD_OP => {
+                return cutile_examples::attention_backward::inputs(dt, &w.call, self.seed);
+            }
             other => return Err(format!("unknown op {other}").into()),
         };
         let range = if self.op == softmax::OP { 4.0 } else { 1.0 };
@@ -458,6 +462,7 @@ fn dtypes(op: &str) -> Vec<&'static str> {
         attention::OP
         | attention::PREFILL_OP
         | attention::VARLEN_OP
+        | attention::BACKWARD_OP
         | fused_qkv::OP
         | cross_entropy::OP
         | decode::OP
@@ -818,6 +823,35 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 },
             )
             .boxed(),
+        attention::BACKWARD_OP => (
+            // 4-D (GQA ratios 1..4) or 3-D, ragged / tiny / one-query lengths, both head dimensions.
+            (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
+            (dim(600), dim(600), prop::sample::select(vec![64i64, 128])),
+            any::<bool>(),
+            dtype,
+            seed,
+        )
+            .prop_map(|((four, b, hkv, group), (sq, sk, d), causal, dtype, seed)| {
+                let h = hkv * group;
+                // The reference's work is about four forwards.
+                let s = bounded(vec![sq, sk], (MAX_MACS / 4 / (b * h * d)).max(1));
+                let (sq, sk) = (s[0], s[1]);
+                let shapes = if four {
+                    vec![vec![b, h, sq, d], vec![b, hkv, sk, d]]
+                } else {
+                    vec![vec![b * h, sq, d], vec![b * h, sk, d]]
+                };
+                Case {
+                    op: attention::BACKWARD_OP.into(),
+                    dtype: dtype.into(),
+                    shapes,
+                    causal,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
         _ => (
             // attention (`select_ops` admits only `COVERED` ops)
             (any::<bool>(), 1..=2i64, 1..=4i64, 1..=4i64),
@@ -906,6 +940,7 @@ pub const COVERED: &[&str] = &[
     attention::OP,
     attention::PREFILL_OP,
     attention::VARLEN_OP,
+    attention::BACKWARD_OP,
     activation::SILU_AND_MUL,
     activation::SILU_AND_MUL_BACKWARD,
     activation::SWIGLU,

@@ -24,3 +24,37 @@ pub fn choose(d: i64) -> AttentionConfig {
     let _ = d;
     AttentionConfig { bm: 64, bn: 128 }
 }
+
+/// Tiles of the backward kernels (`attention_backward`): `delta_bm` query rows per block of the
+/// `delta` pass; `dkdv_bm` query rows by `dkdv_bn` key rows in the dK/dV kernel (two f32 `BN x D`
+/// accumulators per block, so the key tile is kept at 64); `dq_bm` by `dq_bn` in the dQ kernel. Not
+/// yet tuned on a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BackwardConfig {
+    pub delta_bm: i64,
+    pub dkdv_bm: i64,
+    pub dkdv_bn: i64,
+    pub dq_bm: i64,
+    pub dq_bn: i64,
+}
+
+impl Candidate for BackwardConfig {
+    fn name(&self) -> String {
+        format!(
+            "attention_backward dKdV {}x{} dQ {}x{}",
+            self.dkdv_bm, self.dkdv_bn, self.dq_bm, self.dq_bn
+        )
+    }
+}
+
+/// The backward configuration for head dimension `d`.
+pub fn choose_backward(d: i64) -> BackwardConfig {
+    let _ = d;
+    BackwardConfig {
+        delta_bm: 64,
+        dkdv_bm: 64,
+        dkdv_bn: 64,
+        dq_bm: 64,
+        dq_bn: 64,
+    }
+}

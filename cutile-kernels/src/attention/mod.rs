@@ -9,22 +9,31 @@
 //! - [`config`]: tile sizes per head dimension;
 //! - [`reference`]: the CPU reference;
 //! - [`plan`]: the launches of a call, without a device;
-//! - [`decode`]: decode (a few queries per sequence against a contiguous or paged KV cache, split-KV).
+//! - [`decode`]: decode (a few queries per sequence against a contiguous or paged KV cache, split-KV);
+//! - [`backward`]: the backward pass (`dq`, `dk`, `dv` from the forward's output and LSE), kernels in
+//!   `dsl_backward`.
 
+pub mod backward;
 pub mod config;
 pub mod decode;
 mod dsl;
+mod dsl_backward;
 mod prefill;
 pub mod reference;
 
-pub use config::AttentionConfig;
+pub use backward::{BACKWARD_INPUTS, BACKWARD_OP, attention_backward};
+pub use config::{AttentionConfig, BackwardConfig};
 pub use dsl::kernels;
+pub use dsl_backward::backward_kernels;
 pub use prefill::{
     Extras, FLAGS_DOC, MAX_EXTENT, PREFILL_INPUTS, PREFILL_OP, VARLEN_INPUTS, VARLEN_OP,
     VariantCall, attention_varlen, attention_with, described_call, plan_prefill, plan_spec,
     plan_varlen, ragged_lengths, spec_flags, with_unused,
 };
-pub use reference::{VarlenBatch, attention_reference, prefill_reference, varlen_reference};
+pub use reference::{
+    BackwardGrads, VarlenBatch, attention_backward_reference, attention_reference,
+    prefill_reference, varlen_reference,
+};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
@@ -314,5 +323,6 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         ));
     }
     calls.extend(prefill::representative_calls());
+    calls.extend(backward::representative_calls());
     calls
 }

@@ -257,3 +257,130 @@ pub fn varlen_reference(
     }
     (out, lse)
 }
+
+/// The gradients of attention (`dq`, `dk`, `dv`) that [`super::attention_backward`] computes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BackwardGrads {
+    /// `q`'s shape.
+    pub dq: Vec<f32>,
+    /// `k`'s shape (summed over the query heads of each GQA group).
+    pub dk: Vec<f32>,
+    /// `k`'s shape.
+    pub dv: Vec<f32>,
+}
+
+/// CPU reference of the attention backward pass over `[B, H, S_q, D]` queries and output gradient `d_o`,
+/// `[B, H_kv, S_k, D]` keys and values (row-major; `H_kv` divides `H`; a 3-D `[BH, S, D]` call is
+/// `(BH, 1, 1)`). The forward (softmax of `q kᵀ · scale`, causal as `options` aligns it) is recomputed in
+/// f64, so the gradients are exact up to the final f32 rounding; rows that see no key have zero
+/// gradients. The window and soft-cap are not modelled (the op refuses them). Key/value groups in
+/// parallel.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_backward_reference(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    d_o: &[f32],
+    (b, h, hkv): (usize, usize, usize),
+    sq: usize,
+    sk: usize,
+    d: usize,
+    options: &super::AttentionOptions,
+) -> BackwardGrads {
+    use rayon::prelude::*;
+    let mut g = BackwardGrads {
+        dq: vec![0f32; b * h * sq * d],
+        dk: vec![0f32; b * hkv * sk * d],
+        dv: vec![0f32; b * hkv * sk * d],
+    };
+    if d == 0 || hkv == 0 || h == 0 || sq == 0 || sk == 0 {
+        return g;
+    }
+    let scale = options.scale.map_or(1.0 / (d as f64).sqrt(), f64::from);
+    let shift = if options.causal {
+        options.query_offset
+            + if options.bottom_right {
+                sk as i64 - sq as i64
+            } else {
+                0
+            }
+    } else {
+        0
+    };
+    let group = h / hkv;
+    let dot =
+        |a: &[f32], c: &[f32]| -> f64 { a.iter().zip(c).map(|(&x, &y)| x as f64 * y as f64).sum() };
+    // One (batch, kv head) group: its dq rows (group heads × sq × d), dk and dv (sk × d).
+    let parts: Vec<(Vec<f64>, Vec<f64>, Vec<f64>)> = (0..b * hkv)
+        .into_par_iter()
+        .map(|bk| {
+            let (bi, kh) = (bk / hkv, bk % hkv);
+            let kv = bk * sk * d;
+            let key = |j: usize| &k[kv + j * d..kv + (j + 1) * d];
+            let val = |j: usize| &v[kv + j * d..kv + (j + 1) * d];
+            let mut dq = vec![0f64; group * sq * d];
+            let mut dk = vec![0f64; sk * d];
+            let mut dv = vec![0f64; sk * d];
+            for gi in 0..group {
+                let hi = kh * group + gi;
+                for i in 0..sq {
+                    let row = ((bi * h + hi) * sq + i) * d;
+                    let qi = &q[row..row + d];
+                    let gi_o = &d_o[row..row + d];
+                    let pos = i as i64 + shift;
+                    let seen = if options.causal {
+                        (pos + 1).clamp(0, sk as i64) as usize
+                    } else {
+                        sk
+                    };
+                    if seen == 0 {
+                        continue;
+                    }
+                    let s: Vec<f64> = (0..seen).map(|j| dot(qi, key(j)) * scale).collect();
+                    let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
+                    let z: f64 = e.iter().sum();
+                    let p: Vec<f64> = e.iter().map(|x| x / z).collect();
+                    let dp: Vec<f64> = (0..seen).map(|j| dot(gi_o, val(j))).collect();
+                    // delta = Σ_d dO · O = Σ_j p_j dp_j.
+                    let delta: f64 = p.iter().zip(&dp).map(|(a, c)| a * c).sum();
+                    let dqi = &mut dq[(gi * sq + i) * d..(gi * sq + i + 1) * d];
+                    for j in 0..seen {
+                        let ds = p[j] * (dp[j] - delta);
+                        for (x, &kk) in dqi.iter_mut().zip(key(j)) {
+                            *x += ds * scale * kk as f64;
+                        }
+                        for (x, &qq) in dk[j * d..(j + 1) * d].iter_mut().zip(qi) {
+                            *x += ds * scale * qq as f64;
+                        }
+                        for (x, &oo) in dv[j * d..(j + 1) * d].iter_mut().zip(gi_o) {
+                            *x += p[j] * oo as f64;
+                        }
+                    }
+                }
+            }
+            (dq, dk, dv)
+        })
+        .collect();
+    for (bk, (dq, dk, dv)) in parts.into_iter().enumerate() {
+        let (bi, kh) = (bk / hkv, bk % hkv);
+        for gi in 0..group {
+            let hi = kh * group + gi;
+            let dst = (bi * h + hi) * sq * d;
+            for (x, &y) in g.dq[dst..dst + sq * d]
+                .iter_mut()
+                .zip(&dq[gi * sq * d..(gi + 1) * sq * d])
+            {
+                *x = y as f32;
+            }
+        }
+        let dst = bk * sk * d;
+        for (x, &y) in g.dk[dst..dst + sk * d].iter_mut().zip(&dk) {
+            *x = y as f32;
+        }
+        for (x, &y) in g.dv[dst..dst + sk * d].iter_mut().zip(&dv) {
+            *x = y as f32;
+        }
+    }
+    g
+}

@@ -444,8 +444,25 @@ fn plan_dropout(
     Ok(PlannedCall { operands, launches })
 }
 
-/// The training ops (norm backward passes, dropout, fused linear + cross-entropy).
-const TRAINING_OPS: [OpInfo; 5] = [
+fn plan_attention_backward(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    use attention::backward;
+    let ops = backward::described_call(dt, &spec.shapes)?;
+    let options = attention::AttentionOptions {
+        causal: spec.causal,
+        ..Default::default()
+    };
+    let operands = backward::with_scratch(&ops, t, &options)?;
+    let launches = backward::plan_backward(&operands, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+/// The training ops (norm backward passes, dropout, fused linear + cross-entropy, attention backward).
+const TRAINING_OPS: [OpInfo; 6] = [
     OpInfo {
         name: dropout::OP,
         family: "dropout",
@@ -475,6 +492,12 @@ const TRAINING_OPS: [OpInfo; 5] = [
         family: "cross_entropy",
         inputs: cross_entropy::SPEC_INPUTS,
         plan: plan_cross_entropy,
+    },
+    OpInfo {
+        name: attention::BACKWARD_OP,
+        family: "attention",
+        inputs: attention::BACKWARD_INPUTS,
+        plan: plan_attention_backward,
     },
 ];
 
