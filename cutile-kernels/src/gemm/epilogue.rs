@@ -493,17 +493,26 @@ pub fn plan_epilogue_with(
     let c = PlannedArg::whole(2, &ops[2], true);
     match sched {
         Schedule::Direct(cfg) => {
-            let kernel = direct_kernel(&cfg, call.dtype, call.out, act, flags)?;
-            let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
-            let grid = if cfg.persistent {
-                tiles.min(target.sm_count as i64).max(1)
+            let (tiles_m, tiles_n) = (ceil_div(call.m, cfg.bm), ceil_div(call.n, cfg.bn));
+            let tiles = tiles_m * tiles_n;
+            // One tile per block on a 2-D grid, unless persistent or past the grid's y limit.
+            let looped = cfg.persistent || tiles_n > 65535 || tiles_m > u32::MAX as i64;
+            let kernel = direct_kernel(&cfg, looped, call.dtype, call.out, act, flags)?;
+            let grid = if !looped {
+                (tiles_m, tiles_n)
+            } else if cfg.persistent {
+                (tiles.min(target.sm_count as i64).max(1), 1)
             } else {
-                tiles
+                (tiles, 1)
             };
-            let grid = u32::try_from(grid).map_err(|_| OpError::Unsupported {
+            let too_many = || OpError::Unsupported {
                 op: OP,
                 what: format!("{tiles} output tiles exceed the grid's limit"),
-            })?;
+            };
+            let grid = (
+                u32::try_from(grid.0).map_err(|_| too_many())?,
+                u32::try_from(grid.1).map_err(|_| too_many())?,
+            );
             Ok(vec![PlannedLaunch {
                 kernel,
                 args: vec![
@@ -513,7 +522,7 @@ pub fn plan_epilogue_with(
                     residual,
                     c,
                 ],
-                grid: Some((grid, 1, 1)),
+                grid: Some((grid.0, grid.1, 1)),
                 config: format!(
                     "gemm_epilogue {}x{}x{}{}",
                     cfg.bm,
@@ -681,28 +690,35 @@ fn unsupported(what: String) -> OpError {
     OpError::Unsupported { op: OP, what }
 }
 
-/// The single-launch kernel of a configuration and epilogue.
+/// The single-launch kernel of a configuration and epilogue: the tile loop (`gemm_epilogue`) when
+/// `looped` (persistent), else one tile per block (`gemm_epilogue_tiles`).
 fn direct_kernel(
     cfg: &config::GemmConfig,
+    looped: bool,
     dtype: ScalarType,
     out: ScalarType,
     act: i32,
     flags: i32,
 ) -> Result<cutile::dsl::Kernel, OpError> {
     use kernels as k;
-    let kernel = super::product_types!(dtype, |E, M| out_type!(out, dtype, E, |O| {
-        act_const!(act, |A| flags_const!(
-            flags,
-            |F| match (cfg.bm, cfg.bn, cfg.bk) {
-                (128, 128, 64) =>
-                    Some(k::gemm_epilogue::kernel::<E, M, O, O, 128, 128, 64, A, F>()),
-                (64, 128, 64) => Some(k::gemm_epilogue::kernel::<E, M, O, O, 64, 128, 64, A, F>()),
-                (128, 128, 32) =>
-                    Some(k::gemm_epilogue::kernel::<E, M, O, O, 128, 128, 32, A, F>()),
-                (64, 128, 32) => Some(k::gemm_epilogue::kernel::<E, M, O, O, 64, 128, 32, A, F>()),
+    // `$k`: the entry of the chosen form.
+    macro_rules! tiles {
+        ($k:ident, $E:ty, $M:ty, $O:ty, $A:expr, $F:expr) => {
+            match (cfg.bm, cfg.bn, cfg.bk) {
+                (128, 128, 64) => Some(k::$k::kernel::<$E, $M, $O, $O, 128, 128, 64, $A, $F>()),
+                (64, 128, 64) => Some(k::$k::kernel::<$E, $M, $O, $O, 64, 128, 64, $A, $F>()),
+                (128, 128, 32) => Some(k::$k::kernel::<$E, $M, $O, $O, 128, 128, 32, $A, $F>()),
+                (64, 128, 32) => Some(k::$k::kernel::<$E, $M, $O, $O, 64, 128, 32, $A, $F>()),
                 _ => None,
             }
-        ))
+        };
+    }
+    let kernel = super::product_types!(dtype, |E, M| out_type!(out, dtype, E, |O| {
+        act_const!(act, |A| flags_const!(flags, |F| if looped {
+            tiles!(gemm_epilogue, E, M, O, A, F)
+        } else {
+            tiles!(gemm_epilogue_tiles, E, M, O, A, F)
+        }))
     }));
     kernel
         .flatten()
