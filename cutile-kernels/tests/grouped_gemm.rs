@@ -31,7 +31,7 @@ fn ops(dt: ScalarType, m: i64, k: i64, g: i64, n: i64) -> Vec<Operand> {
 }
 
 fn plan_err(operands: &[Operand], offsets: &[usize], options: &GemmOptions, needle: &str) {
-    match grouped::plan(operands, offsets, &target(), options) {
+    match grouped::plan(operands, offsets, &target(), options, false) {
         Err(e) => {
             let text = e.to_string();
             assert!(text.contains(needle), "error `{text}` lacks `{needle}`");
@@ -40,31 +40,46 @@ fn plan_err(operands: &[Operand], offsets: &[usize], options: &GemmOptions, need
     }
 }
 
-/// The kernel's schedule on the host: for every item, the group found by the table search, the global
-/// row tile and column tile, and which rows the item writes; returns, per output element, how many
-/// items wrote it and the last writer's group.
+/// The kernel's schedule on the host: interior items store their whole tile (clipped by `c`'s
+/// bounds, as the view store), edge items only their group's rows (the masked scatter); returns, per
+/// output element, how many items wrote it and the last writer's group.
 fn simulate(t: &Table, m: usize, n: usize, bm: usize, bn: usize) -> (Vec<u32>, Vec<i64>) {
-    let p = t.padded as usize;
     let tiles_n = n.div_ceil(bn);
+    assert_eq!(t.tiles_n as usize, tiles_n);
+    let interior_rows = t.items as usize / tiles_n;
     let mut writes = vec![0u32; m * n];
     let mut owner = vec![-1i64; m * n];
-    for item in 0..t.items as i32 {
-        let g = t.data[..p].iter().filter(|&&e| e <= item).count();
-        let local = (item - t.data[p + g]) as usize;
-        let (tm, tn) = (local / tiles_n, local % tiles_n);
-        let tile = t.data[2 * p + g] as usize + tm;
-        let (r0, r1) = (t.data[3 * p + g] as usize, t.data[4 * p + g] as usize);
-        for r in tile * bm..((tile + 1) * bm).min(m) {
-            if r < r0 || r >= r1 {
+    for item in 0..t.all_items() as usize {
+        let edge = item >= t.items as usize;
+        let j = if edge {
+            interior_rows + (item - t.items as usize) / tiles_n
+        } else {
+            item / tiles_n
+        };
+        let tn = item % tiles_n;
+        let (g, tile) = t.row_entry(j);
+        let (r0, r1) = t.group_rows(g as usize);
+        let (r0, r1) = (r0 as usize, r1 as usize);
+        for r in tile as usize * bm..((tile as usize + 1) * bm).min(m) {
+            if edge && (r < r0 || r >= r1) {
                 continue;
             }
             for col in tn * bn..((tn + 1) * bn).min(n) {
                 writes[r * n + col] += 1;
-                owner[r * n + col] = g as i64;
+                owner[r * n + col] = i64::from(g);
             }
         }
     }
     (writes, owner)
+}
+
+/// The items block `p` of `grid` runs: interior `p, p + grid, …` below `items`, then edge items from
+/// the kernel's start `(p - items) mod grid` on, in the same stride (as global item indices).
+fn block_items(p: i64, grid: i64, items: i64, all: i64) -> Vec<i64> {
+    let mut out: Vec<i64> = (p..items).step_by(grid as usize).collect();
+    let start = (p + grid - items % grid) % grid;
+    out.extend((start..all - items).step_by(grid as usize).map(|e| items + e));
+    out
 }
 
 #[test]
@@ -75,6 +90,7 @@ fn the_schedule_writes_every_element_once_by_its_group() {
         (&[64, 128, 192], 192, 1),
         (&[5], 5, 77),
         (&[0, 0, 0], 0, 10),
+        (&[1000, 2100, 3000, 4050, 5000, 6024, 7094, 8192], 8192, 256),
     ];
     for &(offsets, m, n) in cases {
         for (bm, bn) in [(128usize, 128usize), (64, 128)] {
@@ -93,7 +109,8 @@ fn the_schedule_writes_every_element_once_by_its_group() {
                 }
                 start = end;
             }
-            // Items: every global row tile a group meets, once per column tile.
+            // Items: every global row tile a group meets, once per column tile; edge row tiles are
+            // the ones a group shares or does not fill (at most two per group).
             let mut want = 0;
             let mut s = 0;
             for &e in offsets {
@@ -102,20 +119,42 @@ fn the_schedule_writes_every_element_once_by_its_group() {
                 }
                 s = e;
             }
-            assert_eq!(t.items as usize, want, "{offsets:?}");
+            assert_eq!(t.all_items() as usize, want, "{offsets:?}");
+            assert!(t.edges as usize <= 2 * offsets.len(), "{offsets:?}");
+            // Every block's interior and edge items together are each item exactly once.
+            for grid in [1i64, 3, 7, 132] {
+                let mut seen: Vec<i64> = (0..grid)
+                    .flat_map(|p| block_items(p, grid, t.items, t.all_items()))
+                    .collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..t.all_items()).collect::<Vec<_>>(), "grid {grid}");
+            }
         }
     }
+    // Groups on 128-row boundaries have no edge tiles with 128-row tiles (the benchmark's groups).
+    let aligned = grouped::offsets_of(&[512, 1408, 1280, 1152, 1024, 896, 768, 1152]);
+    let t = work_table(&aligned, 128, 32).unwrap();
+    assert_eq!((t.items, t.edges), (64 * 32, 0));
 }
 
 #[test]
-fn work_table_pads_to_the_search_chunk() {
+fn work_table_holds_row_entries_and_group_rows() {
     let offsets: Vec<usize> = (1..=70).collect();
     let t = work_table(&offsets, 128, 1).unwrap();
     assert_eq!(t.padded, 128);
-    assert_eq!(t.data.len(), 5 * 128);
-    assert!(t.data[70..128].iter().all(|&e| e == i32::MAX));
-    // 70 one-row groups in the first 128-row tile: one item each.
-    assert_eq!(t.items, 70);
+    assert_eq!(t.data.len(), 4 * 128);
+    // 70 one-row groups in the first 128-row tile: one edge entry each, no interior item.
+    assert_eq!((t.items, t.edges), (0, 70));
+    assert_eq!(t.row_entry(69), (69, 0));
+    assert_eq!(t.group_rows(69), (69, 70));
+    // A group ending `c` owns its clipped last tile: interior.
+    let t = work_table(&[100, 300], 128, 2).unwrap();
+    // Group 0: tile 0 (shared: edge); group 1: tile 0 (edge), tiles 1, 2 (2 clipped by c): interior.
+    assert_eq!((t.items, t.edges), (2 * 2, 2));
+    assert_eq!(t.row_entry(0), (1, 1));
+    assert_eq!(t.row_entry(1), (1, 2));
+    assert_eq!(t.row_entry(2), (0, 0));
+    assert_eq!(t.row_entry(3), (1, 0));
 }
 
 #[test]
@@ -136,19 +175,19 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     let mut bad_rank = good.clone();
     bad_rank[1] = Operand::described("b", 1, BF16, &[64, 100]);
     assert!(matches!(
-        grouped::plan(&bad_rank, &offs, &target(), &TF32),
+        grouped::plan(&bad_rank, &offs, &target(), &TF32, false),
         Err(OpError::Rank { .. })
     ));
     let mut mixed = good.clone();
     mixed[1] = Operand::described("b", 1, F16, &[3, 64, 100]);
     assert!(matches!(
-        grouped::plan(&mixed, &offs, &target(), &TF32),
+        grouped::plan(&mixed, &offs, &target(), &TF32, false),
         Err(OpError::DType { .. })
     ));
     let f32s = ops(F32, 300, 64, 3, 100);
     plan_err(&f32s, &offs, &GemmOptions::default(), "allow_tf32");
     assert_eq!(
-        grouped::plan(&f32s, &offs, &target(), &TF32)
+        grouped::plan(&f32s, &offs, &target(), &TF32, false)
             .unwrap()
             .1
             .len(),
@@ -163,7 +202,7 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     ];
     for (o, off) in empty {
         assert!(
-            grouped::plan(&o, &off, &target(), &TF32)
+            grouped::plan(&o, &off, &target(), &TF32, false)
                 .unwrap()
                 .1
                 .is_empty()
@@ -171,7 +210,7 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     }
     // k = 0 still launches (c is zeros).
     assert_eq!(
-        grouped::plan(&ops(BF16, 300, 0, 3, 100), &offs, &target(), &TF32)
+        grouped::plan(&ops(BF16, 300, 0, 3, 100), &offs, &target(), &TF32, false)
             .unwrap()
             .1
             .len(),
@@ -182,24 +221,86 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
 #[test]
 fn plans_one_persistent_launch_with_the_table() {
     let offsets = grouped::offsets_of(&[700, 0, 1300, 1, 6191]);
-    let (operands, launches) =
-        grouped::plan(&ops(BF16, 8192, 4096, 5, 4096), &offsets, &target(), &TF32).unwrap();
+    let (operands, launches) = grouped::plan(
+        &ops(BF16, 8192, 4096, 5, 4096),
+        &offsets,
+        &target(),
+        &TF32,
+        false,
+    )
+    .unwrap();
     assert_eq!(launches.len(), 1);
     let l = &launches[0];
     assert_eq!(l.kernel.name(), "grouped_gemm");
     assert_eq!(l.grid, Some((132, 1, 1)));
     assert_eq!(operands.len(), 4);
     assert_eq!(operands[3].dtype, I32);
-    assert_eq!(operands[3].shape, vec![5 * 64]);
+    let tables = grouped::Tables::of(&offsets, 4096).unwrap();
+    assert_eq!(operands[3].shape, vec![tables.len()]);
+    // 128-row tiles: 62 interior row tiles, 5 edge entries (tiles 5, 5, 15, 15, 15).
     assert!(
-        l.config.starts_with("grouped_gemm 128x128x64 G=5"),
+        l.config
+            .starts_with("grouped_gemm 128x128x64 G=5 items=1984 edges=5x32"),
         "{}",
         l.config
     );
     // Few tiles: 64-row tiles and a grid of the item count.
-    let (_, small) = grouped::plan(&ops(F16, 10, 32, 2, 64), &[3, 10], &target(), &TF32).unwrap();
+    let (_, small) =
+        grouped::plan(&ops(F16, 10, 32, 2, 64), &[3, 10], &target(), &TF32, false).unwrap();
     assert!(small[0].config.starts_with("grouped_gemm 64x128x64"));
     assert_eq!(small[0].grid, Some((2, 1, 1)));
+}
+
+#[test]
+fn candidates_cover_tiles_and_split_launches() {
+    let t = target();
+    let cands = grouped::candidates(&t, BF16, 8192, 4096);
+    assert_eq!(cands[0], grouped::choose(&t, BF16, 8192, 4096));
+    assert!(!cands[0].split);
+    let names: std::collections::HashSet<String> = cands
+        .iter()
+        .map(cutile_kernels::op::tuning::Candidate::name)
+        .collect();
+    assert_eq!(names.len(), cands.len());
+    assert_eq!(cands.len(), 4);
+    // Every candidate plans; a split candidate takes two launches when there are edge items.
+    let ragged = grouped::offsets_of(&[1000, 1100, 900, 1050, 950, 1024, 1070, 1098]);
+    let aligned = grouped::offsets_of(&[1024; 8]);
+    let o = ops(BF16, 8192, 4096, 8, 4096);
+    let (_, all) = grouped::plan(&o, &ragged, &t, &TF32, true).unwrap();
+    assert_eq!(all.len(), 6, "{all:?}");
+    let (_, all) = grouped::plan(&o, &aligned, &t, &TF32, true).unwrap();
+    assert_eq!(all.len(), 4);
+}
+
+/// The traced IR of the grouped kernel of a call's default launch.
+fn grouped_ir(rows: Vec<i64>) -> String {
+    let total = rows.iter().sum::<i64>();
+    let call = CallSpec {
+        op: grouped::OP.into(),
+        dtype: "bf16".into(),
+        shapes: vec![vec![total, 4096], vec![rows.len() as i64, 4096, 4096], rows],
+        causal: false,
+    };
+    let jobs = cutile_kernels::catalog::dsl_jobs(&[call], false).unwrap();
+    let (k, metas) = jobs[0].dsl_spec().unwrap();
+    k.specialize(metas).unwrap().ir_text()
+}
+
+/// The cause of the first kernel's 1.8x: a view load (the group search over the table) inside the
+/// item loop gave it a warp-specialized 384-thread schedule (168 registers, spills, serialized
+/// `wgmma`). Items now read the table with gathers only: the view loads are `a`'s and `b`'s tiles
+/// (one loop per store kind), and the interior-only kernel (aligned groups) has no scatter.
+#[test]
+fn item_loops_load_only_operand_tiles_through_views() {
+    let aligned = grouped_ir(vec![1024; 8]);
+    assert_eq!(aligned.matches("load_view_tko").count(), 2, "{aligned}");
+    assert_eq!(aligned.matches("store_view_tko").count(), 1, "{aligned}");
+    assert_eq!(aligned.matches("store_ptr_tko").count(), 0, "{aligned}");
+    let ragged = grouped_ir(vec![1000, 1100, 900, 1050, 950, 1024, 1070, 1098]);
+    assert_eq!(ragged.matches("load_view_tko").count(), 4, "{ragged}");
+    assert_eq!(ragged.matches("store_view_tko").count(), 1, "{ragged}");
+    assert_eq!(ragged.matches("store_ptr_tko").count(), 1, "{ragged}");
 }
 
 #[test]
