@@ -40,33 +40,34 @@ fn plan_err(operands: &[Operand], offsets: &[usize], options: &GemmOptions, need
     }
 }
 
-/// The kernel's schedule on the host: interior items store their whole tile (clipped by `c`'s
-/// bounds, as the view store), edge items only their group's rows (the masked scatter); returns, per
-/// output element, how many items wrote it and the last writer's group.
+/// The kernel's schedule on the host: interior items store their whole tile, edge items the tile
+/// merged from the products of the groups that meet it, both clipped by `c`'s bounds (the view
+/// store); returns, per output element, how many items wrote it and the group whose product it holds
+/// (-1 for none: an edge row no listed group owns).
 fn simulate(t: &Table, m: usize, n: usize, bm: usize, bn: usize) -> (Vec<u32>, Vec<i64>) {
     let tiles_n = n.div_ceil(bn);
     assert_eq!(t.tiles_n as usize, tiles_n);
-    let interior_rows = t.items as usize / tiles_n;
     let mut writes = vec![0u32; m * n];
     let mut owner = vec![-1i64; m * n];
     for item in 0..t.all_items() as usize {
-        let edge = item >= t.items as usize;
-        let j = if edge {
-            interior_rows + (item - t.items as usize) / tiles_n
-        } else {
-            item / tiles_n
-        };
         let tn = item % tiles_n;
-        let (g, tile) = t.row_entry(j);
-        let (r0, r1) = t.group_rows(g as usize);
-        let (r0, r1) = (r0 as usize, r1 as usize);
+        let (tile, groups) = if item < t.items as usize {
+            let (g, tile) = t.row_entry(item / tiles_n);
+            (tile, vec![g])
+        } else {
+            t.edge_tile((item - t.items as usize) / tiles_n)
+        };
         for r in tile as usize * bm..((tile as usize + 1) * bm).min(m) {
-            if edge && (r < r0 || r >= r1) {
-                continue;
+            let mut value = -1i64;
+            for &g in &groups {
+                let (r0, r1) = t.group_rows(g as usize);
+                if (r0 as usize..r1 as usize).contains(&r) {
+                    value = i64::from(g);
+                }
             }
             for col in tn * bn..((tn + 1) * bn).min(n) {
                 writes[r * n + col] += 1;
-                owner[r * n + col] = i64::from(g);
+                owner[r * n + col] = value;
             }
         }
     }
@@ -78,7 +79,11 @@ fn simulate(t: &Table, m: usize, n: usize, bm: usize, bn: usize) -> (Vec<u32>, V
 fn block_items(p: i64, grid: i64, items: i64, all: i64) -> Vec<i64> {
     let mut out: Vec<i64> = (p..items).step_by(grid as usize).collect();
     let start = (p + grid - items % grid) % grid;
-    out.extend((start..all - items).step_by(grid as usize).map(|e| items + e));
+    out.extend(
+        (start..all - items)
+            .step_by(grid as usize)
+            .map(|e| items + e),
+    );
     out
 }
 
@@ -109,8 +114,8 @@ fn the_schedule_writes_every_element_once_by_its_group() {
                 }
                 start = end;
             }
-            // Items: every global row tile a group meets, once per column tile; edge row tiles are
-            // the ones a group shares or does not fill (at most two per group).
+            // Products: every global row tile a group meets, once per column tile; items: every
+            // row tile of `c` once per column tile; edge tiles at most one per group boundary.
             let mut want = 0;
             let mut s = 0;
             for &e in offsets {
@@ -119,8 +124,13 @@ fn the_schedule_writes_every_element_once_by_its_group() {
                 }
                 s = e;
             }
-            assert_eq!(t.all_items() as usize, want, "{offsets:?}");
-            assert!(t.edges as usize <= 2 * offsets.len(), "{offsets:?}");
+            assert_eq!(t.products() as usize, want, "{offsets:?}");
+            assert_eq!(
+                t.all_items() as usize,
+                m.div_ceil(bm) * n.div_ceil(bn),
+                "{offsets:?}"
+            );
+            assert!(t.edges as usize <= offsets.len(), "{offsets:?}");
             // Every block's interior and edge items together are each item exactly once.
             for grid in [1i64, 3, 7, 132] {
                 let mut seen: Vec<i64> = (0..grid)
@@ -138,23 +148,22 @@ fn the_schedule_writes_every_element_once_by_its_group() {
 }
 
 #[test]
-fn work_table_holds_row_entries_and_group_rows() {
+fn work_table_holds_row_entries_edge_tiles_and_group_rows() {
     let offsets: Vec<usize> = (1..=70).collect();
     let t = work_table(&offsets, 128, 1).unwrap();
     assert_eq!(t.padded, 128);
-    assert_eq!(t.data.len(), 4 * 128);
-    // 70 one-row groups in the first 128-row tile: one edge entry each, no interior item.
-    assert_eq!((t.items, t.edges), (0, 70));
-    assert_eq!(t.row_entry(69), (69, 0));
+    assert_eq!(t.data.len(), 8 * 128);
+    // 70 one-row groups in the first 128-row tile: one edge tile met by all 70, no interior item.
+    assert_eq!((t.items, t.edges, t.edge_entries), (0, 1, 70));
+    assert_eq!(t.edge_tile(0), (0, (0..70).collect()));
     assert_eq!(t.group_rows(69), (69, 70));
-    // A group ending `c` owns its clipped last tile: interior.
-    let t = work_table(&[100, 300], 128, 2).unwrap();
-    // Group 0: tile 0 (shared: edge); group 1: tile 0 (edge), tiles 1, 2 (2 clipped by c): interior.
-    assert_eq!((t.items, t.edges), (2 * 2, 2));
-    assert_eq!(t.row_entry(0), (1, 1));
-    assert_eq!(t.row_entry(1), (1, 2));
-    assert_eq!(t.row_entry(2), (0, 0));
-    assert_eq!(t.row_entry(3), (1, 0));
+    // A group ending `c` owns its clipped last tile: interior. Empty groups meet no tile.
+    let t = work_table(&[100, 100, 300], 128, 2).unwrap();
+    // Group 0: tile 0 (shared: edge); group 2: tile 0 (edge), tiles 1, 2 (2 clipped by c): interior.
+    assert_eq!((t.items, t.edges, t.edge_entries), (2 * 2, 1, 2));
+    assert_eq!(t.row_entry(0), (2, 1));
+    assert_eq!(t.row_entry(1), (2, 2));
+    assert_eq!(t.edge_tile(0), (0, vec![0, 2]));
 }
 
 #[test]
@@ -191,7 +200,7 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
             .unwrap()
             .1
             .len(),
-        1
+        2
     );
     plan_err(&good[..2], &offs, &TF32, "takes 3 tensors");
     // Empty: no rows, no columns, every group empty, no groups.
@@ -208,13 +217,13 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
                 .is_empty()
         );
     }
-    // k = 0 still launches (c is zeros).
+    // k = 0 still launches (c is zeros): interior and edge tiles.
     assert_eq!(
         grouped::plan(&ops(BF16, 300, 0, 3, 100), &offs, &target(), &TF32, false)
             .unwrap()
             .1
             .len(),
-        1
+        2
     );
 }
 
@@ -229,7 +238,9 @@ fn plans_one_persistent_launch_with_the_table() {
         false,
     )
     .unwrap();
-    assert_eq!(launches.len(), 1);
+    // An interior launch, then an edge launch.
+    assert_eq!(launches.len(), 2);
+    assert_eq!(launches[1].grid, Some((64, 1, 1)), "2 edge tiles x 32");
     let l = &launches[0];
     assert_eq!(l.kernel.name(), "grouped_gemm");
     assert_eq!(l.grid, Some((132, 1, 1)));
@@ -237,18 +248,21 @@ fn plans_one_persistent_launch_with_the_table() {
     assert_eq!(operands[3].dtype, I32);
     let tables = grouped::Tables::of(&offsets, 4096).unwrap();
     assert_eq!(operands[3].shape, vec![tables.len()]);
-    // 128-row tiles: 62 interior row tiles, 5 edge entries (tiles 5, 5, 15, 15, 15).
+    // 128-row tiles: 62 interior row tiles, 2 edge tiles (5: groups 0, 2; 15: groups 2, 3, 4).
     assert!(
-        l.config
-            .starts_with("grouped_gemm 128x128x64 G=5 items=1984 edges=5x32"),
+        l.config.starts_with(
+            "grouped_gemm 128x128x64 2 launches G=5 items=1984 edges=2x32 edge products=5"
+        ),
         "{}",
         l.config
     );
     // Few tiles: 64-row tiles and a grid of the item count.
     let (_, small) =
         grouped::plan(&ops(F16, 10, 32, 2, 64), &[3, 10], &target(), &TF32, false).unwrap();
+    // (Both groups meet the one 64-row tile: one edge item, no interior launch.)
+    assert_eq!(small.len(), 1);
     assert!(small[0].config.starts_with("grouped_gemm 64x128x64"));
-    assert_eq!(small[0].grid, Some((2, 1, 1)));
+    assert_eq!(small[0].grid, Some((1, 1, 1)));
 }
 
 #[test]
@@ -256,14 +270,14 @@ fn candidates_cover_tiles_and_split_launches() {
     let t = target();
     let cands = grouped::candidates(&t, BF16, 8192, 4096);
     assert_eq!(cands[0], grouped::choose(&t, BF16, 8192, 4096));
-    assert!(!cands[0].split);
+    assert!(cands[0].split, "two launches by default");
     let names: std::collections::HashSet<String> = cands
         .iter()
         .map(cutile_kernels::op::tuning::Candidate::name)
         .collect();
     assert_eq!(names.len(), cands.len());
     assert_eq!(cands.len(), 4);
-    // Every candidate plans; a split candidate takes two launches when there are edge items.
+    // Every candidate plans; a split candidate takes two launches when there are edge tiles.
     let ragged = grouped::offsets_of(&[1000, 1100, 900, 1050, 950, 1024, 1070, 1098]);
     let aligned = grouped::offsets_of(&[1024; 8]);
     let o = ops(BF16, 8192, 4096, 8, 4096);
@@ -273,8 +287,8 @@ fn candidates_cover_tiles_and_split_launches() {
     assert_eq!(all.len(), 4);
 }
 
-/// The traced IR of the grouped kernel of a call's default launch.
-fn grouped_ir(rows: Vec<i64>) -> String {
+/// The traced IR of the grouped kernels of a call's default launches.
+fn grouped_ir(rows: Vec<i64>) -> Vec<String> {
     let total = rows.iter().sum::<i64>();
     let call = CallSpec {
         op: grouped::OP.into(),
@@ -283,24 +297,29 @@ fn grouped_ir(rows: Vec<i64>) -> String {
         causal: false,
     };
     let jobs = cutile_kernels::catalog::dsl_jobs(&[call], false).unwrap();
-    let (k, metas) = jobs[0].dsl_spec().unwrap();
-    k.specialize(metas).unwrap().ir_text()
+    jobs.iter()
+        .map(|j| {
+            let (k, metas) = j.dsl_spec().unwrap();
+            k.specialize(metas).unwrap().ir_text()
+        })
+        .collect()
 }
 
-/// The cause of the first kernel's 1.8x: a view load (the group search over the table) inside the
-/// item loop gave it a warp-specialized 384-thread schedule (168 registers, spills, serialized
-/// `wgmma`). Items now read the table with gathers only: the view loads are `a`'s and `b`'s tiles
-/// (one loop per store kind), and the interior-only kernel (aligned groups) has no scatter.
+/// The causes of the first kernel's 1.8x: a view load (the group search over the table) inside the
+/// item loop and the masked scatter store each gave it a warp-specialized 384-thread schedule (168
+/// registers, spills, serialized `wgmma`). Items now read the table with gathers only, the view
+/// loads are `a`'s and `b`'s tiles, and every store is a view store (edge tiles merged by row).
 #[test]
-fn item_loops_load_only_operand_tiles_through_views() {
+fn item_loops_load_operand_tiles_and_store_through_views_only() {
+    // Aligned groups: one interior launch; ragged ones: the interior and the edge launch.
     let aligned = grouped_ir(vec![1024; 8]);
-    assert_eq!(aligned.matches("load_view_tko").count(), 2, "{aligned}");
-    assert_eq!(aligned.matches("store_view_tko").count(), 1, "{aligned}");
-    assert_eq!(aligned.matches("store_ptr_tko").count(), 0, "{aligned}");
     let ragged = grouped_ir(vec![1000, 1100, 900, 1050, 950, 1024, 1070, 1098]);
-    assert_eq!(ragged.matches("load_view_tko").count(), 4, "{ragged}");
-    assert_eq!(ragged.matches("store_view_tko").count(), 1, "{ragged}");
-    assert_eq!(ragged.matches("store_ptr_tko").count(), 1, "{ragged}");
+    assert_eq!((aligned.len(), ragged.len()), (1, 2));
+    for ir in aligned.iter().chain(&ragged) {
+        assert_eq!(ir.matches("load_view_tko").count(), 2, "{ir}");
+        assert_eq!(ir.matches("store_view_tko").count(), 1, "{ir}");
+        assert_eq!(ir.matches("store_ptr_tko").count(), 0, "{ir}");
+    }
 }
 
 #[test]
@@ -309,7 +328,16 @@ fn registry_op_plans_its_calls() {
     assert_eq!(info.family, "gemm");
     for call in grouped::representative_calls() {
         let planned = call.plan(&target(), false).unwrap();
-        assert_eq!(planned.launches.len(), 1, "{}", call.label());
+        // Interior then edge launch; one when the groups sit on the 128-row grid.
+        let want = if call.shapes[2] == [1000, 1100, 900, 1050, 950, 1024, 1070, 1098]
+            || call.shapes[0] == [300, 200]
+            || call.shapes[0] == [301, 72]
+        {
+            2
+        } else {
+            1
+        };
+        assert_eq!(planned.launches.len(), want, "{}", call.label());
     }
     // The transposed flag describes `b` as a view of `[G, n, k]`.
     let (o, offs) =

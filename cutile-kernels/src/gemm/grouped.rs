@@ -30,16 +30,18 @@ pub const SPEC_INPUTS: &str =
 /// Rows of the work table (see `dsl_grouped.rs`).
 const TABLE_ROWS: i64 = grouped_kernels::TABLE_ROWS as i64;
 
-/// The work table of a call (host side).
+/// The work table of a call (host side; the layout is in `dsl_grouped.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
-    /// Entries per row: at least the row entries and the groups, a multiple of 64.
+    /// Entries per row: a multiple of 64, at least every list's length.
     pub padded: i64,
-    /// Interior items (one row tile × one column tile of one group, every row of the tile the
-    /// group's or past the end of `c`) of the whole call: interior row entries × `tiles_n`.
+    /// Interior items (one row tile × one column tile, every row of the tile one group's or past the
+    /// end of `c`): interior row entries × `tiles_n`.
     pub items: i64,
-    /// Edge row entries (a tile straddling a group boundary, once per group it meets).
+    /// Edge row tiles (straddling a group boundary; each an item per column tile).
     pub edges: i64,
+    /// Edge entries: (edge tile, group meeting it) pairs, the products the edge items compute.
+    pub edge_entries: i64,
     /// Column tiles.
     pub tiles_n: i64,
     /// `TABLE_ROWS × padded` i32 entries, row-major.
@@ -47,26 +49,39 @@ pub struct Table {
 }
 
 impl Table {
-    /// Every item, interior and edge (the tiles the call computes).
+    /// Every item, interior and edge (the output tiles of the call).
     pub fn all_items(&self) -> i64 {
         self.items + self.edges * self.tiles_n
     }
 
-    /// Row entry `j` (interior ones first, then the edges): its group and global row tile.
+    /// Tile products the call computes (interior items, and one per edge entry and column tile).
+    pub fn products(&self) -> i64 {
+        self.items + self.edge_entries * self.tiles_n
+    }
+
+    fn at(&self, row: usize, i: usize) -> i32 {
+        self.data[row * self.padded as usize + i]
+    }
+
+    /// Interior row entry `j`: its group and global row tile.
     pub fn row_entry(&self, j: usize) -> (i32, i32) {
-        let p = self.padded as usize;
-        (self.data[j], self.data[p + j])
+        (self.at(0, j), self.at(1, j))
     }
 
     /// Group `g`'s rows `start..end`.
     pub fn group_rows(&self, g: usize) -> (i32, i32) {
-        let p = self.padded as usize;
-        (self.data[2 * p + g], self.data[3 * p + g])
+        (self.at(2, g), self.at(3, g))
+    }
+
+    /// Edge tile `j`: its global row tile and the groups that meet it.
+    pub fn edge_tile(&self, j: usize) -> (i32, Vec<i32>) {
+        let (q0, q1) = (self.at(5, j) as usize, self.at(7, j) as usize);
+        (self.at(4, j), (q0..q1).map(|q| self.at(6, q)).collect())
     }
 }
 
-/// The row entries and items of each group for `bm`-row tiles and `tiles_n` column tiles, as the
-/// table the kernel reads, or why it cannot be indexed with i32.
+/// The row entries, edge tiles and items of each group for `bm`-row tiles and `tiles_n` column
+/// tiles, as the table the kernel reads, or why it cannot be indexed with i32.
 pub fn work_table(offsets: &[usize], bm: i64, tiles_n: i64) -> Result<Table, OpError> {
     let m = offsets.last().copied().unwrap_or(0) as i64;
     let too_big = |what: &str| OpError::Unsupported {
@@ -74,9 +89,10 @@ pub fn work_table(offsets: &[usize], bm: i64, tiles_n: i64) -> Result<Table, OpE
         what: format!("{what} exceeds the kernel's i32 indices"),
     };
     let as_i32 = |v: i64, what: &str| i32::try_from(v).map_err(|_| too_big(what));
-    // Row entries (group, global row tile): interior ones in group order, then the edges.
+    // Interior row entries (group, global row tile) in group order; edge (tile, group) pairs in
+    // tile order (groups are in row order, so a tile's groups are consecutive).
     let mut interior = Vec::new();
-    let mut edge = Vec::new();
+    let mut edge: Vec<(i64, i64)> = Vec::new();
     let mut start = 0i64;
     for (i, &end) in offsets.iter().enumerate() {
         let end = end as i64;
@@ -84,23 +100,34 @@ pub fn work_table(offsets: &[usize], bm: i64, tiles_n: i64) -> Result<Table, OpE
             // Interior row tiles `lo..hi`: wholly inside the group, or the last tile of `c`
             // (clipped by the view store) when the group ends `c`.
             let lo = ceil_div(start, bm);
-            let hi = if end == m { ceil_div(end, bm) } else { end / bm };
+            let hi = if end == m {
+                ceil_div(end, bm)
+            } else {
+                end / bm
+            };
             for t in start / bm..ceil_div(end, bm) {
-                let e = (i as i64, t);
                 if (lo..hi).contains(&t) {
-                    interior.push(e);
+                    interior.push((i as i64, t));
                 } else {
-                    edge.push(e);
+                    edge.push((t, i as i64));
                 }
             }
         }
         start = start.max(end);
     }
-    let rows = interior.len() + edge.len();
-    let padded = ceil_div(rows.max(offsets.len()).max(1) as i64, 64) * 64;
+    // Edge tiles: runs of equal tiles in `edge`.
+    let mut tiles: Vec<(i64, usize, usize)> = Vec::new();
+    for (q, &(t, _)) in edge.iter().enumerate() {
+        match tiles.last_mut() {
+            Some(last) if last.0 == t => last.2 = q + 1,
+            _ => tiles.push((t, q, q + 1)),
+        }
+    }
+    let longest = [interior.len(), offsets.len(), edge.len(), tiles.len(), 1];
+    let padded = ceil_div(*longest.iter().max().unwrap_or(&1) as i64, 64) * 64;
     let p = padded as usize;
     let mut data = vec![0i32; TABLE_ROWS as usize * p];
-    for (j, &(g, t)) in interior.iter().chain(&edge).enumerate() {
+    for (j, &(g, t)) in interior.iter().enumerate() {
         data[j] = as_i32(g, "the group count")?;
         data[p + j] = as_i32(t, "the row tile count")?;
     }
@@ -110,12 +137,21 @@ pub fn work_table(offsets: &[usize], bm: i64, tiles_n: i64) -> Result<Table, OpE
         data[3 * p + g] = as_i32(end as i64, "the row count")?;
         start = end as i64;
     }
+    for (j, &(t, q0, q1)) in tiles.iter().enumerate() {
+        data[4 * p + j] = as_i32(t, "the row tile count")?;
+        data[5 * p + j] = as_i32(q0 as i64, "the edge entry count")?;
+        data[7 * p + j] = as_i32(q1 as i64, "the edge entry count")?;
+    }
+    for (q, &(_, g)) in edge.iter().enumerate() {
+        data[6 * p + q] = as_i32(g, "the group count")?;
+    }
     let items = interior.len() as i64 * tiles_n;
-    as_i32(rows as i64 * tiles_n, "the item count")?;
+    as_i32(items + tiles.len() as i64 * tiles_n, "the item count")?;
     Ok(Table {
         padded,
         items,
-        edges: edge.len() as i64,
+        edges: tiles.len() as i64,
+        edge_entries: edge.len() as i64,
         tiles_n,
         data,
     })
@@ -250,13 +286,8 @@ pub fn grouped_gemm<'a>(
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
     let tables = Tables::of(offsets, call.n)?;
-    let scratch =
-        crate::op::scratch::scratch(stream, "table", ScalarType::I32, tables.len())?;
-    let bytes: Vec<u8> = tables
-        .data()
-        .iter()
-        .flat_map(|v| v.to_ne_bytes())
-        .collect();
+    let scratch = crate::op::scratch::scratch(stream, "table", ScalarType::I32, tables.len())?;
+    let bytes: Vec<u8> = tables.data().iter().flat_map(|v| v.to_ne_bytes()).collect();
     // SAFETY: the scratch holds `tables.len()` i32 (the length asked for) and is used by work queued
     // on `stream` only, in stream order; the copy runs after that work and before the launch.
     unsafe { stream.copy_to_device_async(scratch.ptr, &bytes) }?;
@@ -342,24 +373,25 @@ const TABLE_BMS: [i64; 2] = [128, 64];
 
 /// The default configuration: the plain GEMM's tile for a product of the same total
 /// (`config::choose` on `(total_m, n)`, persistent or not alike: the grouped kernel is always
-/// persistent), interior and edge items in one launch.
+/// persistent), interior and edge items in two launches (one when there are no edge tiles): the
+/// interior kernel then compiles as the plain persistent GEMM (`dsl_grouped.rs`).
 pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GroupedConfig {
     let c = config::choose(target, dtype, m, n);
     GroupedConfig {
         bm: c.bm,
         bn: c.bn,
         bk: c.bk,
-        split: false,
+        split: true,
     }
 }
 
-/// Every configuration the tuner tries, the default first: 128- and 64-row tiles, one or two
-/// launches.
+/// Every configuration the tuner tries, the default first: 128- and 64-row tiles, two launches or
+/// one.
 pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GroupedConfig> {
     let first = choose(target, dtype, m, n);
     let mut all = vec![first];
     for bm in TABLE_BMS {
-        for split in [false, true] {
+        for split in [true, false] {
             all.push(GroupedConfig { bm, split, ..first });
         }
     }
@@ -462,12 +494,13 @@ fn launches(
             ],
             grid: Some((work.min(sms).max(1) as u32, 1, 1)),
             config: format!(
-                "{} G={} items={} edges={}x{}",
+                "{} G={} items={} edges={}x{} edge products={}",
                 tuning::Candidate::name(cfg),
                 call.groups,
                 table.items,
                 table.edges,
-                table.tiles_n
+                table.tiles_n,
+                table.edge_entries
             ),
         })
     };
@@ -475,7 +508,11 @@ fn launches(
     let edge_items = table.edges * table.tiles_n;
     let mut out = Vec::new();
     if !cfg.split || edge_items == 0 {
-        let mode = if edge_items == 0 { INTERIOR } else { INTERIOR | EDGE };
+        let mode = if edge_items == 0 {
+            INTERIOR
+        } else {
+            INTERIOR | EDGE
+        };
         out.push(launch(mode, items, edges, table.all_items())?);
     } else {
         if table.items > 0 {
