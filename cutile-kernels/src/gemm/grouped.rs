@@ -607,8 +607,9 @@ pub fn ragged_rows(groups: usize, total: usize) -> Vec<i64> {
     crate::attention::ragged_lengths(groups, total)
 }
 
-/// Group rows of the unaligned benchmark call (8192 rows; no group boundary is a multiple of 128).
-pub const UNALIGNED_ROWS: [i64; 8] = [1000, 1100, 900, 1050, 950, 1024, 1070, 1098];
+/// Group rows of the unaligned benchmark call (8192 rows; no group boundary is a multiple of 128, every
+/// one a multiple of 16: 16-row aligned group starts, which `torch._grouped_mm` may require).
+pub const UNALIGNED_ROWS: [i64; 8] = [1008, 1104, 896, 1040, 960, 1024, 1072, 1088];
 
 /// The calls the catalog compiles and the GPU runner checks and benchmarks: 8 ragged groups of
 /// 8192 and 16384 rows in all at k = n = 4096 (the benchmark, groups on 128-row
