@@ -31,7 +31,7 @@ fn ops(dt: ScalarType, m: i64, k: i64, g: i64, n: i64) -> Vec<Operand> {
 }
 
 fn plan_err(operands: &[Operand], offsets: &[usize], options: &GemmOptions, needle: &str) {
-    match grouped::plan(operands, offsets, &target(), options) {
+    match grouped::plan(operands, offsets, &target(), options, false) {
         Err(e) => {
             let text = e.to_string();
             assert!(text.contains(needle), "error `{text}` lacks `{needle}`");
@@ -40,31 +40,51 @@ fn plan_err(operands: &[Operand], offsets: &[usize], options: &GemmOptions, need
     }
 }
 
-/// The kernel's schedule on the host: for every item, the group found by the table search, the global
-/// row tile and column tile, and which rows the item writes; returns, per output element, how many
-/// items wrote it and the last writer's group.
+/// The kernel's schedule on the host: interior items store their whole tile, edge items the tile
+/// merged from the products of the groups that meet it, both clipped by `c`'s bounds (the view
+/// store); returns, per output element, how many items wrote it and the group whose product it holds
+/// (-1 for none: an edge row no listed group owns).
 fn simulate(t: &Table, m: usize, n: usize, bm: usize, bn: usize) -> (Vec<u32>, Vec<i64>) {
-    let p = t.padded as usize;
     let tiles_n = n.div_ceil(bn);
+    assert_eq!(t.tiles_n as usize, tiles_n);
     let mut writes = vec![0u32; m * n];
     let mut owner = vec![-1i64; m * n];
-    for item in 0..t.items as i32 {
-        let g = t.data[..p].iter().filter(|&&e| e <= item).count();
-        let local = (item - t.data[p + g]) as usize;
-        let (tm, tn) = (local / tiles_n, local % tiles_n);
-        let tile = t.data[2 * p + g] as usize + tm;
-        let (r0, r1) = (t.data[3 * p + g] as usize, t.data[4 * p + g] as usize);
-        for r in tile * bm..((tile + 1) * bm).min(m) {
-            if r < r0 || r >= r1 {
-                continue;
+    for item in 0..t.all_items() as usize {
+        let tn = item % tiles_n;
+        let (tile, groups) = if item < t.items as usize {
+            let (g, tile) = t.row_entry(item / tiles_n);
+            (tile, vec![g])
+        } else {
+            t.edge_tile((item - t.items as usize) / tiles_n)
+        };
+        for r in tile as usize * bm..((tile as usize + 1) * bm).min(m) {
+            let mut value = -1i64;
+            for &g in &groups {
+                let (r0, r1) = t.group_rows(g as usize);
+                if (r0 as usize..r1 as usize).contains(&r) {
+                    value = i64::from(g);
+                }
             }
             for col in tn * bn..((tn + 1) * bn).min(n) {
                 writes[r * n + col] += 1;
-                owner[r * n + col] = g as i64;
+                owner[r * n + col] = value;
             }
         }
     }
     (writes, owner)
+}
+
+/// The items block `p` of `grid` runs: interior `p, p + grid, …` below `items`, then edge items from
+/// the kernel's start `(p - items) mod grid` on, in the same stride (as global item indices).
+fn block_items(p: i64, grid: i64, items: i64, all: i64) -> Vec<i64> {
+    let mut out: Vec<i64> = (p..items).step_by(grid as usize).collect();
+    let start = (p + grid - items % grid) % grid;
+    out.extend(
+        (start..all - items)
+            .step_by(grid as usize)
+            .map(|e| items + e),
+    );
+    out
 }
 
 #[test]
@@ -75,6 +95,7 @@ fn the_schedule_writes_every_element_once_by_its_group() {
         (&[64, 128, 192], 192, 1),
         (&[5], 5, 77),
         (&[0, 0, 0], 0, 10),
+        (&[1000, 2100, 3000, 4050, 5000, 6024, 7094, 8192], 8192, 256),
     ];
     for &(offsets, m, n) in cases {
         for (bm, bn) in [(128usize, 128usize), (64, 128)] {
@@ -93,7 +114,8 @@ fn the_schedule_writes_every_element_once_by_its_group() {
                 }
                 start = end;
             }
-            // Items: every global row tile a group meets, once per column tile.
+            // Products: every global row tile a group meets, once per column tile; items: every
+            // row tile of `c` once per column tile; edge tiles at most one per group boundary.
             let mut want = 0;
             let mut s = 0;
             for &e in offsets {
@@ -102,20 +124,46 @@ fn the_schedule_writes_every_element_once_by_its_group() {
                 }
                 s = e;
             }
-            assert_eq!(t.items as usize, want, "{offsets:?}");
+            assert_eq!(t.products() as usize, want, "{offsets:?}");
+            assert_eq!(
+                t.all_items() as usize,
+                m.div_ceil(bm) * n.div_ceil(bn),
+                "{offsets:?}"
+            );
+            assert!(t.edges as usize <= offsets.len(), "{offsets:?}");
+            // Every block's interior and edge items together are each item exactly once.
+            for grid in [1i64, 3, 7, 132] {
+                let mut seen: Vec<i64> = (0..grid)
+                    .flat_map(|p| block_items(p, grid, t.items, t.all_items()))
+                    .collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..t.all_items()).collect::<Vec<_>>(), "grid {grid}");
+            }
         }
     }
+    // Groups on 128-row boundaries have no edge tiles with 128-row tiles (the benchmark's groups).
+    let aligned = grouped::offsets_of(&[512, 1408, 1280, 1152, 1024, 896, 768, 1152]);
+    let t = work_table(&aligned, 128, 32).unwrap();
+    assert_eq!((t.items, t.edges), (64 * 32, 0));
 }
 
 #[test]
-fn work_table_pads_to_the_search_chunk() {
+fn work_table_holds_row_entries_edge_tiles_and_group_rows() {
     let offsets: Vec<usize> = (1..=70).collect();
     let t = work_table(&offsets, 128, 1).unwrap();
     assert_eq!(t.padded, 128);
-    assert_eq!(t.data.len(), 5 * 128);
-    assert!(t.data[70..128].iter().all(|&e| e == i32::MAX));
-    // 70 one-row groups in the first 128-row tile: one item each.
-    assert_eq!(t.items, 70);
+    assert_eq!(t.data.len(), 8 * 128);
+    // 70 one-row groups in the first 128-row tile: one edge tile met by all 70, no interior item.
+    assert_eq!((t.items, t.edges, t.edge_entries), (0, 1, 70));
+    assert_eq!(t.edge_tile(0), (0, (0..70).collect()));
+    assert_eq!(t.group_rows(69), (69, 70));
+    // A group ending `c` owns its clipped last tile: interior. Empty groups meet no tile.
+    let t = work_table(&[100, 100, 300], 128, 2).unwrap();
+    // Group 0: tile 0 (shared: edge); group 2: tile 0 (edge), tiles 1, 2 (2 clipped by c): interior.
+    assert_eq!((t.items, t.edges, t.edge_entries), (2 * 2, 1, 2));
+    assert_eq!(t.row_entry(0), (2, 1));
+    assert_eq!(t.row_entry(1), (2, 2));
+    assert_eq!(t.edge_tile(0), (0, vec![0, 2]));
 }
 
 #[test]
@@ -136,23 +184,23 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     let mut bad_rank = good.clone();
     bad_rank[1] = Operand::described("b", 1, BF16, &[64, 100]);
     assert!(matches!(
-        grouped::plan(&bad_rank, &offs, &target(), &TF32),
+        grouped::plan(&bad_rank, &offs, &target(), &TF32, false),
         Err(OpError::Rank { .. })
     ));
     let mut mixed = good.clone();
     mixed[1] = Operand::described("b", 1, F16, &[3, 64, 100]);
     assert!(matches!(
-        grouped::plan(&mixed, &offs, &target(), &TF32),
+        grouped::plan(&mixed, &offs, &target(), &TF32, false),
         Err(OpError::DType { .. })
     ));
     let f32s = ops(F32, 300, 64, 3, 100);
     plan_err(&f32s, &offs, &GemmOptions::default(), "allow_tf32");
     assert_eq!(
-        grouped::plan(&f32s, &offs, &target(), &TF32)
+        grouped::plan(&f32s, &offs, &target(), &TF32, false)
             .unwrap()
             .1
             .len(),
-        1
+        2
     );
     plan_err(&good[..2], &offs, &TF32, "takes 3 tensors");
     // Empty: no rows, no columns, every group empty, no groups.
@@ -163,43 +211,115 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     ];
     for (o, off) in empty {
         assert!(
-            grouped::plan(&o, &off, &target(), &TF32)
+            grouped::plan(&o, &off, &target(), &TF32, false)
                 .unwrap()
                 .1
                 .is_empty()
         );
     }
-    // k = 0 still launches (c is zeros).
+    // k = 0 still launches (c is zeros): interior and edge tiles.
     assert_eq!(
-        grouped::plan(&ops(BF16, 300, 0, 3, 100), &offs, &target(), &TF32)
+        grouped::plan(&ops(BF16, 300, 0, 3, 100), &offs, &target(), &TF32, false)
             .unwrap()
             .1
             .len(),
-        1
+        2
     );
 }
 
 #[test]
 fn plans_one_persistent_launch_with_the_table() {
     let offsets = grouped::offsets_of(&[700, 0, 1300, 1, 6191]);
-    let (operands, launches) =
-        grouped::plan(&ops(BF16, 8192, 4096, 5, 4096), &offsets, &target(), &TF32).unwrap();
-    assert_eq!(launches.len(), 1);
+    let (operands, launches) = grouped::plan(
+        &ops(BF16, 8192, 4096, 5, 4096),
+        &offsets,
+        &target(),
+        &TF32,
+        false,
+    )
+    .unwrap();
+    // An interior launch, then an edge launch.
+    assert_eq!(launches.len(), 2);
+    assert_eq!(launches[1].grid, Some((64, 1, 1)), "2 edge tiles x 32");
     let l = &launches[0];
     assert_eq!(l.kernel.name(), "grouped_gemm");
     assert_eq!(l.grid, Some((132, 1, 1)));
     assert_eq!(operands.len(), 4);
     assert_eq!(operands[3].dtype, I32);
-    assert_eq!(operands[3].shape, vec![5 * 64]);
+    let tables = grouped::Tables::of(&offsets, 4096).unwrap();
+    assert_eq!(operands[3].shape, vec![tables.len()]);
+    // 128-row tiles: 62 interior row tiles, 2 edge tiles (5: groups 0, 2; 15: groups 2, 3, 4).
     assert!(
-        l.config.starts_with("grouped_gemm 128x128x64 G=5"),
+        l.config.starts_with(
+            "grouped_gemm 128x128x64 2 launches G=5 items=1984 edges=2x32 edge products=5"
+        ),
         "{}",
         l.config
     );
     // Few tiles: 64-row tiles and a grid of the item count.
-    let (_, small) = grouped::plan(&ops(F16, 10, 32, 2, 64), &[3, 10], &target(), &TF32).unwrap();
+    let (_, small) =
+        grouped::plan(&ops(F16, 10, 32, 2, 64), &[3, 10], &target(), &TF32, false).unwrap();
+    // (Both groups meet the one 64-row tile: one edge item, no interior launch.)
+    assert_eq!(small.len(), 1);
     assert!(small[0].config.starts_with("grouped_gemm 64x128x64"));
-    assert_eq!(small[0].grid, Some((2, 1, 1)));
+    assert_eq!(small[0].grid, Some((1, 1, 1)));
+}
+
+#[test]
+fn candidates_cover_tiles_and_split_launches() {
+    let t = target();
+    let cands = grouped::candidates(&t, BF16, 8192, 4096);
+    assert_eq!(cands[0], grouped::choose(&t, BF16, 8192, 4096));
+    assert!(cands[0].split, "two launches by default");
+    let names: std::collections::HashSet<String> = cands
+        .iter()
+        .map(cutile_kernels::op::tuning::Candidate::name)
+        .collect();
+    assert_eq!(names.len(), cands.len());
+    assert_eq!(cands.len(), 4);
+    // Every candidate plans; a split candidate takes two launches when there are edge tiles.
+    let ragged = grouped::offsets_of(&[1008, 1104, 896, 1040, 960, 1024, 1072, 1088]);
+    let aligned = grouped::offsets_of(&[1024; 8]);
+    let o = ops(BF16, 8192, 4096, 8, 4096);
+    let (_, all) = grouped::plan(&o, &ragged, &t, &TF32, true).unwrap();
+    assert_eq!(all.len(), 6, "{all:?}");
+    let (_, all) = grouped::plan(&o, &aligned, &t, &TF32, true).unwrap();
+    assert_eq!(all.len(), 4);
+}
+
+/// The traced IR of the grouped kernels of a call's default launches.
+fn grouped_ir(rows: Vec<i64>) -> Vec<String> {
+    let total = rows.iter().sum::<i64>();
+    let call = CallSpec {
+        op: grouped::OP.into(),
+        dtype: "bf16".into(),
+        shapes: vec![vec![total, 4096], vec![rows.len() as i64, 4096, 4096], rows],
+        causal: false,
+    };
+    let jobs = cutile_kernels::catalog::dsl_jobs(&[call], false).unwrap();
+    jobs.iter()
+        .map(|j| {
+            let (k, metas) = j.dsl_spec().unwrap();
+            k.specialize(metas).unwrap().ir_text()
+        })
+        .collect()
+}
+
+/// The causes of the first kernel's 1.8x: a view load (the group search over the table) inside the
+/// item loop and the masked scatter store each gave it a warp-specialized 384-thread schedule (168
+/// registers, spills, serialized `wgmma`). Items now read the table with gathers only, the view
+/// loads are `a`'s and `b`'s tiles, and every store is a view store (edge tiles merged by row).
+#[test]
+fn item_loops_load_operand_tiles_and_store_through_views_only() {
+    // Aligned groups: one interior launch; ragged ones: the interior and the edge launch.
+    let aligned = grouped_ir(vec![1024; 8]);
+    let ragged = grouped_ir(vec![1008, 1104, 896, 1040, 960, 1024, 1072, 1088]);
+    assert_eq!((aligned.len(), ragged.len()), (1, 2));
+    for ir in aligned.iter().chain(&ragged) {
+        assert_eq!(ir.matches("load_view_tko").count(), 2, "{ir}");
+        assert_eq!(ir.matches("store_view_tko").count(), 1, "{ir}");
+        assert_eq!(ir.matches("store_ptr_tko").count(), 0, "{ir}");
+    }
 }
 
 #[test]
@@ -208,7 +328,16 @@ fn registry_op_plans_its_calls() {
     assert_eq!(info.family, "gemm");
     for call in grouped::representative_calls() {
         let planned = call.plan(&target(), false).unwrap();
-        assert_eq!(planned.launches.len(), 1, "{}", call.label());
+        // Interior then edge launch; one when the groups sit on the 128-row grid.
+        let want = if call.shapes[2] == [1008, 1104, 896, 1040, 960, 1024, 1072, 1088]
+            || call.shapes[0] == [300, 200]
+            || call.shapes[0] == [301, 72]
+        {
+            2
+        } else {
+            1
+        };
+        assert_eq!(planned.launches.len(), want, "{}", call.label());
     }
     // The transposed flag describes `b` as a view of `[G, n, k]`.
     let (o, offs) =

@@ -78,7 +78,7 @@ pub struct CeOptions {
     /// Targets equal to this contribute neither loss nor gradient (torch's default -100).
     pub ignore_index: i64,
     pub reduction: Reduction,
-    /// Rows per chunk; `None`: [`config::chunk_rows`]'s rule (256 MiB of logits).
+    /// Rows per chunk; `None`: [`config::chunk_rows`]'s rule (512 MiB of logits, balanced chunks).
     pub chunk: Option<usize>,
     /// f32 `x` and `w`: run the products on tensor cores as tf32 (as [`GemmOptions::allow_tf32`]).
     pub allow_tf32: bool,
@@ -767,7 +767,7 @@ pub fn described_call(
 }
 
 /// The calls the catalog compiles and the GPU runner benchmarks: the Llama-3 shape (T = 8192, H = 4096,
-/// V = 128256, bf16, both gradients, f32 `dw`: 8 chunks) and a Llama-2 vocabulary (T = 4096, V =
+/// V = 128256, bf16, both gradients, f32 `dw`: 4 chunks) and a Llama-2 vocabulary (T = 4096, V =
 /// 32000: one chunk), which share every kernel but the last chunk's, and one small ragged call with an
 /// f16 `dw` (its cast kernel). The default
 /// switches (`[1, 1, 1, 1, 0]`) are left out of the spec: a listed `1` would make the call look ragged

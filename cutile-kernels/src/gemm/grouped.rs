@@ -15,7 +15,7 @@ use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
 use super::{GemmOptions, config, expect_dtype, product_types};
-use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div};
+use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div, tuning};
 
 pub use super::dsl_grouped::kernels as grouped_kernels;
 
@@ -28,55 +28,131 @@ pub const SPEC_INPUTS: &str =
     "[[total_m, k], [G, k, n], group_rows] or with a 4th [1]: b = [G, n, k].transpose(1, 2)";
 
 /// Rows of the work table (see `dsl_grouped.rs`).
-const TABLE_ROWS: i64 = 5;
+const TABLE_ROWS: i64 = grouped_kernels::TABLE_ROWS as i64;
 
-/// The work table of a call (host side).
+/// The work table of a call (host side; the layout is in `dsl_grouped.rs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Table {
-    /// Entries per row (`G` padded to a multiple of the kernel's search chunk).
+    /// Entries per row: a multiple of 64, at least every list's length.
     pub padded: i64,
-    /// Items (one row tile × one column tile of one group) of the whole call.
+    /// Interior items (one row tile × one column tile, every row of the tile one group's or past the
+    /// end of `c`): interior row entries × `tiles_n`.
     pub items: i64,
+    /// Edge row tiles (straddling a group boundary; each an item per column tile).
+    pub edges: i64,
+    /// Edge entries: (edge tile, group meeting it) pairs, the products the edge items compute.
+    pub edge_entries: i64,
+    /// Column tiles.
+    pub tiles_n: i64,
     /// `TABLE_ROWS × padded` i32 entries, row-major.
     pub data: Vec<i32>,
 }
 
-/// The row tiles and items of each group for `bm`-row tiles and `tiles_n` column tiles, as the table
-/// the kernel reads, or why it cannot be indexed with i32.
+impl Table {
+    /// Every item, interior and edge (the output tiles of the call).
+    pub fn all_items(&self) -> i64 {
+        self.items + self.edges * self.tiles_n
+    }
+
+    /// Tile products the call computes (interior items, and one per edge entry and column tile).
+    pub fn products(&self) -> i64 {
+        self.items + self.edge_entries * self.tiles_n
+    }
+
+    fn at(&self, row: usize, i: usize) -> i32 {
+        self.data[row * self.padded as usize + i]
+    }
+
+    /// Interior row entry `j`: its group and global row tile.
+    pub fn row_entry(&self, j: usize) -> (i32, i32) {
+        (self.at(0, j), self.at(1, j))
+    }
+
+    /// Group `g`'s rows `start..end`.
+    pub fn group_rows(&self, g: usize) -> (i32, i32) {
+        (self.at(2, g), self.at(3, g))
+    }
+
+    /// Edge tile `j`: its global row tile and the groups that meet it.
+    pub fn edge_tile(&self, j: usize) -> (i32, Vec<i32>) {
+        let (q0, q1) = (self.at(5, j) as usize, self.at(7, j) as usize);
+        (self.at(4, j), (q0..q1).map(|q| self.at(6, q)).collect())
+    }
+}
+
+/// The row entries, edge tiles and items of each group for `bm`-row tiles and `tiles_n` column
+/// tiles, as the table the kernel reads, or why it cannot be indexed with i32.
 pub fn work_table(offsets: &[usize], bm: i64, tiles_n: i64) -> Result<Table, OpError> {
-    let g = offsets.len() as i64;
-    let chunk = i64::from(grouped_kernels::CHUNK);
-    let padded = ceil_div(g.max(1), chunk) * chunk;
-    let p = padded as usize;
-    let mut data = vec![0i32; TABLE_ROWS as usize * p];
-    data[..p].fill(i32::MAX);
+    let m = offsets.last().copied().unwrap_or(0) as i64;
     let too_big = |what: &str| OpError::Unsupported {
         op: OP,
         what: format!("{what} exceeds the kernel's i32 indices"),
     };
-    let mut items = 0i64;
+    let as_i32 = |v: i64, what: &str| i32::try_from(v).map_err(|_| too_big(what));
+    // Interior row entries (group, global row tile) in group order; edge (tile, group) pairs in
+    // tile order (groups are in row order, so a tile's groups are consecutive).
+    let mut interior = Vec::new();
+    let mut edge: Vec<(i64, i64)> = Vec::new();
     let mut start = 0i64;
     for (i, &end) in offsets.iter().enumerate() {
         let end = end as i64;
-        let (first, count) = if end > start {
-            let first = start / bm;
-            (first, ceil_div(end, bm) - first)
-        } else {
-            (start / bm, 0)
-        };
-        let begin = items;
-        items += count * tiles_n;
-        let as_i32 = |v: i64, what: &str| i32::try_from(v).map_err(|_| too_big(what));
-        data[i] = as_i32(items, "the item count")?;
-        data[p + i] = as_i32(begin, "the item count")?;
-        data[2 * p + i] = as_i32(first, "the row tile count")?;
-        data[3 * p + i] = as_i32(start, "the row count")?;
-        data[4 * p + i] = as_i32(end, "the row count")?;
-        start = end;
+        if end > start {
+            // Interior row tiles `lo..hi`: wholly inside the group, or the last tile of `c`
+            // (clipped by the view store) when the group ends `c`.
+            let lo = ceil_div(start, bm);
+            let hi = if end == m {
+                ceil_div(end, bm)
+            } else {
+                end / bm
+            };
+            for t in start / bm..ceil_div(end, bm) {
+                if (lo..hi).contains(&t) {
+                    interior.push((i as i64, t));
+                } else {
+                    edge.push((t, i as i64));
+                }
+            }
+        }
+        start = start.max(end);
     }
+    // Edge tiles: runs of equal tiles in `edge`.
+    let mut tiles: Vec<(i64, usize, usize)> = Vec::new();
+    for (q, &(t, _)) in edge.iter().enumerate() {
+        match tiles.last_mut() {
+            Some(last) if last.0 == t => last.2 = q + 1,
+            _ => tiles.push((t, q, q + 1)),
+        }
+    }
+    let longest = [interior.len(), offsets.len(), edge.len(), tiles.len(), 1];
+    let padded = ceil_div(*longest.iter().max().unwrap_or(&1) as i64, 64) * 64;
+    let p = padded as usize;
+    let mut data = vec![0i32; TABLE_ROWS as usize * p];
+    for (j, &(g, t)) in interior.iter().enumerate() {
+        data[j] = as_i32(g, "the group count")?;
+        data[p + j] = as_i32(t, "the row tile count")?;
+    }
+    let mut start = 0i64;
+    for (g, &end) in offsets.iter().enumerate() {
+        data[2 * p + g] = as_i32(start, "the row count")?;
+        data[3 * p + g] = as_i32(end as i64, "the row count")?;
+        start = end as i64;
+    }
+    for (j, &(t, q0, q1)) in tiles.iter().enumerate() {
+        data[4 * p + j] = as_i32(t, "the row tile count")?;
+        data[5 * p + j] = as_i32(q0 as i64, "the edge entry count")?;
+        data[7 * p + j] = as_i32(q1 as i64, "the edge entry count")?;
+    }
+    for (q, &(_, g)) in edge.iter().enumerate() {
+        data[6 * p + q] = as_i32(g, "the group count")?;
+    }
+    let items = interior.len() as i64 * tiles_n;
+    as_i32(items + tiles.len() as i64 * tiles_n, "the item count")?;
     Ok(Table {
         padded,
         items,
+        edges: tiles.len() as i64,
+        edge_entries: edge.len() as i64,
+        tiles_n,
         data,
     })
 }
@@ -209,19 +285,27 @@ pub fn grouped_gemm<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let cfg = config::choose(&target, call.dtype, call.m, call.n);
-    let table = work_table(offsets, cfg.bm, ceil_div(call.n, cfg.bn))?;
-    let scratch =
-        crate::op::scratch::scratch(stream, "table", ScalarType::I32, TABLE_ROWS * table.padded)?;
-    let bytes: Vec<u8> = table.data.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    // SAFETY: the scratch holds `TABLE_ROWS · padded` i32 (the length asked for) and is used by work
-    // queued on `stream` only, in stream order; the copy runs after that work and before the launch.
+    let tables = Tables::of(offsets, call.n)?;
+    let scratch = crate::op::scratch::scratch(stream, "table", ScalarType::I32, tables.len())?;
+    let bytes: Vec<u8> = tables.data().iter().flat_map(|v| v.to_ne_bytes()).collect();
+    // SAFETY: the scratch holds `tables.len()` i32 (the length asked for) and is used by work queued
+    // on `stream` only, in stream order; the copy runs after that work and before the launch.
     unsafe { stream.copy_to_device_async(scratch.ptr, &bytes) }?;
     operands.push(scratch);
-    let launches = launches(&operands, &call, &table, &target)?;
+    let candidates = candidates(&target, call.dtype, call.m, call.n);
+    let class = format!(
+        "{} G~2^{}",
+        config::class(call.dtype, call.m, call.n, operands[0].shape[1]),
+        64 - (call.groups.max(1) as u64 - 1).leading_zeros()
+    );
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively), and the
-    // stream's scratch buffer, which lives until process exit.
-    unsafe { crate::op::execute(stream, &operands, &launches) }
+    // stream's scratch buffer, which lives until process exit and is used by work queued on `stream`
+    // only, in stream order.
+    unsafe {
+        tuning::run_tuned(stream, &operands, 2, OP, class, &candidates, false, |cfg| {
+            launches(cfg, &operands, &call, &tables, &target)
+        })
+    }
 }
 
 /// The launch of a call without a device: `operands` = `[a, b, c]` (a described `table` operand is
@@ -231,6 +315,7 @@ pub fn plan(
     offsets: &[usize],
     target: &Target,
     options: &GemmOptions,
+    all_candidates: bool,
 ) -> Result<(Vec<Operand>, Vec<PlannedLaunch>), OpError> {
     let [a, b, c] = operands else {
         return Err(OpError::Unsupported {
@@ -242,64 +327,225 @@ pub fn plan(
     let Some(call) = validate(a, b, c, offsets, target, options)? else {
         return Ok((ops, Vec::new()));
     };
-    let cfg = config::choose(target, call.dtype, call.m, call.n);
-    let table = work_table(offsets, cfg.bm, ceil_div(call.n, cfg.bn))?;
+    let tables = Tables::of(offsets, call.n)?;
     ops.push(Operand::described(
         "table",
         3,
         ScalarType::I32,
-        &[TABLE_ROWS * table.padded],
+        &[tables.len()],
     ));
-    let launches = launches(&ops, &call, &table, target)?;
-    Ok((ops, launches))
+    let configs = if all_candidates {
+        candidates(target, call.dtype, call.m, call.n)
+    } else {
+        vec![choose(target, call.dtype, call.m, call.n)]
+    };
+    let mut out = Vec::new();
+    for cfg in &configs {
+        out.extend(launches(cfg, &ops, &call, &tables, target)?);
+    }
+    Ok((ops, out))
+}
+
+/// A grouped GEMM configuration: the tile, and whether the edge items take a second launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GroupedConfig {
+    pub bm: i64,
+    pub bn: i64,
+    pub bk: i64,
+    /// Interior and edge items in two launches (`MODE` = `INTERIOR`, then `EDGE`) instead of one.
+    pub split: bool,
+}
+
+impl tuning::Candidate for GroupedConfig {
+    fn name(&self) -> String {
+        format!(
+            "grouped_gemm {}x{}x{}{}",
+            self.bm,
+            self.bn,
+            self.bk,
+            if self.split { " 2 launches" } else { "" }
+        )
+    }
+}
+
+/// Row tiles the work tables are built for (every candidate's `bm`), in their order in the scratch.
+const TABLE_BMS: [i64; 2] = [128, 64];
+
+/// The default configuration: the plain GEMM's tile for a product of the same total
+/// (`config::choose` on `(total_m, n)`, persistent or not alike: the grouped kernel is always
+/// persistent), interior and edge items in two launches (one when there are no edge tiles): the
+/// interior kernel then compiles as the plain persistent GEMM (`dsl_grouped.rs`).
+pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GroupedConfig {
+    let c = config::choose(target, dtype, m, n);
+    GroupedConfig {
+        bm: c.bm,
+        bn: c.bn,
+        bk: c.bk,
+        split: true,
+    }
+}
+
+/// Every configuration the tuner tries, the default first: 128- and 64-row tiles, two launches or
+/// one.
+pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GroupedConfig> {
+    let first = choose(target, dtype, m, n);
+    let mut all = vec![first];
+    for bm in TABLE_BMS {
+        for split in [true, false] {
+            all.push(GroupedConfig { bm, split, ..first });
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|c| seen.insert(*c));
+    all
+}
+
+/// The work tables of a call, one per row tile of [`TABLE_BMS`], one after the other in the scratch
+/// (each in a region of the largest table's length).
+#[derive(Debug, Clone)]
+pub struct Tables {
+    pub tables: Vec<Table>,
+}
+
+impl Tables {
+    /// The tables of a call with group end rows `offsets` and `n` columns (128-column tiles).
+    pub fn of(offsets: &[usize], n: i64) -> Result<Tables, OpError> {
+        let tables = TABLE_BMS
+            .iter()
+            .map(|&bm| work_table(offsets, bm, ceil_div(n, 128)))
+            .collect::<Result<_, _>>()?;
+        Ok(Tables { tables })
+    }
+
+    /// Entries of one table's region (the largest table's length).
+    fn each(&self) -> i64 {
+        TABLE_ROWS * self.tables.iter().map(|t| t.padded).max().unwrap_or(0)
+    }
+
+    /// Entries of all tables.
+    pub fn len(&self) -> i64 {
+        self.each() * self.tables.len() as i64
+    }
+
+    /// Whether there are no tables (never: one per [`TABLE_BMS`] entry).
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+
+    /// All tables' entries, as uploaded (each table at the start of its region).
+    pub fn data(&self) -> Vec<i32> {
+        let each = self.each() as usize;
+        let mut out = vec![0i32; each * self.tables.len()];
+        for (i, t) in self.tables.iter().enumerate() {
+            out[i * each..i * each + t.data.len()].copy_from_slice(&t.data);
+        }
+        out
+    }
+
+    /// The table for `bm`-row tiles and its offset (entries) in the scratch.
+    fn for_bm(&self, bm: i64) -> Option<(&Table, i64)> {
+        let i = TABLE_BMS.iter().position(|&b| b == bm)?;
+        Some((&self.tables[i], i as i64 * self.each()))
+    }
 }
 
 fn launches(
+    cfg: &GroupedConfig,
     operands: &[Operand],
     call: &Call,
-    table: &Table,
+    tables: &Tables,
     target: &Target,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
-    if table.items == 0 {
+    let (table, offset) = tables
+        .for_bm(cfg.bm)
+        .filter(|_| cfg.bn == 128)
+        .ok_or_else(|| OpError::Unsupported {
+            op: OP,
+            what: format!("no work table for {}x{} tiles", cfg.bm, cfg.bn),
+        })?;
+    if table.all_items() == 0 {
         return Ok(Vec::new());
     }
-    let cfg = config::choose(target, call.dtype, call.m, call.n);
-    let kernel = kernel(cfg.bm, cfg.bk, call.dtype)?;
-    let grid = table.items.min(i64::from(target.sm_count)).max(1) as u32;
-    let items = i32::try_from(table.items).map_err(|_| OpError::Unsupported {
-        op: OP,
-        what: format!("{} work items exceed i32", table.items),
-    })?;
-    Ok(vec![PlannedLaunch {
-        kernel,
-        args: vec![
-            PlannedArg::whole(0, &operands[0], false),
-            PlannedArg::whole(1, &operands[1], false),
-            PlannedArg::whole(3, &operands[3], false),
-            PlannedArg::I32(items),
-            PlannedArg::whole(2, &operands[2], true),
-        ],
-        grid: Some((grid, 1, 1)),
-        config: format!(
-            "grouped_gemm {}x{}x{} G={} items={}",
-            cfg.bm, cfg.bn, cfg.bk, call.groups, table.items
-        ),
-    }])
+    let i32_of = |v: i64| {
+        i32::try_from(v).map_err(|_| OpError::Unsupported {
+            op: OP,
+            what: format!("{v} work items exceed i32"),
+        })
+    };
+    let (items, edges) = (i32_of(table.items)?, i32_of(table.edges)?);
+    let sms = i64::from(target.sm_count);
+    let table_arg = PlannedArg::Tensor {
+        operand: 3,
+        output: false,
+        shape: vec![TABLE_ROWS * table.padded],
+        strides: vec![1],
+        offset,
+    };
+    let launch = |mode: i32, items: i32, edges: i32, work: i64| -> Result<PlannedLaunch, OpError> {
+        Ok(PlannedLaunch {
+            kernel: kernel(cfg.bm, cfg.bk, mode, call.dtype)?,
+            args: vec![
+                PlannedArg::whole(0, &operands[0], false),
+                PlannedArg::whole(1, &operands[1], false),
+                table_arg.clone(),
+                PlannedArg::I32(items),
+                PlannedArg::I32(edges),
+                PlannedArg::whole(2, &operands[2], true),
+            ],
+            grid: Some((work.min(sms).max(1) as u32, 1, 1)),
+            config: format!(
+                "{} G={} items={} edges={}x{} edge products={}",
+                tuning::Candidate::name(cfg),
+                call.groups,
+                table.items,
+                table.edges,
+                table.tiles_n,
+                table.edge_entries
+            ),
+        })
+    };
+    use grouped_kernels::{EDGE, INTERIOR};
+    let edge_items = table.edges * table.tiles_n;
+    let mut out = Vec::new();
+    if !cfg.split || edge_items == 0 {
+        let mode = if edge_items == 0 {
+            INTERIOR
+        } else {
+            INTERIOR | EDGE
+        };
+        out.push(launch(mode, items, edges, table.all_items())?);
+    } else {
+        if table.items > 0 {
+            out.push(launch(INTERIOR, items, 0, table.items)?);
+        }
+        out.push(launch(EDGE, 0, edges, edge_items)?);
+    }
+    Ok(out)
 }
 
-fn kernel(bm: i64, bk: i64, dtype: ScalarType) -> Result<cutile::dsl::Kernel, OpError> {
+fn kernel(bm: i64, bk: i64, mode: i32, dtype: ScalarType) -> Result<cutile::dsl::Kernel, OpError> {
     use grouped_kernels as k;
-    product_types!(dtype, |E, M| match (bm, bk) {
-        (128, 64) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 64>()),
-        (64, 64) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 64>()),
-        (128, 32) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 32>()),
-        (64, 32) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 32>()),
+    use grouped_kernels::{EDGE, INTERIOR};
+    const BOTH: i32 = INTERIOR | EDGE;
+    product_types!(dtype, |E, M| match (bm, bk, mode) {
+        (128, 64, BOTH) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 64, BOTH>()),
+        (128, 64, INTERIOR) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 64, INTERIOR>()),
+        (128, 64, EDGE) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 64, EDGE>()),
+        (64, 64, BOTH) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 64, BOTH>()),
+        (64, 64, INTERIOR) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 64, INTERIOR>()),
+        (64, 64, EDGE) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 64, EDGE>()),
+        (128, 32, BOTH) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 32, BOTH>()),
+        (128, 32, INTERIOR) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 32, INTERIOR>()),
+        (128, 32, EDGE) => Some(k::grouped_gemm::kernel::<E, M, 128, 128, 32, EDGE>()),
+        (64, 32, BOTH) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 32, BOTH>()),
+        (64, 32, INTERIOR) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 32, INTERIOR>()),
+        (64, 32, EDGE) => Some(k::grouped_gemm::kernel::<E, M, 64, 128, 32, EDGE>()),
         _ => None,
     })
     .flatten()
     .ok_or_else(|| OpError::Unsupported {
         op: OP,
-        what: format!("no {dtype} grouped kernel with {bm}-row, {bk}-deep tiles"),
+        what: format!("no {dtype} grouped kernel with {bm}-row, {bk}-deep tiles (mode {mode})"),
     })
 }
 
@@ -361,10 +607,15 @@ pub fn ragged_rows(groups: usize, total: usize) -> Vec<i64> {
     crate::attention::ragged_lengths(groups, total)
 }
 
+/// Group rows of the unaligned benchmark call (8192 rows; no group boundary is a multiple of 128, every
+/// one a multiple of 16: 16-row aligned group starts, which `torch._grouped_mm` may require).
+pub const UNALIGNED_ROWS: [i64; 8] = [1008, 1104, 896, 1040, 960, 1024, 1072, 1088];
+
 /// The calls the catalog compiles and the GPU runner checks and benchmarks: 8 ragged groups of
-/// 8192 and 16384 rows in all at k = n = 4096 (the benchmark; the plain GEMMs of the same
-/// totals are the harness's `grouped_benches`), and two small ragged calls the runner checks (one
-/// with the transposed-weight view), with empty and one-row groups.
+/// 8192 and 16384 rows in all at k = n = 4096 (the benchmark, groups on 128-row
+/// boundaries; the plain GEMMs of the same totals are the harness's `grouped_benches`), 8 groups of
+/// 8192 rows off the 128-row grid ([`UNALIGNED_ROWS`]), and two small ragged calls the runner checks
+/// (one with the transposed-weight view), with empty and one-row groups.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let c = |dtype: &str, shapes: Vec<Vec<i64>>| crate::op::CallSpec {
         op: OP.into(),
@@ -383,6 +634,16 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
             ],
         ));
     }
+    // Groups off the 128-row grid (as a router gives them): 7 boundaries straddle row tiles, so the
+    // default launch runs both loops (interior view stores, edge masked scatters).
+    out.push(c(
+        "bf16",
+        vec![
+            vec![8192, 4096],
+            vec![8, 4096, 4096],
+            UNALIGNED_ROWS.to_vec(),
+        ],
+    ));
     // Checks (ragged, so the runner checks them): b as the transposed view of [G, n, k] with an
     // empty and a one-row group, and f16 with groups off every tile boundary.
     out.push(c(

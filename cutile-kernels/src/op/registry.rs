@@ -264,12 +264,12 @@ fn plan_grouped_gemm(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     let (ops, offsets) = gemm::grouped::described_call(dt, &spec.shapes)?;
     // As for `gemm`: f32 plans the tf32 product.
     let options = gemm::GemmOptions { allow_tf32: true };
-    let (operands, launches) = gemm::grouped::plan(&ops, &offsets, t, &options)?;
+    let (operands, launches) = gemm::grouped::plan(&ops, &offsets, t, &options, all)?;
     Ok(PlannedCall { operands, launches })
 }
 
