@@ -12,7 +12,8 @@
 #                                                    nvfp4_moe example and its torch peer (ci/gpu/moe_peer.py)
 #   stage quick  carry .gpu/q (gh.xz, q.bundle)     : one bundle-only call, no toolchain: fixed checks,
 #                                                    bench, peers and report of $OPS (a bundle from
-#                                                    `gpu-harness plan --ops $OPS`), results in $OUT
+#                                                    `gpu-harness plan --ops $OPS`), results in
+#                                                    $OUT/quick.tar.gz (+ report.md, steps.txt)
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -119,10 +120,13 @@ case "${1:-}" in
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
     step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
     step report 10 /tmp/gh report "$R"
-    # criterion's per-call folders are more files than the device tool brings back.
-    rm -rf "$R/criterion"
     grep -h 'FAILED\|ERROR' "$R"/*.log | head -n 30
     cat "$R/steps.txt"
+    # The device tool brings back only a few files: everything but criterion's folders in one tarball,
+    # and the report beside it.
+    tar -czf /tmp/quick.tar.gz --exclude=./criterion -C "$R" .
+    find "$R" -mindepth 1 -maxdepth 1 ! -name report.md ! -name steps.txt -exec rm -rf {} +
+    mv /tmp/quick.tar.gz "$R/"
     ;;
   python)
     [ -x /tmp/nvidia/cu13/bin/tileiras ] || { echo "the machine was released since stage run: start again at tc1"; exit 2; }
