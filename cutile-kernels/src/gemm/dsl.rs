@@ -80,6 +80,32 @@ pub fn finish_tile<
 pub mod kernels {
     use cutile::core::*;
 
+    /// `Σ_k a[tm, k] @ b[k, tn]` over the first `k_tiles` K tiles, multiplied as `M` with f32
+    /// accumulation: the K loop of every single-range product kernel here.
+    fn tile_product<
+        E: ElementType,
+        M: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+    >(
+        pa: Partition<E, S2<BM, BK>>,
+        pb: Partition<E, S2<BK, BN>>,
+        tm: Scalar<i32>,
+        tn: Scalar<i32>,
+        k_tiles: Scalar<i32>,
+    ) -> Tile<f32, S2<BM, BN>> {
+        let mut acc = zeros::<f32, S2<BM, BN>>();
+        for k in 0..k_tiles {
+            acc = mma(
+                pa.load((tm, k)).cast::<M>(),
+                pb.load((k, tn)).cast::<M>(),
+                acc,
+            );
+        }
+        acc
+    }
+
     /// `c = a @ b` with `a: M x K`, `b: K x N`; block `(i, j)` computes the `BM x BN` tile `(i, j)` of `c`,
     /// accumulating `BM x BK` by `BK x BN` products in f32. Edge tiles are zero-padded.
     #[cutile::entry]
@@ -152,14 +178,7 @@ pub mod kernels {
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let tm = tile / tiles_n;
             let tn = tile % tiles_n;
-            let mut acc = zeros::<f32, S2<BM, BN>>();
-            for k in 0..k_tiles {
-                acc = mma(
-                    pa.load((tm, k)).cast::<M>(),
-                    pb.load((k, tn)).cast::<M>(),
-                    acc,
-                );
-            }
+            let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
             // SAFETY: tile indices `p + i·grid` are distinct across blocks, so no two blocks write the
             // same output tile.
             unsafe { c.store_at((tm, tn), acc.cast::<E>()) };
@@ -214,14 +233,7 @@ pub mod kernels {
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let tm = tile / tiles_n;
             let tn = tile % tiles_n;
-            let mut acc = zeros::<f32, S2<BM, BN>>();
-            for k in 0..k_tiles {
-                acc = mma(
-                    pa.load((tm, k)).cast::<M>(),
-                    pb.load((k, tn)).cast::<M>(),
-                    acc,
-                );
-            }
+            let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
             let out =
                 super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
@@ -255,14 +267,7 @@ pub mod kernels {
         let (tm, tn, _) = block_id();
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
-        let mut acc = zeros::<f32, S2<BM, BN>>();
-        for k in 0..pa.num_tiles(1) {
-            acc = mma(
-                pa.load((tm, k)).cast::<M>(),
-                pb.load((k, tn)).cast::<M>(),
-                acc,
-            );
-        }
+        let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
         c.store(super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(
             acc, tm, tn, bias, residual,
         ));
