@@ -121,20 +121,12 @@ pub mod backward_kernels {
         for g in 0..group {
             let h = kvh * group + g;
             for i in lo..full {
-                let tq = pq.load((b, h, i, 0)).reshape::<S2<BM, D>>();
-                let tdo = pdo.load((b, h, i, 0)).reshape::<S2<BM, D>>();
-                let nl = neg_lse2(plse.load((b, h, i)).reshape::<S2<1, BM>>());
-                let dl = pdelta.load((b, h, i)).reshape::<S2<1, BM>>();
-                acc =
-                    dkdv_step::<E, BM, BN, D, true>(tk, tv, tq, tdo, nl, dl, c, (i, kt, off), acc);
+                let rows = (pq, pdo, plse, pdelta);
+                acc = dkdv_step::<E, BM, BN, D, true>(tk, tv, rows, c, (b, h, i, kt, off), acc);
             }
             for i in full..q_tiles {
-                let tq = pq.load((b, h, i, 0)).reshape::<S2<BM, D>>();
-                let tdo = pdo.load((b, h, i, 0)).reshape::<S2<BM, D>>();
-                let nl = neg_lse2(plse.load((b, h, i)).reshape::<S2<1, BM>>());
-                let dl = pdelta.load((b, h, i)).reshape::<S2<1, BM>>();
-                acc =
-                    dkdv_step::<E, BM, BN, D, false>(tk, tv, tq, tdo, nl, dl, c, (i, kt, off), acc);
+                let rows = (pq, pdo, plse, pdelta);
+                acc = dkdv_step::<E, BM, BN, D, false>(tk, tv, rows, c, (b, h, i, kt, off), acc);
             }
         }
         let (dk_acc, dv_acc) = acc;
@@ -300,8 +292,9 @@ pub mod backward_kernels {
     }
 
     /// One query tile folded into the `(dK, dV)` accumulators of a key tile, in the transposed
-    /// orientation (`BN x BM` tiles). `nl`, `dl`: the query tile's `-lse · log2 e` and `delta` as rows;
-    /// `at`: (query tile, key tile, position shift), used when `MASK` (causal, keys after the query).
+    /// orientation (`BN x BM` tiles). `rows`: the partitions of `q`, `dO`, `lse` and `delta` the query
+    /// tile is loaded from; `at`: (batch, head, query tile, key tile, position shift), the last three
+    /// used for the mask when `MASK` (causal, keys after the query).
     #[allow(clippy::too_many_arguments)]
     fn dkdv_step<
         E: MmaOperand<f32>,
@@ -312,16 +305,29 @@ pub mod backward_kernels {
     >(
         tk: Tile<E, S2<BN, D>>,
         tv: Tile<E, S2<BN, D>>,
-        tq: Tile<E, S2<BM, D>>,
-        tdo: Tile<E, S2<BM, D>>,
-        nl: Tile<f32, S2<1, BM>>,
-        dl: Tile<f32, S2<1, BM>>,
+        rows: (
+            Partition<E, S4<1, 1, BM, D>>,
+            Partition<E, S4<1, 1, BM, D>>,
+            Partition<f32, S3<1, 1, BM>>,
+            Partition<f32, S3<1, 1, BM>>,
+        ),
         c: Scalar<f32>,
-        at: (Scalar<i32>, Scalar<i32>, Scalar<i32>),
+        at: (
+            Scalar<i32>,
+            Scalar<i32>,
+            Scalar<i32>,
+            Scalar<i32>,
+            Scalar<i32>,
+        ),
         acc: (Tile<f32, S2<BN, D>>, Tile<f32, S2<BN, D>>),
     ) -> (Tile<f32, S2<BN, D>>, Tile<f32, S2<BN, D>>) {
         let (dk, dv) = acc;
-        let (i, kt, off) = at;
+        let (b, h, i, kt, off) = at;
+        let (pq, pdo, plse, pdelta) = rows;
+        let tq = pq.load((b, h, i, 0)).reshape::<S2<BM, D>>();
+        let tdo = pdo.load((b, h, i, 0)).reshape::<S2<BM, D>>();
+        let nl = neg_lse2(plse.load((b, h, i)).reshape::<S2<1, BM>>());
+        let dl = pdelta.load((b, h, i)).reshape::<S2<1, BM>>();
         let st = mma(tk, tq.transpose(), zeros::<f32, S2<BN, BM>>());
         let x = fma(st, c, nl.broadcast::<S2<BN, BM>>());
         let x = if MASK {
