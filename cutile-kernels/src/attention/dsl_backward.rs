@@ -121,12 +121,34 @@ pub mod backward_kernels {
         for g in 0..group {
             let h = kvh * group + g;
             for i in lo..full {
-                let rows = (pq, pdo, plse, pdelta);
-                acc = dkdv_step::<E, BM, BN, D, true>(tk, tv, rows, c, (b, h, i, kt, off), acc);
+                let at = (i, kt, off);
+                acc = dkdv_step::<E, BM, BN, D, true>(
+                    tk,
+                    tv,
+                    pq,
+                    pdo,
+                    plse,
+                    pdelta,
+                    (b, h),
+                    c,
+                    at,
+                    acc,
+                );
             }
             for i in full..q_tiles {
-                let rows = (pq, pdo, plse, pdelta);
-                acc = dkdv_step::<E, BM, BN, D, false>(tk, tv, rows, c, (b, h, i, kt, off), acc);
+                let at = (i, kt, off);
+                acc = dkdv_step::<E, BM, BN, D, false>(
+                    tk,
+                    tv,
+                    pq,
+                    pdo,
+                    plse,
+                    pdelta,
+                    (b, h),
+                    c,
+                    at,
+                    acc,
+                );
             }
         }
         let (dk_acc, dv_acc) = acc;
@@ -292,9 +314,9 @@ pub mod backward_kernels {
     }
 
     /// One query tile folded into the `(dK, dV)` accumulators of a key tile, in the transposed
-    /// orientation (`BN x BM` tiles). `rows`: the partitions of `q`, `dO`, `lse` and `delta` the query
-    /// tile is loaded from; `at`: (batch, head, query tile, key tile, position shift), the last three
-    /// used for the mask when `MASK` (causal, keys after the query).
+    /// orientation (`BN x BM` tiles). The query tile is loaded from the partitions of `q`, `dO`, `lse`
+    /// and `delta` at (batch, head) `bh`; `at`: (query tile, key tile, position shift), used when `MASK`
+    /// (causal, keys after the query).
     #[allow(clippy::too_many_arguments)]
     fn dkdv_step<
         E: MmaOperand<f32>,
@@ -305,25 +327,18 @@ pub mod backward_kernels {
     >(
         tk: Tile<E, S2<BN, D>>,
         tv: Tile<E, S2<BN, D>>,
-        rows: (
-            Partition<E, S4<1, 1, BM, D>>,
-            Partition<E, S4<1, 1, BM, D>>,
-            Partition<f32, S3<1, 1, BM>>,
-            Partition<f32, S3<1, 1, BM>>,
-        ),
+        pq: Partition<E, S4<1, 1, BM, D>>,
+        pdo: Partition<E, S4<1, 1, BM, D>>,
+        plse: Partition<f32, S3<1, 1, BM>>,
+        pdelta: Partition<f32, S3<1, 1, BM>>,
+        bh: (Scalar<i32>, Scalar<i32>),
         c: Scalar<f32>,
-        at: (
-            Scalar<i32>,
-            Scalar<i32>,
-            Scalar<i32>,
-            Scalar<i32>,
-            Scalar<i32>,
-        ),
+        at: (Scalar<i32>, Scalar<i32>, Scalar<i32>),
         acc: (Tile<f32, S2<BN, D>>, Tile<f32, S2<BN, D>>),
     ) -> (Tile<f32, S2<BN, D>>, Tile<f32, S2<BN, D>>) {
         let (dk, dv) = acc;
-        let (b, h, i, kt, off) = at;
-        let (pq, pdo, plse, pdelta) = rows;
+        let (b, h) = bh;
+        let (i, kt, off) = at;
         let tq = pq.load((b, h, i, 0)).reshape::<S2<BM, D>>();
         let tdo = pdo.load((b, h, i, 0)).reshape::<S2<BM, D>>();
         let nl = neg_lse2(plse.load((b, h, i)).reshape::<S2<1, BM>>());
