@@ -6,6 +6,13 @@
 //! memory as non-owning [`Tensor`]s, runs the family's op (which validates exactly as for owned
 //! tensors) and returns once the work is queued. The caller's stream ordering keeps the memory alive,
 //! as PyTorch's caching allocator does for its own kernels.
+//!
+//! [`Replay`] (`replay`) queues a prepared call's launches again over new addresses, for bindings
+//! whose per-call host time matters.
+
+mod replay;
+
+pub use replay::{Replay, ReplayOp};
 
 use cutile::launch::{TensorArg, TensorArgMut};
 use cutile::runtime::{DeviceElement, Stream, Tensor};

@@ -99,11 +99,12 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
         // SAFETY: the arguments were packed for this kernel from live tensors that outlive the calls.
         Ok(unsafe { rt.enqueue(stream, grid, &packed) }?)
     })?;
-    let (host_api, foreign, plan_only) = softmax_host_time(device, stream, n)?;
+    let sm = softmax_host_time(device, stream, n)?;
     Ok(Host {
-        host_api_softmax_median_us: host_api.median_us,
-        softmax_plan_median_us: plan_only.median_us,
-        foreign_softmax_median_us: foreign.median_us,
+        host_api_softmax_median_us: sm.host_api.median_us,
+        softmax_plan_median_us: sm.plan_only.median_us,
+        foreign_softmax_median_us: sm.foreign.median_us,
+        replayed_softmax_median_us: sm.replayed.median_us,
         kernel: tiny().name,
         launches: n,
         same_args_median_us: same.median_us,
@@ -115,14 +116,11 @@ pub fn host_time(device: &Device, stream: &Stream, n: usize) -> Result<Host, Box
 }
 
 /// Host µs per call of a tiny softmax (`[4, 128]` f16) through the host API, through `foreign` with a
-/// borrowed stream (what a Python or C call costs below its own binding layer), and of its planning
-/// alone (validation and the launch plan, no launch).
-fn softmax_host_time(
-    device: &Device,
-    stream: &Stream,
-    n: usize,
-) -> Result<(Stats, Stats, Stats), BoxError> {
-    use cutile_kernels::foreign::{self, ForeignStream, RawTensor};
+/// borrowed stream (what a Python or C call costs below its own binding layer), of its planning
+/// alone (validation and the launch plan, no launch), and of a prepared `foreign::Replay` of it (the
+/// Python package's path for repeated layouts).
+fn softmax_host_time(device: &Device, stream: &Stream, n: usize) -> Result<SoftmaxHost, BoxError> {
+    use cutile_kernels::foreign::{self, ForeignStream, RawTensor, Replay, ReplayOp};
     let shape = [4i64, 128];
     let x = Tensor::<half::f16>::random(device, &shape, 3)?;
     let mut y = Tensor::<half::f16>::zeros(device, &shape)?;
@@ -157,7 +155,29 @@ fn softmax_host_time(
         let s = unsafe { ForeignStream::new(device.ordinal(), stream.raw_handle()) }?;
         Ok(unsafe { foreign::softmax(&s, &rx, &ry) }?)
     })?;
-    Ok((host_api, foreign, plan_only))
+    // SAFETY: as above.
+    let s = unsafe { ForeignStream::new(device.ordinal(), stream.raw_handle()) }?;
+    let replay = Replay::prepare(&s, ReplayOp::Softmax, &[rx.clone(), ry.clone()])?
+        .ok_or("a tiny softmax is replayable")?;
+    let addresses = [rx.ptr, ry.ptr];
+    let replayed = time_calls(stream, n, |_| {
+        // SAFETY: as above.
+        Ok(unsafe { replay.enqueue(stream.raw_handle(), &addresses) }?)
+    })?;
+    Ok(SoftmaxHost {
+        host_api,
+        foreign,
+        plan_only,
+        replayed,
+    })
+}
+
+/// The host times [`softmax_host_time`] measures.
+struct SoftmaxHost {
+    host_api: Stats,
+    foreign: Stats,
+    plan_only: Stats,
+    replayed: Stats,
 }
 
 /// Device time per kernel of `per_graph` tiny launches captured into one graph (median of `reps`

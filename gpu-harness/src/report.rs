@@ -62,6 +62,8 @@ pub struct Host {
     /// The same softmax through `cutile_kernels::foreign` (a borrowed stream and described tensors, as
     /// the Python package and the C ABI call it).
     pub foreign_softmax_median_us: f64,
+    /// The same softmax replayed (`foreign::Replay`: prepared once, then packing and the driver call).
+    pub replayed_softmax_median_us: f64,
     /// Planning that softmax alone (validation, configuration, the launch plan; nothing launched).
     pub softmax_plan_median_us: f64,
 }
@@ -151,7 +153,8 @@ impl Report {
             println!(
                 "\nhost time per warm launch of {} ({} launches): same args {:.2} µs (p90 {:.2}), \
                  alternating args {:.2} µs (p90 {:.2}); runtime enqueue alone {:.2} µs; a tiny \
-                 softmax through the host API {:.2} µs (planning {:.2} µs), through `foreign` {:.2} µs",
+                 softmax through the host API {:.2} µs (planning {:.2} µs), through `foreign` {:.2} µs, \
+                 replayed {:.2} µs",
                 h.kernel,
                 h.launches,
                 h.same_args_median_us,
@@ -161,7 +164,8 @@ impl Report {
                 h.runtime_enqueue_median_us,
                 h.host_api_softmax_median_us,
                 h.softmax_plan_median_us,
-                h.foreign_softmax_median_us
+                h.foreign_softmax_median_us,
+                h.replayed_softmax_median_us
             );
         }
         if let Some(g) = &self.graph {

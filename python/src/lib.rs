@@ -10,10 +10,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cutile_ir::ScalarType;
 use cutile_kernels::OpError;
-use cutile_kernels::foreign::{self, ForeignStream, RawTensor};
+use cutile_kernels::foreign::{self, ForeignStream, RawTensor, ReplayOp};
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 create_exception!(
     _native,
@@ -48,23 +49,13 @@ fn raw(name: &'static str, (ptr, shape, strides, dtype): Desc) -> PyResult<RawTe
     })
 }
 
-/// Runs `body` without the GIL, on torch's stream, turning errors and panics into `CutileError`.
-fn run(
+/// Runs `body` without the GIL, turning errors and panics into `CutileError`.
+fn guarded<T: Send>(
     py: Python<'_>,
-    device: usize,
-    stream: usize,
-    body: impl FnOnce(&ForeignStream) -> Result<(), OpError> + Send,
-) -> PyResult<()> {
-    let outcome = py.allow_threads(|| {
-        catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: the Python layer passes `torch.cuda.current_stream(device).cuda_stream`, a live
-            // stream of the device's primary context, kept alive by torch across the call.
-            let s = unsafe { ForeignStream::new(device, stream) }?;
-            body(&s)
-        }))
-    });
-    match outcome {
-        Ok(Ok(())) => Ok(()),
+    body: impl FnOnce() -> Result<T, OpError> + Send,
+) -> PyResult<T> {
+    match py.allow_threads(|| catch_unwind(AssertUnwindSafe(body))) {
+        Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(CutileError::new_err(e.to_string())),
         Err(panic) => {
             let what = panic
@@ -77,6 +68,21 @@ fn run(
             )))
         }
     }
+}
+
+/// Runs `body` without the GIL, on torch's stream, turning errors and panics into `CutileError`.
+fn run(
+    py: Python<'_>,
+    device: usize,
+    stream: usize,
+    body: impl FnOnce(&ForeignStream) -> Result<(), OpError> + Send,
+) -> PyResult<()> {
+    guarded(py, || {
+        // SAFETY: the Python layer passes `torch.cuda.current_stream(device).cuda_stream`, a live
+        // stream of the device's primary context, kept alive by torch across the call.
+        let s = unsafe { ForeignStream::new(device, stream) }?;
+        body(&s)
+    })
 }
 
 // SAFETY (every op below): the Python layer passes tensors it holds for the call, on `device`, with
@@ -420,6 +426,88 @@ fn fused_qkv(
 }
 
 /// Adds an AOT kernel bundle (a file made by `cargo xtask aot`) to the kernel lookup chain.
+/// The op `prepare` names: one of `ReplayOp`'s, an activation by its Python name.
+fn replay_op(op: &str, eps: f32) -> PyResult<ReplayOp> {
+    Ok(match op {
+        "softmax" => ReplayOp::Softmax,
+        "rms_norm" => ReplayOp::RmsNorm { eps },
+        "layer_norm" => ReplayOp::LayerNorm { eps },
+        "silu_and_mul" => ReplayOp::SiluAndMul,
+        "swiglu" => ReplayOp::Swiglu,
+        "matmul" => ReplayOp::Matmul,
+        other => ReplayOp::Activation(unary_activation(other)?),
+    })
+}
+
+/// A prepared call (`foreign::Replay`): `replay(stream, *addresses)` queues its launches again with the
+/// call's tensors at new addresses (same layouts), on torch's raw stream of the same device.
+#[pyclass(frozen, module = "cutile_rs_torch._native")]
+struct Replay {
+    inner: foreign::Replay,
+}
+
+#[pymethods]
+impl Replay {
+    #[pyo3(signature = (stream, *addresses))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        stream: usize,
+        addresses: &Bound<'_, PyTuple>,
+    ) -> PyResult<()> {
+        let mut a = [0u64; 8];
+        let n = addresses.len();
+        if n > a.len() {
+            return Err(CutileError::new_err(format!(
+                "a replay takes at most {} addresses, got {n}",
+                a.len()
+            )));
+        }
+        for (slot, item) in a.iter_mut().zip(addresses.iter()) {
+            *slot = item.extract()?;
+        }
+        let inner = &self.inner;
+        // SAFETY: the Python layer passes the addresses of tensors it holds for the call, laid out as
+        // the prepared call's (the table key is their shape, strides, dtype and low address byte), the
+        // outputs freshly allocated, and torch's current raw stream of the prepared device.
+        guarded(py, || unsafe { inner.enqueue(stream, &a[..n]) })
+    }
+}
+
+/// Plans `op` over the tensors (`[inputs.., outputs..]`, as the op's own function takes them) and
+/// loads its kernels; `None` when the call is not replayable (it needs scratch, or the tuner is on).
+#[pyfunction]
+fn prepare(
+    py: Python<'_>,
+    op: &str,
+    tensors: Vec<Desc>,
+    eps: f32,
+    device: usize,
+    stream: usize,
+) -> PyResult<Option<Replay>> {
+    let op = replay_op(op, eps)?;
+    let names = op.tensor_names();
+    if tensors.len() != names.len() {
+        return Err(CutileError::new_err(format!(
+            "prepare: `{op:?}` takes {} tensors ({}), got {}",
+            names.len(),
+            names.join(", "),
+            tensors.len()
+        )));
+    }
+    let tensors = tensors
+        .into_iter()
+        .zip(names)
+        .map(|(d, &name)| raw(name, d))
+        .collect::<PyResult<Vec<_>>>()?;
+    guarded(py, || {
+        // SAFETY: as in `run`.
+        let s = unsafe { ForeignStream::new(device, stream) }?;
+        foreign::Replay::prepare(&s, op, &tensors)
+    })
+    .map(|r| r.map(|inner| Replay { inner }))
+}
+
 #[pyfunction]
 fn register_bundle(path: std::path::PathBuf) -> PyResult<()> {
     let bundle = cutile::bundle::Bundle::open(&path)
@@ -447,5 +535,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(topk, m)?)?;
     m.add_function(wrap_pyfunction!(fused_qkv, m)?)?;
     m.add_function(wrap_pyfunction!(register_bundle, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare, m)?)?;
+    m.add_class::<Replay>()?;
     Ok(())
 }

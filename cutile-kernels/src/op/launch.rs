@@ -4,7 +4,8 @@
 //! fixed), which operand (or view of one) each tensor parameter gets, the scalars, and the grid.
 //! [`describe`] turns one into the launcher's [`LaunchArgs`] over the operands' addresses, which both
 //! [`execute`] (real tensors) and ahead-of-time planning (described operands) use, so a bundle built
-//! from a plan holds exactly the keys the launch looks up.
+//! from a plan holds exactly the keys the launch looks up. Inside [`super::capture`], [`execute`]
+//! records the plan instead of queuing it.
 
 use cutile::dsl::Kernel;
 use cutile::launch::{LaunchArgs, Launcher, Pending};
@@ -62,6 +63,20 @@ pub struct PlannedLaunch {
 /// When the result is launched, every operand's address must be live device memory covering the
 /// views the plan gives it, borrowed (exclusively for outputs) until the launch has finished.
 pub unsafe fn describe<'b>(launch: &'b PlannedLaunch, operands: &[Operand]) -> LaunchArgs<'b> {
+    // SAFETY: forwarded to the caller.
+    unsafe { describe_at(launch, operands, |_, o| o.ptr) }
+}
+
+/// [`describe`] with operand `i` at `address(i, &operands[i])` instead of its own address (a replay of
+/// the plan over other memory of the same layouts).
+///
+/// # Safety
+/// As [`describe`], for the addresses `address` gives.
+pub unsafe fn describe_at<'b>(
+    launch: &'b PlannedLaunch,
+    operands: &[Operand],
+    address: impl Fn(usize, &Operand) -> u64,
+) -> LaunchArgs<'b> {
     let mut a = LaunchArgs::new();
     for arg in &launch.args {
         a = match arg {
@@ -73,8 +88,7 @@ pub unsafe fn describe<'b>(launch: &'b PlannedLaunch, operands: &[Operand]) -> L
                 offset,
             } => {
                 let o = &operands[*operand];
-                let ptr = o
-                    .ptr
+                let ptr = address(*operand, o)
                     .wrapping_add((*offset as u64).wrapping_mul(o.elem_bytes()));
                 // SAFETY: forwarded to the caller (see above).
                 unsafe { a.raw_tensor(*output, o.dtype, shape, strides, ptr, o.device) }
@@ -99,6 +113,10 @@ pub unsafe fn execute<'a>(
     operands: &[Operand],
     plan: &[PlannedLaunch],
 ) -> Result<Pending<'a>, OpError> {
+    if super::capture::record(operands, plan) {
+        // SAFETY: nothing was queued.
+        return Ok(unsafe { Pending::for_enqueued(stream) });
+    }
     for launch in plan {
         // SAFETY: the operands are live, borrowed for 'a (the caller's contract).
         let args = unsafe { describe(launch, operands) };

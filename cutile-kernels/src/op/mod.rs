@@ -9,6 +9,7 @@
 //! - [`scratch`]: per-stream device scratch for intermediate results that are no user tensor (appended
 //!   to a call's operands, described when planning without a device);
 //! - [`tuning`]: the bridge from a family's candidate list to [`cutile::tune`];
+//! - [`capture`]: recording the plans a call would queue instead of queuing them (for replay);
 //! - [`registry`]: every op by name, with the calls it can plan from a [`CallSpec`], for AOT bundles
 //!   and the GPU runner.
 //!
@@ -16,6 +17,7 @@
 //! configuration, emit launches) → [`execute`]. Planning never touches the device, so the same function
 //! serves launches, AOT bundles and coverage tests.
 
+pub mod capture;
 mod dispatch;
 mod error;
 mod launch;
@@ -30,7 +32,7 @@ pub(crate) use dispatch::{float_index_kernel, float_kernel, mma_kernel, pow2_flo
 pub const INDICES: &[cutile_ir::ScalarType] =
     &[cutile_ir::ScalarType::I32, cutile_ir::ScalarType::I64];
 pub use error::OpError;
-pub use launch::{PlannedArg, PlannedLaunch, describe, execute};
+pub use launch::{PlannedArg, PlannedLaunch, describe, describe_at, execute};
 pub use operand::{Operand, Target, contiguous_strides};
 pub use registry::{CallSpec, OpInfo, ops};
 
