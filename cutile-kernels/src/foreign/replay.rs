@@ -87,15 +87,18 @@ impl ReplayOp {
     }
 }
 
-/// Made-up addresses: tensor `i` at `(i + 1) << SPAN_BITS` plus its real address's low byte. Plans
-/// may address an operand at an offset into a tensor (a view), which stays below the next tensor's
-/// base as long as a tensor spans less than `1 << SPAN_BITS` bytes.
+/// Made-up addresses: tensor `i` at `MADE_UP | (i + 1) << SPAN_BITS` plus its real address's low
+/// byte. `MADE_UP` (the top bit, a kernel-space address on every host CUDA runs on) keeps them apart
+/// from any real device address, such as the stream's scratch. Plans may address an operand at an
+/// offset into a tensor (a view), which stays below the next tensor's base as long as a tensor spans
+/// less than `1 << SPAN_BITS` bytes.
+const MADE_UP: u64 = 1 << 63;
 const SPAN_BITS: u32 = 44;
 /// The address bits a specialization or configuration choice may depend on (alignment up to 256 B).
 const LOW_BITS: u64 = 0xff;
 
 fn made_up(i: usize, real: u64) -> u64 {
-    ((i as u64 + 1) << SPAN_BITS) | (real & LOW_BITS)
+    MADE_UP | ((i as u64 + 1) << SPAN_BITS) | (real & LOW_BITS)
 }
 
 /// One captured launch with its kernel loaded.
@@ -253,7 +256,12 @@ impl Replay {
 
 /// Which tensor of the call the captured address `ptr` lies in, and how far in.
 fn binding(ptr: u64, moved: &[RawTensor]) -> Option<Binding> {
-    let tensor = usize::try_from(ptr >> SPAN_BITS).ok()?.checked_sub(1)?;
+    if ptr & MADE_UP == 0 {
+        return None;
+    }
+    let tensor = usize::try_from((ptr & !MADE_UP) >> SPAN_BITS)
+        .ok()?
+        .checked_sub(1)?;
     let base = moved.get(tensor)?.ptr;
     Some(Binding {
         tensor,
@@ -285,8 +293,9 @@ mod tests {
             let b = binding(m.ptr + 96, &moved).expect("a made-up address maps back");
             assert_eq!((b.tensor, b.delta), (i, 96));
         }
-        // Scratch or any real device address is no tensor of the call.
+        // Scratch or any real device address is no tensor of the call, wherever it lies.
         assert!(binding(0x7f00_1234_5600, &moved).is_none());
+        assert!(binding((1 << SPAN_BITS) + 64, &moved).is_none());
         assert!(binding(made_up(5, 0), &moved).is_none());
     }
 }
