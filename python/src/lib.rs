@@ -5,6 +5,13 @@
 //!
 //! The GIL is released while Rust runs; an op error or a Rust panic is raised as `CutileError` (a
 //! `RuntimeError`) carrying the typed error's text. Importing touches no GPU.
+//!
+//! Repeated eager calls take a shorter path: `FastOp` (`fast`) does a whole call (tensors read, output
+//! allocated, launch of the replayed plan) in one extension call through torch's DLPack exchange table
+//! (`exchange`).
+
+mod exchange;
+mod fast;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -14,7 +21,6 @@ use cutile_kernels::foreign::{self, ForeignStream, RawTensor, ReplayOp};
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
 create_exception!(
     _native,
@@ -50,7 +56,7 @@ fn raw(name: &'static str, (ptr, shape, strides, dtype): Desc) -> PyResult<RawTe
 }
 
 /// Runs `body` without the GIL, turning errors and panics into `CutileError`.
-fn guarded<T: Send>(
+pub(crate) fn guarded<T: Send>(
     py: Python<'_>,
     body: impl FnOnce() -> Result<T, OpError> + Send,
 ) -> PyResult<T> {
@@ -425,9 +431,8 @@ fn fused_qkv(
     })
 }
 
-/// Adds an AOT kernel bundle (a file made by `cargo xtask aot`) to the kernel lookup chain.
-/// The op `prepare` names: one of `ReplayOp`'s, an activation by its Python name.
-fn replay_op(op: &str, eps: f32) -> PyResult<ReplayOp> {
+/// The op a `FastOp` is named for: one of `ReplayOp`'s, an activation by its Python name.
+pub(crate) fn replay_op(op: &str, eps: f32) -> PyResult<ReplayOp> {
     Ok(match op {
         "softmax" => ReplayOp::Softmax,
         "rms_norm" => ReplayOp::RmsNorm { eps },
@@ -435,79 +440,16 @@ fn replay_op(op: &str, eps: f32) -> PyResult<ReplayOp> {
         "silu_and_mul" => ReplayOp::SiluAndMul,
         "swiglu" => ReplayOp::Swiglu,
         "matmul" => ReplayOp::Matmul,
-        other => ReplayOp::Activation(unary_activation(other)?),
+        other => ReplayOp::Activation(unary_activation(other).map_err(|_| {
+            CutileError::new_err(format!(
+                "no fast path for op `{other}` (softmax, rms_norm, layer_norm, silu_and_mul, \
+                 swiglu, matmul, gelu, gelu_tanh, relu, geglu, geglu_tanh)"
+            ))
+        })?),
     })
 }
 
-/// A prepared call (`foreign::Replay`): `replay(stream, *addresses)` queues its launches again with the
-/// call's tensors at new addresses (same layouts), on torch's raw stream of the same device.
-#[pyclass(frozen, module = "cutile_rs_torch._native")]
-struct Replay {
-    inner: foreign::Replay,
-}
-
-#[pymethods]
-impl Replay {
-    #[pyo3(signature = (stream, *addresses))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        stream: usize,
-        addresses: &Bound<'_, PyTuple>,
-    ) -> PyResult<()> {
-        let mut a = [0u64; 8];
-        let n = addresses.len();
-        if n > a.len() {
-            return Err(CutileError::new_err(format!(
-                "a replay takes at most {} addresses, got {n}",
-                a.len()
-            )));
-        }
-        for (slot, item) in a.iter_mut().zip(addresses.iter()) {
-            *slot = item.extract()?;
-        }
-        let inner = &self.inner;
-        // SAFETY: the Python layer passes the addresses of tensors it holds for the call, laid out as
-        // the prepared call's (the table key is their shape, strides, dtype and low address byte), the
-        // outputs freshly allocated, and torch's current raw stream of the prepared device.
-        guarded(py, || unsafe { inner.enqueue(stream, &a[..n]) })
-    }
-}
-
-/// Plans `op` over the tensors (`[inputs.., outputs..]`, as the op's own function takes them) and
-/// loads its kernels; `None` when the call is not replayable (it needs scratch, or the tuner is on).
-#[pyfunction]
-fn prepare(
-    py: Python<'_>,
-    op: &str,
-    tensors: Vec<Desc>,
-    eps: f32,
-    device: usize,
-    stream: usize,
-) -> PyResult<Option<Replay>> {
-    let op = replay_op(op, eps)?;
-    let names = op.tensor_names();
-    if tensors.len() != names.len() {
-        return Err(CutileError::new_err(format!(
-            "prepare: `{op:?}` takes {} tensors ({}), got {}",
-            names.len(),
-            names.join(", "),
-            tensors.len()
-        )));
-    }
-    let tensors = tensors
-        .into_iter()
-        .zip(names)
-        .map(|(d, &name)| raw(name, d))
-        .collect::<PyResult<Vec<_>>>()?;
-    guarded(py, || {
-        // SAFETY: as in `run`.
-        let s = unsafe { ForeignStream::new(device, stream) }?;
-        foreign::Replay::prepare(&s, op, &tensors)
-    })
-    .map(|r| r.map(|inner| Replay { inner }))
-}
-
+/// Adds an AOT kernel bundle (a file made by `cargo xtask aot`) to the kernel lookup chain.
 #[pyfunction]
 fn register_bundle(path: std::path::PathBuf) -> PyResult<()> {
     let bundle = cutile::bundle::Bundle::open(&path)
@@ -535,7 +477,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(topk, m)?)?;
     m.add_function(wrap_pyfunction!(fused_qkv, m)?)?;
     m.add_function(wrap_pyfunction!(register_bundle, m)?)?;
-    m.add_function(wrap_pyfunction!(prepare, m)?)?;
-    m.add_class::<Replay>()?;
+    m.add_class::<fast::FastOp>()?;
+    m.add_function(wrap_pyfunction!(exchange::use_exchange_api, m)?)?;
+    m.add_function(wrap_pyfunction!(exchange::exchange_describe, m)?)?;
+    m.add_function(wrap_pyfunction!(exchange::exchange_empty_like, m)?)?;
     Ok(())
 }

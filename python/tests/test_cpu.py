@@ -71,7 +71,8 @@ spec = importlib.util.spec_from_file_location("cutile_rs_torch._native", so,
 m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 assert issubclass(m.CutileError, RuntimeError)
 for f in ("softmax", "rms_norm", "layer_norm", "matmul", "attention", "silu_and_mul", "swiglu", "activation", "rope",
-          "write_kv_cache", "attention_decode", "embedding", "argmax", "topk", "fused_qkv", "register_bundle"):
+          "write_kv_cache", "attention_decode", "embedding", "argmax", "topk", "fused_qkv", "register_bundle",
+          "FastOp", "use_exchange_api"):
     assert callable(getattr(m, f)), f
 bundle = os.path.join(site, "cutile_rs_torch", "kernels.bundle")
 if os.path.exists(bundle):
@@ -91,6 +92,12 @@ try:
 except m.CutileError as e:
     assert "element type" in str(e), e
     print("    int32 ->", str(e)[:120])
+try:
+    m.FastOp("no_such_op"); raise SystemExit("FastOp accepted an unknown op")
+except m.CutileError as e:
+    assert "no fast path" in str(e), e
+    print("    FastOp no_such_op ->", str(e)[:100])
+assert m.use_exchange_api(0) is False and m.use_exchange_api(object()) is False
 print("extension: ok")
 try:
     import torch
@@ -126,6 +133,25 @@ with FakeTensorMode():
     w = torch.empty(300, (4 + 2 * 2) * 64, device="cuda")
     assert ct.fused_qkv(x.float(), pos, w, table, table, cache, cache, batch=pos, pos=pos).shape == (8, 4, 64)
 print("package import and fake implementations: ok")
+from cutile_rs_torch import _native, ops
+if ops._HAS_FAST:
+    # DLPack's exchange table, read on CPU tensors: the C layouts against torch's own view.
+    for t in (torch.randn(4, 128).half(), torch.randn(8, 10)[:, 2:7], torch.zeros(2, 3, dtype=torch.int64).t(),
+              torch.tensor(3.0), torch.zeros(3, dtype=torch.bfloat16)):
+        ptr, shape, strides, dtype, device = _native.exchange_describe(t)
+        assert (ptr, tuple(shape), tuple(strides)) == (t.data_ptr(), tuple(t.shape), t.stride()), (t.shape, strides)
+        assert device == (1, 0), device
+        e = _native.exchange_empty_like(t)
+        assert type(e) is torch.Tensor and e.shape == t.shape and e.dtype == t.dtype and e.is_contiguous()
+    # A CPU tensor is not for the fast path: None, and the op raises its usual error.
+    assert ops._SOFTMAX(0.0, torch.randn(3, 4)) is None
+    try:
+        ct.softmax(torch.randn(3, 4)); raise SystemExit("a CPU tensor was accepted")
+    except ct.CutileError as e:
+        assert "CUDA tensors" in str(e), e
+    print("DLPack exchange table (torch " + torch.__version__ + "): ok")
+else:
+    print("torch " + torch.__version__ + " has no DLPack exchange table: the fast path is off")
 """
 
 

@@ -210,6 +210,16 @@ impl Replay {
         self.op
     }
 
+    /// Whether tensors at `addresses` can take the replay: one address per tensor, each with the low
+    /// byte its tensor had when prepared (what [`enqueue`](Self::enqueue) checks).
+    pub fn accepts(&self, addresses: &[u64]) -> bool {
+        addresses.len() == self.low.len()
+            && addresses
+                .iter()
+                .zip(&self.low)
+                .all(|(a, low)| a & LOW_BITS == *low)
+    }
+
     /// Queues the launches on the raw stream `stream` of the replay's device, with tensor `i` of the
     /// prepared call at `addresses[i]`.
     ///
@@ -218,12 +228,7 @@ impl Replay {
     /// memory laid out as the prepared call's tensor (shape, strides, element type), kept alive until
     /// the queued work has run; outputs must not overlap inputs.
     pub unsafe fn enqueue(&self, stream: usize, addresses: &[u64]) -> Result<(), OpError> {
-        if addresses.len() != self.low.len()
-            || addresses
-                .iter()
-                .zip(&self.low)
-                .any(|(a, low)| a & LOW_BITS != *low)
-        {
+        if !self.accepts(addresses) {
             return Err(OpError::Unsupported {
                 op: self.op.name(),
                 what: format!(

@@ -11,11 +11,11 @@ active) runs the op's body directly instead of going through torch's dispatcher:
 more host time per call than the whole launch (see ``_direct``). Everything else (tracing, fake
 tensors, opcheck, autograd errors) goes through the registered custom op.
 
-The row ops, the activations and matmul go one step further on eager calls (``_Replays``): the first
-call with a given layout (shapes, strides, dtypes, device, the addresses' low byte, the scalars)
-prepares the op's launches in Rust (validation, configuration, kernels) and later calls with that
-layout only allocate the output and queue those launches at the new addresses. Without it the
-per-call Python and Rust work costs more than the launch itself.
+The row ops, the activations and matmul go one step further on such calls when torch has DLPack's C
+exchange table (torch 2.10 and later): one extension call (``_native.FastOp``) reads the inputs,
+replays the launches prepared for their layout, allocates the contiguous output with torch's allocator
+and launches on torch's current stream. It returns None for a call it does not take (then the op runs
+as above, with its usual errors).
 """
 
 from typing import Optional
@@ -34,11 +34,21 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 
 
 _Tensor = torch.Tensor
-_empty_like = torch.empty_like
 _is_compiling = torch.compiler.is_compiling
 _dispatch_stack = torch._C._len_torch_dispatch_stack
 _function_mode = torch._C._is_torch_function_mode_enabled
 _grad_enabled = torch.is_grad_enabled
+
+# DLPack's C exchange table: a capsule since torch 2.11 (an integer address under the older name).
+_exchange = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+if _exchange is None:
+    _exchange = getattr(torch.Tensor, "__c_dlpack_exchange_api__", None)
+_HAS_FAST = _exchange is not None and _native.use_exchange_api(_exchange)
+
+
+def _fast_op(name: str):
+    """The op's one-call eager path, or None without the exchange table."""
+    return _native.FastOp(name) if _HAS_FAST else None
 
 
 def _desc(t: torch.Tensor):
@@ -72,31 +82,6 @@ def _direct(*tensors) -> bool:
         if type(t) is not _Tensor or (grad and t.requires_grad):
             return False
     return True
-
-
-class _Replays(dict):
-    """Prepared launches (``_native.Replay``) of one op by layout key; ``False`` for a layout the op
-    cannot replay (it needs scratch, or the tuner is on). An op's fast path builds the key from its
-    tensors as ``(..., shape, strides, dtype, data_ptr & 255, ...)`` plus its scalars and the device
-    index, looks it up, and on a hit allocates the outputs and calls the replay with torch's raw
-    stream and the addresses; on a miss it calls ``first``, which prepares, stores and runs."""
-
-    __slots__ = ("op",)
-
-    def __init__(self, op: str):
-        super().__init__()
-        self.op = op
-
-    def first(self, key, tensors, eps: float = 0.0) -> bool:
-        """Prepares the op for ``tensors`` (inputs then outputs, as the op's native function takes
-        them) under ``key`` and runs it; False (nothing run) when the layout is not replayable."""
-        device, stream = _where(tensors[0])
-        replay = _native.prepare(self.op, [_desc(t) for t in tensors], eps, device, stream)
-        self[key] = replay if replay is not None else False
-        if replay is None:
-            return False
-        replay(stream, *(t.data_ptr() for t in tensors))
-        return True
 
 
 class _Op:
@@ -138,23 +123,15 @@ def _(x):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
-_SOFTMAX = _Replays("softmax")
+_SOFTMAX = _fast_op("softmax")
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """``torch.softmax(x, dim)``; an axis other than the last is moved last (a copy)."""
-    if (dim == -1 or dim == x.dim() - 1) and _direct(x):
-        xp = x.data_ptr()
-        key = (x.shape, x.stride(), x.dtype, xp & 255, x.get_device())
-        r = _SOFTMAX.get(key)
-        if r:
-            y = _empty_like(x)
-            r(_raw_stream(key[4]), xp, y.data_ptr())
+    if _SOFTMAX is not None and (dim == -1 or dim == x.dim() - 1) and _direct(x):
+        y = _SOFTMAX(0.0, x)
+        if y is not None:
             return y
-        if r is None and key[4] >= 0 and (x.dim() == 0 or x.stride(-1) == 1):
-            y = _empty_like(x)
-            if _SOFTMAX.first(key, (x, y)):
-                return y
     dim = dim % max(x.dim(), 1)
     if x.dim() == 0 or dim == x.dim() - 1:
         return _softmax(x)
@@ -177,24 +154,15 @@ def _(x, weight, eps):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
-_RMS_NORM = _Replays("rms_norm")
+_RMS_NORM = _fast_op("rms_norm")
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """``torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)``."""
-    if _direct(x, weight):
-        xp, wp = x.data_ptr(), weight.data_ptr()
-        key = (x.shape, x.stride(), x.dtype, xp & 255, weight.shape, weight.stride(), weight.dtype, wp & 255,
-               eps, x.get_device(), weight.get_device())
-        r = _RMS_NORM.get(key)
-        if r:
-            y = _empty_like(x)
-            r(_raw_stream(key[9]), xp, wp, y.data_ptr())
+    if _RMS_NORM is not None and _direct(x, weight):
+        y = _RMS_NORM(eps, x, weight)
+        if y is not None:
             return y
-        if r is None and key[9] >= 0 and x.dim() > 0 and x.stride(-1) == 1:
-            y = _empty_like(x)
-            if _RMS_NORM.first(key, (x, weight, y), float(eps)):
-                return y
     return _rms_norm(x, weight, eps)
 
 
@@ -211,25 +179,15 @@ def _(x, weight, bias, eps):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
-_LAYER_NORM = _Replays("layer_norm")
+_LAYER_NORM = _fast_op("layer_norm")
 
 
 def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """``torch.nn.functional.layer_norm(x, (x.shape[-1],), weight, bias, eps)``."""
-    if _direct(x, weight, bias):
-        xp, wp, bp = x.data_ptr(), weight.data_ptr(), bias.data_ptr()
-        key = (x.shape, x.stride(), x.dtype, xp & 255, weight.shape, weight.stride(), weight.dtype, wp & 255,
-               bias.shape, bias.stride(), bias.dtype, bp & 255, eps, x.get_device(), weight.get_device(),
-               bias.get_device())
-        r = _LAYER_NORM.get(key)
-        if r:
-            y = _empty_like(x)
-            r(_raw_stream(key[13]), xp, wp, bp, y.data_ptr())
+    if _LAYER_NORM is not None and _direct(x, weight, bias):
+        y = _LAYER_NORM(eps, x, weight, bias)
+        if y is not None:
             return y
-        if r is None and key[13] >= 0 and x.dim() > 0 and x.stride(-1) == 1:
-            y = _empty_like(x)
-            if _LAYER_NORM.first(key, (x, weight, bias, y), float(eps)):
-                return y
     return _layer_norm(x, weight, bias, eps)
 
 
@@ -259,26 +217,17 @@ def _tf32_allowed(a: torch.Tensor) -> None:
         )
 
 
-_MATMUL = _Replays("matmul")
+_MATMUL = _fast_op("matmul")
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` for 2-D f16/bf16 operands with any strides (a transposed view is not copied); f32
     as tf32 when ``torch.backends.cuda.matmul.allow_tf32`` is set."""
     _tf32_allowed(a)
-    if _direct(a, b):
-        ap, bp = a.data_ptr(), b.data_ptr()
-        key = (a.shape, a.stride(), a.dtype, ap & 255, b.shape, b.stride(), b.dtype, bp & 255, a.get_device(),
-               b.get_device())
-        r = _MATMUL.get(key)
-        if r:
-            c = a.new_empty((a.shape[0], b.shape[1]))
-            r(_raw_stream(key[8]), ap, bp, c.data_ptr())
+    if _MATMUL is not None and _direct(a, b):
+        c = _MATMUL(0.0, a, b)
+        if c is not None:
             return c
-        if r is None and key[8] >= 0 and a.dim() == 2 and b.dim() == 2:
-            c = a.new_empty((a.shape[0], b.shape[1]))
-            if _MATMUL.first(key, (a, b, c)):
-                return c
     return _matmul(a, b)
 
 
@@ -324,36 +273,16 @@ def _(x):
     return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
 
 
-def _half_width(x: torch.Tensor) -> torch.Tensor:
-    return x.new_empty((*x.shape[:-1], x.shape[-1] // 2))
-
-
-def _one_input(table: _Replays, x: torch.Tensor, alloc):
-    """The fast path of a one-input op whose output ``alloc(x)`` makes; None when it does not apply
-    (the caller runs the op)."""
-    if not _direct(x):
-        return None
-    xp = x.data_ptr()
-    key = (x.shape, x.stride(), x.dtype, xp & 255, x.get_device())
-    r = table.get(key)
-    if r:
-        y = alloc(x)
-        r(_raw_stream(key[4]), xp, y.data_ptr())
-        return y
-    if r is None and key[4] >= 0 and x.dim() > 0 and x.stride(-1) == 1:
-        y = alloc(x)
-        if table.first(key, (x, y)):
-            return y
-    return None
-
-
-_SILU_AND_MUL = _Replays("silu_and_mul")
+_SILU_AND_MUL = _fast_op("silu_and_mul")
 
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``silu(x[..., :n]) * x[..., n:]`` for ``x: [..., 2n]`` (vLLM's convention)."""
-    y = _one_input(_SILU_AND_MUL, x, _half_width)
-    return _silu_and_mul(x) if y is None else y
+    if _SILU_AND_MUL is not None and _direct(x):
+        y = _SILU_AND_MUL(0.0, x)
+        if y is not None:
+            return y
+    return _silu_and_mul(x)
 
 
 @_custom("swiglu")
@@ -369,24 +298,15 @@ def _(a, b):
     return torch.empty(a.shape, dtype=a.dtype, device=a.device)
 
 
-_SWIGLU = _Replays("swiglu")
+_SWIGLU = _fast_op("swiglu")
 
 
 def swiglu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``silu(a) * b``."""
-    if _direct(a, b):
-        ap, bp = a.data_ptr(), b.data_ptr()
-        key = (a.shape, a.stride(), a.dtype, ap & 255, b.shape, b.stride(), b.dtype, bp & 255, a.get_device(),
-               b.get_device())
-        r = _SWIGLU.get(key)
-        if r:
-            y = _empty_like(a)
-            r(_raw_stream(key[8]), ap, bp, y.data_ptr())
+    if _SWIGLU is not None and _direct(a, b):
+        y = _SWIGLU(0.0, a, b)
+        if y is not None:
             return y
-        if r is None and key[8] >= 0 and a.dim() > 0 and a.stride(-1) == 1 and b.dim() > 0 and b.stride(-1) == 1:
-            y = _empty_like(a)
-            if _SWIGLU.first(key, (a, b, y)):
-                return y
     return _swiglu(a, b)
 
 
@@ -417,13 +337,16 @@ def _approx(approximate: str) -> str:
     return "" if approximate == "none" else "_tanh"
 
 
-# One table per activation name: `_Replays.first` prepares the op named by the table.
-_ACTIVATIONS = {n: _Replays(n) for n in ("gelu", "gelu_tanh", "relu", "geglu", "geglu_tanh")}
+_ACTIVATIONS = {n: _fast_op(n) for n in ("gelu", "gelu_tanh", "relu", "geglu", "geglu_tanh")}
 
 
 def _activate(x: torch.Tensor, name: str) -> torch.Tensor:
-    y = _one_input(_ACTIVATIONS[name], x, _half_width if name.startswith("geglu") else _empty_like)
-    return _activation(x, name) if y is None else y
+    fast = _ACTIVATIONS[name]
+    if fast is not None and _direct(x):
+        y = fast(0.0, x)
+        if y is not None:
+            return y
+    return _activation(x, name)
 
 
 def gelu(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
