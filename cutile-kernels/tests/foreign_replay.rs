@@ -164,8 +164,12 @@ fn replays_match_the_op_on_random_calls() {
             } else {
                 replay_matches_direct::<bf16>(&dev, &stream, op, rows, cols, seed)?
             };
-            // Only the split-row softmax (few wide rows) takes scratch; nothing here is that wide.
-            prop_assert!(replayed, "{op:?} {rows}x{cols} was not replayable");
+            // Only the split-row softmax (few wide rows, none here) and a GEMM over unaligned
+            // operands (aligned copies) take scratch.
+            prop_assert!(
+                replayed || op == ReplayOp::Matmul,
+                "{op:?} {rows}x{cols} was not replayable"
+            );
             Ok(())
         })
         .unwrap();
@@ -182,6 +186,12 @@ fn a_call_that_needs_scratch_is_not_replayable_and_other_alignments_are_refused(
     let wide = tensors::<bf16>(&dev, &shapes(ReplayOp::Softmax, 16, 131072), 1);
     let r = Replay::prepare(&s, ReplayOp::Softmax, &raws(ReplayOp::Softmax, &wide)).unwrap();
     assert!(r.is_none(), "the split-row softmax must not be replayed");
+
+    // An aligned product replays (the random cases may all be unaligned ones).
+    assert!(
+        replay_matches_direct::<bf16>(&dev, &stream, ReplayOp::Matmul, 61, 256, 3).unwrap(),
+        "a 61x128 @ 128x64 bf16 product was not replayable"
+    );
 
     let t = tensors::<bf16>(&dev, &shapes(ReplayOp::Softmax, 8, 256), 2);
     let r = Replay::prepare(&s, ReplayOp::Softmax, &raws(ReplayOp::Softmax, &t))
