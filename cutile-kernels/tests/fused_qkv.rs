@@ -104,15 +104,70 @@ fn schedule_follows_the_token_count() {
     assert!(p[0].config.contains("split"), "{}", p[0].config);
     let (x, y, z) = p[0].grid.unwrap();
     assert!(x * y * z >= t.sm_count, "{:?}", p[0].grid);
-    // Prefill: one fused launch, 128-row tiles.
-    let p = plan(4096, 0);
-    assert_eq!(p.len(), 1);
-    assert_eq!(p[0].config, "fused_qkv 128x64");
-    assert_eq!(p[0].grid, Some((32, 48, 1)));
+    // Prefill: one fused launch, 128-row tiles with 8 worker warps, one per block, heads fastest.
+    for tokens in [4096, 16384] {
+        let p = plan(tokens, 0);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].config, "fused_qkv 128x64");
+        assert_eq!(p[0].kernel.name(), "fused_qkv");
+        assert_eq!(p[0].grid, Some((48, (tokens / 128) as u32, 1)));
+        let eight = cutile_ir::Attribute::i32(8);
+        assert!(
+            p[0].kernel
+                .hints()
+                .by_arch
+                .iter()
+                .any(|(arch, kv)| arch == "default"
+                    && kv
+                        .iter()
+                        .any(|(k, v)| k == "num_worker_warps_per_cta" && *v == eight)),
+            "{:?}",
+            p[0].kernel.hints()
+        );
+    }
+    // Between decode and prefill: 64-row tiles, one per block, heads fastest.
+    let p = plan(200, 0);
+    assert_eq!(p[0].config, "fused_qkv 64x64");
+    assert_eq!(p[0].grid, Some((48, 4, 1)));
+    // D = 256 never takes 128-row tiles (the accumulator would not fit in registers).
+    let c = fused_qkv::config::candidates(&t, 4096, 12, 256, 4096);
+    assert!(
+        c.iter()
+            .all(|c| !matches!(c, QkvConfig::Fused { bm: 128, .. })),
+        "{c:?}"
+    );
     // Unfused: the separate ops (see `unfused_path_is_the_separate_ops`).
     assert_eq!(plan(4096, 1).len(), 5);
+    // The persistent candidate: one block per SM.
+    let (ops, opts) = described(BF16, &[4096, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
+    let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();
+    let all = fused_qkv::plan(&ops, &opts, &t, true).unwrap();
+    let p = all
+        .iter()
+        .find(|l| l.config == "fused_qkv persistent 128x64")
+        .unwrap();
+    assert_eq!(p.kernel.name(), "fused_qkv_persistent");
+    assert_eq!(p.grid, Some((t.sm_count, 1, 1)));
+    // Decode's candidates include the default split with 8 worker warps, on both of its launches.
+    let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
+    let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();
+    let all = fused_qkv::plan(&ops, &opts, &t, true).unwrap();
+    let wide: Vec<_> = all.iter().filter(|l| l.config.ends_with(" w8")).collect();
+    assert_eq!(
+        wide.len(),
+        2,
+        "{:?}",
+        all.iter().map(|l| &l.config).collect::<Vec<_>>()
+    );
+    for l in wide {
+        assert!(
+            format!("{:?}", l.kernel.hints()).contains("num_worker_warps_per_cta"),
+            "{}",
+            l.config
+        );
+    }
     // Every candidate has its own launches.
-    let c = fused_qkv::config::candidates(&t, 8, 48, 4096);
+    let c = fused_qkv::config::candidates(&t, 8, 48, 128, 4096);
     assert!(c.contains(&QkvConfig::Unfused) && c.len() >= 5, "{c:?}");
 }
 
@@ -528,6 +583,8 @@ mod gpu {
             c(BF16, [1000, 1024], [16, 4, 128, 64], [1, 1, 1, 1, 0, 1]),
             c(BF16, [37, 1000], [4, 1, 64, 32], [1, 1, 1, 0, 1, 0]),
             c(BF16, [64, 4096], [32, 8, 128, 128], [0, 1, 0, 1, 1, 1]),
+            // 128-row tiles whose last tile's second 64-row epilogue slice has no rows (T = 2100).
+            c(F16, [2100, 512], [32, 8, 128, 128], [1, 1, 0, 1, 0, 0]),
         ]
     }
 

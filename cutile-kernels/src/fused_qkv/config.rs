@@ -2,7 +2,7 @@
 //! plus an epilogue kernel (decode: few tokens, so `ceil(T / BM)·heads` blocks would leave SMs idle
 //! while the weight streams in), or the unfused path (the catalog's separate GEMM, QK-norm, RoPE and
 //! cache-write kernels). Not yet
-//! measured on a GPU: the rules below follow the block counts only. With `CUTILE_TUNE=on|force` the
+//! measured on a GPU: the rules below follow the block counts and the GEMM family's measurements. With `CUTILE_TUNE=on|force` the
 //! host API times the candidates (fused and split-K; the unfused path only when asked for).
 
 use crate::op::tuning::Candidate;
@@ -11,10 +11,17 @@ use crate::op::{Target, ceil_div};
 /// A fused QKV schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QkvConfig {
-    /// `fused_qkv<BM, BK>`: one launch.
-    Fused { bm: i64, bk: i64 },
-    /// `qkv_partial<BM, BK>` over `splits` K ranges into f32 scratch, then `qkv_epilogue`.
-    SplitK { bm: i64, bk: i64, splits: i64 },
+    /// `fused_qkv<BM, BK>` (one tile per block) or `fused_qkv_persistent<BM, BK>` (one block per SM,
+    /// looping over tiles): one launch.
+    Fused { bm: i64, bk: i64, persistent: bool },
+    /// `qkv_partial<BM, BK>` over `splits` K ranges into f32 scratch, then `qkv_epilogue`; with
+    /// `wide`, both kernels carry 8 worker warps ([`WIDE_WORKERS`]).
+    SplitK {
+        bm: i64,
+        bk: i64,
+        splits: i64,
+        wide: bool,
+    },
     /// The separate ops, one launch each (the comparison and the fallback): `gemm` (with the bias:
     /// `gemm_epilogue`) into scratch, `rms_norm_heads` of q and k, `rope`, `kv_cache_write`.
     Unfused,
@@ -23,8 +30,25 @@ pub enum QkvConfig {
 impl Candidate for QkvConfig {
     fn name(&self) -> String {
         match self {
-            QkvConfig::Fused { bm, bk } => format!("fused_qkv {bm}x{bk}"),
-            QkvConfig::SplitK { bm, bk, splits } => format!("fused_qkv split{splits} {bm}x{bk}"),
+            QkvConfig::Fused {
+                bm,
+                bk,
+                persistent: false,
+            } => format!("fused_qkv {bm}x{bk}"),
+            QkvConfig::Fused {
+                bm,
+                bk,
+                persistent: true,
+            } => format!("fused_qkv persistent {bm}x{bk}"),
+            QkvConfig::SplitK {
+                bm,
+                bk,
+                splits,
+                wide,
+            } => format!(
+                "fused_qkv split{splits} {bm}x{bk}{}",
+                if *wide { " w8" } else { "" }
+            ),
             QkvConfig::Unfused => "fused_qkv unfused".into(),
         }
     }
@@ -55,11 +79,21 @@ fn split_bm(t: i64) -> i64 {
     (t.max(16) as u64).next_power_of_two().min(64) as i64
 }
 
-/// The default schedule for `t` tokens, `heads = Hq + 2·Hkv` and `hidden` input features: split-K when
-/// `t ≤ 64` and the fused grid would not fill every SM twice, with enough splits for two blocks per SM
-/// (each split keeping at least 4 K tiles); otherwise fused, 128-row tiles once there are at least as
-/// many tiles as SMs.
-pub fn choose(target: &Target, t: i64, heads: i64, hidden: i64) -> QkvConfig {
+/// Rows of the fused kernels' epilogue slices (and of their `q` tiles): 128-row tiles run their
+/// epilogue in two halves.
+pub const EPILOGUE_ROWS: i64 = 64;
+
+/// The default schedule for `t` tokens, `heads = Hq + 2·Hkv`, head dimension `d` and `hidden` input
+/// features: split-K when `t ≤ 64` and the fused grid would not fill every SM twice, with enough
+/// splits for two blocks per SM (each split keeping at least 4 K tiles); otherwise fused, one tile per
+/// block with the heads fastest: 128-row tiles once there are at least as many of them as SMs and
+/// `d ≤ 128` (a 128 x 256 f32 accumulator does not fit in registers), else 64-row tiles.
+///
+/// Why one tile per block and not persistent (`ptxas -v`, sm_90, tileiras 13.5.37, hidden 4096, Hq
+/// 32, Hkv 8, D 128, bf16): `fused_qkv` 128x64 with 8 worker warps uses 168 registers, no spills,
+/// 222 KB of shared memory; `fused_qkv_persistent` 128x64 spills 60 bytes with 8 warps (4 KB with 4).
+/// The persistent form stays a tuning candidate. Not yet measured for this op on a GPU.
+pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvConfig {
     let sms = target.sm_count as i64;
     let k_tiles = ceil_div(hidden.max(1), 64);
     if t <= 64 {
@@ -70,26 +104,63 @@ pub fn choose(target: &Target, t: i64, heads: i64, hidden: i64) -> QkvConfig {
             while blocks * splits < 2 * sms && splits < MAX_SPLITS && k_tiles / (2 * splits) >= 4 {
                 splits *= 2;
             }
-            return QkvConfig::SplitK { bm, bk: 64, splits };
+            return QkvConfig::SplitK {
+                bm,
+                bk: 64,
+                splits,
+                wide: false,
+            };
         }
     }
-    let bm = if ceil_div(t, 128) * heads >= sms {
-        128
+    if d <= 128 && ceil_div(t, 128) * heads >= sms {
+        QkvConfig::Fused {
+            bm: 128,
+            bk: 64,
+            persistent: false,
+        }
     } else {
-        64
-    };
-    QkvConfig::Fused { bm, bk: 64 }
+        QkvConfig::Fused {
+            bm: 64,
+            bk: 64,
+            persistent: false,
+        }
+    }
 }
 
-/// Every schedule the tuner may time, the default first.
-pub fn candidates(target: &Target, t: i64, heads: i64, hidden: i64) -> Vec<QkvConfig> {
-    let mut all = vec![choose(target, t, heads, hidden)];
-    all.push(QkvConfig::Fused { bm: 64, bk: 64 });
-    all.push(QkvConfig::Fused { bm: 128, bk: 64 });
+/// Every schedule the tuner may time, the default first: 64- and 128-row fused tiles one per block,
+/// and persistent 128-row tiles (128 rows only for `d ≤ 128`), split-K for `t ≤ 64` (2 to 16 splits,
+/// and the default split with 8 worker warps), and the unfused path.
+pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> Vec<QkvConfig> {
+    let mut all = vec![choose(target, t, heads, d, hidden)];
+    for (bm, persistent) in [(64, false), (128, false), (128, true)] {
+        if bm == 128 && d > 128 {
+            continue;
+        }
+        all.push(QkvConfig::Fused {
+            bm,
+            bk: 64,
+            persistent,
+        });
+    }
     if t <= 64 {
         let bm = split_bm(t);
         for splits in [2, 4, 8, 16] {
-            all.push(QkvConfig::SplitK { bm, bk: 64, splits });
+            all.push(QkvConfig::SplitK {
+                bm,
+                bk: 64,
+                splits,
+                wide: false,
+            });
+        }
+        // The default split with 8 worker warps: `qkv_partial` 16x64 then uses 168 registers and
+        // 80 KB of shared memory (two blocks per SM) instead of 255 and 115 KB (`ptxas -v`, sm_90).
+        if let QkvConfig::SplitK { bm, bk, splits, .. } = all[0] {
+            all.push(QkvConfig::SplitK {
+                bm,
+                bk,
+                splits,
+                wide: true,
+            });
         }
     }
     all.push(QkvConfig::Unfused);
@@ -97,3 +168,9 @@ pub fn candidates(target: &Target, t: i64, heads: i64, hidden: i64) -> Vec<QkvCo
     all.retain(|c| seen.insert(*c));
     all
 }
+
+/// Worker warps of the 128-row and persistent fused kernels (the `num_worker_warps_per_cta` hint): two
+/// warpgroups share the f32 accumulator, as in the GEMM family's 128-row fp8 tiles (`ptxas -v`,
+/// sm_90: the persistent 128x64 kernel spills 4 KB with 4 warps, 60 bytes with 8; the persistent
+/// 64x64 one 120 bytes with 4, none with 8).
+pub const WIDE_WORKERS: i32 = 8;

@@ -1,10 +1,12 @@
 //! The fused QKV projection kernels: `x · W` for the q, k and v heads with an f32 epilogue (bias,
 //! per-head RMSNorm of q and k, RoPE of q and k) that stores q and scatters k and v into a KV cache.
 //!
-//! Block `(i, j)` owns rows `i·BM ..` of head `j` (`BN = D`: one whole head per tile, so the norm and
+//! A tile is rows `i·BM ..` of head `j` (`BN = D`: one whole head per tile, so the norm and
 //! RoPE need no communication between blocks); heads `0..Hq` are q, then `Hkv` k heads, then `Hkv` v
 //! heads. Three kernels share one epilogue ([`qkv_epilogue_tile`]):
-//! - `fused_qkv`: the K loop of `mma` (as `gemm`) and the epilogue, grid `(ceil(T/BM), Hq + 2·Hkv, 1)`;
+//! - `fused_qkv`: the K loop of `mma` (as `gemm`'s `tile_product`) and the epilogue, grid `(Hq +
+//!   2·Hkv, ceil(T/BM), 1)` (heads fastest); `fused_qkv_persistent`: the same over a fixed grid, each
+//!   block looping over tiles in row-major order (prefill); both run the epilogue on 64-row slices;
 //! - `qkv_partial`: split-K for decode shapes, block `(i, j, s)` writes the f32 partial product of the
 //!   `s`-th K range into `part[s]` (`[S, T, N]`), grid `(ceil(T/BM), Hq + 2·Hkv, S)`;
 //! - `qkv_epilogue`: sums `part` over its first axis and runs the epilogue, grid as `fused_qkv` (the
@@ -185,9 +187,116 @@ pub mod kernels {
         }
     }
 
-    /// Fused QKV: block `(i, j)` computes rows `i·BM ..` of head `j` of `x · w` (`x: [T, hidden]`, `w:
-    /// [hidden, N]`, any strides) with f32 accumulation, then the epilogue. Grid explicit: `(ceil(T /
-    /// BM), Hq + 2·Hkv, 1)`.
+    /// `Σ_k x[tm, k] @ w[k, head]` over all K tiles with f32 accumulation: the K loop of the fused
+    /// kernels, the same form as the GEMM family's `tile_product` (operands multiplied as stored).
+    fn head_product<E: MmaOperand<f32>, const BM: i32, const BK: i32, const D: i32>(
+        px: Partition<E, S2<BM, BK>>,
+        pw: Partition<E, S2<BK, D>>,
+        tm: Scalar<i32>,
+        head: Scalar<i32>,
+        k_tiles: Scalar<i32>,
+    ) -> Tile<f32, S2<BM, D>> {
+        let mut acc = zeros::<f32, S2<BM, D>>();
+        for k in 0..k_tiles {
+            acc = mma(px.load((tm, k)), pw.load((k, head)), acc);
+        }
+        acc
+    }
+
+    /// The epilogue of row tile `tm` (`BM` rows) of head `head`, run on `EB`-row slices of `acc`
+    /// (`BM` is `EB` or `2·EB`): the cos/sin tiles and the RoPE halves of only `EB` rows live beside
+    /// the accumulator at a time (with `BM = 128` in one piece, sm_90 spilled 1.3 KB per thread).
+    #[allow(clippy::too_many_arguments)]
+    fn qkv_epilogue_rows<
+        E: Float,
+        I: ElementType,
+        const BM: i32,
+        const EB: i32,
+        const D: i32,
+        const R: i32,
+        const HR: i32,
+    >(
+        acc: Tile<f32, S2<BM, D>>,
+        tm: Scalar<i32>,
+        head: Scalar<i32>,
+        bias: &Tensor<E, S1<DYN>>,
+        q_norm: &Tensor<E, S1<DYN>>,
+        k_norm: &Tensor<E, S1<DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        index_a: &Tensor<I, S1<DYN>>,
+        index_b: &Tensor<I, S1<DYN>>,
+        eps: Scalar<f32>,
+        flags: Scalar<i32>,
+        q: &mut Tensor<E, S2<EB, D>>,
+        k_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+        v_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+    ) {
+        if BM == EB {
+            qkv_epilogue_tile::<E, I, EB, D, R, HR>(
+                acc.reshape::<S2<EB, D>>(),
+                tm,
+                head,
+                bias,
+                q_norm,
+                k_norm,
+                cos,
+                sin,
+                positions,
+                index_a,
+                index_b,
+                eps,
+                flags,
+                q,
+                k_cache,
+                v_cache,
+            );
+        } else {
+            qkv_epilogue_tile::<E, I, EB, D, R, HR>(
+                acc.extract::<S2<EB, D>>(&[0, 0]),
+                tm * 2,
+                head,
+                bias,
+                q_norm,
+                k_norm,
+                cos,
+                sin,
+                positions,
+                index_a,
+                index_b,
+                eps,
+                flags,
+                q,
+                k_cache,
+                v_cache,
+            );
+            qkv_epilogue_tile::<E, I, EB, D, R, HR>(
+                acc.extract::<S2<EB, D>>(&[1, 0]),
+                tm * 2 + 1,
+                head,
+                bias,
+                q_norm,
+                k_norm,
+                cos,
+                sin,
+                positions,
+                index_a,
+                index_b,
+                eps,
+                flags,
+                q,
+                k_cache,
+                v_cache,
+            );
+        }
+    }
+
+    /// Fused QKV: block `(j, i)` computes rows `i·BM ..` of head `j` of `x · w` (`x: [T, hidden]`, `w:
+    /// [hidden, N]`, any strides) with f32 accumulation, then the epilogue in `EB`-row slices (`BM` is
+    /// `EB` or `2·EB`; `q` is partitioned in `EB`-row tiles). Grid explicit: `(Hq + 2·Hkv, ceil(T /
+    /// BM), 1)`, heads fastest, so the blocks running together share their rows of `x` and sweep the
+    /// weight (which stays in L2) rather than each rereading `x` for its own head.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn fused_qkv<
@@ -198,6 +307,7 @@ pub mod kernels {
         const D: i32,
         const R: i32,
         const HR: i32,
+        const EB: i32,
     >(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S2<DYN, DYN>>,
@@ -211,21 +321,67 @@ pub mod kernels {
         index_b: &Tensor<I, S1<DYN>>,
         eps: Scalar<f32>,
         flags: Scalar<i32>,
-        q: &mut Tensor<E, S2<BM, D>>,
+        q: &mut Tensor<E, S2<EB, D>>,
         k_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
         v_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
     ) {
-        let (bi, head, _) = block_id();
+        let (head, tm, _) = block_id();
         let px = x.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pw = w.partition_padded::<S2<BK, D>>(Padding::Zero);
-        let mut acc = zeros::<f32, S2<BM, D>>();
-        for k in 0..px.num_tiles(1) {
-            acc = mma(px.load((bi, k)), pw.load((k, head)), acc);
-        }
-        qkv_epilogue_tile::<E, I, BM, D, R, HR>(
-            acc, bi, head, bias, q_norm, k_norm, cos, sin, positions, index_a, index_b, eps, flags,
+        let acc = head_product::<E, BM, BK, D>(px, pw, tm, head, px.num_tiles(1));
+        qkv_epilogue_rows::<E, I, BM, EB, D, R, HR>(
+            acc, tm, head, bias, q_norm, k_norm, cos, sin, positions, index_a, index_b, eps, flags,
             q, k_cache, v_cache,
         );
+    }
+
+    /// Persistent [`fused_qkv`]: launch with a fixed grid `(P, 1, 1)` (one block per SM); block `p`
+    /// computes tiles `p, p + P, …` of the `ceil(T / BM) × (Hq + 2·Hkv)` tiles in row-major order
+    /// (head fastest, as the GEMM family's persistent kernels), each with its epilogue.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn fused_qkv_persistent<
+        E: MmaOperand<f32> + Float,
+        I: ElementType,
+        const BM: i32,
+        const BK: i32,
+        const D: i32,
+        const R: i32,
+        const HR: i32,
+        const EB: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S2<DYN, DYN>>,
+        bias: &Tensor<E, S1<DYN>>,
+        q_norm: &Tensor<E, S1<DYN>>,
+        k_norm: &Tensor<E, S1<DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        index_a: &Tensor<I, S1<DYN>>,
+        index_b: &Tensor<I, S1<DYN>>,
+        eps: Scalar<f32>,
+        flags: Scalar<i32>,
+        q: &mut Tensor<E, S2<EB, D>>,
+        k_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+        v_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+    ) {
+        let px = x.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pw = w.partition_padded::<S2<BK, D>>(Padding::Zero);
+        let heads = pw.num_tiles(1);
+        let k_tiles = px.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        for tile in (block_id_x()..px.num_tiles(0) * heads).step_by(nblocks) {
+            let tm = tile / heads;
+            let head = tile % heads;
+            let acc = head_product::<E, BM, BK, D>(px, pw, tm, head, k_tiles);
+            // Tile indices `p + i·P` are distinct across blocks, so no two blocks write the same q
+            // tile or cache rows of the same head.
+            qkv_epilogue_rows::<E, I, BM, EB, D, R, HR>(
+                acc, tm, head, bias, q_norm, k_norm, cos, sin, positions, index_a, index_b, eps,
+                flags, q, k_cache, v_cache,
+            );
+        }
     }
 
     /// Split-K partial products: block `(i, j, s)` of a grid `(ceil(T / BM), Hq + 2·Hkv, S)` writes the

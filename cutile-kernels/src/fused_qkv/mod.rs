@@ -492,7 +492,9 @@ impl Call {
     fn default_config(&self, target: &Target) -> QkvConfig {
         match self.opts.path {
             Path::Unfused => QkvConfig::Unfused,
-            Path::Auto | Path::Fused => config::choose(target, self.t, self.heads(), self.hidden),
+            Path::Auto | Path::Fused => {
+                config::choose(target, self.t, self.heads(), self.d, self.hidden)
+            }
         }
     }
 
@@ -500,7 +502,7 @@ impl Call {
         if !all {
             return vec![self.default_config(target)];
         }
-        let mut c = config::candidates(target, self.t, self.heads(), self.hidden);
+        let mut c = config::candidates(target, self.t, self.heads(), self.d, self.hidden);
         match self.opts.path {
             Path::Unfused => c.retain(|c| *c == QkvConfig::Unfused),
             // Auto takes the fused kernels whenever they support the call, tuned or not.
@@ -856,6 +858,15 @@ fn unfused(
     Ok(out)
 }
 
+/// `kernel` with [`config::WIDE_WORKERS`] worker warps when `wide`, else as it is (tileiras's default).
+fn widen(kernel: cutile::dsl::Kernel, wide: bool) -> cutile::dsl::Kernel {
+    if wide {
+        kernel.with_hint("default", "num_worker_warps_per_cta", config::WIDE_WORKERS)
+    } else {
+        kernel
+    }
+}
+
 fn launches(
     cfg: &QkvConfig,
     call: &Call,
@@ -867,7 +878,7 @@ fn launches(
     let heads = call.heads();
     let tn = call.t * call.n();
     // The split-K epilogue: sums the f32 partials, then bias, norm, RoPE, q store and cache writes.
-    let epilogue = |splits: i64| -> Result<PlannedLaunch, OpError> {
+    let epilogue = |splits: i64, wide: bool| -> Result<PlannedLaunch, OpError> {
         let bm = config::EPILOGUE_BM;
         let kernel =
             crate::op::mma_kernel!(dt, |E| index_type!(it, |I| rot_dims!(d, r, |D, R, HR| {
@@ -876,6 +887,7 @@ fn launches(
             .flatten()
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
+        let kernel = widen(kernel, wide);
         scratch(ops, slot::SCRATCH, cfg)?;
         let mut args = vec![PlannedArg::Tensor {
             operand: slot::SCRATCH,
@@ -893,13 +905,21 @@ fn launches(
         })
     };
     match *cfg {
-        QkvConfig::Fused { bm, bk } => {
+        QkvConfig::Fused { bm, bk, persistent } => {
+            // `q` is stored in `EPILOGUE_ROWS`-row tiles (the epilogue's slices).
+            const EB: i32 = config::EPILOGUE_ROWS as i32;
             let kernel = crate::op::mma_kernel!(dt, |E| index_type!(it, |I| rot_dims!(
                 d,
                 r,
-                |D, R, HR| match (bm, bk) {
-                    (64, 64) => Some(k::fused_qkv::kernel::<E, I, 64, 64, D, R, HR>()),
-                    (128, 64) => Some(k::fused_qkv::kernel::<E, I, 128, 64, D, R, HR>()),
+                |D, R, HR| match (persistent, bm, bk) {
+                    (false, 64, 64) => Some(k::fused_qkv::kernel::<E, I, 64, 64, D, R, HR, EB>()),
+                    (false, 128, 64) => Some(k::fused_qkv::kernel::<E, I, 128, 64, D, R, HR, EB>()),
+                    (true, 64, 64) => {
+                        Some(k::fused_qkv_persistent::kernel::<E, I, 64, 64, D, R, HR, EB>())
+                    }
+                    (true, 128, 64) => {
+                        Some(k::fused_qkv_persistent::kernel::<E, I, 128, 64, D, R, HR, EB>())
+                    }
                     _ => None,
                 }
             )))
@@ -907,19 +927,33 @@ fn launches(
             .flatten()
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
+            // Two warpgroups share the accumulator (see `config::WIDE_WORKERS`).
+            let kernel = widen(kernel, bm == 128 || persistent);
             let mut args = vec![
                 PlannedArg::whole(slot::X, &ops[slot::X], false),
                 PlannedArg::whole(slot::W, &ops[slot::W], false),
             ];
             args.extend(epilogue_args(call, ops));
+            let tiles_m = ceil_div(call.t, bm);
+            let grid = if persistent {
+                let tiles = tiles_m * heads;
+                grid(OP, tiles.min(target.sm_count as i64).max(1), 1, 1)?
+            } else {
+                grid(OP, heads, tiles_m, 1)?
+            };
             Ok(vec![PlannedLaunch {
                 kernel,
                 args,
-                grid: Some(grid(OP, ceil_div(call.t, bm), heads, 1)?),
+                grid: Some(grid),
                 config: cfg.name(),
             }])
         }
-        QkvConfig::SplitK { bm, bk, splits } => {
+        QkvConfig::SplitK {
+            bm,
+            bk,
+            splits,
+            wide,
+        } => {
             let kernel = crate::op::mma_kernel!(dt, |E| match (bm, bk, d) {
                 (16, 64, 64) => Some(k::qkv_partial::kernel::<E, 16, 64, 64>()),
                 (16, 64, 128) => Some(k::qkv_partial::kernel::<E, 16, 64, 128>()),
@@ -934,6 +968,7 @@ fn launches(
             })
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
+            let kernel = widen(kernel, wide);
             scratch(ops, slot::SCRATCH, cfg)?;
             let partial = PlannedLaunch {
                 kernel,
@@ -951,7 +986,7 @@ fn launches(
                 grid: Some(grid(OP, ceil_div(call.t, bm), heads, splits)?),
                 config: cfg.name(),
             };
-            Ok(vec![partial, epilogue(splits)?])
+            Ok(vec![partial, epilogue(splits, wide)?])
         }
         QkvConfig::Unfused => unfused(cfg, call, ops, target),
     }
