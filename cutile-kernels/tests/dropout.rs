@@ -141,7 +141,10 @@ fn planner_errors_and_empty_calls() {
     assert_eq!(l[0].config, "dropout_rows BN=1024");
     match &l[0].args[0] {
         PlannedArg::Tensor { shape, strides, .. } => {
-            assert_eq!((shape.as_slice(), strides.as_slice()), (&[4096 * 1024, 4][..], &[4, 1][..]));
+            assert_eq!(
+                (shape.as_slice(), strides.as_slice()),
+                (&[4096 * 1024, 4][..], &[4, 1][..])
+            );
         }
         other => panic!("x is passed as {other:?}"),
     }

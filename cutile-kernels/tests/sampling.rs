@@ -153,8 +153,14 @@ fn topk_split_fills_the_device_and_bounds_the_merge() {
     assert_eq!(topk_split(2, 300_000, 64, 132), None);
     for (t, v, k) in [(1, 1, 1), (5, 4097, 64), (300, 32000, 8), (1, 262_144, 64)] {
         let sp = topk_split(t, v, k, 132).unwrap();
-        assert!(sp.chunks * sp.bn >= v && (sp.chunks - 1) * sp.bn < v, "{sp:?}");
-        assert!(sp.chunks * sp.kp <= sp.mb && sp.mb <= MB_MAX && sp.kp >= k, "{sp:?}");
+        assert!(
+            sp.chunks * sp.bn >= v && (sp.chunks - 1) * sp.bn < v,
+            "{sp:?}"
+        );
+        assert!(
+            sp.chunks * sp.kp <= sp.mb && sp.mb <= MB_MAX && sp.kp >= k,
+            "{sp:?}"
+        );
     }
     // The planner takes the one-launch kernel there, without scratch.
     let k = sampling::TOPK;
@@ -173,7 +179,11 @@ fn chunked_topk_model_matches_the_reference() {
         .into_iter()
         .map(|e| (e * 2.0).round() / 2.0)
         .collect();
-    for (v, k, bn) in [(5000usize, 50usize, 1024usize), (5000, 64, 128), (5000, 1, 4096)] {
+    for (v, k, bn) in [
+        (5000usize, 50usize, 1024usize),
+        (5000, 64, 128),
+        (5000, 1, 4096),
+    ] {
         let (wv, wi) = r::topk(&x[..7 * v], v, k);
         let mut got_v = Vec::new();
         let mut got_i = Vec::new();
@@ -181,13 +191,20 @@ fn chunked_topk_model_matches_the_reference() {
             let mut cand: Vec<(f32, i64)> = Vec::new();
             for (c, chunk) in row.chunks(bn).enumerate() {
                 let (cv, ci) = r::topk(chunk, chunk.len(), k.min(chunk.len()));
-                cand.extend(cv.into_iter().zip(ci.into_iter().map(|i| i + (c * bn) as i64)));
+                cand.extend(
+                    cv.into_iter()
+                        .zip(ci.into_iter().map(|i| i + (c * bn) as i64)),
+                );
             }
             cand.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
             got_v.extend(cand[..k].iter().map(|c| c.0));
             got_i.extend(cand[..k].iter().map(|c| c.1));
         }
-        assert_eq!((got_v, got_i), (wv.clone(), wi.clone()), "v={v} k={k} bn={bn}");
+        assert_eq!(
+            (got_v, got_i),
+            (wv.clone(), wi.clone()),
+            "v={v} k={k} bn={bn}"
+        );
     }
 }
 

@@ -103,7 +103,9 @@ pub mod kernels {
         let pos = select(in_range, p.cast::<i32>(), zeros::<i32, S1<BM>>())
             .reshape::<S2<BM, 1>>()
             .broadcast::<S2<BM, HP>>();
-        let i2 = iota::<HP>().reshape::<S2<1, HP>>().broadcast::<S2<BM, HP>>();
+        let i2 = iota::<HP>()
+            .reshape::<S2<1, HP>>()
+            .broadcast::<S2<BM, HP>>();
         let cs_ok = in_range.reshape::<S2<BM, 1>>().broadcast::<S2<BM, HP>>() & (i2 < half);
         let c = cos
             .gather((pos, i2), Some(cs_ok), 0.0)
@@ -113,16 +115,16 @@ pub mod kernels {
             .gather((pos, i2), Some(cs_ok), 0.0)
             .reshape::<S3<BM, 1, HP>>()
             .broadcast::<S3<BM, HB, HP>>();
-        let r = rows
-            .reshape::<S3<BM, 1, 1>>()
-            .broadcast::<S3<BM, HB, HP>>();
+        let r = rows.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
         let hh = (iota::<HB>() + h0)
             .reshape::<S3<1, HB, 1>>()
             .broadcast::<S3<BM, HB, HP>>();
         let i = iota::<HP>()
             .reshape::<S3<1, 1, HP>>()
             .broadcast::<S3<BM, HB, HP>>();
-        let ok = valid.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>()
+        let ok = valid
+            .reshape::<S3<BM, 1, 1>>()
+            .broadcast::<S3<BM, HB, HP>>()
             & (hh < x_in.dim(1))
             & (i < half);
         let (lo, hi) = if gptj {
@@ -160,7 +162,15 @@ pub mod kernels {
         let valid = rows < positions.dim(0);
         if g < gq {
             rope_pairs::<E, I, BM, HB, HP>(
-                q_in, q_out, g * HB, rows, valid, cos, sin, positions, gptj,
+                q_in,
+                q_out,
+                g * HB,
+                rows,
+                valid,
+                cos,
+                sin,
+                positions,
+                gptj,
             );
         } else {
             rope_pairs::<E, I, BM, HB, HP>(

@@ -364,7 +364,10 @@ fn target_scratch(op: &'static str, o: &Operand, dt: ScalarType, n: i64) -> Resu
     if o.rank() != 1 || o.strides != [1] || o.shape[0] < n {
         return Err(OpError::Shape {
             op,
-            what: format!("`{}` must be contiguous scratch of at least {n} elements", o.name),
+            what: format!(
+                "`{}` must be contiguous scratch of at least {n} elements",
+                o.name
+            ),
             left: format!("{:?}", o.shape),
             right: format!("[{n}]"),
         });
