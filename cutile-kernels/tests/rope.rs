@@ -241,6 +241,10 @@ fn full_rotary_takes_the_pair_kernels() {
                 for style in [RopeStyle::Neox, RopeStyle::Gptj] {
                     let l = rope::plan(&ops, &t, style).unwrap();
                     assert_eq!(l.len(), 1, "d={d} tokens={tokens}");
+                    // SAFETY: described operands are never launched.
+                    let metas = unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas();
+                    let s = l[0].kernel.specialize(&metas);
+                    assert!(s.is_ok(), "d={d} tokens={tokens} {style:?}: {:?}", s.err());
                     let want = 1 + u32::from(hk > 0);
                     assert_eq!(l[0].grid.unwrap().1, want, "d={d} hk={hk}");
                 }
