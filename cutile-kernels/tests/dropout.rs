@@ -13,7 +13,7 @@ mod common;
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::*;
 use cutile_kernels::dropout::{self, DropoutParams, reference as r};
-use cutile_kernels::op::{OpError, Operand, PlannedLaunch, Target};
+use cutile_kernels::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target};
 
 fn target() -> Target {
     Target::planning(GpuArch::Sm90)
@@ -131,12 +131,23 @@ fn planner_errors_and_empty_calls() {
     let ok = dropout::described_call(dropout::OP, BF16, &[vec![4, 100]]).unwrap();
     let l = dropout::plan(dropout::OP, &ok, &t, params(0.5)).unwrap();
     assert_eq!(l.len(), 1);
+    // A multiple of 4 elements: the [n / 4, 4] row kernel (rows = Philox groups); else the flat one.
+    assert_eq!(l[0].config, "dropout_rows BN=256");
+    let odd = dropout::described_call(dropout::OP, BF16, &[vec![3, 1001]]).unwrap();
+    let l = dropout::plan(dropout::OP, &odd, &t, params(0.5)).unwrap();
     assert_eq!(l[0].config, "dropout BN=256");
     let big = dropout::described_call(dropout::OP, BF16, &[vec![4096, 4096]]).unwrap();
-    assert_eq!(
-        dropout::plan(dropout::OP, &big, &t, params(0.5)).unwrap()[0].config,
-        "dropout BN=1024"
-    );
+    let l = dropout::plan(dropout::OP, &big, &t, params(0.5)).unwrap();
+    assert_eq!(l[0].config, "dropout_rows BN=1024");
+    match &l[0].args[0] {
+        PlannedArg::Tensor { shape, strides, .. } => {
+            assert_eq!(
+                (shape.as_slice(), strides.as_slice()),
+                (&[4096 * 1024, 4][..], &[4, 1][..])
+            );
+        }
+        other => panic!("x is passed as {other:?}"),
+    }
     for p in [-0.1, 1.5, f32::NAN] {
         expect_error(dropout::plan(dropout::OP, &ok, &t, params(p)), "[0, 1]");
     }

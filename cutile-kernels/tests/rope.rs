@@ -168,10 +168,11 @@ fn empty_calls_plan_nothing() {
 #[test]
 fn one_launch_covers_q_and_k_and_in_place_writes_the_inputs() {
     let t = target();
-    let out = described(BF16, [1000, 32, 8, 128], 128, [1, 1, 0]);
+    // Partial rotary (rot < D): one block per (token tile, head).
+    let out = described(BF16, [1000, 32, 8, 128], 64, [1, 1, 0]);
     let l = &rope::plan(&out, &t, RopeStyle::Gptj).unwrap()[0];
     assert_eq!(l.grid, Some((1000u32.div_ceil(16), 40, 1)));
-    assert!(l.args.contains(&PlannedArg::I32(128)) && l.args.contains(&PlannedArg::I32(1)));
+    assert!(l.args.contains(&PlannedArg::I32(64)) && l.args.contains(&PlannedArg::I32(1)));
     let outs: Vec<usize> = l
         .args
         .iter()
@@ -204,21 +205,72 @@ fn one_launch_covers_q_and_k_and_in_place_writes_the_inputs() {
     assert_eq!(outs, [rope::slot::Q, rope::slot::K]);
 }
 
+/// Full rotary (rot = D) takes the pair kernels: one block per (token tile, group of 8 heads), cos/sin
+/// read once per token and block, the style a property of the kernel.
+#[test]
+fn full_rotary_takes_the_pair_kernels() {
+    let t = target();
+    let outs = |l: &cutile_kernels::op::PlannedLaunch| -> Vec<usize> {
+        l.args
+            .iter()
+            .filter_map(|a| match a {
+                PlannedArg::Tensor {
+                    operand,
+                    output: true,
+                    ..
+                } => Some(*operand),
+                _ => None,
+            })
+            .collect()
+    };
+    let prefill = described(BF16, [16384, 32, 8, 128], 128, [0, 0, 1]);
+    let l = &rope::plan(&prefill, &t, RopeStyle::Neox).unwrap()[0];
+    assert_eq!(l.config, "rope_neox BM=4 HB=8 HP=64");
+    assert_eq!(l.grid, Some((4096, 5, 1)));
+    assert_eq!(outs(l), [rope::slot::Q, rope::slot::K]);
+    let gptj = described(F32, [77, 5, 3, 80], 80, [1, 1, 0]);
+    let l = &rope::plan(&gptj, &t, RopeStyle::Gptj).unwrap()[0];
+    assert_eq!(l.config, "rope_gptj BM=4 HB=8 HP=64");
+    assert_eq!(l.grid, Some((20, 2, 1)));
+    assert_eq!(outs(l), [rope::slot::Q_OUT, rope::slot::K_OUT]);
+    // Every even head dimension up to 512, any token count, with or without k heads, has a kernel.
+    for d in [2i64, 4, 16, 40, 64, 80, 128, 256, 512] {
+        for tokens in [1i64, 7, 4096] {
+            for hk in [0i64, 3] {
+                let ops = described(F16, [tokens, 4, hk, d], d, [0, 1, 0]);
+                for style in [RopeStyle::Neox, RopeStyle::Gptj] {
+                    let l = rope::plan(&ops, &t, style).unwrap();
+                    assert_eq!(l.len(), 1, "d={d} tokens={tokens}");
+                    // SAFETY: described operands are never launched.
+                    let metas = unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas();
+                    let s = l[0].kernel.specialize(&metas);
+                    assert!(s.is_ok(), "d={d} tokens={tokens} {style:?}: {:?}", s.err());
+                    let want = 1 + u32::from(hk > 0);
+                    assert_eq!(l[0].grid.unwrap().1, want, "d={d} hk={hk}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn strided_q_and_k_column_slices_of_a_fused_qkv_output_plan() {
     // q and k as column slices of one [T, (Hq + 2Hkv)·D] buffer viewed as [T, H, D].
     let (tt, hq, hkv, d) = (33i64, 4i64, 2i64, 64i64);
     let row = (hq + 2 * hkv) * d;
-    let mut ops = described(F16, [tt, hq, hkv, d], 32, [0, 1, 1]);
-    ops[0].strides = vec![row, d, 1];
-    ops[1].strides = vec![row, d, 1];
-    ops[1].ptr = ops[0].ptr + (hq * d * 2) as u64;
-    let l = rope::plan(&ops, &target(), RopeStyle::Neox).unwrap();
-    assert_eq!(l.len(), 1);
-    let s = l[0]
-        .kernel
-        .specialize(&unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas());
-    assert!(s.is_ok(), "{:?}", s.err());
+    // rot 32: the per-head kernel; rot 64 = D: the pair kernel.
+    for rot in [32, 64] {
+        let mut ops = described(F16, [tt, hq, hkv, d], rot, [0, 1, 1]);
+        ops[0].strides = vec![row, d, 1];
+        ops[1].strides = vec![row, d, 1];
+        ops[1].ptr = ops[0].ptr + (hq * d * 2) as u64;
+        let l = rope::plan(&ops, &target(), RopeStyle::Neox).unwrap();
+        assert_eq!(l.len(), 1);
+        let s = l[0]
+            .kernel
+            .specialize(&unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas());
+        assert!(s.is_ok(), "rot {rot}: {:?}", s.err());
+    }
 }
 
 #[test]

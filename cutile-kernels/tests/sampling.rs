@@ -78,10 +78,23 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
             .is_empty()
     );
     let ok = described(k, F16, [33, 1000], 5);
+    expect_error(sampling::plan(k, &ok, &t), "candidate scratch");
+    let ok = sampling::with_scratch(k, &ok, &t);
+    let configs: Vec<String> = sampling::plan(k, &ok, &t)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.config)
+        .collect();
     assert_eq!(
-        sampling::plan(k, &ok, &t).unwrap()[0].config,
-        "topk KP=8 BN=1024"
+        configs,
+        ["topk_chunks KP=8 BN=1024 chunks=1", "topk_merge KP=8 MB=8"]
     );
+    let mut o = ok.clone();
+    o[4] = Operand::described("cand_i", 4, I32, &[33 * 8 - 1]);
+    expect_error(sampling::plan(k, &o, &t), "at least 264 elements");
+    let mut o = ok.clone();
+    o[3].dtype = BF16;
+    expect_error(sampling::plan(k, &o, &t), "f32");
     expect_error(
         sampling::plan(k, &described(k, F16, [3, 1000], 65), &t),
         "at most 64",
@@ -116,7 +129,82 @@ fn the_ops_are_in_the_registry() {
         );
     }
     for c in sampling::representative_calls() {
-        assert_eq!(c.plan(&target(), false).unwrap().launches.len(), 1);
+        let n = if c.op == sampling::TOPK { 2 } else { 1 };
+        assert_eq!(c.plan(&target(), false).unwrap().launches.len(), n);
+    }
+}
+
+/// The two-launch top-k's split: the row read by at least an SM's worth of blocks where the row allows,
+/// the merge tile within `MB_MAX`, and the one-launch form for rows past it.
+#[test]
+fn topk_split_fills_the_device_and_bounds_the_merge() {
+    use sampling::config::{MB_MAX, TopkSplit, topk_split};
+    let s = |bn, chunks, kp, mb| Some(TopkSplit { bn, chunks, kp, mb });
+    // Decode logits: 8 rows of a Llama-3 vocabulary, k = 50.
+    assert_eq!(topk_split(8, 128256, 50, 132), s(4096, 32, 64, 2048));
+    // One row: chunks halved down to 1024 columns.
+    assert_eq!(topk_split(1, 128256, 50, 132), s(2048, 63, 64, 4096));
+    assert_eq!(topk_split(1, 128256, 8, 132), s(1024, 126, 8, 1024));
+    // Many rows: whole 4096-wide chunks.
+    assert_eq!(topk_split(1024, 128256, 1, 132), s(4096, 32, 8, 256));
+    // Short rows: one chunk, the merge is a copy of its sorted candidates.
+    assert_eq!(topk_split(3, 7, 5, 132), s(128, 1, 8, 8));
+    // Too many candidates for one merge tile: the one-launch form.
+    assert_eq!(topk_split(2, 300_000, 64, 132), None);
+    for (t, v, k) in [(1, 1, 1), (5, 4097, 64), (300, 32000, 8), (1, 262_144, 64)] {
+        let sp = topk_split(t, v, k, 132).unwrap();
+        assert!(
+            sp.chunks * sp.bn >= v && (sp.chunks - 1) * sp.bn < v,
+            "{sp:?}"
+        );
+        assert!(
+            sp.chunks * sp.kp <= sp.mb && sp.mb <= MB_MAX && sp.kp >= k,
+            "{sp:?}"
+        );
+    }
+    // The planner takes the one-launch kernel there, without scratch.
+    let k = sampling::TOPK;
+    let o = sampling::with_scratch(k, &described(k, F32, [2, 300_000], 64), &target());
+    assert_eq!(o.len(), 3);
+    let l = sampling::plan(k, &o, &target()).unwrap();
+    assert_eq!(l.len(), 1);
+    assert_eq!(l[0].config, "topk KP=64 BN=4096");
+}
+
+/// The two-stage selection, modelled on the CPU (chunk-local sorted top-k, then a merge of the
+/// candidates by (value descending, column ascending)), equals the reference on rows full of ties.
+#[test]
+fn chunked_topk_model_matches_the_reference() {
+    let x: Vec<f32> = cutile_testkit::data::uniform(7 * 5000, 5, -4.0, 4.0)
+        .into_iter()
+        .map(|e| (e * 2.0).round() / 2.0)
+        .collect();
+    for (v, k, bn) in [
+        (5000usize, 50usize, 1024usize),
+        (5000, 64, 128),
+        (5000, 1, 4096),
+    ] {
+        let (wv, wi) = r::topk(&x[..7 * v], v, k);
+        let mut got_v = Vec::new();
+        let mut got_i = Vec::new();
+        for row in x[..7 * v].chunks(v) {
+            let mut cand: Vec<(f32, i64)> = Vec::new();
+            for (c, chunk) in row.chunks(bn).enumerate() {
+                let (cv, ci) = r::topk(chunk, chunk.len(), k.min(chunk.len()));
+                cand.extend(
+                    cv.into_iter()
+                        .zip(ci.into_iter().map(|i| i + (c * bn) as i64)),
+                );
+            }
+            cand.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
+            got_v.extend(cand[..k].iter().map(|c| c.0));
+            got_i.extend(cand[..k].iter().map(|c| c.1));
+        }
+        assert_eq!(
+            (got_v, got_i),
+            (wv.clone(), wi.clone()),
+            "v={v} k={k} bn={bn}"
+        );
     }
 }
 
@@ -204,6 +292,8 @@ mod gpu {
             (8, 128256, 50),
             (5, 4097, 64),
             (300, 32000, 8),
+            (1, 5000, 64),
+            (2, 300_000, 64),
         ] {
             case::<bf16>(&dev, &s, t, v, k);
             case::<f32>(&dev, &s, t, v, k);

@@ -80,6 +80,11 @@ pub mod kernels {
         round(c, key(k0, 9, W0), key(k1, 9, W1))
     }
 
+    /// `w` broadcast along a new axis of 4 columns.
+    fn spread<const BQ: i32>(w: Tile<i32, S1<BQ>>) -> Tile<i32, S2<BQ, 4>> {
+        w.reshape::<S2<BQ, 1>>().broadcast::<S2<BQ, 4>>()
+    }
+
     /// `y[i] = x[i] · scale` where the random word of element `i` is `≥ thr` (as u32), else 0, for
     /// the flattened `x` and `y`. `seed`, `offset` (a multiple of 4) and `thr` (≤ 2^32) come as
     /// (low, high) 32-bit words. `BQ = BN / 4`. Grid: the tiles of `y`.
@@ -111,6 +116,43 @@ pub mod kernels {
         let t = x
             .partition_padded::<S1<BN>>(Padding::Zero)
             .load(pid)
+            .cast::<f32>();
+        y.store(select(keep, t * scale, 0.0).cast::<E>());
+    }
+
+    /// `dropout` over `x` and `y` viewed as `[n / 4, 4]` (`n` a multiple of 4): block `b` takes rows
+    /// `b·BQ ..`, row `j` being Philox group `offset / 4 + b·BQ + j` and column `w` its word `w`, so the
+    /// four words land in the tile's own element order with no reshuffle. Same bits as `dropout`.
+    /// Grid: the tiles of `y`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn dropout_rows<E: Float, const BQ: i32>(
+        x: &Tensor<E, S2<DYN, 4>>,
+        seed_lo: Scalar<i32>,
+        seed_hi: Scalar<i32>,
+        offset_lo: Scalar<i32>,
+        offset_hi: Scalar<i32>,
+        thr_lo: Scalar<i32>,
+        thr_hi: Scalar<i32>,
+        scale: Scalar<f32>,
+        y: &mut Tensor<E, S2<BQ, 4>>,
+    ) {
+        let pid = block_id_x();
+        let g0 = (((u32_of(offset_hi) << 32) | u32_of(offset_lo)) >> 2)
+            + pid.cast::<i64>() * (BQ as i64);
+        let g = iota::<BQ>().cast::<i64>() + g0;
+        let (w0, w1, w2, w3) = philox(g.cast::<i32>(), (g >> 32).cast::<i32>(), seed_lo, seed_hi);
+        let col = iota::<4>().reshape::<S2<1, 4>>().broadcast::<S2<BQ, 4>>();
+        let bits = select(
+            col < 2,
+            select(col == 0, spread::<BQ>(w0), spread::<BQ>(w1)),
+            select(col == 2, spread::<BQ>(w2), spread::<BQ>(w3)),
+        );
+        let thr: Scalar<i64> = (u32_of(thr_hi) << 32) | u32_of(thr_lo);
+        let keep = (bits.cast::<i64>() & MASK) >= thr.splat::<S2<BQ, 4>>();
+        let t = x
+            .partition_padded::<S2<BQ, 4>>(Padding::Zero)
+            .load((pid, 0))
             .cast::<f32>();
         y.store(select(keep, t * scale, 0.0).cast::<E>());
     }

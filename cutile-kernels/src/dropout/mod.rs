@@ -168,29 +168,57 @@ pub fn plan(
         op,
         what: format!("no {} kernel for BN = {bn}", x.dtype),
     })?;
-    let flat = |o: &Operand| Operand {
-        shape: vec![n],
-        strides: vec![1],
-        ..o.clone()
-    };
     let words = |v: u64| {
         [
             PlannedArg::I32(v as u32 as i32),
             PlannedArg::I32((v >> 32) as i32),
         ]
     };
-    let mut args = vec![PlannedArg::view(0, &flat(x), false)];
+    // A multiple of 4 elements: the `[n / 4, 4]` view, whose rows are the Philox groups.
+    let rows = n % 4 == 0;
+    let (kernel, config) = if rows {
+        let k = rows_kernel(x.dtype, bn).ok_or_else(|| OpError::Unsupported {
+            op,
+            what: format!("no {} row kernel for BN = {bn}", x.dtype),
+        })?;
+        (k, format!("dropout_rows BN={bn}"))
+    } else {
+        (kernel, format!("dropout BN={bn}"))
+    };
+    let view = |o: &Operand| {
+        let (shape, strides) = if rows {
+            (vec![n / 4, 4], vec![4, 1])
+        } else {
+            (vec![n], vec![1])
+        };
+        Operand {
+            shape,
+            strides,
+            ..o.clone()
+        }
+    };
+    let mut args = vec![PlannedArg::view(0, &view(x), false)];
     args.extend(words(params.seed));
     args.extend(words(params.offset));
     args.extend(words(reference::threshold(params.p)));
     args.push(PlannedArg::F32(reference::scale(params.p)));
-    args.push(PlannedArg::view(1, &flat(y), true));
+    args.push(PlannedArg::view(1, &view(y), true));
     Ok(vec![PlannedLaunch {
         kernel,
         args,
         grid: None,
-        config: format!("dropout BN={bn}"),
+        config,
     }])
+}
+
+/// The `[n / 4, 4]` kernel of `BN = bn` elements per block (`BQ = bn / 4` rows).
+fn rows_kernel(dt: ScalarType, bn: i64) -> Option<cutile::dsl::Kernel> {
+    float_kernel!(dt, |E| match bn {
+        256 => Some(kernels::dropout_rows::kernel::<E, 64>()),
+        1024 => Some(kernels::dropout_rows::kernel::<E, 256>()),
+        _ => None,
+    })
+    .flatten()
 }
 
 /// The kernel of `BN = bn` elements per block (`BQ = bn / 4` Philox groups).

@@ -414,7 +414,11 @@ fn plan_sampling(
     t: &Target,
     _all: bool,
 ) -> Result<PlannedCall, OpError> {
-    let operands = sampling::described_call(&spec.op, dt, &spec.shapes)?;
+    let operands = sampling::with_scratch(
+        &spec.op,
+        &sampling::described_call(&spec.op, dt, &spec.shapes)?,
+        t,
+    );
     let launches = sampling::plan(&spec.op, &operands, t)?;
     Ok(PlannedCall { operands, launches })
 }

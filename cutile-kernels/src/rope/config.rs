@@ -46,3 +46,28 @@ pub fn choose(op: &'static str, tokens: i64, d: i64) -> Result<RopeConfig, OpErr
     let bm = if tokens < full * 8 { 1 } else { full };
     Ok(RopeConfig { bm, dp })
 }
+
+/// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs per block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PairsConfig {
+    pub bm: i64,
+    pub hb: i64,
+    pub hp: i64,
+}
+
+/// Heads per full-rotary block.
+pub const PAIRS_HB: i64 = 8;
+
+/// The full-rotary tile for `tokens` tokens of head dimension `d` (even, 2..=[`MAX_D`]): `HP` the power
+/// of two ≥ `d/2`, [`PAIRS_HB`] heads and `BM` tokens so a block holds about 2048 pairs (one token per
+/// block for decode-sized calls).
+pub fn choose_pairs(tokens: i64, d: i64) -> PairsConfig {
+    let hp = ((d / 2).max(1) as u64).next_power_of_two() as i64;
+    let full = (2048 / (PAIRS_HB * hp)).max(1);
+    let bm = if tokens < full * 8 { 1 } else { full };
+    PairsConfig {
+        bm,
+        hb: PAIRS_HB,
+        hp,
+    }
+}

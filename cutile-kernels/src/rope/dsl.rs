@@ -6,6 +6,14 @@
 //! gathers and writes `x·cos + sign·x_partner·sin`; lanes `rot..D` are copied. Reads and writes of a
 //! lane's pair stay in one block, so in place (`q_in` and `q_out` the same memory) is safe.
 //!
+//! Full rotary (`rot = D`, the common case) takes `rope_neox` / `rope_gptj` instead: block `(i, g)` owns
+//! tokens `i·BM ..` of the `HB` heads `g·HB ..` (groups `0..ceil(Hq/HB)` are q, the rest k) as two
+//! `[BM, HB, HP]` tiles, the first and second lane of every rotated pair (`HP` the power of two ≥
+//! `D/2`). cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x
+//! element is read once, and no lane needs its partner from a second gather. The style is a host
+//! constant of the entry, so NeoX's pair lanes `(i, i + D/2)` are contiguous runs the compiler sees as
+//! such.
+//!
 //! A position outside `[0, max_pos)` reads `cos = sin = 0` (its rotated lanes become 0); nothing is read
 //! out of bounds. The range check runs in the index type, so an i64 position is never truncated into
 //! range.
@@ -71,6 +79,143 @@ pub mod kernels {
         let y = select(lane < rot, x * c + xp * ss, x);
         // SAFETY: block `(i, h)` writes only head `h` of its own tokens `i·BM ..`.
         unsafe { x_out.scatter((r, hh, lane), y.cast::<E>(), Some(ok)) };
+    }
+
+    /// Full-rotary RoPE of the `[BM, HB]` (token, head) block at tokens `rows`, heads `h0 ..` of `x_in`
+    /// into `x_out` (see the module docs); `gptj` picks the pair lanes.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_pairs<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+        x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        x_out: &mut Tensor<E, S3<1, 1, HP>>,
+        h0: Scalar<i32>,
+        rows: Tile<i32, S1<BM>>,
+        valid: Tile<bool, S1<BM>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        gptj: bool,
+    ) {
+        let half = cos.dim(1);
+        let p = positions.gather(rows, Some(valid), 0);
+        let in_range = (p >= scalar::<I>(0).splat::<S1<BM>>())
+            & (p < cos.dim(0).cast::<I>().splat::<S1<BM>>())
+            & valid;
+        let pos = select(in_range, p.cast::<i32>(), zeros::<i32, S1<BM>>())
+            .reshape::<S2<BM, 1>>()
+            .broadcast::<S2<BM, HP>>();
+        let i2 = iota::<HP>()
+            .reshape::<S2<1, HP>>()
+            .broadcast::<S2<BM, HP>>();
+        let cs_ok = in_range.reshape::<S2<BM, 1>>().broadcast::<S2<BM, HP>>() & (i2 < half);
+        let c = cos
+            .gather((pos, i2), Some(cs_ok), 0.0)
+            .reshape::<S3<BM, 1, HP>>()
+            .broadcast::<S3<BM, HB, HP>>();
+        let s = sin
+            .gather((pos, i2), Some(cs_ok), 0.0)
+            .reshape::<S3<BM, 1, HP>>()
+            .broadcast::<S3<BM, HB, HP>>();
+        let r = rows.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
+        let hh = (iota::<HB>() + h0)
+            .reshape::<S3<1, HB, 1>>()
+            .broadcast::<S3<BM, HB, HP>>();
+        let i = iota::<HP>()
+            .reshape::<S3<1, 1, HP>>()
+            .broadcast::<S3<BM, HB, HP>>();
+        let ok = valid
+            .reshape::<S3<BM, 1, 1>>()
+            .broadcast::<S3<BM, HB, HP>>()
+            & (hh < x_in.dim(1))
+            & (i < half);
+        let (lo, hi) = if gptj {
+            (i * 2, i * 2 + 1)
+        } else {
+            (i, i + half)
+        };
+        let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
+        let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
+        let y1 = x1 * c - x2 * s;
+        let y2 = x2 * c + x1 * s;
+        // SAFETY: block `(i, g)` writes only heads `h0 .. h0 + HB` of its own tokens `i·BM ..`, lanes it
+        // read itself.
+        unsafe {
+            x_out.scatter((r, hh, lo), y1.cast::<E>(), Some(ok));
+            x_out.scatter((r, hh, hi), y2.cast::<E>(), Some(ok));
+        }
+    }
+
+    /// The body of the full-rotary entries: picks q or k and the head group from the block index.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_full<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+        q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        q_out: &mut Tensor<E, S3<1, 1, HP>>,
+        k_out: &mut Tensor<E, S3<1, 1, HP>>,
+        gptj: bool,
+    ) {
+        let (bi, g, _) = block_id();
+        let gq = (q_in.dim(1) + HB - 1) / HB;
+        let rows = iota::<BM>() + bi * BM;
+        let valid = rows < positions.dim(0);
+        if g < gq {
+            rope_pairs::<E, I, BM, HB, HP>(
+                q_in,
+                q_out,
+                g * HB,
+                rows,
+                valid,
+                cos,
+                sin,
+                positions,
+                gptj,
+            );
+        } else {
+            rope_pairs::<E, I, BM, HB, HP>(
+                k_in,
+                k_out,
+                (g - gq) * HB,
+                rows,
+                valid,
+                cos,
+                sin,
+                positions,
+                gptj,
+            );
+        }
+    }
+
+    /// Full-rotary NeoX RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), ceil(Hq / HB) +
+    /// ceil(Hk / HB), 1)`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_neox<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+        q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        q_out: &mut Tensor<E, S3<1, 1, HP>>,
+        k_out: &mut Tensor<E, S3<1, 1, HP>>,
+    ) {
+        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, false);
+    }
+
+    /// Full-rotary GPT-J RoPE of q and k in one launch; grid as [`rope_neox`].
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_gptj<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+        q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        q_out: &mut Tensor<E, S3<1, 1, HP>>,
+        k_out: &mut Tensor<E, S3<1, 1, HP>>,
+    ) {
+        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, true);
     }
 
     /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`.

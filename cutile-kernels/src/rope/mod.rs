@@ -127,6 +127,8 @@ struct Call {
     dtype: ScalarType,
     index: ScalarType,
     tokens: i64,
+    hq: i64,
+    hk: i64,
     heads: i64,
     d: i64,
     rot: i64,
@@ -215,6 +217,8 @@ impl Call {
             dtype: q.dtype,
             index: pos.dtype,
             tokens: t,
+            hq,
+            hk: k.shape[1],
             heads,
             d,
             rot,
@@ -268,6 +272,94 @@ impl Call {
     }
 }
 
+impl Call {
+    /// The launch of a full-rotary call (`rot = D`) with the pair kernels.
+    fn launch_pairs(
+        &self,
+        operands: &[Operand],
+        cfg: &config::PairsConfig,
+        style: RopeStyle,
+    ) -> Result<PlannedLaunch, OpError> {
+        let kernel = pairs_kernel(self.dtype, self.index, cfg, style).ok_or_else(|| {
+            OpError::Unsupported {
+                op: OP,
+                what: format!(
+                    "no {} kernel with {} positions for BM = {}, HB = {}, HP = {}",
+                    self.dtype, self.index, cfg.bm, cfg.hb, cfg.hp
+                ),
+            }
+        })?;
+        let (q_out, k_out) = if self.in_place {
+            (slot::Q, slot::K)
+        } else {
+            (slot::Q_OUT, slot::K_OUT)
+        };
+        let whole = |i: usize, output: bool| PlannedArg::whole(i, &operands[i], output);
+        let groups = ceil_div(self.hq, cfg.hb) + ceil_div(self.hk, cfg.hb);
+        let name = match style {
+            RopeStyle::Neox => "rope_neox",
+            RopeStyle::Gptj => "rope_gptj",
+        };
+        Ok(PlannedLaunch {
+            kernel,
+            args: vec![
+                whole(slot::Q, false),
+                whole(slot::K, false),
+                whole(slot::COS, false),
+                whole(slot::SIN, false),
+                whole(slot::POSITIONS, false),
+                whole(q_out, true),
+                whole(k_out, true),
+            ],
+            grid: Some((
+                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
+                groups as u32,
+                1,
+            )),
+            config: format!("{name} BM={} HB={} HP={}", cfg.bm, cfg.hb, cfg.hp),
+        })
+    }
+}
+
+/// The full-rotary kernel of `style` for `cfg` (HB = [`config::PAIRS_HB`], `HP` 1..=256, `BM` =
+/// `max(1, 2048 / (HB · HP))` or 1).
+fn pairs_kernel(
+    dt: ScalarType,
+    it: ScalarType,
+    cfg: &config::PairsConfig,
+    style: RopeStyle,
+) -> Option<cutile::dsl::Kernel> {
+    macro_rules! by_tile {
+        ($k:ident, $E:ty, $I:ty) => {
+            match (cfg.bm, cfg.hb, cfg.hp) {
+                (256, 8, 1) => Some(kernels::$k::kernel::<$E, $I, 256, 8, 1>()),
+                (128, 8, 2) => Some(kernels::$k::kernel::<$E, $I, 128, 8, 2>()),
+                (64, 8, 4) => Some(kernels::$k::kernel::<$E, $I, 64, 8, 4>()),
+                (32, 8, 8) => Some(kernels::$k::kernel::<$E, $I, 32, 8, 8>()),
+                (16, 8, 16) => Some(kernels::$k::kernel::<$E, $I, 16, 8, 16>()),
+                (8, 8, 32) => Some(kernels::$k::kernel::<$E, $I, 8, 8, 32>()),
+                (4, 8, 64) => Some(kernels::$k::kernel::<$E, $I, 4, 8, 64>()),
+                (2, 8, 128) => Some(kernels::$k::kernel::<$E, $I, 2, 8, 128>()),
+                (1, 8, 1) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 1>()),
+                (1, 8, 2) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 2>()),
+                (1, 8, 4) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 4>()),
+                (1, 8, 8) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 8>()),
+                (1, 8, 16) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 16>()),
+                (1, 8, 32) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 32>()),
+                (1, 8, 64) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 64>()),
+                (1, 8, 128) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 128>()),
+                (1, 8, 256) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 256>()),
+                _ => None,
+            }
+        };
+    }
+    float_index_kernel!(dt, it, |E, I| match style {
+        RopeStyle::Neox => by_tile!(rope_neox, E, I),
+        RopeStyle::Gptj => by_tile!(rope_gptj, E, I),
+    })
+    .flatten()
+}
+
 /// `kernels::rope::kernel::<E, I, BM, DP>()` for the listed tiles ([`config::TILES`]).
 fn kernel(dt: ScalarType, it: ScalarType, cfg: &RopeConfig) -> Option<cutile::dsl::Kernel> {
     float_index_kernel!(dt, it, |E, I| match (cfg.bm, cfg.dp) {
@@ -300,6 +392,10 @@ pub fn plan(
         return Ok(Vec::new());
     }
     let cfg = config::choose(OP, call.tokens, call.d)?;
+    if call.rot == call.d {
+        let pairs = config::choose_pairs(call.tokens, call.d);
+        return Ok(vec![call.launch_pairs(operands, &pairs, style)?]);
+    }
     Ok(vec![call.launch(operands, &cfg, style)?])
 }
 

@@ -19,8 +19,13 @@
 //! # Ok(()) }
 //! ```
 //!
-//! One block per row (see `dsl`): decode batches of a few rows use few SMs; a split-row variant is
-//! future work. NaN inputs give unspecified in-range indices.
+//! argmax is one block per row (see `dsl`): decode batches of a few rows use few SMs. Top-k is two
+//! launches: every `BN`-wide chunk of a row keeps its own top-k (grid `T · chunks`, at least the SM
+//! count where the row allows), then one block per row merges the candidates; its operands are
+//! `[x, values, indices, cand_v, cand_i]`, the last two f32 / i32 scratch that is no user tensor
+//! ([`topk`] takes it from the stream's scratch buffer; planning without a device appends described
+//! ones: [`with_scratch`]). Rows with more than [`config::MB_MAX`] candidates take the one-launch form
+//! (`k` passes over the row). NaN inputs give unspecified in-range indices.
 //!
 //! - [`config`]: chunk and slot sizes; [`reference`](mod@reference): the CPU references;
 //! - [`plan`]: the launch of a call, without a device; [`representative_calls`] for the catalog.
@@ -61,19 +66,81 @@ pub fn topk<'a>(
     values: &'a mut impl TensorArgMut,
     indices: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    let operands = [
+    let mut operands = vec![
         Operand::of("x", x),
         Operand::of("values", &*values),
         Operand::of("indices", &*indices),
     ];
-    run(stream, TOPK, &operands)
+    let target = Target::of(stream.device())?;
+    if let Some(split) = split_of(&operands, &target) {
+        // One scratch buffer holds both candidate arrays: f32 values, then (256-byte aligned) i32
+        // columns.
+        let n = split.candidates(operands[0].shape[0]);
+        let half = crate::op::ceil_div(n, 64) * 64;
+        let s = crate::op::scratch::scratch(stream, "cand_v", ScalarType::F32, 2 * half)?;
+        let cand_v = Operand {
+            shape: vec![n],
+            ..s.clone()
+        };
+        let cand_i = Operand {
+            name: "cand_i",
+            dtype: ScalarType::I32,
+            shape: vec![n],
+            ptr: s.ptr + (half as u64) * 4,
+            ..s
+        };
+        operands.push(cand_v);
+        operands.push(cand_i);
+    }
+    run_on(stream, TOPK, &operands, &target)
+}
+
+/// The two-launch split of a well-formed top-k call `[x, values, indices, ..]` on `target` (`None`
+/// for malformed calls, which [`plan`] rejects, empty ones and very long rows).
+fn split_of(operands: &[Operand], target: &Target) -> Option<config::TopkSplit> {
+    let (x, vals) = (operands.first()?, operands.get(1)?);
+    if x.rank() != 2 || vals.rank() != 2 {
+        return None;
+    }
+    let (t, v, k) = (x.shape[0], x.shape[1], vals.shape[1]);
+    if t <= 0 || v <= 0 || k <= 0 || k > config::MAX_K || k > v || v > i64::from(i32::MAX) {
+        return None;
+    }
+    config::topk_split(t, v, k, target.sm_count)
+}
+
+/// `operands` of a call of `op` with the described candidate scratch (`cand_v` f32 and `cand_i` i32,
+/// operands 3 and 4) appended when it is a top-k call that takes the two-launch form: what planning
+/// without a device (AOT bundles, the registry, coverage tests) passes to [`plan`]. Other calls, and
+/// operands that already hold the scratch, are returned as they are.
+pub fn with_scratch(op: &str, operands: &[Operand], target: &Target) -> Vec<Operand> {
+    let mut out = operands.to_vec();
+    if op != TOPK || operands.len() != 3 {
+        return out;
+    }
+    if let Some(split) = split_of(operands, target) {
+        let n = split.candidates(operands[0].shape[0]);
+        out.push(Operand::described("cand_v", 3, ScalarType::F32, &[n]));
+        out.push(Operand::described("cand_i", 4, ScalarType::I32, &[n]));
+    }
+    out
 }
 
 fn run<'a>(stream: &'a Stream, op: &str, operands: &[Operand]) -> Result<Pending<'a>, OpError> {
     let target = Target::of(stream.device())?;
-    let launches = plan(op, operands, &target)?;
-    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
-    // launch addresses only the shapes `plan` checked.
+    run_on(stream, op, operands, &target)
+}
+
+fn run_on<'a>(
+    stream: &'a Stream,
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+) -> Result<Pending<'a>, OpError> {
+    let launches = plan(op, operands, target)?;
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively), and
+    // the stream's scratch buffer (used in stream order); the launches address only the shapes `plan`
+    // checked.
     unsafe { execute(stream, operands, &launches) }
 }
 
@@ -86,8 +153,9 @@ fn shape_err(op: &'static str, what: &str, left: &[i64], right: &[i64]) -> OpErr
     }
 }
 
-/// The launch of a call of `op` ([`ARGMAX`] `[x, out]` or [`TOPK`] `[x, values, indices]`); none when
-/// there are no rows.
+/// The launches of a call of `op` ([`ARGMAX`] `[x, out]`, or [`TOPK`] `[x, values, indices]` plus,
+/// for the two-launch form, the candidate scratch `[cand_v, cand_i]`: see [`with_scratch`]); none
+/// when there are no rows.
 pub fn plan(
     op: &str,
     operands: &[Operand],
@@ -103,7 +171,8 @@ pub fn plan(
             });
         }
     };
-    if operands.len() != n {
+    let scratch_ok = op == TOPK && operands.len() == 5;
+    if operands.len() != n && !scratch_ok {
         return Err(OpError::Unsupported {
             op,
             what: format!("takes {n} tensors, got {}", operands.len()),
@@ -183,8 +252,11 @@ pub fn plan(
                 ),
             });
         }
-        if k == 0 {
+        if k == 0 || t == 0 {
             return Ok(Vec::new());
+        }
+        if let Some(split) = config::topk_split(t, v, k, target.sm_count) {
+            return plan_topk_split(operands, split, k);
         }
         let kp = config::slots(k);
         let kern = float_kernel!(x.dtype, |E| topk_kernel::<E>(kp, bn)).flatten();
@@ -213,6 +285,146 @@ pub fn plan(
         grid: None,
         config,
     }])
+}
+
+/// The two launches of a validated top-k call `[x, values, indices, cand_v, cand_i]` with `split`.
+fn plan_topk_split(
+    operands: &[Operand],
+    split: config::TopkSplit,
+    k: i64,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let op = TOPK;
+    let (x, vals, idx) = (&operands[0], &operands[1], &operands[2]);
+    let t = x.shape[0];
+    let n = split.candidates(t);
+    let Some([cv, ci]) = operands.get(3..5) else {
+        return Err(OpError::Unsupported {
+            op,
+            what: "the two-launch top-k takes its candidate scratch (cand_v, cand_i): plan \
+                   `with_scratch`'s operands"
+                .into(),
+        });
+    };
+    for (o, dt) in [(cv, ScalarType::F32), (ci, ScalarType::I32)] {
+        target_scratch(op, o, dt, n)?;
+    }
+    let blocks = t * split.chunks;
+    crate::op::grid_rows(op, blocks)?;
+    let config::TopkSplit { bn, chunks, kp, mb } = split;
+    let missing = |what: String| OpError::Unsupported {
+        op,
+        what: format!("no {} kernel for `{what}`", x.dtype),
+    };
+    let c1 = format!("topk_chunks KP={kp} BN={bn}");
+    let stage1 = float_kernel!(x.dtype, |E| topk_chunks_kernel::<E>(kp, bn))
+        .flatten()
+        .ok_or_else(|| missing(c1.clone()))?;
+    let c2 = format!("topk_merge KP={kp} MB={mb}");
+    let stage2 = float_kernel!(x.dtype, |E| topk_merge_kernel::<E>(kp, mb))
+        .flatten()
+        .ok_or_else(|| missing(c2.clone()))?;
+    let view = |operand: usize, output: bool, shape: [i64; 2]| PlannedArg::Tensor {
+        operand,
+        output,
+        shape: shape.to_vec(),
+        strides: vec![shape[1], 1],
+        offset: 0,
+    };
+    Ok(vec![
+        PlannedLaunch {
+            kernel: stage1,
+            args: vec![
+                PlannedArg::whole(0, x, false),
+                PlannedArg::I32(k as i32),
+                PlannedArg::I32(chunks as i32),
+                view(3, true, [blocks, kp]),
+                view(4, true, [blocks, kp]),
+            ],
+            grid: None,
+            config: format!("{c1} chunks={chunks}"),
+        },
+        PlannedLaunch {
+            kernel: stage2,
+            args: vec![
+                view(3, false, [t, chunks * kp]),
+                view(4, false, [t, chunks * kp]),
+                PlannedArg::I32(k as i32),
+                PlannedArg::whole(1, vals, true),
+                PlannedArg::whole(2, idx, true),
+            ],
+            grid: None,
+            config: c2,
+        },
+    ])
+}
+
+/// Fails unless scratch operand `o` is contiguous `dt` with at least `n` elements.
+fn target_scratch(op: &'static str, o: &Operand, dt: ScalarType, n: i64) -> Result<(), OpError> {
+    o.expect_dtype(op, &[dt])?;
+    if o.rank() != 1 || o.strides != [1] || o.shape[0] < n {
+        return Err(OpError::Shape {
+            op,
+            what: format!(
+                "`{}` must be contiguous scratch of at least {n} elements",
+                o.name
+            ),
+            left: format!("{:?}", o.shape),
+            right: format!("[{n}]"),
+        });
+    }
+    Ok(())
+}
+
+fn topk_chunks_kernel<E: cutile::core::Float>(kp: i64, bn: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::topk_chunks as k;
+    macro_rules! by_bn {
+        ($kp:literal) => {
+            match bn {
+                128 => Some(k::kernel::<E, $kp, 128>()),
+                256 => Some(k::kernel::<E, $kp, 256>()),
+                512 => Some(k::kernel::<E, $kp, 512>()),
+                1024 => Some(k::kernel::<E, $kp, 1024>()),
+                2048 => Some(k::kernel::<E, $kp, 2048>()),
+                4096 => Some(k::kernel::<E, $kp, 4096>()),
+                _ => None,
+            }
+        };
+    }
+    match kp {
+        8 => by_bn!(8),
+        16 => by_bn!(16),
+        32 => by_bn!(32),
+        64 => by_bn!(64),
+        _ => None,
+    }
+}
+
+fn topk_merge_kernel<E: cutile::core::Float>(kp: i64, mb: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::topk_merge as k;
+    macro_rules! by_mb {
+        ($kp:literal) => {
+            match mb {
+                8 => Some(k::kernel::<E, $kp, 8>()),
+                16 => Some(k::kernel::<E, $kp, 16>()),
+                32 => Some(k::kernel::<E, $kp, 32>()),
+                64 => Some(k::kernel::<E, $kp, 64>()),
+                128 => Some(k::kernel::<E, $kp, 128>()),
+                256 => Some(k::kernel::<E, $kp, 256>()),
+                512 => Some(k::kernel::<E, $kp, 512>()),
+                1024 => Some(k::kernel::<E, $kp, 1024>()),
+                2048 => Some(k::kernel::<E, $kp, 2048>()),
+                4096 => Some(k::kernel::<E, $kp, 4096>()),
+                _ => None,
+            }
+        };
+    }
+    match kp {
+        8 => by_mb!(8),
+        16 => by_mb!(16),
+        32 => by_mb!(32),
+        64 => by_mb!(64),
+        _ => None,
+    }
 }
 
 fn argmax_kernel<E: cutile::core::Float>(bn: i64) -> Option<cutile::dsl::Kernel> {
