@@ -32,10 +32,11 @@ fn raw<T: DeviceElement>(name: &'static str, t: &Tensor<T>) -> RawTensor {
 fn shapes(op: ReplayOp, rows: i64, cols: i64) -> Vec<Vec<i64>> {
     let (r, c) = (rows, cols);
     match op {
-        ReplayOp::Softmax | ReplayOp::Activation(UnaryActivation::Gelu | UnaryActivation::Relu) => {
-            vec![vec![r, c], vec![r, c]]
+        ReplayOp::SiluAndMul
+        | ReplayOp::Activation(UnaryActivation::Geglu | UnaryActivation::GegluTanh) => {
+            vec![vec![r, c], vec![r, c / 2]]
         }
-        ReplayOp::SiluAndMul | ReplayOp::Activation(_) => vec![vec![r, c], vec![r, c / 2]],
+        ReplayOp::Softmax | ReplayOp::Activation(_) => vec![vec![r, c], vec![r, c]],
         ReplayOp::RmsNorm { .. } => vec![vec![r, c], vec![c], vec![r, c]],
         ReplayOp::LayerNorm { .. } => vec![vec![r, c], vec![c], vec![c], vec![r, c]],
         ReplayOp::Swiglu => vec![vec![r, c], vec![r, c], vec![r, c]],

@@ -168,6 +168,49 @@ impl PartialEq for DLDevice {
     }
 }
 
+/// A DLTensor filled by torch for a tensor borrowed for `'a` (its shape and strides point into it).
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a>(pub DLTensor, std::marker::PhantomData<&'a ()>);
+
+impl View<'_> {
+    pub fn ptr(&self) -> u64 {
+        (self.0.data as u64).wrapping_add(self.0.byte_offset)
+    }
+
+    pub fn dtype(&self) -> Option<ScalarType> {
+        scalar(self.0.dtype)
+    }
+
+    pub fn device(&self) -> DLDevice {
+        self.0.device
+    }
+
+    pub fn shape(&self) -> &[i64] {
+        let n = usize::try_from(self.0.ndim).unwrap_or(0);
+        if n == 0 || self.0.shape.is_null() {
+            return &[];
+        }
+        // SAFETY: torch filled `ndim` extents, alive while the tensor is borrowed.
+        unsafe { std::slice::from_raw_parts(self.0.shape, n) }
+    }
+
+    /// `None`: compact row-major.
+    pub fn strides(&self) -> Option<&[i64]> {
+        let n = usize::try_from(self.0.ndim).unwrap_or(0);
+        if n == 0 || self.0.strides.is_null() {
+            return None;
+        }
+        // SAFETY: as for the shape.
+        Some(unsafe { std::slice::from_raw_parts(self.0.strides, n) })
+    }
+
+    /// The owned description.
+    pub fn described(&self) -> Described {
+        // SAFETY: filled by torch, alive while borrowed.
+        unsafe { read(&self.0) }
+    }
+}
+
 /// The element type of a DLPack type code, for the types the kernels take.
 fn scalar(t: DLDataType) -> Option<ScalarType> {
     Some(match (t.code, t.bits, t.lanes) {
@@ -242,6 +285,13 @@ unsafe extern "C" fn set_error(ctx: *mut c_void, kind: *const c_char, message: *
 impl Exchange {
     /// `obj` (exactly a `torch.Tensor`: the protocol takes only the type the table came from).
     pub fn describe(&self, obj: &Bound<'_, PyAny>) -> PyResult<Described> {
+        // SAFETY: the view is read at once, while `obj` is alive.
+        Ok(unsafe { read(&self.view(obj)?.0) })
+    }
+
+    /// `obj`'s DLTensor as torch fills it, without copying its shape and strides: they point into
+    /// the tensor and stay valid while `obj` lives and the GIL is held.
+    pub fn view<'a>(&self, obj: &'a Bound<'_, PyAny>) -> PyResult<View<'a>> {
         let mut t = DLTensor {
             data: std::ptr::null_mut(),
             device: DLDevice {
@@ -259,12 +309,11 @@ impl Exchange {
             byte_offset: 0,
         };
         // SAFETY: a live object of the table's type (the caller's check) and a DLTensor to fill, held
-        // with the GIL; the filled pointers stay valid while `obj` lives, and are copied at once.
+        // with the GIL.
         if unsafe { (self.describe)(obj.as_ptr() as *mut c_void, &mut t) } != 0 {
             return Err(PyErr::fetch(obj.py()));
         }
-        // SAFETY: filled by the producer just above.
-        Ok(unsafe { read(&t) })
+        Ok(View(t, std::marker::PhantomData))
     }
 
     /// torch's current stream of CUDA device `device`.

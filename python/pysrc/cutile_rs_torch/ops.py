@@ -77,11 +77,21 @@ def _direct(*tensors) -> bool:
     """
     if _is_compiling() or _dispatch_stack() or _function_mode():
         return False
-    grad = _grad_enabled()
     for t in tensors:
-        if type(t) is not _Tensor or (grad and t.requires_grad):
+        if type(t) is not _Tensor or (t.requires_grad and _grad_enabled()):
             return False
     return True
+
+
+def _direct1(x) -> bool:
+    """``_direct`` of one tensor, without the varargs tuple (the one-input ops' fast paths)."""
+    return not (
+        type(x) is not _Tensor
+        or _is_compiling()
+        or _dispatch_stack()
+        or _function_mode()
+        or (x.requires_grad and _grad_enabled())
+    )
 
 
 class _Op:
@@ -128,7 +138,7 @@ _SOFTMAX = _fast_op("softmax")
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """``torch.softmax(x, dim)``; an axis other than the last is moved last (a copy)."""
-    if _SOFTMAX is not None and (dim == -1 or dim == x.dim() - 1) and _direct(x):
+    if _SOFTMAX is not None and (dim == -1 or dim == x.dim() - 1) and _direct1(x):
         y = _SOFTMAX(0.0, x)
         if y is not None:
             return y
@@ -278,7 +288,7 @@ _SILU_AND_MUL = _fast_op("silu_and_mul")
 
 def silu_and_mul(x: torch.Tensor) -> torch.Tensor:
     """``silu(x[..., :n]) * x[..., n:]`` for ``x: [..., 2n]`` (vLLM's convention)."""
-    if _SILU_AND_MUL is not None and _direct(x):
+    if _SILU_AND_MUL is not None and _direct1(x):
         y = _SILU_AND_MUL(0.0, x)
         if y is not None:
             return y
@@ -342,7 +352,7 @@ _ACTIVATIONS = {n: _fast_op(n) for n in ("gelu", "gelu_tanh", "relu", "geglu", "
 
 def _activate(x: torch.Tensor, name: str) -> torch.Tensor:
     fast = _ACTIVATIONS[name]
-    if fast is not None and _direct(x):
+    if fast is not None and _direct1(x):
         y = fast(0.0, x)
         if y is not None:
             return y
