@@ -8,9 +8,10 @@
 //! refuses) returns `None`, and the Python layer runs the op its usual way, which also raises the
 //! usual errors.
 //!
-//! Outputs shaped like the first input come from `torch.empty_like` (alloc `"torch"`, the default) or
-//! from the exchange table's allocator (`"dlpack"`); the others always from the table's allocator.
-//! Both are torch's caching allocator on the current stream; the host-time test measures the two.
+//! Outputs come from the exchange table's allocator (alloc `"dlpack"`, the default: contiguous, torch's
+//! caching allocator on the current stream). With alloc `"torch"`, outputs shaped like the first input
+//! come from `torch.empty_like` instead (dense strides kept); on the H200 that cost 0.4–1.6 µs more
+//! per call (`docs/results/2026-12-02f/python-host-time-grant2.txt`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -71,7 +72,7 @@ fn with_eps(op: ReplayOp, eps: f32) -> ReplayOp {
     }
 }
 
-/// One op's fast path (`FastOp(name, alloc="torch")`, the op names of `ops.py`), with its replays
+/// One op's fast path (`FastOp(name, alloc="dlpack")`, the op names of `ops.py`), with its replays
 /// by layout.
 #[pyclass(frozen, module = "cutile_rs_torch._native")]
 #[derive(Debug)]
@@ -136,7 +137,7 @@ impl FastOp {
 #[pymethods]
 impl FastOp {
     #[new]
-    #[pyo3(signature = (name, alloc = "torch"))]
+    #[pyo3(signature = (name, alloc = "dlpack"))]
     fn new(py: Python<'_>, name: &str, alloc: &str) -> PyResult<FastOp> {
         let empty_like = match alloc {
             "torch" => Some(py.import("torch")?.getattr("empty_like")?.unbind()),

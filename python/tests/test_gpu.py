@@ -466,14 +466,14 @@ def test_host_overhead_of_a_tiny_call():
     x = rand(4, 128, dtype=torch.float16, seed=50)
     y = torch.empty_like(x)
     dx, dy, where = ops._desc(x), ops._desc(y), ops._where(x)
-    dlpack_alloc = _native.FastOp("softmax", alloc="dlpack")
-    dlpack_alloc(0.0, x)
+    torch_alloc = _native.FastOp("softmax", alloc="torch")
+    torch_alloc(0.0, x)
     parts = {
         "cutile_rs_torch.softmax (eager, one call: FastOp)": lambda: ct.softmax(x),
         "torch.softmax": lambda: torch.softmax(x, -1),
         "torch.ops.cutile_rs.softmax (dispatcher)": lambda: torch.ops.cutile_rs.softmax(x),
         "  part: FastOp alone (read x, replay, allocate, launch)": lambda: ops._SOFTMAX(0.0, x),
-        "  part: FastOp alone, output from the DLPack allocator": lambda: dlpack_alloc(0.0, x),
+        "  part: FastOp alone, output from torch.empty_like": lambda: torch_alloc(0.0, x),
         "  part: the eager-path check": lambda: ops._direct1(x),
         "  part: torch.empty_like (the unprepared path's allocation)": lambda: torch.empty_like(x),
         "  part: _native.softmax unprepared (pyo3, plan, launch)": lambda: _native.softmax(dx, dy, *where),
