@@ -98,12 +98,21 @@ fn schedule_follows_the_token_count() {
         let ops = fused_qkv::with_scratch(&ops, &opts, &t, false).unwrap();
         fused_qkv::plan(&ops, &opts, &t, false).unwrap()
     };
-    // Decode: split-K partials + epilogue; the grid fills the SMs.
+    // Decode at hidden 4096: split-K partials + epilogue, 2 splits (each keeps 32 K tiles; the H200
+    // tuner's pick over 4, 8 and 16).
     let p = plan(8, 0);
     assert_eq!(p.len(), 2);
-    assert!(p[0].config.contains("split"), "{}", p[0].config);
+    assert_eq!(p[0].config, "fused_qkv split2 16x64", "{}", p[0].config);
     let (x, y, z) = p[0].grid.unwrap();
-    assert!(x * y * z >= t.sm_count, "{:?}", p[0].grid);
+    assert_eq!(x * y * z, 48 * 2, "{:?}", p[0].grid);
+    // Small hidden: a split would keep too few K tiles, so decode runs the fused kernel.
+    for (hidden, heads) in [(768i64, [8i64, 2, 128, 64]), (1000, [4, 1, 64, 32])] {
+        let c = fused_qkv::config::choose(&t, 5, heads[0] + 2 * heads[1], heads[2], hidden);
+        assert!(
+            matches!(c, QkvConfig::Fused { .. }),
+            "hidden {hidden}: {c:?}"
+        );
+    }
     // Prefill: one fused launch, 128-row tiles with 8 worker warps, one per block, heads fastest.
     for tokens in [4096, 16384] {
         let p = plan(tokens, 0);

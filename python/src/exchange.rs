@@ -386,12 +386,13 @@ impl Exchange {
     }
 }
 
-/// `(address, shape, strides, dtype, (device type, device id))` of a torch tensor as the exchange
-/// table reads it: the CPU check of the layouts above (tests compare it with torch's own view).
+/// What [`exchange_describe`] returns: `(address, shape, strides, dtype, (device type, device id))`.
+type DescribedTuple = (u64, Vec<i64>, Vec<i64>, Option<String>, (i32, i32));
+
+/// A torch tensor as the exchange table reads it: the CPU check of the layouts above (tests compare
+/// it with torch's own view).
 #[pyfunction]
-pub fn exchange_describe(
-    x: &Bound<'_, PyAny>,
-) -> PyResult<(u64, Vec<i64>, Vec<i64>, Option<String>, (i32, i32))> {
+pub fn exchange_describe(x: &Bound<'_, PyAny>) -> PyResult<DescribedTuple> {
     let ex = get().ok_or_else(|| crate::CutileError::new_err("no exchange table in use"))?;
     let d = ex.describe(x)?;
     Ok((

@@ -83,11 +83,20 @@ fn split_bm(t: i64) -> i64 {
 /// epilogue in two halves.
 pub const EPILOGUE_ROWS: i64 = 64;
 
+/// The fewest 64-wide K tiles a split of the default schedule keeps (2048 input features).
+pub const MIN_SPLIT_K_TILES: i64 = 32;
+
 /// The default schedule for `t` tokens, `heads = Hq + 2·Hkv`, head dimension `d` and `hidden` input
-/// features: split-K when `t ≤ 64` and the fused grid would not fill every SM twice, with enough
-/// splits for two blocks per SM (each split keeping at least 4 K tiles); otherwise fused, one tile per
-/// block with the heads fastest: 128-row tiles once there are at least as many of them as SMs and
-/// `d ≤ 128` (a 128 x 256 f32 accumulator does not fit in registers), else 64-row tiles.
+/// features: split-K when `t ≤ 64` and the fused grid would not fill every SM twice, doubling the
+/// splits toward two blocks per SM only while each split keeps at least [`MIN_SPLIT_K_TILES`] K tiles;
+/// a call left with one split runs fused. Otherwise fused, one tile per block with the heads fastest:
+/// 128-row tiles once there are at least as many of them as SMs and `d ≤ 128` (a 128 x 256 f32
+/// accumulator does not fit in registers), else 64-row tiles.
+///
+/// The split floor is measured: the H200 tuner (session 7, `docs/fused_qkv.md`) picked 2 splits over
+/// the previous rule's 8 at hidden 4096 (T 1, 8, 32, 64: 1.21–1.39× faster), and the fused kernel over
+/// 2 and 4 splits at hidden 768 and 1000 (1.40× and 1.32×): short splits cost more in partial sums
+/// and a second launch than the extra blocks gain.
 ///
 /// Why one tile per block and not persistent (`ptxas -v`, sm_90, tileiras 13.5.37, hidden 4096, Hq
 /// 32, Hkv 8, D 128, bf16): `fused_qkv` 128x64 with 8 worker warps uses 168 registers, no spills,
@@ -99,17 +108,22 @@ pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvCo
     if t <= 64 {
         let bm = split_bm(t);
         let blocks = ceil_div(t, bm) * heads;
-        if blocks < 2 * sms && k_tiles >= 8 {
+        if blocks < 2 * sms {
             let mut splits = 1;
-            while blocks * splits < 2 * sms && splits < MAX_SPLITS && k_tiles / (2 * splits) >= 4 {
+            while blocks * splits < 2 * sms
+                && splits < MAX_SPLITS
+                && k_tiles / (2 * splits) >= MIN_SPLIT_K_TILES
+            {
                 splits *= 2;
             }
-            return QkvConfig::SplitK {
-                bm,
-                bk: 64,
-                splits,
-                wide: false,
-            };
+            if splits > 1 {
+                return QkvConfig::SplitK {
+                    bm,
+                    bk: 64,
+                    splits,
+                    wide: false,
+                };
+            }
         }
     }
     if d <= 128 && ceil_div(t, 128) * heads >= sms {
