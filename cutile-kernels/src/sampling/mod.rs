@@ -509,5 +509,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
         c(ARGMAX, "f32", &[&[77, 1000]]),
         c(TOPK, "bf16", &[&[8, 128256], &[50]]),
         c(TOPK, "f16", &[&[33, 1000], &[5]]),
+        // 74 chunks x 64 candidates > 4096: the one-launch k-pass kernel.
+        c(TOPK, "f32", &[&[2, 300000], &[64]]),
     ]
 }
