@@ -11,7 +11,7 @@ mod common;
 
 use common::gpu_device;
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
-use cutile_kernels::foreign::{self, ForeignStream, RawTensor, Replay, ReplayOp, UnaryActivation};
+use cutile_kernels::foreign::{ForeignStream, RawTensor, Replay, ReplayOp, UnaryActivation};
 use half::{bf16, f16};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -69,28 +69,6 @@ fn raws<T: DeviceElement>(op: ReplayOp, t: &[Tensor<T>]) -> Vec<RawTensor> {
         .collect()
 }
 
-/// The op itself through `foreign` (what the replay stands for).
-///
-/// # Safety
-/// `t` describes live tensors of the stream's device.
-unsafe fn direct(
-    s: &ForeignStream,
-    op: ReplayOp,
-    t: &[RawTensor],
-) -> Result<(), cutile_kernels::OpError> {
-    unsafe {
-        match op {
-            ReplayOp::Softmax => foreign::softmax(s, &t[0], &t[1]),
-            ReplayOp::RmsNorm { eps } => foreign::rms_norm(s, &t[0], &t[1], eps, &t[2]),
-            ReplayOp::LayerNorm { eps } => foreign::layer_norm(s, &t[0], &t[1], &t[2], eps, &t[3]),
-            ReplayOp::SiluAndMul => foreign::silu_and_mul(s, &t[0], &t[1]),
-            ReplayOp::Swiglu => foreign::swiglu(s, &t[0], &t[1], &t[2]),
-            ReplayOp::Activation(a) => foreign::unary_activation(s, &t[0], &t[1], a),
-            ReplayOp::Matmul => foreign::matmul(s, &t[0], &t[1], &t[2]),
-        }
-    }
-}
-
 const OPS: &[ReplayOp] = &[
     ReplayOp::Softmax,
     ReplayOp::RmsNorm { eps: 1e-6 },
@@ -128,7 +106,8 @@ fn replay_matches_direct<T: DeviceElement + PartialEq + std::fmt::Debug>(
     // The reference runs the op on a copy of the second set's inputs (same seeds).
     let last = reference.len() - 1;
     reference[last] = Tensor::zeros(dev, &shapes[last]).unwrap();
-    unsafe { direct(&s, op, &raws(op, &reference)) }.unwrap();
+    // The op itself through `foreign` (what the replay stands for).
+    unsafe { op.call(&s, &raws(op, &reference)) }.unwrap();
     stream.synchronize().unwrap();
     let got = replayed[last].to_host().unwrap();
     let want = reference[last].to_host().unwrap();

@@ -35,32 +35,33 @@ fn dtype_word(t: ScalarType) -> u64 {
     }
 }
 
-/// Whether `op`'s output has its first input's shape and type (then `torch.empty_like` can make it).
-fn output_like_first(op: ReplayOp) -> bool {
-    !matches!(
+/// Whether `op` is gated: its output halves the first input's last axis.
+fn gated(op: ReplayOp) -> bool {
+    matches!(
         op,
         ReplayOp::SiluAndMul
-            | ReplayOp::Matmul
             | ReplayOp::Activation(UnaryActivation::Geglu | UnaryActivation::GegluTanh)
     )
+}
+
+/// Whether `op`'s output has its first input's shape and type (then `torch.empty_like` can make it).
+fn output_like_first(op: ReplayOp) -> bool {
+    !gated(op) && op != ReplayOp::Matmul
 }
 
 /// The output's shape for `op` over `inputs`; `None` when the inputs cannot make one (the op's usual
 /// path reports why).
 fn output_shape(op: ReplayOp, inputs: &[View<'_>]) -> Option<Vec<i64>> {
     let x = inputs[0].shape();
-    match op {
-        ReplayOp::SiluAndMul
-        | ReplayOp::Activation(UnaryActivation::Geglu | UnaryActivation::GegluTanh) => {
-            let (last, lead) = x.split_last()?;
-            Some(lead.iter().copied().chain([last / 2]).collect())
-        }
-        ReplayOp::Matmul => {
-            let b = inputs.get(1)?.shape();
-            (x.len() == 2 && b.len() == 2).then(|| vec![x[0], b[1]])
-        }
-        _ => Some(x.to_vec()),
+    if gated(op) {
+        let (last, lead) = x.split_last()?;
+        return Some(lead.iter().copied().chain([last / 2]).collect());
     }
+    if op == ReplayOp::Matmul {
+        let b = inputs.get(1)?.shape();
+        return (x.len() == 2 && b.len() == 2).then(|| vec![x[0], b[1]]);
+    }
+    Some(x.to_vec())
 }
 
 /// `op` with the call's scalar.

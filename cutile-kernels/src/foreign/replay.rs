@@ -65,11 +65,11 @@ impl ReplayOp {
         }
     }
 
-    /// Runs the op's `foreign` function over `t`.
+    /// Runs the op's `foreign` function over `t` (in [`tensor_names`](Self::tensor_names) order).
     ///
     /// # Safety
     /// As the `foreign` function's (or: inside a capture, with `t` at made-up addresses).
-    unsafe fn call(self, s: &ForeignStream, t: &[RawTensor]) -> Result<(), OpError> {
+    pub unsafe fn call(self, s: &ForeignStream, t: &[RawTensor]) -> Result<(), OpError> {
         // SAFETY: forwarded to the caller.
         unsafe {
             match self {
