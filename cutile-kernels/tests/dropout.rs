@@ -69,45 +69,53 @@ fn mask_statistics_and_reproducibility() {
     assert_ne!(a, r::mask(4096, 0.5, 43, 0));
     assert_ne!(a, r::mask(4096, 0.5, 42, 4096));
     assert_eq!(&a[100..], &r::mask(4096 - 100, 0.5, 42, 100)[..]);
-    // Counters past 2^34 (group counters past 2^32) use the high word.
+    // Counters past 2^35 (group counters past 2^32) use the high word.
     assert_ne!(
-        r::random_bits(5, 1 << 34, 0),
+        r::random_bits(5, 1 << 35, 0),
         r::random_bits(5, 0, 0),
         "the high counter word matters"
     );
 }
 
-/// Element `c = offset + i` takes word `c mod 4` of Philox of the group counter `c / 4`: all four
-/// words are used, and the mask (which caches a group's words) agrees with element-wise bits.
+/// Element `c = offset + i` takes half `c mod 2` of word `(c / 2) mod 4` of Philox of the group
+/// counter `c / 8`: all eight halves are used, and the mask (which caches a group's words) agrees
+/// with element-wise bits.
 #[test]
-fn four_elements_share_one_philox_call() {
+fn eight_elements_share_one_philox_call() {
     let (seed, key) = (0x1234_5678_9ABC_DEF0u64, [0x9ABC_DEF0u32, 0x1234_5678]);
-    for (offset, i, group, word) in [
-        (0u64, 0u64, 0u32, 0usize),
-        (0, 1, 0, 1),
-        (0, 3, 0, 3),
-        (0, 4, 1, 0),
-        (8, 2, 2, 2),
-        (4096, 7, 1025, 3),
+    for (offset, i, group, word, high) in [
+        (0u64, 0u64, 0u32, 0usize, false),
+        (0, 1, 0, 0, true),
+        (0, 2, 0, 1, false),
+        (0, 7, 0, 3, true),
+        (0, 8, 1, 0, false),
+        (8, 5, 1, 2, true),
+        (4096, 7, 512, 3, true),
     ] {
+        let w = r::philox4x32_10([group, 0, 0, 0], key)[word];
+        let want = if high { w >> 16 } else { w & 0xFFFF } as u16;
         assert_eq!(
             r::random_bits(seed, offset, i),
-            r::philox4x32_10([group, 0, 0, 0], key)[word],
+            want,
             "offset {offset}, element {i}"
         );
     }
     for (n, p, offset) in [
         (1usize, 0.5f32, 0u64),
-        (7, 0.3, 4),
-        (1001, 0.5, 12),
+        (7, 0.3, 8),
+        (1001, 0.5, 24),
         (4099, 0.9, 0),
     ] {
         let t = r::threshold(p);
         let each: Vec<bool> = (0..n as u64)
-            .map(|i| r::random_bits(seed, offset, i) as u64 >= t)
+            .map(|i| r::random_bits(seed, offset, i) as u32 >= t)
             .collect();
         assert_eq!(r::mask(n, p, seed, offset), each, "n {n}, offset {offset}");
     }
+    // The threshold is p on the 2^-16 grid, with both ends exact.
+    assert_eq!(r::threshold(0.0), 0);
+    assert_eq!(r::threshold(1.0), 65536);
+    assert_eq!(r::threshold(0.1), 6554);
 }
 
 fn params(p: f32) -> DropoutParams {
@@ -131,7 +139,7 @@ fn planner_errors_and_empty_calls() {
     let ok = dropout::described_call(dropout::OP, BF16, &[vec![4, 100]]).unwrap();
     let l = dropout::plan(dropout::OP, &ok, &t, params(0.5)).unwrap();
     assert_eq!(l.len(), 1);
-    // A multiple of 4 elements: the [n / 4, 4] row kernel (rows = Philox groups); else the flat one.
+    // A multiple of 8 elements: the [n / 8, 8] row kernel (rows = Philox groups); else the flat one.
     assert_eq!(l[0].config, "dropout_rows BN=256");
     let odd = dropout::described_call(dropout::OP, BF16, &[vec![3, 1001]]).unwrap();
     let l = dropout::plan(dropout::OP, &odd, &t, params(0.5)).unwrap();
@@ -143,7 +151,7 @@ fn planner_errors_and_empty_calls() {
         PlannedArg::Tensor { shape, strides, .. } => {
             assert_eq!(
                 (shape.as_slice(), strides.as_slice()),
-                (&[4096 * 1024, 4][..], &[4, 1][..])
+                (&[4096 * 512, 8][..], &[8, 1][..])
             );
         }
         other => panic!("x is passed as {other:?}"),
@@ -171,7 +179,7 @@ fn planner_errors_and_empty_calls() {
     };
     expect_error(
         dropout::plan(dropout::OP, &ok, &t, unaligned),
-        "multiple of 4",
+        "multiple of 8",
     );
     let empty = dropout::described_call(dropout::BACKWARD, F16, &[vec![0, 8]]).unwrap();
     assert!(
@@ -272,9 +280,10 @@ mod gpu {
                 0.3,
                 0xDEAD_BEEF_0123_4567,
                 // Group counters cross 2^32 inside the call.
-                (1 << 34) - 1000,
+                (1 << 35) - 1000,
             ),
-            (&[4096, 4096], 0.5, 7, 124),
+            (&[4096, 4096], 0.5, 7, 128),
+            (&[5, 12], 0.5, 7, 8),
         ] {
             let p = DropoutParams { p, seed, offset };
             case::<f32>(&dev, &s, shape, p);

@@ -1,6 +1,7 @@
-//! The dropout kernel: block `b` takes elements `b·BN ..` of the flattened (contiguous) input, which
-//! are `BQ = BN / 4` groups of four. Group `g` (counter `offset / 4 + b·BQ + j`) gets the four words of
-//! one Philox-4x32-10 call under the key `seed`; element `4g + w` of the counter stream takes word `w`.
+//! The dropout kernels: block `b` takes elements `b·BN ..` of the flattened (contiguous) input, which
+//! are `BQ = BN / 8` groups of eight. Group `g` (counter `offset / 8 + b·BQ + j`) gets the four words of
+//! one Philox-4x32-10 call under the key `seed`, split into eight 16-bit numbers; element `8g + c` of
+//! the counter stream takes half `c mod 2` (low first) of word `c / 2`.
 //! Philox runs in i32 lanes: the low half of each 32 x 32-bit product is the wrapping `*`, the high
 //! half `mulhi_unsigned` (Tile IR's unsigned `mulhii`), so no 64-bit arithmetic is emulated.
 
@@ -80,14 +81,44 @@ pub mod kernels {
         round(c, key(k0, 9, W0), key(k1, 9, W1))
     }
 
-    /// `w` broadcast along a new axis of 4 columns.
-    fn spread<const BQ: i32>(w: Tile<i32, S1<BQ>>) -> Tile<i32, S2<BQ, 4>> {
-        w.reshape::<S2<BQ, 1>>().broadcast::<S2<BQ, 4>>()
+    /// `w` broadcast along a new axis of 8 columns.
+    fn spread<const BQ: i32>(w: Tile<i32, S1<BQ>>) -> Tile<i32, S2<BQ, 8>> {
+        w.reshape::<S2<BQ, 1>>().broadcast::<S2<BQ, 8>>()
     }
 
-    /// `y[i] = x[i] · scale` where the random word of element `i` is `≥ thr` (as u32), else 0, for
-    /// the flattened `x` and `y`. `seed`, `offset` (a multiple of 4) and `thr` (≤ 2^32) come as
-    /// (low, high) 32-bit words. `BQ = BN / 4`. Grid: the tiles of `y`.
+    /// The 16-bit random numbers of the `BQ` Philox groups starting at group `g0` under the key
+    /// `(k0, k1)`, as a `[BQ, 8]` tile in element order: column `c` is half `c mod 2` (low first) of
+    /// word `c / 2`, in `0..65536`.
+    fn halves<const BQ: i32>(
+        g0: Scalar<i64>,
+        k0: Scalar<i32>,
+        k1: Scalar<i32>,
+    ) -> Tile<i32, S2<BQ, 8>> {
+        let g = iota::<BQ>().cast::<i64>() + g0;
+        let (w0, w1, w2, w3) = philox(g.cast::<i32>(), (g >> 32).cast::<i32>(), k0, k1);
+        let col = iota::<8>().reshape::<S2<1, 8>>().broadcast::<S2<BQ, 8>>();
+        let word = col >> 1;
+        let bits = select(
+            word < 2,
+            select(word == 0, spread::<BQ>(w0), spread::<BQ>(w1)),
+            select(word == 2, spread::<BQ>(w2), spread::<BQ>(w3)),
+        );
+        // `>>` is arithmetic: the mask drops the sign copies of the high half.
+        (bits >> ((col & 1) * 16)) & 0xFFFF
+    }
+
+    /// The first Philox group of block `pid` of `BQ` groups: `offset / 8 + pid·BQ`.
+    fn first_group<const BQ: i32>(
+        pid: Scalar<i32>,
+        lo: Scalar<i32>,
+        hi: Scalar<i32>,
+    ) -> Scalar<i64> {
+        (((u32_of(hi) << 32) | u32_of(lo)) >> 3) + pid.cast::<i64>() * (BQ as i64)
+    }
+
+    /// `y[i] = x[i] · scale` where the 16-bit random number of element `i` is `≥ thr` (`0 ..= 65536`),
+    /// else 0, for the flattened `x` and `y`. `seed` and `offset` (a multiple of 8) come as (low, high)
+    /// 32-bit words. `BQ = BN / 8`. Grid: the tiles of `y`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn dropout<E: Float, const BN: i32, const BQ: i32>(
@@ -96,23 +127,15 @@ pub mod kernels {
         seed_hi: Scalar<i32>,
         offset_lo: Scalar<i32>,
         offset_hi: Scalar<i32>,
-        thr_lo: Scalar<i32>,
-        thr_hi: Scalar<i32>,
+        thr: Scalar<i32>,
         scale: Scalar<f32>,
         y: &mut Tensor<E, S1<BN>>,
     ) {
         let pid = block_id_x();
-        // The tile's first group counter: (offset + pid·BN) / 4.
-        let g0 = (((u32_of(offset_hi) << 32) | u32_of(offset_lo)) >> 2)
-            + pid.cast::<i64>() * (BQ as i64);
-        let g = iota::<BQ>().cast::<i64>() + g0;
-        let (w0, w1, w2, w3) = philox(g.cast::<i32>(), (g >> 32).cast::<i32>(), seed_lo, seed_hi);
-        // Element 4j + w takes word w of group j: [BQ, 4] row-major is the tile's element order.
-        let lo = cat::<1, _, _, _, S2<BQ, 2>>(w0.reshape::<S2<BQ, 1>>(), w1.reshape::<S2<BQ, 1>>());
-        let hi = cat::<1, _, _, _, S2<BQ, 2>>(w2.reshape::<S2<BQ, 1>>(), w3.reshape::<S2<BQ, 1>>());
-        let bits = cat::<1, _, _, _, S2<BQ, 4>>(lo, hi).reshape::<S1<BN>>();
-        let thr: Scalar<i64> = (u32_of(thr_hi) << 32) | u32_of(thr_lo);
-        let keep = (bits.cast::<i64>() & MASK) >= thr.splat::<S1<BN>>();
+        let g0 = first_group::<BQ>(pid, offset_lo, offset_hi);
+        // [BQ, 8] row-major is the tile's element order.
+        let r = halves::<BQ>(g0, seed_lo, seed_hi).reshape::<S1<BN>>();
+        let keep = r >= thr.splat::<S1<BN>>();
         let t = x
             .partition_padded::<S1<BN>>(Padding::Zero)
             .load(pid)
@@ -120,38 +143,27 @@ pub mod kernels {
         y.store(select(keep, t * scale, 0.0).cast::<E>());
     }
 
-    /// `dropout` over `x` and `y` viewed as `[n / 4, 4]` (`n` a multiple of 4): block `b` takes rows
-    /// `b·BQ ..`, row `j` being Philox group `offset / 4 + b·BQ + j` and column `w` its word `w`, so the
-    /// four words land in the tile's own element order with no reshuffle. Same bits as `dropout`.
-    /// Grid: the tiles of `y`.
+    /// `dropout` over `x` and `y` viewed as `[n / 8, 8]` (`n` a multiple of 8): block `b` takes rows
+    /// `b·BQ ..`, row `j` being Philox group `offset / 8 + b·BQ + j`, so the eight numbers of a group
+    /// land in the tile's own element order with no reshuffle, and a 16-bit row is one 16-byte access.
+    /// Same bits as `dropout`. Grid: the tiles of `y`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn dropout_rows<E: Float, const BQ: i32>(
-        x: &Tensor<E, S2<DYN, 4>>,
+        x: &Tensor<E, S2<DYN, 8>>,
         seed_lo: Scalar<i32>,
         seed_hi: Scalar<i32>,
         offset_lo: Scalar<i32>,
         offset_hi: Scalar<i32>,
-        thr_lo: Scalar<i32>,
-        thr_hi: Scalar<i32>,
+        thr: Scalar<i32>,
         scale: Scalar<f32>,
-        y: &mut Tensor<E, S2<BQ, 4>>,
+        y: &mut Tensor<E, S2<BQ, 8>>,
     ) {
         let pid = block_id_x();
-        let g0 = (((u32_of(offset_hi) << 32) | u32_of(offset_lo)) >> 2)
-            + pid.cast::<i64>() * (BQ as i64);
-        let g = iota::<BQ>().cast::<i64>() + g0;
-        let (w0, w1, w2, w3) = philox(g.cast::<i32>(), (g >> 32).cast::<i32>(), seed_lo, seed_hi);
-        let col = iota::<4>().reshape::<S2<1, 4>>().broadcast::<S2<BQ, 4>>();
-        let bits = select(
-            col < 2,
-            select(col == 0, spread::<BQ>(w0), spread::<BQ>(w1)),
-            select(col == 2, spread::<BQ>(w2), spread::<BQ>(w3)),
-        );
-        let thr: Scalar<i64> = (u32_of(thr_hi) << 32) | u32_of(thr_lo);
-        let keep = (bits.cast::<i64>() & MASK) >= thr.splat::<S2<BQ, 4>>();
+        let g0 = first_group::<BQ>(pid, offset_lo, offset_hi);
+        let keep = halves::<BQ>(g0, seed_lo, seed_hi) >= thr.splat::<S2<BQ, 8>>();
         let t = x
-            .partition_padded::<S2<BQ, 4>>(Padding::Zero)
+            .partition_padded::<S2<BQ, 8>>(Padding::Zero)
             .load((pid, 0))
             .cast::<f32>();
         y.store(select(keep, t * scale, 0.0).cast::<E>());

@@ -1,11 +1,13 @@
 //! Dropout with a counter-based RNG, as `F.dropout(x, p, training=True)`: `y = x · mask / (1 - p)`,
 //! and its backward `dx = dy · mask / (1 - p)` recomputed from the same `(seed, offset)` (no mask is
 //! stored). With `c = offset + i` for element `i` of the flattened input (logical row-major order),
-//! the element is kept iff word `c mod 4` of Philox-4x32-10 of the counter `c / 4` under the key `seed`
-//! is `≥ round(p · 2^32)` ([`reference::random_bits`]; one Philox call serves four elements, as
-//! Triton's `tl.randint4x`), so a call is reproducible from `(seed, offset)`, and a caller that splits
-//! a tensor into pieces passes each piece's element offset (a multiple of 4, as torch's Philox offsets
-//! are) to get the same mask as one call. torch's own dropout RNG (curand Philox with its own counter
+//! the element is kept iff its 16-bit random number, half `c mod 2` of word `(c / 2) mod 4` of
+//! Philox-4x32-10 of the counter `c / 8` under the key `seed`, is `≥ round(p · 2^16)`
+//! ([`reference::random_bits`]; one Philox call serves eight elements: the 32-bit multiplies of the
+//! rounds, not memory, bounded the four-per-call form), so a call is reproducible from
+//! `(seed, offset)`, and a caller that splits a tensor into pieces passes each piece's element offset
+//! (a multiple of 8) to get the same mask as one call. The keep rate is `p` rounded to `2^-16`
+//! (FlashAttention's dropout rounds it to `2^-8`). torch's own dropout RNG (curand Philox with its own counter
 //! layout) is not reproduced: compare with it statistically.
 //!
 //! f32, f16, bf16 (math in f32), contiguous tensors of any rank; one launch.
@@ -145,12 +147,12 @@ pub fn plan(
             what: format!("the drop probability must be in [0, 1], got {}", params.p),
         });
     }
-    if !params.offset.is_multiple_of(4) {
+    if !params.offset.is_multiple_of(8) {
         return Err(OpError::Unsupported {
             op,
             what: format!(
-                "the counter offset must be a multiple of 4 (one Philox call serves four \
-                 elements), got {}; round the offsets of split pieces to multiples of 4",
+                "the counter offset must be a multiple of 8 (one Philox call serves eight \
+                 elements), got {}; round the offsets of split pieces to multiples of 8",
                 params.offset
             ),
         });
@@ -174,8 +176,8 @@ pub fn plan(
             PlannedArg::I32((v >> 32) as i32),
         ]
     };
-    // A multiple of 4 elements: the `[n / 4, 4]` view, whose rows are the Philox groups.
-    let rows = n % 4 == 0;
+    // A multiple of 8 elements: the `[n / 8, 8]` view, whose rows are the Philox groups.
+    let rows = n % 8 == 0;
     let (kernel, config) = if rows {
         let k = rows_kernel(x.dtype, bn).ok_or_else(|| OpError::Unsupported {
             op,
@@ -187,7 +189,7 @@ pub fn plan(
     };
     let view = |o: &Operand| {
         let (shape, strides) = if rows {
-            (vec![n / 4, 4], vec![4, 1])
+            (vec![n / 8, 8], vec![8, 1])
         } else {
             (vec![n], vec![1])
         };
@@ -200,7 +202,7 @@ pub fn plan(
     let mut args = vec![PlannedArg::view(0, &view(x), false)];
     args.extend(words(params.seed));
     args.extend(words(params.offset));
-    args.extend(words(reference::threshold(params.p)));
+    args.push(PlannedArg::I32(reference::threshold(params.p) as i32));
     args.push(PlannedArg::F32(reference::scale(params.p)));
     args.push(PlannedArg::view(1, &view(y), true));
     Ok(vec![PlannedLaunch {
@@ -211,22 +213,22 @@ pub fn plan(
     }])
 }
 
-/// The `[n / 4, 4]` kernel of `BN = bn` elements per block (`BQ = bn / 4` rows).
+/// The `[n / 8, 8]` kernel of `BN = bn` elements per block (`BQ = bn / 8` rows).
 fn rows_kernel(dt: ScalarType, bn: i64) -> Option<cutile::dsl::Kernel> {
     float_kernel!(dt, |E| match bn {
-        256 => Some(kernels::dropout_rows::kernel::<E, 64>()),
-        1024 => Some(kernels::dropout_rows::kernel::<E, 256>()),
+        256 => Some(kernels::dropout_rows::kernel::<E, 32>()),
+        1024 => Some(kernels::dropout_rows::kernel::<E, 128>()),
         _ => None,
     })
     .flatten()
 }
 
-/// The kernel of `BN = bn` elements per block (`BQ = bn / 4` Philox groups).
+/// The kernel of `BN = bn` elements per block (`BQ = bn / 8` Philox groups).
 fn kernel(dt: ScalarType, bn: i64) -> Option<cutile::dsl::Kernel> {
     float_kernel!(dt, |E| match bn {
-        256 => Some(kernels::dropout::kernel::<E, 256, 64>()),
-        1024 => Some(kernels::dropout::kernel::<E, 1024, 256>()),
-        4096 => Some(kernels::dropout::kernel::<E, 4096, 1024>()),
+        256 => Some(kernels::dropout::kernel::<E, 256, 32>()),
+        1024 => Some(kernels::dropout::kernel::<E, 1024, 128>()),
+        4096 => Some(kernels::dropout::kernel::<E, 4096, 512>()),
         _ => None,
     })
     .flatten()

@@ -23,24 +23,25 @@ pub fn philox4x32_10(mut c: [u32; 4], mut k: [u32; 2]) -> [u32; 4] {
     c
 }
 
-/// The 32 random bits of element `i` of a call with `seed` and `offset` (a multiple of 4): with
-/// `c = offset + i`, word `c mod 4` of Philox of the counter `c / 4` (low word, high word, 0, 0) under
-/// the key `(seed low, seed high)`. Each Philox call serves four consecutive elements; for
-/// `c / 4 < 2^32` the four words are Triton's `tl.randint4x(seed, c / 4)`.
-pub fn random_bits(seed: u64, offset: u64, i: u64) -> u32 {
+/// The 16-bit random number of element `i` of a call with `seed` and `offset` (a multiple of 8): with
+/// `c = offset + i`, half `c mod 2` (low half first) of word `(c / 2) mod 4` of Philox of the group
+/// counter `c / 8` (low word, high word, 0, 0) under the key `(seed low, seed high)`. Each Philox call
+/// serves eight consecutive elements.
+pub fn random_bits(seed: u64, offset: u64, i: u64) -> u16 {
     let c = offset.wrapping_add(i);
-    let g = c >> 2;
-    philox4x32_10(
+    let g = c >> 3;
+    let w = philox4x32_10(
         [g as u32, (g >> 32) as u32, 0, 0],
         [seed as u32, (seed >> 32) as u32],
-    )[(c & 3) as usize]
+    )[((c >> 1) & 3) as usize];
+    (w >> (16 * (c & 1))) as u16
 }
 
-/// The integer threshold of drop probability `p` (in `[0, 1]`): element `i` is kept iff its random bits
-/// are `≥ round(p · 2^32)`, so `P(keep) = 1 - round(p · 2^32) / 2^32` (exactly 1 for `p = 0`, 0 for
-/// `p = 1`).
-pub fn threshold(p: f32) -> u64 {
-    ((p as f64) * 4294967296.0).round().clamp(0.0, 4294967296.0) as u64
+/// The integer threshold of drop probability `p` (in `[0, 1]`): element `i` is kept iff its 16-bit
+/// random number is `≥ round(p · 2^16)`, so `P(keep) = 1 - round(p · 2^16) / 2^16` (exactly 1 for
+/// `p = 0`, 0 for `p = 1`; any other `p` within `2^-17` of the requested rate).
+pub fn threshold(p: f32) -> u32 {
+    ((p as f64) * 65536.0).round().clamp(0.0, 65536.0) as u32
 }
 
 /// The scale of kept elements, `1 / (1 - p)` in f32 (0 for `p = 1`, when nothing is kept).
@@ -48,7 +49,7 @@ pub fn scale(p: f32) -> f32 {
     if p >= 1.0 { 0.0 } else { 1.0 / (1.0 - p) }
 }
 
-/// The keep mask of `n` elements (one Philox call per four).
+/// The keep mask of `n` elements (one Philox call per eight).
 pub fn mask(n: usize, p: f32, seed: u64, offset: u64) -> Vec<bool> {
     let t = threshold(p);
     let key = [seed as u32, (seed >> 32) as u32];
@@ -56,11 +57,12 @@ pub fn mask(n: usize, p: f32, seed: u64, offset: u64) -> Vec<bool> {
     (0..n as u64)
         .map(|i| {
             let c = offset.wrapping_add(i);
-            if words.0 != c >> 2 {
-                let g = c >> 2;
+            let g = c >> 3;
+            if words.0 != g {
                 words = (g, philox4x32_10([g as u32, (g >> 32) as u32, 0, 0], key));
             }
-            words.1[(c & 3) as usize] as u64 >= t
+            let half = (words.1[((c >> 1) & 3) as usize] >> (16 * (c & 1))) & 0xFFFF;
+            half >= t
         })
         .collect()
 }
