@@ -57,6 +57,18 @@ mod kernels {
     }
 
     #[cutile::entry]
+    pub fn bitcasts<const B: i32>(x: &Tensor<i32, S1<DYN>>, y: &mut Tensor<i32, S1<B>>) {
+        let t = x.load_tile::<S1<B>>(block_id_x());
+        let w = t.cast::<i16>();
+        let halves = w.bitcast::<bf16>().cast::<f32>() + w.bitcast::<f16>().cast::<f32>();
+        let f8 = t.cast::<i8>().bitcast::<f8e4m3fn>().cast::<f32>()
+            + t.cast::<i8>().bitcast::<f8e5m2>().cast::<f32>();
+        let same = t.bitcast::<i32>();
+        let s = block_id_x().bitcast::<f32>().splat::<S1<B>>();
+        y.store((t.bitcast::<f32>() + halves + f8 + s).bitcast::<i32>() + same);
+    }
+
+    #[cutile::entry]
     pub fn shapes<const B: i32>(
         x: &Tensor<f32, S3<DYN, DYN, DYN>>,
         y: &mut Tensor<f32, S3<2, B, B>>,
@@ -102,6 +114,11 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
             "casts",
             kernels::casts::kernel::<32>(),
             vec![TensorMeta::contiguous(F32, &[100, 100]); 2],
+        ),
+        (
+            "bitcasts",
+            kernels::bitcasts::kernel::<256>(),
+            vec![TensorMeta::contiguous(I32, &[1000]); 2],
         ),
         (
             "shapes",
@@ -151,4 +168,30 @@ fn hints_reach_the_entry() {
         text.contains("sm_90 = {num_worker_warps_per_cta = 8}"),
         "{text}"
     );
+}
+
+#[test]
+fn bitcast_emits_one_op_per_reinterpretation() {
+    let s = kernels::bitcasts::kernel::<256>()
+        .specialize(&vec![TensorMeta::contiguous(I32, &[1000]); 2])
+        .unwrap();
+    let text = s.ir_text();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("= bitcast ")).collect();
+    // i16->bf16, i16->f16, i8->e4m3, i8->e5m2, i32->f32, scalar i32->f32, f32->i32; `i32 -> i32` is elided.
+    assert_eq!(lines.len(), 7, "{text}");
+    for (from, to) in [
+        ("tile<256xi16>", "tile<256xbf16>"),
+        ("tile<256xi16>", "tile<256xf16>"),
+        ("tile<256xi8>", "tile<256xf8E4M3FN>"),
+        ("tile<256xi8>", "tile<256xf8E5M2>"),
+        ("tile<256xi32>", "tile<256xf32>"),
+        ("tile<i32>", "tile<f32>"),
+        ("tile<256xf32>", "tile<256xi32>"),
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(from) && l.contains(to)),
+            "no bitcast {from} -> {to} in:\n{}",
+            lines.join("\n")
+        );
+    }
 }

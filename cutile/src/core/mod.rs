@@ -32,7 +32,8 @@
 //!   [`Tile::extract`];
 //! - element-wise: `+ - * / % -x !x & | ^ << >>` (with tiles of the same type, a [`Scalar`], or a host
 //!   number), comparisons `< <= > >= == !=` (rewritten by the macro), `exp exp2 ln log2 sqrt rsqrt tanh sin
-//!   cos tan sinh cosh floor ceil abs min max pow atan2`, [`fma`], [`select`], [`Tile::cast`];
+//!   cos tan sinh cosh floor ceil abs min max pow atan2`, [`fma`], [`select`], [`Tile::cast`],
+//!   [`Tile::bitcast`] (same-width reinterpretation, [`BitWidth`]);
 //! - reductions and scans: `sum prod amax amin` (keep the axis) and `*_squeezed` (drop it),
 //!   `cumsum cumprod cummax cummin`, generic [`Tile::reduce`] and [`Tile::scan`] with a closure;
 //! - [`mma`] (`(M,K) x (K,N) + (M,N)`, shapes unified by rustc), [`mma_fast_acc`] (fp8 inputs, Hopper fast accumulation);
@@ -50,6 +51,7 @@
 
 pub mod approx;
 pub mod arith;
+pub mod bitcast;
 pub mod control;
 pub mod debug;
 pub mod elem;
@@ -61,6 +63,7 @@ pub mod tileops;
 pub mod value;
 
 pub use approx::ApproxFloat;
+pub use bitcast::BitWidth;
 pub use arith::{
     DeviceCmp, DeviceLogic, Operand, ScalarOperand, fma, full, iota, scalar, select, select_scalar,
     zeros,
