@@ -87,7 +87,7 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
         .collect();
     assert_eq!(
         configs,
-        ["topk_chunks KP=8 BN=1024 chunks=1", "topk_merge KP=8 MB=8"]
+        ["topk_chunks KP=8 BN=1024 chunks=1", "topk_sort KP=8"]
     );
     let mut o = ok.clone();
     o[4] = Operand::described("cand_i", 4, I32, &[33 * 8 - 1]);
@@ -129,9 +129,16 @@ fn the_ops_are_in_the_registry() {
         );
     }
     for c in sampling::representative_calls() {
-        // Top-k is two launches, except past 4096 merge candidates (the f32 [2, 300000] k 64 call).
-        let one_launch = c.op == sampling::ARGMAX || c.shapes[0][1] > 262144;
-        let n = if one_launch { 1 } else { 2 };
+        // Top-k is chunks then sort, with a selection between them for rows of several chunks
+        // (every representative top-k row past 1024 columns), and one launch past 4096 selection
+        // candidates (the f32 [2, 300000] k 64 call).
+        let n = if c.op == sampling::ARGMAX || c.shapes[0][1] > 262144 {
+            1
+        } else if c.shapes[0][1] > 1024 {
+            3
+        } else {
+            2
+        };
         assert_eq!(
             c.plan(&target(), false).unwrap().launches.len(),
             n,

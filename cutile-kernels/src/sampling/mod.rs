@@ -20,8 +20,9 @@
 //! ```
 //!
 //! argmax is one block per row (see `dsl`): decode batches of a few rows use few SMs. Top-k is two
-//! launches: every `BN`-wide chunk of a row keeps its own top-k (grid `T · chunks`, at least the SM
-//! count where the row allows), then one block per row merges the candidates; its operands are
+//! or three launches: every `BN`-wide chunk of a row keeps its own top-k set (grid `T · chunks`, at
+//! least the SM count where the row allows), one block per row of several chunks selects the row's
+//! set among the candidates, and one block per row sorts it; its operands are
 //! `[x, values, indices, cand_v, cand_i]`, the last two f32 / i32 scratch that is no user tensor
 //! ([`topk`] takes it from the stream's scratch buffer; planning without a device appends described
 //! ones: [`with_scratch`]). Rows with more than [`config::MB_MAX`] candidates take the one-launch form
@@ -42,6 +43,7 @@ use cutile_ir::ScalarType;
 
 use crate::op::{
     CallSpec, FLOATS, OpError, Operand, PlannedArg, PlannedLaunch, Target, execute, float_kernel,
+    grid_rows,
 };
 
 /// `[x, out]`.
@@ -75,7 +77,7 @@ pub fn topk<'a>(
     if let Some(split) = split_of(&operands, &target) {
         // One scratch buffer holds both candidate arrays: f32 values, then (256-byte aligned) i32
         // columns.
-        let n = split.candidates(operands[0].shape[0]);
+        let n = split.scratch(operands[0].shape[0]);
         let half = crate::op::ceil_div(n, 64) * 64;
         let s = crate::op::scratch::scratch(stream, "cand_v", ScalarType::F32, 2 * half)?;
         let cand_v = Operand {
@@ -119,7 +121,7 @@ pub fn with_scratch(op: &str, operands: &[Operand], target: &Target) -> Vec<Oper
         return out;
     }
     if let Some(split) = split_of(operands, target) {
-        let n = split.candidates(operands[0].shape[0]);
+        let n = split.scratch(operands[0].shape[0]);
         out.push(Operand::described("cand_v", 3, ScalarType::F32, &[n]));
         out.push(Operand::described("cand_i", 4, ScalarType::I32, &[n]));
     }
@@ -287,7 +289,9 @@ pub fn plan(
     }])
 }
 
-/// The two launches of a validated top-k call `[x, values, indices, cand_v, cand_i]` with `split`.
+/// The launches of a validated top-k call `[x, values, indices, cand_v, cand_i]` with `split`:
+/// `topk_chunks` into the candidates, `topk_select` into the selection region (rows of several
+/// chunks; one chunk's candidates already are the row's set), `topk_sort` into the outputs.
 fn plan_topk_split(
     operands: &[Operand],
     split: config::TopkSplit,
@@ -296,11 +300,11 @@ fn plan_topk_split(
     let op = TOPK;
     let (x, vals, idx) = (&operands[0], &operands[1], &operands[2]);
     let t = x.shape[0];
-    let n = split.candidates(t);
+    let n = split.scratch(t);
     let Some([cv, ci]) = operands.get(3..5) else {
         return Err(OpError::Unsupported {
             op,
-            what: "the two-launch top-k takes its candidate scratch (cand_v, cand_i): plan \
+            what: "the chunked top-k takes its candidate scratch (cand_v, cand_i): plan \
                    `with_scratch`'s operands"
                 .into(),
         });
@@ -308,54 +312,72 @@ fn plan_topk_split(
     for (o, dt) in [(cv, ScalarType::F32), (ci, ScalarType::I32)] {
         target_scratch(op, o, dt, n)?;
     }
-    let blocks = t * split.chunks;
-    crate::op::grid_rows(op, blocks)?;
     let config::TopkSplit { bn, chunks, kp, mb } = split;
-    let missing = |what: String| OpError::Unsupported {
+    let blocks = grid_rows(op, t * chunks)?;
+    let rows = grid_rows(op, t)?;
+    let missing = |what: &str| OpError::Unsupported {
         op,
         what: format!("no {} kernel for `{what}`", x.dtype),
     };
-    let c1 = format!("topk_chunks KP={kp} BN={bn}");
-    let stage1 = float_kernel!(x.dtype, |E| topk_chunks_kernel::<E>(kp, bn))
-        .flatten()
-        .ok_or_else(|| missing(c1.clone()))?;
-    let c2 = format!("topk_merge KP={kp} MB={mb}");
-    let stage2 = float_kernel!(x.dtype, |E| topk_merge_kernel::<E>(kp, mb))
-        .flatten()
-        .ok_or_else(|| missing(c2.clone()))?;
-    let view = |operand: usize, output: bool, shape: [i64; 2]| PlannedArg::Tensor {
+    // Views of the scratch arrays: `[r, w]` row-major from element `at`.
+    let view = |operand: usize, output: bool, [r, w]: [i64; 2], at: i64| PlannedArg::Tensor {
         operand,
         output,
-        shape: shape.to_vec(),
-        strides: vec![shape[1], 1],
-        offset: 0,
+        shape: vec![r, w],
+        strides: vec![w, 1],
+        offset: at,
     };
-    Ok(vec![
-        PlannedLaunch {
-            kernel: stage1,
+    let c1 = format!("topk_chunks KP={kp} BN={bn}");
+    let mut launches = vec![PlannedLaunch {
+        kernel: float_kernel!(x.dtype, |E| topk_chunks_kernel::<E>(kp, bn))
+            .flatten()
+            .ok_or_else(|| missing(&c1))?,
+        args: vec![
+            PlannedArg::whole(0, x, false),
+            PlannedArg::I32(k as i32),
+            PlannedArg::I32(chunks as i32),
+            view(3, true, [t * chunks, kp], 0),
+            view(4, true, [t * chunks, kp], 0),
+        ],
+        grid: Some((blocks, 1, 1)),
+        config: format!("{c1} chunks={chunks}"),
+    }];
+    // Where the row's `k` members are: the candidates themselves for one chunk per row.
+    let mut members = 0;
+    if chunks > 1 {
+        members = split.candidates(t);
+        let c2 = format!("topk_select KP={kp} MB={mb}");
+        launches.push(PlannedLaunch {
+            kernel: float_kernel!(x.dtype, |E| topk_select_kernel::<E>(kp, mb))
+                .flatten()
+                .ok_or_else(|| missing(&c2))?,
             args: vec![
-                PlannedArg::whole(0, x, false),
+                view(3, false, [t, chunks * kp], 0),
+                view(4, false, [t, chunks * kp], 0),
                 PlannedArg::I32(k as i32),
-                PlannedArg::I32(chunks as i32),
-                view(3, true, [blocks, kp]),
-                view(4, true, [blocks, kp]),
+                view(3, true, [t, kp], members),
+                view(4, true, [t, kp], members),
             ],
-            grid: None,
-            config: format!("{c1} chunks={chunks}"),
-        },
-        PlannedLaunch {
-            kernel: stage2,
-            args: vec![
-                view(3, false, [t, chunks * kp]),
-                view(4, false, [t, chunks * kp]),
-                PlannedArg::I32(k as i32),
-                PlannedArg::whole(1, vals, true),
-                PlannedArg::whole(2, idx, true),
-            ],
-            grid: None,
+            grid: Some((rows, 1, 1)),
             config: c2,
-        },
-    ])
+        });
+    }
+    let c3 = format!("topk_sort KP={kp}");
+    launches.push(PlannedLaunch {
+        kernel: float_kernel!(x.dtype, |E| topk_sort_kernel::<E>(kp))
+            .flatten()
+            .ok_or_else(|| missing(&c3))?,
+        args: vec![
+            view(3, false, [t, kp], members),
+            view(4, false, [t, kp], members),
+            PlannedArg::I32(k as i32),
+            PlannedArg::whole(1, vals, true),
+            PlannedArg::whole(2, idx, true),
+        ],
+        grid: Some((rows, 1, 1)),
+        config: c3,
+    });
+    Ok(launches)
 }
 
 /// Fails unless scratch operand `o` is contiguous `dt` with at least `n` elements.
@@ -399,8 +421,8 @@ fn topk_chunks_kernel<E: cutile::core::Float>(kp: i64, bn: i64) -> Option<cutile
     }
 }
 
-fn topk_merge_kernel<E: cutile::core::Float>(kp: i64, mb: i64) -> Option<cutile::dsl::Kernel> {
-    use kernels::topk_merge as k;
+fn topk_select_kernel<E: cutile::core::Float>(kp: i64, mb: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::topk_select as k;
     macro_rules! by_mb {
         ($kp:literal) => {
             match mb {
@@ -423,6 +445,17 @@ fn topk_merge_kernel<E: cutile::core::Float>(kp: i64, mb: i64) -> Option<cutile:
         16 => by_mb!(16),
         32 => by_mb!(32),
         64 => by_mb!(64),
+        _ => None,
+    }
+}
+
+fn topk_sort_kernel<E: cutile::core::Float>(kp: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::topk_sort as k;
+    match kp {
+        8 => Some(k::kernel::<E, 8>()),
+        16 => Some(k::kernel::<E, 16>()),
+        32 => Some(k::kernel::<E, 32>()),
+        64 => Some(k::kernel::<E, 64>()),
         _ => None,
     }
 }

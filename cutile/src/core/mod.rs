@@ -63,11 +63,11 @@ pub mod tileops;
 pub mod value;
 
 pub use approx::ApproxFloat;
-pub use bitcast::BitWidth;
 pub use arith::{
     DeviceCmp, DeviceLogic, Operand, ScalarOperand, fma, full, iota, scalar, select, select_scalar,
     zeros,
 };
+pub use bitcast::BitWidth;
 pub use cutile_ir::Padding;
 pub use elem::{
     ElementType, Float, Fp8, HostConst, Int, MmaOperand, Numeric, bf16, f8e4m3fn, f8e5m2, f16, tf32,
