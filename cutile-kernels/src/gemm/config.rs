@@ -16,11 +16,21 @@ pub struct GemmConfig {
     pub bm: i64,
     pub bn: i64,
     pub bk: i64,
+    /// Tile rows per band of the grouped tile order (the plain product's kernels; 1: row-major).
+    pub group: i64,
+    /// Worker warps per block (`num_worker_warps_per_cta`; 4 is tileiras's default).
+    pub workers: i32,
 }
+
+/// Tile rows per band of the plain product's grouped tile order by default (Triton's `GROUP_M`): a
+/// wave of 132 blocks then spans 8 row panels of `a` and about 17 column panels of `b` (49 MB at
+/// `8192³` bf16, within the H200's 50 MB L2), instead of every row panel of `a` (the previous
+/// one-tile-per-block order went down whole tile columns: 128 MB per wave at `8192³`).
+pub const GROUP: i64 = 8;
 
 impl Candidate for GemmConfig {
     fn name(&self) -> String {
-        format!(
+        let mut name = format!(
             "{} {}x{}x{}",
             if self.persistent {
                 "gemm_persistent"
@@ -30,7 +40,14 @@ impl Candidate for GemmConfig {
             self.bm,
             self.bn,
             self.bk
-        )
+        );
+        if self.group != GROUP {
+            name += &format!(" g{}", self.group);
+        }
+        if self.workers != 4 {
+            name += &format!(" w{}", self.workers);
+        }
+        name
     }
 }
 
@@ -69,6 +86,8 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
         bm,
         bn: 128,
         bk: depth(dtype),
+        group: GROUP,
+        workers: 4,
     }
 }
 
@@ -92,23 +111,38 @@ fn depth(dtype: ScalarType) -> i64 {
 
 /// Every configuration, the plain product's default ([`choose_product`]) first. 64x64 tiles are for products with fewer 64x128 tiles than
 /// SMs (decode shapes such as `16 x 8192 x 8192`: 64 blocks of 64x128 leave half of 132 SMs idle on a
-/// bandwidth-bound product; 64x64 gives 128).
+/// bandwidth-bound product; 64x64 gives 128). Products with at least one 128x256 tile per SM also try
+/// 128x256 tiles over 8 worker warps (two warpgroups share the 128x256 f32 accumulator, the form
+/// cuBLAS's sm_90 bf16 kernels use, and the one fp8 won with) and 128x128 over 8 workers; the
+/// default's row-major order (`group` 1) is a candidate too.
 pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
-    let mut all = vec![choose_product(target, dtype, m, n, k)];
+    let first = choose_product(target, dtype, m, n, k);
+    let mut all = vec![first];
     let narrow = ceil_div(m, 64) * ceil_div(n, 128) < target.sm_count as i64;
+    let cfg = |persistent, bm, bn, workers| GemmConfig {
+        persistent,
+        bm,
+        bn,
+        bk: depth(dtype),
+        group: GROUP,
+        workers,
+    };
     for persistent in [false, true] {
         for (bm, bn) in [(128, 128), (64, 128), (64, 64)] {
             if bn == 64 && !narrow {
                 continue;
             }
-            all.push(GemmConfig {
-                persistent,
-                bm,
-                bn,
-                bk: depth(dtype),
-            });
+            all.push(cfg(persistent, bm, bn, 4));
         }
     }
+    let wide = ceil_div(m, 128) * ceil_div(n, 256) >= target.sm_count as i64;
+    if wide && dtype != ScalarType::F32 {
+        for persistent in [false, true] {
+            all.push(cfg(persistent, 128, 256, 8));
+            all.push(cfg(persistent, 128, 128, 8));
+        }
+    }
+    all.push(GemmConfig { group: 1, ..first });
     let mut seen = std::collections::HashSet::new();
     all.retain(|c| seen.insert(*c));
     all

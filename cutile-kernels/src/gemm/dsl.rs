@@ -106,26 +106,39 @@ pub mod kernels {
         acc
     }
 
-    /// `c = a @ b` with `a: M x K`, `b: K x N`; block `(i, j)` computes the `BM x BN` tile `(i, j)` of `c`,
-    /// accumulating `BM x BK` by `BK x BN` products in f32. Edge tiles are zero-padded.
+    /// Output tile `(tm, tn)` of the `p`-th tile in grouped order: tiles go down `group` tile rows
+    /// before moving one tile column right (the last band of rows may be shorter), so the blocks in
+    /// flight at a time share a few row panels of `a` and a few column panels of `b`, which stay in
+    /// L2 (`group = 1`: row-major).
+    fn grouped_tile(
+        p: Scalar<i32>,
+        tiles_m: Scalar<i32>,
+        tiles_n: Scalar<i32>,
+        group: Scalar<i32>,
+    ) -> (Scalar<i32>, Scalar<i32>) {
+        let band = group * tiles_n;
+        let first = (p / band) * group;
+        let rows = (tiles_m - first).min(group);
+        let q = p % band;
+        (first + q % rows, q / rows)
+    }
+
+    /// `c = a @ b` with `a: M x K`, `b: K x N`; block `p` computes the `BM x BN` tile
+    /// [`grouped_tile`]`(p)` of `c`, accumulating `BM x BK` by `BK x BN` products in f32. Edge tiles
+    /// are zero-padded. Grid: the tile count of `c`.
     #[cutile::entry]
     pub fn gemm<E: ElementType, M: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
         a: &Tensor<E, S2<DYN, DYN>>,
         b: &Tensor<E, S2<DYN, DYN>>,
+        group: Scalar<i32>,
         c: &mut Tensor<E, S2<BM, BN>>,
     ) {
-        let (bm, bn, _) = block_id();
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
-        let mut acc = zeros::<f32, S2<BM, BN>>();
-        for k in 0..pa.num_tiles(1) {
-            acc = mma(
-                pa.load((bm, k)).cast::<M>(),
-                pb.load((k, bn)).cast::<M>(),
-                acc,
-            );
-        }
-        c.store(acc.cast::<E>());
+        let (tm, tn) = grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
+        let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
+        // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.
+        unsafe { c.store_at((tm, tn), acc.cast::<E>()) };
     }
 
     /// Batched `c[q] = a[q] @ b[q]` with `a: [B, M, K]`, `b: [B, K, N]`, `c: [B, M, N]` (any strides: a
@@ -156,7 +169,7 @@ pub mod kernels {
     }
 
     /// Persistent `c = a @ b`: launch with a fixed grid (e.g. one block per SM); block `p` computes output
-    /// tiles `p, p + grid, p + 2·grid, …` in row-major tile order.
+    /// tiles `p, p + grid, p + 2·grid, …` in the order of [`grouped_tile`].
     #[cutile::entry]
     pub fn gemm_persistent<
         E: ElementType,
@@ -167,6 +180,7 @@ pub mod kernels {
     >(
         a: &Tensor<E, S2<DYN, DYN>>,
         b: &Tensor<E, S2<DYN, DYN>>,
+        group: Scalar<i32>,
         c: &mut Tensor<E, S2<BM, BN>>,
     ) {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
@@ -176,8 +190,7 @@ pub mod kernels {
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let tm = tile / tiles_n;
-            let tn = tile % tiles_n;
+            let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, group);
             let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
             // SAFETY: tile indices `p + i·grid` are distinct across blocks, so no two blocks write the
             // same output tile.

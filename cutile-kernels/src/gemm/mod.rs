@@ -382,10 +382,19 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
             (true, 64, 128, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 128, 32>()),
             (true, 64, 64, 64) => Some(k::gemm_persistent::kernel::<E, M, 64, 64, 64>()),
             (true, 64, 64, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 64, 32>()),
+            (false, 128, 256, 64) => Some(k::gemm::kernel::<E, M, 128, 256, 64>()),
+            (true, 128, 256, 64) => Some(k::gemm_persistent::kernel::<E, M, 128, 256, 64>()),
             _ => None,
         }
     )
     .flatten()
+    .map(|kernel| {
+        if cfg.workers == 4 {
+            kernel
+        } else {
+            kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers)
+        }
+    })
     .ok_or_else(|| OpError::Unsupported {
         op: OP,
         what: format!(
@@ -406,12 +415,13 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
         op: OP,
         what: format!("no {} tile copy kernel", call.dtype),
     })?;
-    let grid = if cfg.persistent {
-        let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
-        Some((tiles.min(target.sm_count as i64).max(1) as u32, 1, 1))
+    let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
+    let blocks = if cfg.persistent {
+        tiles.min(target.sm_count as i64).max(1)
     } else {
-        None
+        tiles
     };
+    let grid = Some((crate::op::grid_rows(OP, blocks)?, 1, 1));
     let config = tuning::Candidate::name(cfg);
     // What the product reads or writes for operand `i`: its packed region, or the operand itself.
     let arg = |i: usize, output: bool| match call.packed[i] {
@@ -435,7 +445,12 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
     }
     out.push(PlannedLaunch {
         kernel,
-        args: vec![arg(0, false), arg(1, false), arg(2, true)],
+        args: vec![
+            arg(0, false),
+            arg(1, false),
+            PlannedArg::I32(cfg.group as i32),
+            arg(2, true),
+        ],
         grid,
         config: config.clone(),
     });

@@ -5,7 +5,7 @@
 //!
 //! ```ignore
 //! vector_add::kernels::vadd::<f32, 1024>(&a, &b, &mut c).launch(&stream)?;
-//! gemm::kernels::gemm_persistent::<bf16, bf16, 128, 128, 64>(&a, &b, &mut c).grid((132, 1, 1)).launch(&stream)?;
+//! gemm::kernels::gemm_persistent::<bf16, bf16, 128, 128, 64>(&a, &b, 8, &mut c).grid((132, 1, 1)).launch(&stream)?;
 //! ```
 //!
 //! The launcher only assembles a [`Launcher`] and its [`LaunchArgs`]; the rest of this module does the checks, the kernel cache (tracing and
