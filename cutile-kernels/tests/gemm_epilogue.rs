@@ -111,7 +111,7 @@ fn plans_one_launch_direct_and_two_split() {
     assert_eq!(l.len(), 1);
     assert!(l[0].kernel.name().starts_with("gemm_epilogue"));
     assert_eq!(l[0].grid, Some((132, 1, 1)), "persistent: one block per SM");
-    assert_eq!(l[0].args.len(), 5);
+    assert_eq!(l[0].args.len(), 6, "a, b, bias, residual, group, c");
 
     let ops = call(&FULL, BF16, BF16, 512, 512, 65536);
     assert_eq!(ops.len(), 6, "split-K appends its scratch");

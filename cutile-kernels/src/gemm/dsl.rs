@@ -216,7 +216,8 @@ pub mod kernels {
     }
 
     /// `c = act(a @ b + bias) + residual` (see the module docs), persistent: block `p` computes output
-    /// tiles `p, p + grid, …` (a grid of one block per tile makes it one tile per block). `bias` is the
+    /// tiles `p, p + grid, …` in the order of [`grouped_tile`] (a grid of one block per tile makes it
+    /// one tile per block). `bias` is the
     /// `[1, N]` view of the bias vector, `c` of type `O`, `residual` `[M, N]` of type `R`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
@@ -235,6 +236,7 @@ pub mod kernels {
         b: &Tensor<E, S2<DYN, DYN>>,
         bias: &Tensor<E, S2<DYN, DYN>>,
         residual: &Tensor<R, S2<DYN, DYN>>,
+        group: Scalar<i32>,
         c: &mut Tensor<O, S2<BM, BN>>,
     ) {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
@@ -244,8 +246,7 @@ pub mod kernels {
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let tm = tile / tiles_n;
-            let tn = tile % tiles_n;
+            let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, group);
             let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
             let out =
                 super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
@@ -254,8 +255,8 @@ pub mod kernels {
         }
     }
 
-    /// [`gemm_epilogue`] with one output tile per block: block `(i, j)` computes tile `(i, j)`, so the
-    /// grid is the output's tiles `(ceil(M / BM), ceil(N / BN))`. The host takes this form whenever
+    /// [`gemm_epilogue`] with one output tile per block: block `p` computes tile
+    /// [`grouped_tile`]`(p)`, so the grid is the output's tile count. The host takes this form whenever
     /// every tile has its own block: without the tile loop's index arithmetic it is the faster one
     /// (H200, `16 x 8192 x 8192` bf16, 64 blocks either way: 48 µs against 55 µs).
     #[cutile::entry]
@@ -275,15 +276,16 @@ pub mod kernels {
         b: &Tensor<E, S2<DYN, DYN>>,
         bias: &Tensor<E, S2<DYN, DYN>>,
         residual: &Tensor<R, S2<DYN, DYN>>,
+        group: Scalar<i32>,
         c: &mut Tensor<O, S2<BM, BN>>,
     ) {
-        let (tm, tn, _) = block_id();
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
+        let (tm, tn) = grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
         let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
-        c.store(super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(
-            acc, tm, tn, bias, residual,
-        ));
+        let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
+        // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.
+        unsafe { c.store_at((tm, tn), out) };
     }
 
     /// Split-K partial products: block `(i, j, s)` accumulates the `s`-th of `grid.z` equal ranges of

@@ -493,26 +493,14 @@ pub fn plan_epilogue_with(
     let c = PlannedArg::whole(2, &ops[2], true);
     match sched {
         Schedule::Direct(cfg) => {
-            let (tiles_m, tiles_n) = (ceil_div(call.m, cfg.bm), ceil_div(call.n, cfg.bn));
-            let tiles = tiles_m * tiles_n;
-            // One tile per block on a 2-D grid, unless persistent or past the grid's y limit.
-            let looped = cfg.persistent || tiles_n > 65535 || tiles_m > u32::MAX as i64;
-            let kernel = direct_kernel(&cfg, looped, call.dtype, call.out, act, flags)?;
-            let grid = if !looped {
-                (tiles_m, tiles_n)
-            } else if cfg.persistent {
-                (tiles.min(target.sm_count as i64).max(1), 1)
+            let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
+            // One tile per block unless persistent; either way in grouped tile order.
+            let kernel = direct_kernel(&cfg, cfg.persistent, call.dtype, call.out, act, flags)?;
+            let blocks = if cfg.persistent {
+                tiles.min(target.sm_count as i64).max(1)
             } else {
-                (tiles, 1)
+                tiles
             };
-            let too_many = || OpError::Unsupported {
-                op: OP,
-                what: format!("{tiles} output tiles exceed the grid's limit"),
-            };
-            let grid = (
-                u32::try_from(grid.0).map_err(|_| too_many())?,
-                u32::try_from(grid.1).map_err(|_| too_many())?,
-            );
             Ok(vec![PlannedLaunch {
                 kernel,
                 args: vec![
@@ -520,9 +508,10 @@ pub fn plan_epilogue_with(
                     PlannedArg::whole(1, &ops[1], false),
                     bias,
                     residual,
+                    PlannedArg::I32(cfg.group as i32),
                     c,
                 ],
-                grid: Some((grid.0, grid.1, 1)),
+                grid: Some((crate::op::grid_rows(OP, blocks)?, 1, 1)),
                 config: format!(
                     "gemm_epilogue {}x{}x{}{}",
                     cfg.bm,
