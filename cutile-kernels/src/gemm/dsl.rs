@@ -75,6 +75,23 @@ pub fn finish_tile<
     y.cast::<O>()
 }
 
+/// Output tile `(tm, tn)` of the `p`-th tile in grouped order: tiles go down `group` tile rows
+/// before moving one tile column right (the last band of rows may be shorter), so the blocks in
+/// flight at a time share a few row panels of `a` and a few column panels of `b`, which stay in
+/// L2 (`group = 1`: row-major).
+pub fn grouped_tile(
+    p: Scalar<i32>,
+    tiles_m: Scalar<i32>,
+    tiles_n: Scalar<i32>,
+    group: Scalar<i32>,
+) -> (Scalar<i32>, Scalar<i32>) {
+    let band = group * tiles_n;
+    let first = (p / band) * group;
+    let rows = (tiles_m - first).min(group);
+    let q = p % band;
+    (first + q % rows, q / rows)
+}
+
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
@@ -106,25 +123,8 @@ pub mod kernels {
         acc
     }
 
-    /// Output tile `(tm, tn)` of the `p`-th tile in grouped order: tiles go down `group` tile rows
-    /// before moving one tile column right (the last band of rows may be shorter), so the blocks in
-    /// flight at a time share a few row panels of `a` and a few column panels of `b`, which stay in
-    /// L2 (`group = 1`: row-major).
-    fn grouped_tile(
-        p: Scalar<i32>,
-        tiles_m: Scalar<i32>,
-        tiles_n: Scalar<i32>,
-        group: Scalar<i32>,
-    ) -> (Scalar<i32>, Scalar<i32>) {
-        let band = group * tiles_n;
-        let first = (p / band) * group;
-        let rows = (tiles_m - first).min(group);
-        let q = p % band;
-        (first + q % rows, q / rows)
-    }
-
     /// `c = a @ b` with `a: M x K`, `b: K x N`; block `p` computes the `BM x BN` tile
-    /// [`grouped_tile`]`(p)` of `c`, accumulating `BM x BK` by `BK x BN` products in f32. Edge tiles
+    /// [`super::grouped_tile`]`(p)` of `c`, accumulating `BM x BK` by `BK x BN` products in f32. Edge tiles
     /// are zero-padded. Grid: the tile count of `c`.
     #[cutile::entry]
     pub fn gemm<E: ElementType, M: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
@@ -135,7 +135,7 @@ pub mod kernels {
     ) {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
-        let (tm, tn) = grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
+        let (tm, tn) = super::grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
         let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
         // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.
         unsafe { c.store_at((tm, tn), acc.cast::<E>()) };
@@ -169,7 +169,7 @@ pub mod kernels {
     }
 
     /// Persistent `c = a @ b`: launch with a fixed grid (e.g. one block per SM); block `p` computes output
-    /// tiles `p, p + grid, p + 2·grid, …` in the order of [`grouped_tile`].
+    /// tiles `p, p + grid, p + 2·grid, …` in the order of [`super::grouped_tile`].
     #[cutile::entry]
     pub fn gemm_persistent<
         E: ElementType,
@@ -190,7 +190,7 @@ pub mod kernels {
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, group);
+            let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);
             let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
             // SAFETY: tile indices `p + i·grid` are distinct across blocks, so no two blocks write the
             // same output tile.
@@ -216,7 +216,7 @@ pub mod kernels {
     }
 
     /// `c = act(a @ b + bias) + residual` (see the module docs), persistent: block `p` computes output
-    /// tiles `p, p + grid, …` in the order of [`grouped_tile`] (a grid of one block per tile makes it
+    /// tiles `p, p + grid, …` in the order of [`super::grouped_tile`] (a grid of one block per tile makes it
     /// one tile per block). `bias` is the
     /// `[1, N]` view of the bias vector, `c` of type `O`, `residual` `[M, N]` of type `R`.
     #[cutile::entry]
@@ -246,7 +246,7 @@ pub mod kernels {
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let (tm, tn) = grouped_tile(tile, tiles_m, tiles_n, group);
+            let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);
             let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
             let out =
                 super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
@@ -256,7 +256,7 @@ pub mod kernels {
     }
 
     /// [`gemm_epilogue`] with one output tile per block: block `p` computes tile
-    /// [`grouped_tile`]`(p)`, so the grid is the output's tile count. The host takes this form whenever
+    /// [`super::grouped_tile`]`(p)`, so the grid is the output's tile count. The host takes this form whenever
     /// every tile has its own block: without the tile loop's index arithmetic it is the faster one
     /// (H200, `16 x 8192 x 8192` bf16, 64 blocks either way: 48 µs against 55 µs).
     #[cutile::entry]
@@ -281,7 +281,7 @@ pub mod kernels {
     ) {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
-        let (tm, tn) = grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
+        let (tm, tn) = super::grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
         let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
         let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
         // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.

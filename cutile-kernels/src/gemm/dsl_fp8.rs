@@ -1,6 +1,7 @@
 //! The fp8 GEMM kernels: `c = scale(a @ b)` with e4m3 or e5m2 operands (`F`), f32 accumulation on the
 //! tensor cores and an output of type `O` (bf16 or f32), persistent (block `p` computes output tiles
-//! `p, p + grid, …`; a grid of one block per tile makes it one tile per block).
+//! `p, p + grid, …` in the GEMM family's grouped order; a grid of one block per tile makes it one tile
+//! per block).
 //!
 //! - [`kernels::gemm_fp8_scaled`]: one scale per tensor or per row of `a` and column of `b`, applied
 //!   once to the f32 accumulator (`acc · sa[row] · sb[col]`); `ROWWISE` selects which.
@@ -52,6 +53,7 @@ pub mod kernels {
         b: &Tensor<F, S2<DYN, DYN>>,
         sa: &Tensor<f32, S2<DYN, DYN>>,
         sb: &Tensor<f32, S2<DYN, DYN>>,
+        group: Scalar<i32>,
         c: &mut Tensor<O, S2<BM, BN>>,
     ) {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
@@ -61,8 +63,7 @@ pub mod kernels {
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let tm = tile / tiles_n;
-            let tn = tile % tiles_n;
+            let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in 0..k_tiles {
                 acc = product::<F, BM, BN, BK, FAST>(pa.load((tm, k)), pb.load((k, tn)), acc);
@@ -103,6 +104,7 @@ pub mod kernels {
         b: &Tensor<F, S2<DYN, DYN>>,
         sa: &Tensor<f32, S2<DYN, DYN>>,
         sb: &Tensor<f32, S2<DYN, DYN>>,
+        group: Scalar<i32>,
         c: &mut Tensor<O, S2<BM, BN>>,
     ) {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
@@ -114,8 +116,7 @@ pub mod kernels {
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let tm = tile / tiles_n;
-            let tn = tile % tiles_n;
+            let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in 0..k_tiles {
                 let part = product::<F, BM, BN, BK, FAST>(

@@ -686,6 +686,7 @@ fn launches(cfg: &Fp8Config, call: &Call, target: &Target) -> Result<Vec<Planned
             PlannedArg::whole(1, &call.ops[1], false),
             view(2, &call.scale_views[0]),
             view(3, &call.scale_views[1]),
+            PlannedArg::I32(super::config::GROUP as i32),
             PlannedArg::whole(4, &call.ops[4], true),
         ],
         grid,
