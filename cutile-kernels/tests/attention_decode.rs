@@ -138,13 +138,21 @@ fn splits_follow_the_sm_count_and_the_capacity() {
     assert_eq!(p[0].grid, Some((1, 8, 2)));
     let p = launches(OP, "bf16", &[&[1, 8, 1, 64], &[1, 8, 100, 64]]);
     assert_eq!(p.len(), 1);
-    // The paged key tile is the block size up to 64.
+    // Pages under 64 tokens: a key tile of four pages (loaded page by page); larger pages: 64 keys.
+    for (bs, want) in [(16, "BN=64 pages=4x16 "), (32, "BN=128 pages=4x32 ")] {
+        let p = launches(
+            OP_PAGED,
+            "bf16",
+            &[&[2, 32, 1, 128], &[100, bs, 8, 128], &[2, 50]],
+        );
+        assert!(p[0].config.contains(want), "{}", p[0].config);
+    }
     let p = launches(
         OP_PAGED,
         "bf16",
-        &[&[2, 32, 1, 128], &[100, 16, 8, 128], &[2, 50]],
+        &[&[2, 32, 1, 128], &[100, 64, 8, 128], &[2, 50]],
     );
-    assert!(p[0].config.contains("BN=16"), "{}", p[0].config);
+    assert!(!p[0].config.contains("pages"), "{}", p[0].config);
     let p = launches(
         OP_PAGED,
         "bf16",

@@ -366,11 +366,15 @@ pub mod kernels {
             let tq = qs
                 .load_tile_padded::<S3<BM, 1, D>>((qt, h, 0), Padding::Zero)
                 .reshape::<S2<BM, D>>();
+            // A sequence without keys loads none; its views still get one row (the host passes `k`, `v`
+            // with at least one) so that no view has an empty extent.
+            let kv0 = k0.min(k.dim(0) - 1i32);
+            let kv_rows = len_k.max(1i32);
             let pk = k
-                .narrow(0, k0, len_k)
+                .narrow(0, kv0, kv_rows)
                 .partition_padded::<S3<BN, 1, D>>(Padding::Zero);
             let pv = v
-                .narrow(0, k0, len_k)
+                .narrow(0, kv0, kv_rows)
                 .partition_padded::<S3<BN, 1, D>>(Padding::Zero);
             let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
             let off = shift + bottom_right * (len_k - len_q);

@@ -141,9 +141,200 @@ pub mod kernels {
         (m_new, l_new, acc_new)
     }
 
+    /// Key tile `j` (`BN` keys from `j·BN`) of `(b, kvh)` folded into the state. With `PB == BN` one
+    /// tile load each for K and V ([`kv_tile`]); with `4·PB == BN` (paged caches of `PB`-token pages)
+    /// four pages per tile ([`page_step`]). `MASKED`: the tail, where values of keys past `len` are
+    /// zeroed and scores of keys after a query's position masked.
+    #[allow(clippy::too_many_arguments)]
+    fn key_step<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+        const PB: i32,
+        const MASKED: bool,
+    >(
+        tq: Tile<E, S2<M, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        at: (Scalar<i32>, Scalar<i32>, Scalar<i32>),
+        len: Scalar<i32>,
+        sq: Scalar<i32>,
+        qk_scale: Scalar<f32>,
+        st: State<M, D>,
+    ) -> State<M, D> {
+        let (b, kvh, j) = at;
+        let mut out = st;
+        if PB == BN {
+            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
+            let mut tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
+            let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
+            if MASKED {
+                let (s_m, tv_m) = mask_keys::<E, M, BN, D>(s, tv, j * BN, len, sq);
+                s = s_m;
+                tv = tv_m;
+            }
+            out = softmax_step::<E, M, BN, D, MASKED>(s, tv, qk_scale, st);
+        } else {
+            out = page_step::<E, M, BN, D, PB, MASKED>(
+                tq,
+                k,
+                v,
+                block_table,
+                at,
+                len,
+                sq,
+                qk_scale,
+                st,
+            );
+        }
+        out
+    }
+
+    /// Scores of keys `key0 ..` after each query's last visible key (row `r`: `len − Sq + r % Sq`) set
+    /// to −inf, and value rows of keys at or past `len` set to 0 (whatever the cache holds there).
+    fn mask_keys<E: MmaOperand<f32>, const M: i32, const N: i32, const D: i32>(
+        s: Tile<f32, S2<M, N>>,
+        tv: Tile<E, S2<N, D>>,
+        key0: Scalar<i32>,
+        len: Scalar<i32>,
+        sq: Scalar<i32>,
+    ) -> (Tile<f32, S2<M, N>>, Tile<E, S2<N, D>>) {
+        let keys = iota::<N>() + key0;
+        let in_seq = (keys < len).reshape::<S2<N, 1>>().broadcast::<S2<N, D>>();
+        let last = ((iota::<M>() % sq) + (len - sq))
+            .reshape::<S2<M, 1>>()
+            .broadcast::<S2<M, N>>();
+        let visible = keys.reshape::<S2<1, N>>().broadcast::<S2<M, N>>() <= last;
+        (
+            select(visible, s, f32::NEG_INFINITY),
+            select(in_seq, tv, 0.0),
+        )
+    }
+
+    /// The four pages of key tile `j` (pages `4j .. 4j + 4` of sequence `b`, `PB` rows each): their
+    /// block ids, the table read only for pages that hold a key below `len`; a page past it takes the
+    /// tile's first page (which holds key `j·BN < len`, so it is in use), whose rows the mask discards.
+    fn page_ids<const PB: i32>(
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        b: Scalar<i32>,
+        j: Scalar<i32>,
+        len: Scalar<i32>,
+    ) -> Tile<i32, S1<4>> {
+        let pages = iota::<4>() + j * 4i32;
+        let used = pages * PB < len;
+        let ids = block_table.gather((b.splat::<S1<4>>(), pages), Some(used), 0);
+        let first = ids.extract::<S1<1>>(&[0]).broadcast::<S1<4>>();
+        select(used, ids, first)
+    }
+
+    /// Element `i` of a 4-element tile as a scalar.
+    fn pick4(t: Tile<i32, S1<4>>, i: i32) -> Scalar<i32> {
+        t.extract::<S1<1>>(&[i]).reshape::<S0>().to_scalar()
+    }
+
+    /// Rows `0 .. PB` of page `page`, KV head `kvh`, of a paged cache `[blocks, PB, Hkv, D]`.
+    fn page_rows<E: ElementType, const PB: i32, const D: i32>(
+        t: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        page: Scalar<i32>,
+        kvh: Scalar<i32>,
+    ) -> Tile<E, S2<PB, D>> {
+        t.load_tile::<S4<1, PB, 1, D>>((page, 0, kvh, 0))
+            .reshape::<S2<PB, D>>()
+    }
+
+    /// [`key_step`] over four `PB`-token pages (`BN = 4·PB` keys): eight independent page loads (K and
+    /// V), four `M × PB` score tiles, one softmax update over all of them and four `P·V` products.
+    #[allow(clippy::too_many_arguments)]
+    fn page_step<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PB: i32,
+        const MASKED: bool,
+    >(
+        tq: Tile<E, S2<M, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        at: (Scalar<i32>, Scalar<i32>, Scalar<i32>),
+        len: Scalar<i32>,
+        sq: Scalar<i32>,
+        qk_scale: Scalar<f32>,
+        st: State<M, D>,
+    ) -> State<M, D> {
+        let (b, kvh, j) = at;
+        let ids = page_ids::<PB>(block_table, b, j, len);
+        let (p0, p1, p2, p3) = (pick4(ids, 0), pick4(ids, 1), pick4(ids, 2), pick4(ids, 3));
+        let k0 = page_rows::<E, PB, D>(k, p0, kvh);
+        let k1 = page_rows::<E, PB, D>(k, p1, kvh);
+        let k2 = page_rows::<E, PB, D>(k, p2, kvh);
+        let k3 = page_rows::<E, PB, D>(k, p3, kvh);
+        let mut v0 = page_rows::<E, PB, D>(v, p0, kvh);
+        let mut v1 = page_rows::<E, PB, D>(v, p1, kvh);
+        let mut v2 = page_rows::<E, PB, D>(v, p2, kvh);
+        let mut v3 = page_rows::<E, PB, D>(v, p3, kvh);
+        let mut s0 = mma(tq, k0.transpose(), zeros::<f32, S2<M, PB>>());
+        let mut s1 = mma(tq, k1.transpose(), zeros::<f32, S2<M, PB>>());
+        let mut s2 = mma(tq, k2.transpose(), zeros::<f32, S2<M, PB>>());
+        let mut s3 = mma(tq, k3.transpose(), zeros::<f32, S2<M, PB>>());
+        if MASKED {
+            let key0 = j * BN;
+            let (m0, w0) = mask_keys::<E, M, PB, D>(s0, v0, key0, len, sq);
+            let (m1, w1) = mask_keys::<E, M, PB, D>(s1, v1, key0 + PB, len, sq);
+            let (m2, w2) = mask_keys::<E, M, PB, D>(s2, v2, key0 + 2 * PB, len, sq);
+            let (m3, w3) = mask_keys::<E, M, PB, D>(s3, v3, key0 + 3 * PB, len, sq);
+            s0 = m0;
+            s1 = m1;
+            s2 = m2;
+            s3 = m3;
+            v0 = w0;
+            v1 = w1;
+            v2 = w2;
+            v3 = w3;
+        }
+        let (m, l, acc) = st;
+        let tile_max = s0
+            .amax::<1>()
+            .max(s1.amax::<1>())
+            .max(s2.amax::<1>())
+            .max(s3.amax::<1>());
+        let m_new = m.max(tile_max * qk_scale);
+        let mut m_ref = m_new;
+        if MASKED {
+            m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
+        }
+        let neg = (-m_ref).broadcast::<S2<M, PB>>();
+        let e0 = fma(s0, qk_scale, neg).exp2_ftz();
+        let e1 = fma(s1, qk_scale, neg).exp2_ftz();
+        let e2 = fma(s2, qk_scale, neg).exp2_ftz();
+        let e3 = fma(s3, qk_scale, neg).exp2_ftz();
+        let alpha = (m - m_ref).exp2_ftz();
+        let l_new = fma(
+            l,
+            alpha,
+            e0.sum::<1>() + e1.sum::<1>() + e2.sum::<1>() + e3.sum::<1>(),
+        );
+        let acc = mma(e0.cast::<E>(), v0, acc * alpha.broadcast::<S2<M, D>>());
+        let acc = mma(e1.cast::<E>(), v1, acc);
+        let acc = mma(e2.cast::<E>(), v2, acc);
+        let acc = mma(e3.cast::<E>(), v3, acc);
+        (m_new, l_new, acc)
+    }
+
     /// The online softmax of block `(b, kvh, split)` over its key range (see the module docs).
     #[allow(clippy::too_many_arguments)]
-    fn attend<E: MmaOperand<f32>, const M: i32, const BN: i32, const D: i32, const PAGED: bool>(
+    fn attend<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+        const PB: i32,
+    >(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
@@ -177,25 +368,30 @@ pub mod kernels {
             zeros::<f32, S2<M, D>>(),
         );
         for j in t_lo..t_full {
-            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
-            let tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
-            st = softmax_step::<E, M, BN, D, false>(s, tv, qk_scale, st);
+            st = key_step::<E, M, BN, D, PAGED, PB, false>(
+                tq,
+                k,
+                v,
+                block_table,
+                (b, kvh, j),
+                len,
+                sq,
+                qk_scale,
+                st,
+            );
         }
-        // The last visible key of row r (query i = r % Sq) is len − Sq + i.
-        let last = ((iota::<M>() % sq) + (len - sq))
-            .reshape::<S2<M, 1>>()
-            .broadcast::<S2<M, BN>>();
         for j in t_full..t_end {
-            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
-            let tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
-            let keys = iota::<BN>() + j * BN;
-            let in_seq = (keys < len).reshape::<S2<BN, 1>>().broadcast::<S2<BN, D>>();
-            let tv = select(in_seq, tv, 0.0);
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
-            let visible = keys.reshape::<S2<1, BN>>().broadcast::<S2<M, BN>>() <= last;
-            let s = select(visible, s, f32::NEG_INFINITY);
-            st = softmax_step::<E, M, BN, D, true>(s, tv, qk_scale, st);
+            st = key_step::<E, M, BN, D, PAGED, PB, true>(
+                tq,
+                k,
+                v,
+                block_table,
+                (b, kvh, j),
+                len,
+                sq,
+                qk_scale,
+                st,
+            );
         }
         st
     }
@@ -251,6 +447,7 @@ pub mod kernels {
         const BN: i32,
         const D: i32,
         const PAGED: bool,
+        const PB: i32,
     >(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
@@ -264,7 +461,7 @@ pub mod kernels {
     ) {
         let (b, kvh, split) = block_id();
         let (_, hkv, _) = num_blocks();
-        let st = attend::<E, M, BN, D, PAGED>(
+        let st = attend::<E, M, BN, D, PAGED, PB>(
             q,
             k,
             v,
@@ -295,6 +492,7 @@ pub mod kernels {
         const BN: i32,
         const D: i32,
         const PAGED: bool,
+        const PB: i32,
     >(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
@@ -308,7 +506,7 @@ pub mod kernels {
     ) {
         let (b, kvh, _) = block_id();
         let group = q.dim(1) / kv_heads::<E, D, PAGED>(k);
-        let st = attend::<E, M, BN, D, PAGED>(
+        let st = attend::<E, M, BN, D, PAGED, PB>(
             q,
             k,
             v,
