@@ -10,9 +10,12 @@
 //!
 //! Tiles visible to every query run unmasked; the rest (the sequence's tail) mask the scores to −inf and
 //! zero the value rows past `len`, so whatever the cache holds there (stale data, NaN) never reaches the
-//! output. A tile never crosses the cache's capacity (contiguous: padded load past `S_max`) nor a page
-//! (paged: `BN` divides the block size), and the block table is read only for pages holding keys below
-//! `len`. `len` is `seq_lens[b]` clamped to `[0, capacity]`.
+//! output. A tile never crosses the cache's capacity (contiguous: padded load past `S_max`). Paged
+//! caches with pages of at least `BN` tokens load a tile from within one page (`BN` divides the block
+//! size); smaller pages (`PB` tokens, `BN = 4·PB`) load the four pages of a tile separately and
+//! concatenate them; a page past `len` is replaced by the tile's first page (whose rows the mask then
+//! discards). The block table is read only for pages holding keys below `len`. `len` is `seq_lens[b]`
+//! clamped to `[0, capacity]`.
 //!
 //! Caches: contiguous `[B, Hkv, S_max, D]`, or paged `[blocks, block_size, Hkv, D]` (vLLM) with
 //! `block_table: [B, max_blocks]` (key `p` of sequence `b` is row `p % block_size` of block
@@ -143,8 +146,9 @@ pub mod kernels {
 
     /// Key tile `j` (`BN` keys from `j·BN`) of `(b, kvh)` folded into the state. With `PB == BN` one
     /// tile load each for K and V ([`kv_tile`]); with `4·PB == BN` (paged caches of `PB`-token pages)
-    /// four pages per tile ([`page_step`]). `MASKED`: the tail, where values of keys past `len` are
-    /// zeroed and scores of keys after a query's position masked.
+    /// four page loads each, concatenated ([`pages_tile`]; four separate score tiles instead spilled
+    /// 4 KB per thread in ptxas). `MASKED`: the tail, where values of keys past `len` are zeroed and
+    /// scores of keys after a query's position masked.
     #[allow(clippy::too_many_arguments)]
     fn key_step<
         E: MmaOperand<f32>,
@@ -178,17 +182,16 @@ pub mod kernels {
             }
             out = softmax_step::<E, M, BN, D, MASKED>(s, tv, qk_scale, st);
         } else {
-            out = page_step::<E, M, BN, D, PB, MASKED>(
-                tq,
-                k,
-                v,
-                block_table,
-                at,
-                len,
-                sq,
-                qk_scale,
-                st,
-            );
+            let ids = page_ids::<PB>(block_table, b, j, len);
+            let tk = pages_tile::<E, BN, D, PB>(k, ids, kvh);
+            let mut tv = pages_tile::<E, BN, D, PB>(v, ids, kvh);
+            let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
+            if MASKED {
+                let (s_m, tv_m) = mask_keys::<E, M, BN, D>(s, tv, j * BN, len, sq);
+                s = s_m;
+                tv = tv_m;
+            }
+            out = softmax_step::<E, M, BN, D, MASKED>(s, tv, qk_scale, st);
         }
         out
     }
@@ -245,84 +248,20 @@ pub mod kernels {
             .reshape::<S2<PB, D>>()
     }
 
-    /// [`key_step`] over four `PB`-token pages (`BN = 4·PB` keys): eight independent page loads (K and
-    /// V), four `M × PB` score tiles, one softmax update over all of them and four `P·V` products.
-    #[allow(clippy::too_many_arguments)]
-    fn page_step<
-        E: MmaOperand<f32>,
-        const M: i32,
-        const BN: i32,
-        const D: i32,
-        const PB: i32,
-        const MASKED: bool,
-    >(
-        tq: Tile<E, S2<M, D>>,
-        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
-        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
-        block_table: &Tensor<i32, S2<DYN, DYN>>,
-        at: (Scalar<i32>, Scalar<i32>, Scalar<i32>),
-        len: Scalar<i32>,
-        sq: Scalar<i32>,
-        qk_scale: Scalar<f32>,
-        st: State<M, D>,
-    ) -> State<M, D> {
-        let (b, kvh, j) = at;
-        let ids = page_ids::<PB>(block_table, b, j, len);
-        let (p0, p1, p2, p3) = (pick4(ids, 0), pick4(ids, 1), pick4(ids, 2), pick4(ids, 3));
-        let k0 = page_rows::<E, PB, D>(k, p0, kvh);
-        let k1 = page_rows::<E, PB, D>(k, p1, kvh);
-        let k2 = page_rows::<E, PB, D>(k, p2, kvh);
-        let k3 = page_rows::<E, PB, D>(k, p3, kvh);
-        let mut v0 = page_rows::<E, PB, D>(v, p0, kvh);
-        let mut v1 = page_rows::<E, PB, D>(v, p1, kvh);
-        let mut v2 = page_rows::<E, PB, D>(v, p2, kvh);
-        let mut v3 = page_rows::<E, PB, D>(v, p3, kvh);
-        let mut s0 = mma(tq, k0.transpose(), zeros::<f32, S2<M, PB>>());
-        let mut s1 = mma(tq, k1.transpose(), zeros::<f32, S2<M, PB>>());
-        let mut s2 = mma(tq, k2.transpose(), zeros::<f32, S2<M, PB>>());
-        let mut s3 = mma(tq, k3.transpose(), zeros::<f32, S2<M, PB>>());
-        if MASKED {
-            let key0 = j * BN;
-            let (m0, w0) = mask_keys::<E, M, PB, D>(s0, v0, key0, len, sq);
-            let (m1, w1) = mask_keys::<E, M, PB, D>(s1, v1, key0 + PB, len, sq);
-            let (m2, w2) = mask_keys::<E, M, PB, D>(s2, v2, key0 + 2 * PB, len, sq);
-            let (m3, w3) = mask_keys::<E, M, PB, D>(s3, v3, key0 + 3 * PB, len, sq);
-            s0 = m0;
-            s1 = m1;
-            s2 = m2;
-            s3 = m3;
-            v0 = w0;
-            v1 = w1;
-            v2 = w2;
-            v3 = w3;
-        }
-        let (m, l, acc) = st;
-        let tile_max = s0
-            .amax::<1>()
-            .max(s1.amax::<1>())
-            .max(s2.amax::<1>())
-            .max(s3.amax::<1>());
-        let m_new = m.max(tile_max * qk_scale);
-        let mut m_ref = m_new;
-        if MASKED {
-            m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
-        }
-        let neg = (-m_ref).broadcast::<S2<M, PB>>();
-        let e0 = fma(s0, qk_scale, neg).exp2_ftz();
-        let e1 = fma(s1, qk_scale, neg).exp2_ftz();
-        let e2 = fma(s2, qk_scale, neg).exp2_ftz();
-        let e3 = fma(s3, qk_scale, neg).exp2_ftz();
-        let alpha = (m - m_ref).exp2_ftz();
-        let l_new = fma(
-            l,
-            alpha,
-            e0.sum::<1>() + e1.sum::<1>() + e2.sum::<1>() + e3.sum::<1>(),
-        );
-        let acc = mma(e0.cast::<E>(), v0, acc * alpha.broadcast::<S2<M, D>>());
-        let acc = mma(e1.cast::<E>(), v1, acc);
-        let acc = mma(e2.cast::<E>(), v2, acc);
-        let acc = mma(e3.cast::<E>(), v3, acc);
-        (m_new, l_new, acc)
+    /// The `BN = 4·PB` rows of the four pages `ids` (KV head `kvh`) as one tile: four page loads,
+    /// concatenated.
+    fn pages_tile<E: ElementType, const BN: i32, const D: i32, const PB: i32>(
+        t: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        ids: Tile<i32, S1<4>>,
+        kvh: Scalar<i32>,
+    ) -> Tile<E, S2<BN, D>> {
+        let r0 = page_rows::<E, PB, D>(t, pick4(ids, 0), kvh).reshape::<S3<1, PB, D>>();
+        let r1 = page_rows::<E, PB, D>(t, pick4(ids, 1), kvh).reshape::<S3<1, PB, D>>();
+        let r2 = page_rows::<E, PB, D>(t, pick4(ids, 2), kvh).reshape::<S3<1, PB, D>>();
+        let r3 = page_rows::<E, PB, D>(t, pick4(ids, 3), kvh).reshape::<S3<1, PB, D>>();
+        let a = cat::<0, _, _, _, S3<2, PB, D>>(r0, r1);
+        let b = cat::<0, _, _, _, S3<2, PB, D>>(r2, r3);
+        cat::<0, _, _, _, S3<4, PB, D>>(a, b).reshape::<S2<BN, D>>()
     }
 
     /// The online softmax of block `(b, kvh, split)` over its key range (see the module docs).
