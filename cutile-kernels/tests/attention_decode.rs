@@ -138,8 +138,8 @@ fn splits_follow_the_sm_count_and_the_capacity() {
     assert_eq!(p[0].grid, Some((1, 8, 2)));
     let p = launches(OP, "bf16", &[&[1, 8, 1, 64], &[1, 8, 100, 64]]);
     assert_eq!(p.len(), 1);
-    // Pages under 64 tokens: a key tile of four pages (loaded page by page); larger pages: 64 keys.
-    for (bs, want) in [(16, "BN=64 pages=4x16 "), (32, "BN=128 pages=4x32 ")] {
+    // Pages under 64 tokens: a key tile of 64 keys loaded page by page; larger pages: 64 keys of one.
+    for (bs, want) in [(16, "BN=64 pages=4x16 "), (32, "BN=64 pages=2x32 ")] {
         let p = launches(
             OP_PAGED,
             "bf16",

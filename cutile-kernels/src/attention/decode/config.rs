@@ -23,10 +23,6 @@ pub const MAX_SPLITS: i64 = 32;
 pub const MIN_KEYS_PER_SPLIT: i64 = 256;
 /// The key tile of contiguous caches (and of pages at least this large).
 pub const KEY_TILE: i64 = 64;
-/// Pages per key tile for pages smaller than [`KEY_TILE`]: a tile of 16-token pages is 64 keys, of
-/// 32-token pages 128, assembled from this many page loads per step (one page-sized tile per step
-/// issues too few loads at once: 350–721 GB/s on an H200 with 16-token pages).
-pub const PAGES_PER_TILE: i64 = 4;
 
 /// A decode configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,7 +32,9 @@ pub struct DecodeConfig {
     /// Key rows per tile.
     pub bn: i64,
     /// Rows per load: `bn` for contiguous caches and pages of at least [`KEY_TILE`] tokens, the block
-    /// size for smaller pages (then `bn = PAGES_PER_TILE · pb`).
+    /// size for smaller pages, whose key tile is still [`KEY_TILE`] keys, assembled from `bn / pb` page
+    /// loads per step (a page-sized tile per step issues too few loads at once: 350–721 GB/s on an
+    /// H200 with 16-token pages; 128-key tiles of 32-token pages spill in ptxas).
     pub pb: i64,
     /// Splits of the key range (1: no combine).
     pub splits: i64,
@@ -73,7 +71,7 @@ pub fn choose(
 ) -> DecodeConfig {
     let m = (rows.max(16) as u64).next_power_of_two() as i64;
     let (bn, pb) = match block_size {
-        Some(bs) if bs < KEY_TILE => (PAGES_PER_TILE * bs, bs),
+        Some(bs) if bs < KEY_TILE => (KEY_TILE, bs),
         _ => (KEY_TILE, KEY_TILE),
     };
     let cap = capacity.max(1);

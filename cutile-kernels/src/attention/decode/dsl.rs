@@ -12,7 +12,7 @@
 //! zero the value rows past `len`, so whatever the cache holds there (stale data, NaN) never reaches the
 //! output. A tile never crosses the cache's capacity (contiguous: padded load past `S_max`). Paged
 //! caches with pages of at least `BN` tokens load a tile from within one page (`BN` divides the block
-//! size); smaller pages (`PB` tokens, `BN = 4·PB`) load the four pages of a tile separately and
+//! size); smaller pages (`PB` = 16 or 32 tokens, `BN` = 64) load the pages of a tile separately and
 //! concatenate them; a page past `len` is replaced by the tile's first page (whose rows the mask then
 //! discards). The block table is read only for pages holding keys below `len`. `len` is `seq_lens[b]`
 //! clamped to `[0, capacity]`.
@@ -145,9 +145,9 @@ pub mod kernels {
     }
 
     /// Key tile `j` (`BN` keys from `j·BN`) of `(b, kvh)` folded into the state. With `PB == BN` one
-    /// tile load each for K and V ([`kv_tile`]); with `4·PB == BN` (paged caches of `PB`-token pages)
-    /// four page loads each, concatenated ([`pages_tile`]; four separate score tiles instead spilled
-    /// 4 KB per thread in ptxas). `MASKED`: the tail, where values of keys past `len` are zeroed and
+    /// tile load each for K and V ([`kv_tile`]); with `PB < BN` (paged caches of `PB`-token pages)
+    /// `BN / PB` page loads each, concatenated ([`pages_tile`]; four separate score tiles instead
+    /// spilled 4 KB per thread in ptxas). `MASKED`: the tail, where values of keys past `len` are zeroed and
     /// scores of keys after a query's position masked.
     #[allow(clippy::too_many_arguments)]
     fn key_step<
@@ -182,7 +182,7 @@ pub mod kernels {
             }
             out = softmax_step::<E, M, BN, D, MASKED>(s, tv, qk_scale, st);
         } else {
-            let ids = page_ids::<PB>(block_table, b, j, len);
+            let ids = page_ids::<BN, PB>(block_table, b, j, len);
             let tk = pages_tile::<E, BN, D, PB>(k, ids, kvh);
             let mut tv = pages_tile::<E, BN, D, PB>(v, ids, kvh);
             let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
@@ -217,16 +217,17 @@ pub mod kernels {
         )
     }
 
-    /// The four pages of key tile `j` (pages `4j .. 4j + 4` of sequence `b`, `PB` rows each): their
-    /// block ids, the table read only for pages that hold a key below `len`; a page past it takes the
-    /// tile's first page (which holds key `j·BN < len`, so it is in use), whose rows the mask discards.
-    fn page_ids<const PB: i32>(
+    /// The pages of key tile `j` (`BN / PB` of them, from page `j · BN / PB` of sequence `b`; four ids
+    /// are returned, the first `BN / PB` used): their block ids, the table read only for pages that
+    /// hold a key below `len`; a page past it takes the tile's first page (which holds key `j·BN <
+    /// len`, so it is in use), whose rows the mask then discards.
+    fn page_ids<const BN: i32, const PB: i32>(
         block_table: &Tensor<i32, S2<DYN, DYN>>,
         b: Scalar<i32>,
         j: Scalar<i32>,
         len: Scalar<i32>,
     ) -> Tile<i32, S1<4>> {
-        let pages = iota::<4>() + j * 4i32;
+        let pages = iota::<4>() + j * (BN / PB);
         let used = pages * PB < len;
         let ids = block_table.gather((b.splat::<S1<4>>(), pages), Some(used), 0);
         let first = ids.extract::<S1<1>>(&[0]).broadcast::<S1<4>>();
@@ -248,8 +249,8 @@ pub mod kernels {
             .reshape::<S2<PB, D>>()
     }
 
-    /// The `BN = 4·PB` rows of the four pages `ids` (KV head `kvh`) as one tile: four page loads,
-    /// concatenated.
+    /// The `BN` rows of the `BN / PB` pages `ids` (2 or 4; KV head `kvh`) as one tile: one load per
+    /// page, concatenated.
     fn pages_tile<E: ElementType, const BN: i32, const D: i32, const PB: i32>(
         t: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         ids: Tile<i32, S1<4>>,
@@ -257,11 +258,17 @@ pub mod kernels {
     ) -> Tile<E, S2<BN, D>> {
         let r0 = page_rows::<E, PB, D>(t, pick4(ids, 0), kvh).reshape::<S3<1, PB, D>>();
         let r1 = page_rows::<E, PB, D>(t, pick4(ids, 1), kvh).reshape::<S3<1, PB, D>>();
-        let r2 = page_rows::<E, PB, D>(t, pick4(ids, 2), kvh).reshape::<S3<1, PB, D>>();
-        let r3 = page_rows::<E, PB, D>(t, pick4(ids, 3), kvh).reshape::<S3<1, PB, D>>();
         let a = cat::<0, _, _, _, S3<2, PB, D>>(r0, r1);
-        let b = cat::<0, _, _, _, S3<2, PB, D>>(r2, r3);
-        cat::<0, _, _, _, S3<4, PB, D>>(a, b).reshape::<S2<BN, D>>()
+        let mut out = zeros::<E, S2<BN, D>>();
+        if BN == 2 * PB {
+            out = a.reshape::<S2<BN, D>>();
+        } else {
+            let r2 = page_rows::<E, PB, D>(t, pick4(ids, 2), kvh).reshape::<S3<1, PB, D>>();
+            let r3 = page_rows::<E, PB, D>(t, pick4(ids, 3), kvh).reshape::<S3<1, PB, D>>();
+            let b = cat::<0, _, _, _, S3<2, PB, D>>(r2, r3);
+            out = cat::<0, _, _, _, S3<4, PB, D>>(a, b).reshape::<S2<BN, D>>();
+        }
+        out
     }
 
     /// The online softmax of block `(b, kvh, split)` over its key range (see the module docs).
