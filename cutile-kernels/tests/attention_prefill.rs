@@ -647,7 +647,10 @@ fn memory_ops(call: &cutile_kernels::op::CallSpec) -> Vec<(cutile_ir::Opcode, St
     let f = s.module.function(s.entry).unwrap();
     let mut out = vec![];
     f.walk(&mut |op| {
-        if matches!(op.opcode, LoadViewTko | StoreViewTko | LoadPtrTko | StorePtrTko) {
+        if matches!(
+            op.opcode,
+            LoadViewTko | StoreViewTko | LoadPtrTko | StorePtrTko
+        ) {
             let ty = op
                 .results
                 .first()

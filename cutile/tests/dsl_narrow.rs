@@ -126,7 +126,10 @@ fn narrowed_views_compile() {
     let tileiras = match cutile::toolchain::Tileiras::discover() {
         Ok(t) => t,
         Err(e) => {
-            cutile_testkit::skip("narrowed_views_compile", &format!("tileiras not found ({e})"));
+            cutile_testkit::skip(
+                "narrowed_views_compile",
+                &format!("tileiras not found ({e})"),
+            );
             return;
         }
     };
