@@ -8,6 +8,7 @@
 //! per split follow the cache's capacity; splits past a sequence's length write an empty partial.
 
 use crate::op::Target;
+use crate::op::tuning::Candidate;
 
 /// Head dimensions with a kernel.
 pub const HEAD_DIMS: &[i64] = &[64, 128];
@@ -21,6 +22,10 @@ pub const BLOCK_SIZES: &[i64] = &[16, 32, 64, 128, 256];
 pub const MAX_SPLITS: i64 = 32;
 /// The fewest keys a split gets (unless the capacity is smaller).
 pub const MIN_KEYS_PER_SPLIT: i64 = 256;
+/// The most splits a tuning candidate gets ([`candidates`]).
+pub const MAX_TUNED_SPLITS: i64 = 128;
+/// The fewest keys per split a tuning candidate gets ([`candidates`]).
+pub const MIN_TUNED_KEYS_PER_SPLIT: i64 = 128;
 /// The key tile of contiguous caches (and of pages at least this large).
 pub const KEY_TILE: i64 = 64;
 
@@ -92,4 +97,39 @@ pub fn choose(
         splits,
         chunk,
     }
+}
+
+impl Candidate for DecodeConfig {
+    fn name(&self) -> String {
+        DecodeConfig::name(self)
+    }
+}
+
+/// What the tuner (`CUTILE_TUNE`) times for a call whose table choice is `default` over `capacity`
+/// keys: `default` first, then twice, four times and half its splits, each with at least
+/// [`MIN_TUNED_KEYS_PER_SPLIT`] keys per split (a multiple of the key tile) and at most
+/// [`MAX_TUNED_SPLITS`] splits. Only the split count (grid and chunk) differs: the kernels are the
+/// default's, plus `decode_partial`/`decode_combine` or `decode_direct` where the split count crosses 1.
+pub fn candidates(default: DecodeConfig, capacity: i64) -> Vec<DecodeConfig> {
+    let cap = capacity.max(1);
+    let mut out = vec![default];
+    for want in [default.splits * 2, default.splits * 4, default.splits / 2] {
+        if !(1..=MAX_TUNED_SPLITS).contains(&want) {
+            continue;
+        }
+        let per = (cap + want - 1) / want;
+        let chunk = (per + default.bn - 1) / default.bn * default.bn;
+        if chunk < MIN_TUNED_KEYS_PER_SPLIT && want > 1 {
+            continue;
+        }
+        let splits = (cap + chunk - 1) / chunk;
+        if out.iter().all(|c| c.splits != splits) {
+            out.push(DecodeConfig {
+                splits,
+                chunk,
+                ..default
+            });
+        }
+    }
+    out
 }
