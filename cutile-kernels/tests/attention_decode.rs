@@ -138,13 +138,21 @@ fn splits_follow_the_sm_count_and_the_capacity() {
     assert_eq!(p[0].grid, Some((1, 8, 2)));
     let p = launches(OP, "bf16", &[&[1, 8, 1, 64], &[1, 8, 100, 64]]);
     assert_eq!(p.len(), 1);
-    // The paged key tile is the block size up to 64.
+    // Pages under 64 tokens: a key tile of 64 keys loaded page by page; larger pages: 64 keys of one.
+    for (bs, want) in [(16, "BN=64 pages=4x16 "), (32, "BN=64 pages=2x32 ")] {
+        let p = launches(
+            OP_PAGED,
+            "bf16",
+            &[&[2, 32, 1, 128], &[100, bs, 8, 128], &[2, 50]],
+        );
+        assert!(p[0].config.contains(want), "{}", p[0].config);
+    }
     let p = launches(
         OP_PAGED,
         "bf16",
-        &[&[2, 32, 1, 128], &[100, 16, 8, 128], &[2, 50]],
+        &[&[2, 32, 1, 128], &[100, 64, 8, 128], &[2, 50]],
     );
-    assert!(p[0].config.contains("BN=16"), "{}", p[0].config);
+    assert!(!p[0].config.contains("pages"), "{}", p[0].config);
     let p = launches(
         OP_PAGED,
         "bf16",
@@ -175,6 +183,62 @@ fn splits_follow_the_sm_count_and_the_capacity() {
     let p = decode::plan(&ops, paged, &target(), &one).unwrap();
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].kernel.name(), "decode_direct");
+}
+
+/// The tuner's split candidates: the table's first, then more and fewer splits with at least 128 keys
+/// each, and a bundle planned for a tuning run holds the kernels of every candidate.
+#[test]
+fn tuning_candidates_vary_the_split_count_only() {
+    let (ops, paged) = described(OP, BF16, &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
+    let cfg = decode::config_of(&ops, paged, &target(), &DecodeOptions::default())
+        .unwrap()
+        .unwrap();
+    let cands = decode::config::candidates(cfg, 32768);
+    assert_eq!(cands[0], cfg);
+    let splits: Vec<i64> = cands.iter().map(|c| c.splits).collect();
+    assert_eq!(splits, [32, 64, 128, 16]);
+    for c in &cands {
+        assert_eq!((c.m, c.bn, c.pb), (cfg.m, cfg.bn, cfg.pb));
+        assert!(c.chunk >= 128 && c.chunk % c.bn == 0, "{c:?}");
+        assert!(
+            c.splits * c.chunk >= 32768 && (c.splits - 1) * c.chunk < 32768,
+            "{c:?}"
+        );
+    }
+    // A short cache: no split under 128 keys.
+    let short = decode::config::candidates(
+        decode::config::DecodeConfig {
+            m: 16,
+            bn: 64,
+            pb: 64,
+            splits: 2,
+            chunk: 256,
+        },
+        300,
+    );
+    assert!(
+        short.iter().all(|c| c.splits == 1 || c.chunk >= 128),
+        "{short:?}"
+    );
+    // Tuning plans: one direct call (B = 64) also gets the split kernels of its candidates.
+    let spec = cutile_kernels::op::CallSpec::new(
+        OP,
+        "bf16",
+        &[&[64, 32, 1, 128], &[64, 8, 4096, 128]],
+        false,
+    );
+    let names = |all: bool| -> Vec<String> {
+        spec.plan(&target(), all)
+            .unwrap()
+            .launches
+            .iter()
+            .map(|l| l.kernel.name().to_string())
+            .collect()
+    };
+    assert_eq!(names(false), ["decode_direct"]);
+    let all = names(true);
+    assert!(all.contains(&"decode_partial".to_string()), "{all:?}");
+    assert!(all.contains(&"decode_combine".to_string()), "{all:?}");
 }
 
 #[test]

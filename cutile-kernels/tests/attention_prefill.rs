@@ -635,6 +635,86 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
     }
 }
 
+/// The memory ops of the specialized kernel of `call`'s only launch: (opcode, result element type or
+/// `-`, optimization hints, padding of the partition read or written).
+fn memory_ops(call: &cutile_kernels::op::CallSpec) -> Vec<(cutile_ir::Opcode, String, String)> {
+    use cutile_ir::Opcode::*;
+    let planned = call.plan(&target(), true).unwrap();
+    let l = &planned.launches[0];
+    // SAFETY: described operands are never launched.
+    let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+    let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+    let f = s.module.function(s.entry).unwrap();
+    let mut out = vec![];
+    f.walk(&mut |op| {
+        if matches!(
+            op.opcode,
+            LoadViewTko | StoreViewTko | LoadPtrTko | StorePtrTko
+        ) {
+            let ty = op
+                .results
+                .first()
+                .and_then(|r| f.value_type(*r))
+                .map_or("-".to_string(), |t| format!("{t:?}"));
+            let hints = format!("{:?}", op.attr("optimization_hints"));
+            out.push((op.opcode, ty, hints));
+        }
+    });
+    out
+}
+
+/// The varlen kernel reads `q`, `k`, `v` and writes `o` with view loads and stores through sub-views
+/// of its sequence (`Tensor::narrow`), the op family and hints of the dense variant kernel; the only
+/// pointer loads left are the four `cu_seqlens` reads (one i32 each), and nothing is scattered.
+#[test]
+fn varlen_loads_and_stores_whole_tiles_through_views_like_the_dense_kernel() {
+    use cutile_ir::Opcode::*;
+    let calls = attention::representative_calls();
+    let dense = calls
+        .iter()
+        .find(|c| c.op == attention::PREFILL_OP)
+        .unwrap();
+    let dense_ops = memory_ops(dense);
+    let dense_hints: std::collections::BTreeSet<_> = dense_ops
+        .iter()
+        .filter(|o| o.0 == LoadViewTko)
+        .map(|o| o.2.clone())
+        .collect();
+    let varlen: Vec<_> = calls
+        .iter()
+        .filter(|c| c.op == attention::VARLEN_OP)
+        .collect();
+    assert_eq!(varlen.len(), 2);
+    for c in varlen {
+        let ops = memory_ops(c);
+        let count = |k| ops.iter().filter(|o| o.0 == k).count();
+        // q once, k and v in each of the three key loops (plus the sink logit, f32).
+        let tiles = ops
+            .iter()
+            .filter(|o| o.0 == LoadViewTko && o.1.contains("BF16"))
+            .count();
+        assert_eq!(tiles, 7, "{}: {ops:?}", c.label());
+        assert!(count(StoreViewTko) >= 1, "{}: {ops:?}", c.label());
+        assert_eq!(count(StorePtrTko), 0, "{}: {ops:?}", c.label());
+        let ptr_loads: Vec<_> = ops.iter().filter(|o| o.0 == LoadPtrTko).collect();
+        assert_eq!(ptr_loads.len(), 4, "{}: {ops:?}", c.label());
+        for o in &ptr_loads {
+            assert!(
+                o.1.contains("I32") && o.1.contains("[1]"),
+                "{}: a pointer load of {} (only the cu_seqlens reads may remain)",
+                c.label(),
+                o.1
+            );
+        }
+        let hints: std::collections::BTreeSet<_> = ops
+            .iter()
+            .filter(|o| o.0 == LoadViewTko)
+            .map(|o| o.2.clone())
+            .collect();
+        assert_eq!(hints, dense_hints, "{}", c.label());
+    }
+}
+
 // ---- GPU ---------------------------------------------------------------------------------------------
 
 fn rel_l2(got: &[f32], want: &[f32]) -> f64 {

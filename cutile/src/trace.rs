@@ -383,6 +383,14 @@ impl Tracer {
     }
 
     /// The type of a value.
+    /// The op that defined `v`, searched among the ops recorded so far in the open blocks (the entry
+    /// prologue included); `None` for block arguments and for values of closed regions.
+    pub(crate) fn defining_op(&self, v: ValueId) -> Option<&Operation> {
+        self.stack
+            .iter()
+            .rev()
+            .find_map(|b| b.ops.iter().rev().find(|op| op.results.contains(&v)))
+    }
     pub(crate) fn ty(&self, v: ValueId) -> Type {
         self.func.value_type(v).cloned().unwrap_or(Type::Token)
     }

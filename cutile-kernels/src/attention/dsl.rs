@@ -322,9 +322,11 @@ pub mod kernels {
     /// `cu_k[b] .. cu_k[b+1]`. Its query `i` sits at position `i + shift + bottom_right · (len_k - len_q)`.
     ///
     /// Grid: `(ceil(max_seqlen_q / BM), H, B)`; blocks whose query tile starts past their sequence's end
-    /// visit no key tile and store nothing. Rows are read and written with pointer gathers/scatters (a
-    /// sequence starts at any row). `lse` is `[H, total_q]` f32, written when `LSE`. The other parameters
-    /// are [`attention_prefill`]'s.
+    /// do nothing. Each block cuts its sequence's rows out of `q`, `k`, `v`, `o` (and `lse`) with
+    /// [`Tensor::narrow`] and reads and writes whole tiles through those sub-views, exactly as the dense
+    /// kernel does through its parameters (padded partitions: query rows and keys past the sequence read
+    /// 0, and the keys are masked; stores past it are dropped). `lse` is `[H, total_q]` f32, written when
+    /// `LSE`. The other parameters are [`attention_prefill`]'s.
     #[cutile::entry(occupancy = 2)]
     #[allow(clippy::too_many_arguments)]
     pub fn attention_varlen<
@@ -348,8 +350,8 @@ pub mod kernels {
         window: Scalar<i32>,
         softcap: Scalar<f32>,
         sinks_on: Scalar<i32>,
-        o: &mut Tensor<E, S3<DYN, DYN, D>>,
-        lse: &mut Tensor<f32, S2<DYN, DYN>>,
+        o: &mut Tensor<E, S3<BM, 1, D>>,
+        lse: &mut Tensor<f32, S2<1, BM>>,
     ) {
         let (x, h, b) = block_id();
         let (nx, _, _) = num_blocks();
@@ -359,56 +361,59 @@ pub mod kernels {
         let len_q = read_i32(cu_q, b + 1i32) - q0;
         let k0 = read_i32(cu_k, b);
         let len_k = read_i32(cu_k, b + 1i32) - k0;
-        // Rows of this query tile, and which of them belong to the sequence.
-        let rows = (iota::<BM>() + qt * BM).reshape::<S2<BM, 1>>();
-        let row_ok = (rows < len_q).broadcast::<S2<BM, D>>();
-        let q_rows = (rows + q0).broadcast::<S2<BM, D>>();
-        let cols = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<BM, D>>();
-        let hq = zeros::<i32, S2<BM, D>>() + h;
-        let tq = q.gather::<S2<BM, D>>((q_rows, hq, cols), Some(row_ok), 0.0f32);
-        let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
-        let off = shift + bottom_right * (len_k - len_q);
-        // A tile past the sequence's end visits no keys.
-        let live_k = if qt * BM < len_q {
-            len_k
-        } else {
-            scalar::<i32>(0i32)
-        };
-        let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, live_k, window);
-        let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
-        let hk = zeros::<i32, S2<BN, D>>() + kvh;
-        let kcols = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<BN, D>>();
-        for j in lo..u_lo {
-            let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
-                tq, tk, j, qt, off, len_k, knobs,
-            );
-            st = safe_step(s, tv, st);
-        }
-        for j in u_lo..u_hi {
-            let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
-                tq, tk, j, qt, off, len_k, knobs,
-            );
-            st = safe_step(s, tv, st);
-        }
-        for j in u_hi..end {
-            let (tk, tv) = kv_rows::<E, BN, D>(k, v, j, k0, len_k, hk, kcols);
-            let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
-                tq, tk, j, qt, off, len_k, knobs,
-            );
-            st = safe_step(s, tv, st);
-        }
-        let (out, lse_row) = safe_finish(st);
-        // SAFETY: blocks own disjoint (sequence, head, query tile) rows; rows past the sequence are masked.
-        unsafe { o.scatter::<S2<BM, D>>((q_rows, hq, cols), out.cast::<E>(), Some(row_ok)) };
-        if LSE {
-            let r1 = rows.reshape::<S1<BM>>();
-            let h1 = zeros::<i32, S1<BM>>() + h;
-            // SAFETY: as for `o`.
-            unsafe {
-                lse.scatter::<S1<BM>>((h1, r1 + q0), lse_row.reshape::<S1<BM>>(), Some(r1 < len_q))
-            };
+        if qt * BM < len_q {
+            let qs = q.narrow(0, q0, len_q);
+            let tq = qs
+                .load_tile_padded::<S3<BM, 1, D>>((qt, h, 0), Padding::Zero)
+                .reshape::<S2<BM, D>>();
+            // A sequence without keys loads none; its views still get one row (the host passes `k`, `v`
+            // with at least one) so that no view has an empty extent.
+            let kv0 = k0.min(k.dim(0) - 1i32);
+            let kv_rows = len_k.max(1i32);
+            let pk = k
+                .narrow(0, kv0, kv_rows)
+                .partition_padded::<S3<BN, 1, D>>(Padding::Zero);
+            let pv = v
+                .narrow(0, kv0, kv_rows)
+                .partition_padded::<S3<BN, 1, D>>(Padding::Zero);
+            let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
+            let off = shift + bottom_right * (len_k - len_q);
+            let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, len_k, window);
+            let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
+            for j in lo..u_lo {
+                let tk = pk.load((j, kvh, 0)).reshape::<S2<BN, D>>();
+                let tv = pv.load((j, kvh, 0)).reshape::<S2<BN, D>>();
+                let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                    tq, tk, j, qt, off, len_k, knobs,
+                );
+                st = safe_step(s, tv, st);
+            }
+            for j in u_lo..u_hi {
+                let tk = pk.load((j, kvh, 0)).reshape::<S2<BN, D>>();
+                let tv = pv.load((j, kvh, 0)).reshape::<S2<BN, D>>();
+                let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
+                    tq, tk, j, qt, off, len_k, knobs,
+                );
+                st = safe_step(s, tv, st);
+            }
+            for j in u_hi..end {
+                let tk = pk.load((j, kvh, 0)).reshape::<S2<BN, D>>();
+                let tv = pv.load((j, kvh, 0)).reshape::<S2<BN, D>>();
+                let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
+                    tq, tk, j, qt, off, len_k, knobs,
+                );
+                st = safe_step(s, tv, st);
+            }
+            let (out, lse_row) = safe_finish(st);
+            let mut os = o.narrow(0, q0, len_q);
+            // SAFETY: blocks own disjoint (sequence, head, query tile) tiles of the sub-views; rows past
+            // the sequence are outside the sub-view and not written.
+            unsafe { os.store_at((qt, h, 0), out.cast::<E>().reshape::<S3<BM, 1, D>>()) };
+            if LSE {
+                let mut ls = lse.narrow(1, q0, len_q);
+                // SAFETY: as for `o`.
+                unsafe { ls.store_at((h, qt), lse_row.reshape::<S2<1, BM>>()) };
+            }
         }
     }
 
@@ -417,26 +422,6 @@ pub mod kernels {
         t.gather::<S1<1>>(iota::<1>() + i, None, 0i32)
             .reshape::<S0>()
             .to_scalar()
-    }
-
-    /// Key and value rows `j·BN ..` of one sequence (starting at row `k0`, `len_k` rows), head `hk`;
-    /// rows past the sequence read 0.
-    #[allow(clippy::too_many_arguments)]
-    fn kv_rows<E: MmaOperand<f32>, const BN: i32, const D: i32>(
-        k: &Tensor<E, S3<DYN, DYN, D>>,
-        v: &Tensor<E, S3<DYN, DYN, D>>,
-        j: Scalar<i32>,
-        k0: Scalar<i32>,
-        len_k: Scalar<i32>,
-        hk: Tile<i32, S2<BN, D>>,
-        cols: Tile<i32, S2<BN, D>>,
-    ) -> (Tile<E, S2<BN, D>>, Tile<E, S2<BN, D>>) {
-        let r = (iota::<BN>() + j * BN).reshape::<S2<BN, 1>>();
-        let ok = (r < len_k).broadcast::<S2<BN, D>>();
-        let rows = (r + k0).broadcast::<S2<BN, D>>();
-        let tk = k.gather::<S2<BN, D>>((rows, hk, cols), Some(ok), 0.0f32);
-        let tv = v.gather::<S2<BN, D>>((rows, hk, cols), Some(ok), 0.0f32);
-        (tk, tv)
     }
 
     /// Key tiles of query tile `qt` (queries at positions `qt·BM + off ..`, `len_k` keys, left window

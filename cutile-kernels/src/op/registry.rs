@@ -307,13 +307,13 @@ fn plan_decode(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     use attention::decode;
     let (ops, paged) = decode::described_call(&spec.op, dt, &spec.shapes)?;
     let options = decode::DecodeOptions::default();
-    let operands = decode::with_scratch(&ops, paged, t, &options)?;
-    let launches = decode::plan(&operands, paged, t, &options)?;
+    let operands = decode::with_scratch_for(&ops, paged, t, &options, all)?;
+    let launches = decode::plan_all(&operands, paged, t, &options, all)?;
     Ok(PlannedCall { operands, launches })
 }
 

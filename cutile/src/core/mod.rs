@@ -26,7 +26,7 @@
 //!   [`Tensor::partition_padded`], [`Partition::load`], [`Partition::num_tiles`], [`Tensor::store`],
 //!   [`Tensor::load`] (own output tile), `unsafe` [`Tensor::store_at`], [`Hints`] (latency, TMA),
 //!   [`Tensor::gather`]/[`Tensor::scatter`] at computed indices with masks,
-//!   [`Tensor::atomic_add`] and [`Tensor::atomic`];
+//!   [`Tensor::atomic_add`] and [`Tensor::atomic`]; sub-views at run-time offsets [`Tensor::narrow`];
 //! - constants: [`full`], [`zeros`], [`scalar`], [`iota`];
 //! - shape: [`Tile::reshape`], [`Tile::broadcast`], [`Tile::permute`], [`Tile::transpose`], [`cat`],
 //!   [`Tile::extract`];
@@ -57,6 +57,7 @@ pub mod debug;
 pub mod elem;
 pub mod foreign;
 pub mod memory;
+pub mod narrow;
 pub mod shape;
 pub mod tensor;
 pub mod tileops;

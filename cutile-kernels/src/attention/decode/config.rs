@@ -1,4 +1,5 @@
-//! Decode configuration: the padded query rows `M` of a block, the key tile `BN`, and the split count.
+//! Decode configuration: the padded query rows `M` of a block, the key tile `BN` (and the rows of each of
+//! its loads, a page for small pages), and the split count.
 //!
 //! Decode is bound by reading the cache, so the rule is to keep every SM busy: `B · Hkv` blocks are
 //! multiplied by splits of the key range until there are about two blocks per SM, with at least
@@ -7,6 +8,7 @@
 //! per split follow the cache's capacity; splits past a sequence's length write an empty partial.
 
 use crate::op::Target;
+use crate::op::tuning::Candidate;
 
 /// Head dimensions with a kernel.
 pub const HEAD_DIMS: &[i64] = &[64, 128];
@@ -20,6 +22,10 @@ pub const BLOCK_SIZES: &[i64] = &[16, 32, 64, 128, 256];
 pub const MAX_SPLITS: i64 = 32;
 /// The fewest keys a split gets (unless the capacity is smaller).
 pub const MIN_KEYS_PER_SPLIT: i64 = 256;
+/// The most splits a tuning candidate gets ([`candidates`]).
+pub const MAX_TUNED_SPLITS: i64 = 128;
+/// The fewest keys per split a tuning candidate gets ([`candidates`]).
+pub const MIN_TUNED_KEYS_PER_SPLIT: i64 = 128;
 /// The key tile of contiguous caches (and of pages at least this large).
 pub const KEY_TILE: i64 = 64;
 
@@ -30,6 +36,11 @@ pub struct DecodeConfig {
     pub m: i64,
     /// Key rows per tile.
     pub bn: i64,
+    /// Rows per load: `bn` for contiguous caches and pages of at least [`KEY_TILE`] tokens, the block
+    /// size for smaller pages, whose key tile is still [`KEY_TILE`] keys, assembled from `bn / pb` page
+    /// loads per step (a page-sized tile per step issues too few loads at once: 350–721 GB/s on an
+    /// H200 with 16-token pages; 128-key tiles of 32-token pages spill in ptxas).
+    pub pb: i64,
     /// Splits of the key range (1: no combine).
     pub splits: i64,
     /// Keys per split (a multiple of `bn`).
@@ -40,8 +51,15 @@ impl DecodeConfig {
     /// The configuration in words, e.g. `decode M=16 BN=64 splits=8`.
     pub fn name(&self) -> String {
         format!(
-            "attention_decode M={} BN={} splits={}",
-            self.m, self.bn, self.splits
+            "attention_decode M={} BN={}{} splits={}",
+            self.m,
+            self.bn,
+            if self.pb < self.bn {
+                format!(" pages={}x{}", self.bn / self.pb, self.pb)
+            } else {
+                String::new()
+            },
+            self.splits
         )
     }
 }
@@ -57,7 +75,10 @@ pub fn choose(
     splits: Option<i64>,
 ) -> DecodeConfig {
     let m = (rows.max(16) as u64).next_power_of_two() as i64;
-    let bn = block_size.map_or(KEY_TILE, |bs| bs.min(KEY_TILE));
+    let (bn, pb) = match block_size {
+        Some(bs) if bs < KEY_TILE => (KEY_TILE, bs),
+        _ => (KEY_TILE, KEY_TILE),
+    };
     let cap = capacity.max(1);
     let wanted = splits.unwrap_or_else(|| {
         let blocks = 2 * i64::from(target.sm_count.max(1));
@@ -72,7 +93,43 @@ pub fn choose(
     DecodeConfig {
         m,
         bn,
+        pb,
         splits,
         chunk,
     }
+}
+
+impl Candidate for DecodeConfig {
+    fn name(&self) -> String {
+        DecodeConfig::name(self)
+    }
+}
+
+/// What the tuner (`CUTILE_TUNE`) times for a call whose table choice is `default` over `capacity`
+/// keys: `default` first, then twice, four times and half its splits, each with at least
+/// [`MIN_TUNED_KEYS_PER_SPLIT`] keys per split (a multiple of the key tile) and at most
+/// [`MAX_TUNED_SPLITS`] splits. Only the split count (grid and chunk) differs: the kernels are the
+/// default's, plus `decode_partial`/`decode_combine` or `decode_direct` where the split count crosses 1.
+pub fn candidates(default: DecodeConfig, capacity: i64) -> Vec<DecodeConfig> {
+    let cap = capacity.max(1);
+    let mut out = vec![default];
+    for want in [default.splits * 2, default.splits * 4, default.splits / 2] {
+        if !(1..=MAX_TUNED_SPLITS).contains(&want) {
+            continue;
+        }
+        let per = (cap + want - 1) / want;
+        let chunk = (per + default.bn - 1) / default.bn * default.bn;
+        if chunk < MIN_TUNED_KEYS_PER_SPLIT && want > 1 {
+            continue;
+        }
+        let splits = (cap + chunk - 1) / chunk;
+        if out.iter().all(|c| c.splits != splits) {
+            out.push(DecodeConfig {
+                splits,
+                chunk,
+                ..default
+            });
+        }
+    }
+    out
 }

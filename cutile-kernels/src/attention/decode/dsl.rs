@@ -10,9 +10,12 @@
 //!
 //! Tiles visible to every query run unmasked; the rest (the sequence's tail) mask the scores to −inf and
 //! zero the value rows past `len`, so whatever the cache holds there (stale data, NaN) never reaches the
-//! output. A tile never crosses the cache's capacity (contiguous: padded load past `S_max`) nor a page
-//! (paged: `BN` divides the block size), and the block table is read only for pages holding keys below
-//! `len`. `len` is `seq_lens[b]` clamped to `[0, capacity]`.
+//! output. A tile never crosses the cache's capacity (contiguous: padded load past `S_max`). Paged
+//! caches with pages of at least `BN` tokens load a tile from within one page (`BN` divides the block
+//! size); smaller pages (`PB` = 16 or 32 tokens, `BN` = 64) load the pages of a tile separately and
+//! concatenate them; a page past `len` is replaced by the tile's first page (whose rows the mask then
+//! discards). The block table is read only for pages holding keys below `len`. `len` is `seq_lens[b]`
+//! clamped to `[0, capacity]`.
 //!
 //! Caches: contiguous `[B, Hkv, S_max, D]`, or paged `[blocks, block_size, Hkv, D]` (vLLM) with
 //! `block_table: [B, max_blocks]` (key `p` of sequence `b` is row `p % block_size` of block
@@ -141,9 +144,143 @@ pub mod kernels {
         (m_new, l_new, acc_new)
     }
 
+    /// Key tile `j` (`BN` keys from `j·BN`) of `(b, kvh)` folded into the state. With `PB == BN` one
+    /// tile load each for K and V ([`kv_tile`]); with `PB < BN` (paged caches of `PB`-token pages)
+    /// `BN / PB` page loads each, concatenated ([`pages_tile`]; four separate score tiles instead
+    /// spilled 4 KB per thread in ptxas). `MASKED`: the tail, where values of keys past `len` are zeroed and
+    /// scores of keys after a query's position masked.
+    #[allow(clippy::too_many_arguments)]
+    fn key_step<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+        const PB: i32,
+        const MASKED: bool,
+    >(
+        tq: Tile<E, S2<M, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        at: (Scalar<i32>, Scalar<i32>, Scalar<i32>),
+        len: Scalar<i32>,
+        sq: Scalar<i32>,
+        qk_scale: Scalar<f32>,
+        st: State<M, D>,
+    ) -> State<M, D> {
+        let (b, kvh, j) = at;
+        let mut out = st;
+        if PB == BN {
+            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
+            let mut tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
+            let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
+            if MASKED {
+                let (s_m, tv_m) = mask_keys::<E, M, BN, D>(s, tv, j * BN, len, sq);
+                s = s_m;
+                tv = tv_m;
+            }
+            out = softmax_step::<E, M, BN, D, MASKED>(s, tv, qk_scale, st);
+        } else {
+            let ids = page_ids::<BN, PB>(block_table, b, j, len);
+            let tk = pages_tile::<E, BN, D, PB>(k, ids, kvh);
+            let mut tv = pages_tile::<E, BN, D, PB>(v, ids, kvh);
+            let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
+            if MASKED {
+                let (s_m, tv_m) = mask_keys::<E, M, BN, D>(s, tv, j * BN, len, sq);
+                s = s_m;
+                tv = tv_m;
+            }
+            out = softmax_step::<E, M, BN, D, MASKED>(s, tv, qk_scale, st);
+        }
+        out
+    }
+
+    /// Scores of keys `key0 ..` after each query's last visible key (row `r`: `len − Sq + r % Sq`) set
+    /// to −inf, and value rows of keys at or past `len` set to 0 (whatever the cache holds there).
+    fn mask_keys<E: MmaOperand<f32>, const M: i32, const N: i32, const D: i32>(
+        s: Tile<f32, S2<M, N>>,
+        tv: Tile<E, S2<N, D>>,
+        key0: Scalar<i32>,
+        len: Scalar<i32>,
+        sq: Scalar<i32>,
+    ) -> (Tile<f32, S2<M, N>>, Tile<E, S2<N, D>>) {
+        let keys = iota::<N>() + key0;
+        let in_seq = (keys < len).reshape::<S2<N, 1>>().broadcast::<S2<N, D>>();
+        let last = ((iota::<M>() % sq) + (len - sq))
+            .reshape::<S2<M, 1>>()
+            .broadcast::<S2<M, N>>();
+        let visible = keys.reshape::<S2<1, N>>().broadcast::<S2<M, N>>() <= last;
+        (
+            select(visible, s, f32::NEG_INFINITY),
+            select(in_seq, tv, 0.0),
+        )
+    }
+
+    /// The pages of key tile `j` (`BN / PB` of them, from page `j · BN / PB` of sequence `b`; four ids
+    /// are returned, the first `BN / PB` used): their block ids, the table read only for pages that
+    /// hold a key below `len`; a page past it takes the tile's first page (which holds key `j·BN <
+    /// len`, so it is in use), whose rows the mask then discards.
+    fn page_ids<const BN: i32, const PB: i32>(
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        b: Scalar<i32>,
+        j: Scalar<i32>,
+        len: Scalar<i32>,
+    ) -> Tile<i32, S1<4>> {
+        let pages = iota::<4>() + j * (BN / PB);
+        let used = pages * PB < len;
+        let ids = block_table.gather((b.splat::<S1<4>>(), pages), Some(used), 0);
+        let first = ids.extract::<S1<1>>(&[0]).broadcast::<S1<4>>();
+        select(used, ids, first)
+    }
+
+    /// Element `i` of a 4-element tile as a scalar.
+    fn pick4(t: Tile<i32, S1<4>>, i: i32) -> Scalar<i32> {
+        t.extract::<S1<1>>(&[i]).reshape::<S0>().to_scalar()
+    }
+
+    /// Rows `0 .. PB` of page `page`, KV head `kvh`, of a paged cache `[blocks, PB, Hkv, D]`.
+    fn page_rows<E: ElementType, const PB: i32, const D: i32>(
+        t: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        page: Scalar<i32>,
+        kvh: Scalar<i32>,
+    ) -> Tile<E, S2<PB, D>> {
+        t.load_tile::<S4<1, PB, 1, D>>((page, 0, kvh, 0))
+            .reshape::<S2<PB, D>>()
+    }
+
+    /// The `BN` rows of the `BN / PB` pages `ids` (2 or 4; KV head `kvh`) as one tile: one load per
+    /// page, concatenated.
+    fn pages_tile<E: ElementType, const BN: i32, const D: i32, const PB: i32>(
+        t: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        ids: Tile<i32, S1<4>>,
+        kvh: Scalar<i32>,
+    ) -> Tile<E, S2<BN, D>> {
+        let r0 = page_rows::<E, PB, D>(t, pick4(ids, 0), kvh).reshape::<S3<1, PB, D>>();
+        let r1 = page_rows::<E, PB, D>(t, pick4(ids, 1), kvh).reshape::<S3<1, PB, D>>();
+        let a = cat::<0, _, _, _, S3<2, PB, D>>(r0, r1);
+        let mut out = zeros::<E, S2<BN, D>>();
+        if BN == 2 * PB {
+            out = a.reshape::<S2<BN, D>>();
+        } else {
+            let r2 = page_rows::<E, PB, D>(t, pick4(ids, 2), kvh).reshape::<S3<1, PB, D>>();
+            let r3 = page_rows::<E, PB, D>(t, pick4(ids, 3), kvh).reshape::<S3<1, PB, D>>();
+            let b = cat::<0, _, _, _, S3<2, PB, D>>(r2, r3);
+            out = cat::<0, _, _, _, S3<4, PB, D>>(a, b).reshape::<S2<BN, D>>();
+        }
+        out
+    }
+
     /// The online softmax of block `(b, kvh, split)` over its key range (see the module docs).
     #[allow(clippy::too_many_arguments)]
-    fn attend<E: MmaOperand<f32>, const M: i32, const BN: i32, const D: i32, const PAGED: bool>(
+    fn attend<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+        const PB: i32,
+    >(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
@@ -177,25 +314,30 @@ pub mod kernels {
             zeros::<f32, S2<M, D>>(),
         );
         for j in t_lo..t_full {
-            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
-            let tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
-            st = softmax_step::<E, M, BN, D, false>(s, tv, qk_scale, st);
+            st = key_step::<E, M, BN, D, PAGED, PB, false>(
+                tq,
+                k,
+                v,
+                block_table,
+                (b, kvh, j),
+                len,
+                sq,
+                qk_scale,
+                st,
+            );
         }
-        // The last visible key of row r (query i = r % Sq) is len − Sq + i.
-        let last = ((iota::<M>() % sq) + (len - sq))
-            .reshape::<S2<M, 1>>()
-            .broadcast::<S2<M, BN>>();
         for j in t_full..t_end {
-            let tk = kv_tile::<E, BN, D, PAGED>(k, block_table, b, kvh, j);
-            let tv = kv_tile::<E, BN, D, PAGED>(v, block_table, b, kvh, j);
-            let keys = iota::<BN>() + j * BN;
-            let in_seq = (keys < len).reshape::<S2<BN, 1>>().broadcast::<S2<BN, D>>();
-            let tv = select(in_seq, tv, 0.0);
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<M, BN>>());
-            let visible = keys.reshape::<S2<1, BN>>().broadcast::<S2<M, BN>>() <= last;
-            let s = select(visible, s, f32::NEG_INFINITY);
-            st = softmax_step::<E, M, BN, D, true>(s, tv, qk_scale, st);
+            st = key_step::<E, M, BN, D, PAGED, PB, true>(
+                tq,
+                k,
+                v,
+                block_table,
+                (b, kvh, j),
+                len,
+                sq,
+                qk_scale,
+                st,
+            );
         }
         st
     }
@@ -251,6 +393,7 @@ pub mod kernels {
         const BN: i32,
         const D: i32,
         const PAGED: bool,
+        const PB: i32,
     >(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
@@ -264,7 +407,7 @@ pub mod kernels {
     ) {
         let (b, kvh, split) = block_id();
         let (_, hkv, _) = num_blocks();
-        let st = attend::<E, M, BN, D, PAGED>(
+        let st = attend::<E, M, BN, D, PAGED, PB>(
             q,
             k,
             v,
@@ -295,6 +438,7 @@ pub mod kernels {
         const BN: i32,
         const D: i32,
         const PAGED: bool,
+        const PB: i32,
     >(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
@@ -308,7 +452,7 @@ pub mod kernels {
     ) {
         let (b, kvh, _) = block_id();
         let group = q.dim(1) / kv_heads::<E, D, PAGED>(k);
-        let st = attend::<E, M, BN, D, PAGED>(
+        let st = attend::<E, M, BN, D, PAGED, PB>(
             q,
             k,
             v,

@@ -145,7 +145,10 @@ pub fn decode<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let parts = call.scratch_elems();
+    // With `CUTILE_TUNE` on, every candidate split count may run, so the scratch covers them all.
+    let tuning = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
+    let configs = call.configs(tuning, options);
+    let parts = call.scratch_for(&configs);
     let dummy = if lse.is_none() {
         lse_shape.iter().product::<i64>()
     } else {
@@ -162,10 +165,22 @@ pub fn decode<'a>(
         }
         operands.push(s);
     }
-    let plan = call.launches(&operands)?;
+    let op = if paged { OP_PAGED } else { OP };
     // SAFETY: the operands are the caller's tensors, borrowed for 'a (o and lse exclusively), and the
-    // stream's scratch, which lives until exit.
-    unsafe { crate::op::execute(stream, &operands, &plan) }
+    // stream's scratch, which lives until exit. Trials redirect `o` to the tuner's scratch and write
+    // the same LSE values.
+    unsafe {
+        crate::op::tuning::run_tuned(
+            stream,
+            &operands,
+            slot::O,
+            op,
+            call.class(),
+            &configs,
+            true,
+            |c| call.with(*c).launches(&operands),
+        )
+    }
 }
 
 fn round_up(x: i64, to: i64) -> i64 {
@@ -181,6 +196,8 @@ struct Call {
     hkv: i64,
     d: i64,
     scale: f32,
+    /// Keys the cache holds per sequence.
+    capacity: i64,
     cfg: DecodeConfig,
     ops: Vec<Operand>,
 }
@@ -361,9 +378,46 @@ impl Call {
             hkv,
             d,
             scale,
+            capacity,
             cfg,
             ops: operands[..slot::COUNT].to_vec(),
         }))
+    }
+
+    /// The same call with configuration `cfg`.
+    fn with(&self, cfg: DecodeConfig) -> Call {
+        Call {
+            cfg,
+            ..self.clone()
+        }
+    }
+
+    /// The configurations to consider: the table's, and with `all` (tuning on, or a plan for a
+    /// tuning run's bundle) the split counts the tuner times ([`config::candidates`]); a forced split
+    /// count is never tuned.
+    fn configs(&self, all: bool, options: &DecodeOptions) -> Vec<DecodeConfig> {
+        if all && options.splits.is_none() {
+            config::candidates(self.cfg, self.capacity)
+        } else {
+            vec![self.cfg]
+        }
+    }
+
+    /// f32 elements of scratch any of `configs` needs.
+    fn scratch_for(&self, configs: &[DecodeConfig]) -> i64 {
+        configs
+            .iter()
+            .map(|c| self.with(*c).scratch_elems())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The tuning class: everything but the split count.
+    fn class(&self) -> String {
+        format!(
+            "{} b{} hkv{} m{} d{} cap{} pb{}",
+            self.dtype, self.b, self.hkv, self.cfg.m, self.d, self.capacity, self.cfg.pb
+        )
     }
 
     /// f32 elements of scratch the split partials need (0 with one split).
@@ -419,31 +473,31 @@ impl Call {
         ];
         macro_rules! pick {
             ($k:ident, $($extra:tt)*) => {
-                crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.bn, self.d) {
-                    (16, 16, 64) => Some(kn::$k::kernel::<E, 16, 16, 64, $($extra)*>()),
-                    (16, 32, 64) => Some(kn::$k::kernel::<E, 16, 32, 64, $($extra)*>()),
-                    (16, 64, 64) => Some(kn::$k::kernel::<E, 16, 64, 64, $($extra)*>()),
-                    (32, 16, 64) => Some(kn::$k::kernel::<E, 32, 16, 64, $($extra)*>()),
-                    (32, 32, 64) => Some(kn::$k::kernel::<E, 32, 32, 64, $($extra)*>()),
-                    (32, 64, 64) => Some(kn::$k::kernel::<E, 32, 64, 64, $($extra)*>()),
-                    (64, 16, 64) => Some(kn::$k::kernel::<E, 64, 16, 64, $($extra)*>()),
-                    (64, 32, 64) => Some(kn::$k::kernel::<E, 64, 32, 64, $($extra)*>()),
-                    (64, 64, 64) => Some(kn::$k::kernel::<E, 64, 64, 64, $($extra)*>()),
-                    (128, 16, 64) => Some(kn::$k::kernel::<E, 128, 16, 64, $($extra)*>()),
-                    (128, 32, 64) => Some(kn::$k::kernel::<E, 128, 32, 64, $($extra)*>()),
-                    (128, 64, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*>()),
-                    (16, 16, 128) => Some(kn::$k::kernel::<E, 16, 16, 128, $($extra)*>()),
-                    (16, 32, 128) => Some(kn::$k::kernel::<E, 16, 32, 128, $($extra)*>()),
-                    (16, 64, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*>()),
-                    (32, 16, 128) => Some(kn::$k::kernel::<E, 32, 16, 128, $($extra)*>()),
-                    (32, 32, 128) => Some(kn::$k::kernel::<E, 32, 32, 128, $($extra)*>()),
-                    (32, 64, 128) => Some(kn::$k::kernel::<E, 32, 64, 128, $($extra)*>()),
-                    (64, 16, 128) => Some(kn::$k::kernel::<E, 64, 16, 128, $($extra)*>()),
-                    (64, 32, 128) => Some(kn::$k::kernel::<E, 64, 32, 128, $($extra)*>()),
-                    (64, 64, 128) => Some(kn::$k::kernel::<E, 64, 64, 128, $($extra)*>()),
-                    (128, 16, 128) => Some(kn::$k::kernel::<E, 128, 16, 128, $($extra)*>()),
-                    (128, 32, 128) => Some(kn::$k::kernel::<E, 128, 32, 128, $($extra)*>()),
-                    (128, 64, 128) => Some(kn::$k::kernel::<E, 128, 64, 128, $($extra)*>()),
+                crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.bn, c.pb, self.d) {
+                    (16, 64, 64, 64) => Some(kn::$k::kernel::<E, 16, 64, 64, $($extra)*, 64>()),
+                    (16, 64, 16, 64) => Some(kn::$k::kernel::<E, 16, 64, 64, $($extra)*, 16>()),
+                    (16, 64, 32, 64) => Some(kn::$k::kernel::<E, 16, 64, 64, $($extra)*, 32>()),
+                    (32, 64, 64, 64) => Some(kn::$k::kernel::<E, 32, 64, 64, $($extra)*, 64>()),
+                    (32, 64, 16, 64) => Some(kn::$k::kernel::<E, 32, 64, 64, $($extra)*, 16>()),
+                    (32, 64, 32, 64) => Some(kn::$k::kernel::<E, 32, 64, 64, $($extra)*, 32>()),
+                    (64, 64, 64, 64) => Some(kn::$k::kernel::<E, 64, 64, 64, $($extra)*, 64>()),
+                    (64, 64, 16, 64) => Some(kn::$k::kernel::<E, 64, 64, 64, $($extra)*, 16>()),
+                    (64, 64, 32, 64) => Some(kn::$k::kernel::<E, 64, 64, 64, $($extra)*, 32>()),
+                    (128, 64, 64, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*, 64>()),
+                    (128, 64, 16, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*, 16>()),
+                    (128, 64, 32, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*, 32>()),
+                    (16, 64, 64, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*, 64>()),
+                    (16, 64, 16, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*, 16>()),
+                    (16, 64, 32, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*, 32>()),
+                    (32, 64, 64, 128) => Some(kn::$k::kernel::<E, 32, 64, 128, $($extra)*, 64>()),
+                    (32, 64, 16, 128) => Some(kn::$k::kernel::<E, 32, 64, 128, $($extra)*, 16>()),
+                    (32, 64, 32, 128) => Some(kn::$k::kernel::<E, 32, 64, 128, $($extra)*, 32>()),
+                    (64, 64, 64, 128) => Some(kn::$k::kernel::<E, 64, 64, 128, $($extra)*, 64>()),
+                    (64, 64, 16, 128) => Some(kn::$k::kernel::<E, 64, 64, 128, $($extra)*, 16>()),
+                    (64, 64, 32, 128) => Some(kn::$k::kernel::<E, 64, 64, 128, $($extra)*, 32>()),
+                    (128, 64, 64, 128) => Some(kn::$k::kernel::<E, 128, 64, 128, $($extra)*, 64>()),
+                    (128, 64, 16, 128) => Some(kn::$k::kernel::<E, 128, 64, 128, $($extra)*, 16>()),
+                    (128, 64, 32, 128) => Some(kn::$k::kernel::<E, 128, 64, 128, $($extra)*, 32>()),
                     _ => None,
                 })
                 .flatten()
@@ -563,9 +617,20 @@ pub fn with_scratch(
     target: &Target,
     options: &DecodeOptions,
 ) -> Result<Vec<Operand>, OpError> {
+    with_scratch_for(operands, paged, target, options, false)
+}
+
+/// [`with_scratch`], the scratch covering every tuning candidate when `all`.
+pub fn with_scratch_for(
+    operands: &[Operand],
+    paged: bool,
+    target: &Target,
+    options: &DecodeOptions,
+    all: bool,
+) -> Result<Vec<Operand>, OpError> {
     let mut out = operands.to_vec();
     if let Some(call) = Call::new(operands, paged, target, options)? {
-        let elems = call.scratch_elems();
+        let elems = call.scratch_for(&call.configs(all, options));
         if elems > 0 {
             out.truncate(slot::COUNT);
             out.push(Operand::described(
@@ -591,6 +656,25 @@ pub fn plan(
         None => Ok(Vec::new()),
         Some(call) => call.launches(operands),
     }
+}
+
+/// [`plan`], and with `all` the launches of every tuning candidate after the table's (what a bundle for
+/// a tuning run must hold; operands from [`with_scratch_for`] with the same `all`).
+pub fn plan_all(
+    operands: &[Operand],
+    paged: bool,
+    target: &Target,
+    options: &DecodeOptions,
+    all: bool,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let Some(call) = Call::new(operands, paged, target, options)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for c in call.configs(all, options) {
+        out.extend(call.with(c).launches(operands)?);
+    }
+    Ok(out)
 }
 
 /// The configuration a call gets (for tests and reports).
