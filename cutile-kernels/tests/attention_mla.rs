@@ -349,7 +349,10 @@ fn bad_calls_are_typed_errors() {
     let mut o = base();
     o[slot::Q].strides = vec![16 * 1024, 1024, 1024, 1];
     let o = mla::with_scratch(&o, false, &target(), &opts).unwrap();
-    assert_eq!(mla::plan_decode(&o, false, &target(), &opts).unwrap().len(), 2);
+    assert_eq!(
+        mla::plan_decode(&o, false, &target(), &opts).unwrap().len(),
+        2
+    );
     // A split call without its scratch is refused.
     is(decode_err(&base(), false, &opts), "scratch");
     // Scale.
