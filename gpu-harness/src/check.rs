@@ -1524,6 +1524,49 @@ mod tests {
     }
 
     #[test]
+    fn mla_cases_plan_and_their_references_fit_the_outputs() {
+        let ops = [mla::OP_DECODE, mla::OP_DECODE_PAGED, mla::OP_PREFILL];
+        let (mut checked, mut ragged) = (0, 0);
+        for t in generate(&ops, 30 * ops.len(), 11).expect("gen") {
+            let c = t.current();
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            let outs = w.outputs().expect("outputs");
+            // The CPU reference's work (query elements times keys per sequence), kept small here.
+            let keys = match c.op.as_str() {
+                mla::OP_DECODE => c.shapes[1][1],
+                mla::OP_DECODE_PAGED => c.shapes[1][1] * c.shapes[2][1],
+                _ => c.shapes[1][2],
+            };
+            if c.shapes[0].iter().product::<i64>() * keys > 1 << 26 {
+                continue;
+            }
+            let i = c.inputs().expect("inputs");
+            if mla::OP_PREFILL != c.op && i[1].0.iter().any(|x| x.is_nan()) {
+                ragged += 1;
+            }
+            let r = w.reference(&i).expect("reference");
+            let got = std::iter::once(&r.values).chain(&r.others);
+            for (o, v) in outs.iter().zip(got) {
+                assert_eq!(
+                    v.len() as i64,
+                    o.shape.iter().product::<i64>(),
+                    "{} {}",
+                    w.name,
+                    o.name
+                );
+            }
+            assert!(r.values.iter().all(|x| x.is_finite()), "{}", w.name);
+            checked += 1;
+        }
+        assert!(
+            checked >= 20 && ragged >= 5,
+            "only {checked} small cases, {ragged} with NaN padding"
+        );
+    }
+
+    #[test]
     fn transformer_cases_plan_and_their_references_fit_the_outputs() {
         let ops = [
             "rope",
