@@ -87,7 +87,7 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     }
     let jobs = cutile_kernels::catalog::dsl_jobs(&mla::representative_calls(), false).unwrap();
     println!("mla catalog specializations: {}", jobs.len());
-    assert!(jobs.len() <= 8, "{} catalog specializations", jobs.len());
+    assert!(jobs.len() <= 4, "{} catalog specializations", jobs.len());
 }
 
 fn data(n: usize, seed: u64) -> Vec<f32> {
@@ -145,12 +145,13 @@ fn chunk_of(l: &cutile_kernels::op::PlannedLaunch) -> i64 {
             cutile_kernels::op::PlannedArg::I32(c) => Some(*c as i64),
             _ => None,
         })
-        .last()
+        .next_back()
         .unwrap()
 }
 
 #[test]
 fn decode_grid_follows_heads_queries_sms_and_capacity() {
+    assert!((mla::DEFAULT_SCALE - 1.0 / 192f32.sqrt()).abs() < 1e-8);
     // B 1, H 128: two row tiles x two value parts; 32k keys split 32 ways (the cap), combine after.
     let p = launches(OP_DECODE, &[&[1, 128, 1, 576], &[1, 32768, 576]], false);
     assert_eq!(p.len(), 2);

@@ -7,9 +7,12 @@
 //! the same scores over the same cache tiles (the second read mostly from L2). `ptxas -v` on sm_90a
 //! (tileiras 13.5): M 64 / DV 256 uses 384 threads, 168 registers, no spills; DV 512 (one block per
 //! row tile) drops to 128 threads and spills 7.5 KB; M 32 / DV 256 spills 1.8 KB. sm_80 and sm_120
-//! (no wgmma, 99 KB smem) spill 2–3.6 KB at M 64 / DV 256. The split count then follows the decode rule (`decode::config`): about two blocks per SM,
-//! at least [`MIN_KEYS_PER_SPLIT`] keys per split, at most [`MAX_SPLITS`], from the capacity (the host
-//! cannot read `seq_lens`).
+//! (no wgmma, 99 KB smem) spill 2–3.6 KB at M 64 / DV 256.
+//!
+//! The split count follows the decode rule (`decode::config`) with one block per SM instead of two (a
+//! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): at least
+//! [`MIN_KEYS_PER_SPLIT`] keys per split, at most [`MAX_SPLITS`], from the capacity (the host cannot
+//! read `seq_lens`).
 
 use crate::op::Target;
 
@@ -74,7 +77,7 @@ pub fn choose(
     let blocks = b.max(1) * ((rows.max(1) + m - 1) / m) * (super::LATENT / dv);
     let cap = capacity.max(1);
     let wanted = splits.unwrap_or_else(|| {
-        let target_blocks = 2 * i64::from(target.sm_count.max(1));
+        let target_blocks = i64::from(target.sm_count.max(1));
         let by_sm = (target_blocks + blocks - 1) / blocks;
         let by_len = (cap + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT;
         by_sm.min(by_len).min(MAX_SPLITS)

@@ -57,6 +57,7 @@ impl LatentCacheRef<'_> {
 
 /// One query against `keys` (rows of `dk`), values the first `dv` columns of `vals` rows of width
 /// `vw`: output `[dv]` and natural-log LSE (zeros and −inf without keys).
+#[allow(clippy::too_many_arguments)]
 fn attend(
     q: &[f32],
     keys: &[f32],
