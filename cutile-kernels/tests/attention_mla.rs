@@ -433,6 +433,10 @@ fn bad_calls_are_typed_errors() {
         scale: Some(0.0),
     };
     assert!(mla::plan_prefill(&prefill_ops(BF16, &pq, &pq), &target(), &bad).is_err());
+    is(
+        prefill_err(&prefill_ops(BF16, &pq, &[2, 8, 0, 192]), false),
+        "no keys",
+    );
     let empty = prefill_ops(BF16, &[0, 8, 100, 192], &[0, 8, 100, 192]);
     let d = MlaPrefillOptions::default();
     assert!(mla::plan_prefill(&empty, &target(), &d).unwrap().is_empty());

@@ -22,7 +22,7 @@
 //!
 //! **Prefill layouts**: `q: [B, H, S, 192]`, `k: [B, Hkv, S_k, 192]` (`Hkv` divides `H`), `v: [B,
 //! Hkv, S_k, 128]`, `o: [B, H, S, 128]`, `lse: [B, H, S]` f32 (optional), any strides on the batch,
-//! head and sequence axes. Causal is top-left (query `i` sees keys `0..=i`). Scale default
+//! head and sequence axes; `S_k` ≥ 1. Causal is top-left (query `i` sees keys `0..=i`). Scale default
 //! `1/sqrt(192)`. One kernel with the 192 columns read as a 128-wide and a 64-wide tile (tiles are
 //! powers of two); the split form with one `k_rope` shared by all heads would be the same kernel with a
 //! zero head stride on the rope view, so it is not a separate kernel.
@@ -811,6 +811,9 @@ impl PrefillCall {
         let scale = check_scale(op, options.scale)?;
         if q.numel() == 0 {
             return Ok(None);
+        }
+        if sk == 0 {
+            return Err(unsupported(op, "`k` and `v` hold no keys (S_k = 0)".into()));
         }
         if i32::try_from(s.max(sk)).is_err() {
             return Err(unsupported(
