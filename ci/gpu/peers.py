@@ -38,6 +38,14 @@ before every repetition, median):
                       that refuses the shape is recorded as an error row)
   attention_decode_paged  the same SDPA rows on the equivalent contiguous cache; the paged-vs-contiguous
                       comparison is our own attention_decode row of the same B and KV (same run)
+  mla_decode[_paged]  absorbed MLA decode on the equivalent contiguous latent cache [B, S, 576]: torch eager
+                      (impl torch: q viewed [B, H·Sq, 576] bmm cacheᵀ, f32 softmax, bmm cache[..., :512]),
+                      and F.scaled_dot_product_attention with q [B, H, Sq, 576], k = cache expanded to
+                      [B, H, S, 576], v = its first 512 columns (D_qk ≠ D_v), backends efficient, cuDNN,
+                      flash and math (a refusal is the row's error; skipped when the expanded cache would
+                      exceed 24 GB); bytes = the latent cache read once; Sq > 1 skipped (causal suffix)
+  mla_prefill         SDPA with D_qk 192 / D_v 128 (GQA repeated), backends cuDNN, flash, efficient (a
+                      refusal is recorded as the row's error): which accept D_qk ≠ D_v shows in the rows
   rope                RoPE in torch ops on q and k (vLLM's native form: gather cos/sin rows, cat/stack),
                       in place (copy_) or out of place as the call asks
   kv_cache_write[_paged]  cache writes by index assignment / index_copy_ (torch only)
@@ -372,6 +380,12 @@ def bench_call(rec, call, tk):
         return
     if op in ("attention_decode", "attention_decode_paged"):
         bench_decode(rec, call, dt, esize)
+    if op in ("mla_decode", "mla_decode_paged"):
+        bench_mla_decode(rec, call, dt, esize)
+        return
+    if op == "mla_prefill":
+        bench_mla_prefill(rec, call, dt)
+        return
     if op in ("attention_prefill", "attention_varlen"):
         bench_attention_variant(rec, call, dt, shapes)
         return
@@ -412,6 +426,76 @@ def bench_decode(rec, call, dt, esize):
                 return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), nbytes=nbytes,
                 cfg="contiguous cache" if call["op"] == "attention_decode_paged" else None)
+MLA_SCALE = 1.0 / math.sqrt(192.0)
+
+
+def bench_mla_decode(rec, call, dt, esize):
+    """MLA decode (cutile_kernels::attention::mla::described_call): q [B, H, Sq, 576]; contiguous latent
+    cache [B, S, 576] or paged [blocks, bs, 576] with block_table [B, max_blocks] (capacity
+    max_blocks·bs); the peers run on the contiguous equivalent, every key visible (full-length calls).
+    Metric: latent cache bytes read once."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    shapes = call["shapes"]
+    b, h, sq, w = shapes[0]
+    s = shapes[1][1] if call["op"] == "mla_decode" else shapes[2][1] * shapes[1][1]
+    cfg = "contiguous cache" if call["op"] == "mla_decode_paged" else None
+    if sq != 1:
+        rec.skip(call, "torch", "Sq > 1 needs a causal-suffix mask")
+        return
+    q = rand([b, h, sq, w], dt, 0.5)
+    cache = rand([b, s, w], dt, 0.5)
+    nbytes = b * s * w * esize
+    qr = q.view(b, h * sq, w)
+    # f32 reference (B·H·S f32 scores).
+    sc = torch.bmm(qr.float(), cache.float().transpose(1, 2)) * MLA_SCALE
+    ref = torch.bmm(torch.softmax(sc, dim=-1), cache[..., :512].float()).view(b, h, sq, 512)
+    del sc
+
+    def eager():
+        scores = torch.bmm(qr, cache.transpose(1, 2)).float() * MLA_SCALE
+        p = torch.softmax(scores, dim=-1).to(dt)
+        return torch.bmm(p, cache[..., :512]).view(b, h, sq, 512)
+    rec.run(call, "torch", eager, lambda: relerr(eager(), ref), nbytes=nbytes, cfg=cfg)
+    if b * h * s * (576 + 512) * esize > 24e9:
+        rec.skip(call, "sdpa", "the expanded cache would exceed 24 GB")
+        return
+    k = cache.unsqueeze(1).expand(b, h, s, w)
+    v = cache[..., :512].unsqueeze(1).expand(b, h, s, 512)
+    backends = (("efficient", SDPBackend.EFFICIENT_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                ("flash", SDPBackend.FLASH_ATTENTION), ("math", SDPBackend.MATH))
+    for name, backend in backends:
+        def fn(backend=backend):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, scale=MLA_SCALE)
+        rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), nbytes=nbytes, cfg=cfg)
+
+
+def bench_mla_prefill(rec, call, dt):
+    """MLA prefill: q [B, H, S, 192], k [B, Hkv, S_k, 192], v [B, Hkv, S_k, 128]; SDPA backends that
+    accept D_qk ≠ D_v. FLOPs 2·(192 + 128) per visible (query, key) pair and head."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q_shape, k_shape = call["shapes"][0], call["shapes"][1]
+    causal = call.get("causal", False)
+    b, h, sq, _ = q_shape
+    hkv, sk = k_shape[1], k_shape[2]
+    q, k = rand(q_shape, dt), rand(k_shape, dt)
+    v = rand([b, hkv, sk, 128], dt)
+    rep_ = h // hkv
+    if rep_ > 1:
+        k, v = k.repeat_interleave(rep_, dim=1), v.repeat_interleave(rep_, dim=1)
+    pairs = sum(min(i + 1, sk) for i in range(sq)) if causal else sq * sk
+    flops = 2 * b * h * pairs * (192 + 128)
+    ref = torch.cat([F.scaled_dot_product_attention(q[i:i + 1].float(), k[i:i + 1].float(),
+                                                    v[i:i + 1].float(), is_causal=causal, scale=MLA_SCALE)
+                     for i in range(b)])
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
+                          ("efficient", SDPBackend.EFFICIENT_ATTENTION)):
+        def fn(backend=backend):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=MLA_SCALE)
+        rec.run(call, name, fn, lambda fn=fn: relerr(fn(), ref), flops=flops)
+
+
 def variant_flags(flags):
     """cutile_kernels::attention::spec_flags: [bottom_right, window (-1), softcap x1000 (0), query_offset,
     sinks, lse]."""

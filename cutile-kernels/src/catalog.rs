@@ -131,6 +131,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
     calls.extend(crate::gemm::grouped::representative_calls());
     calls.extend(crate::attention::representative_calls());
     calls.extend(crate::attention::decode::representative_calls());
+    calls.extend(crate::attention::mla::representative_calls());
     calls.extend(crate::activation::representative_calls());
     calls.extend(crate::fused_qkv::representative_calls());
     calls.extend(crate::cross_entropy::representative_calls());

@@ -21,6 +21,7 @@ pub mod data;
 pub mod decode;
 pub mod fp8;
 pub mod fused_qkv;
+pub mod mla;
 pub mod run;
 pub mod transformer;
 

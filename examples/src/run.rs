@@ -509,6 +509,10 @@ pub enum Owned {
     Fp8,
     /// The attention backward: the forward's output and f32 LSE first (`crate::attention_backward`).
     AttentionBackward,
+    /// MLA decode: latent cache, lengths, block table (`crate::mla`).
+    MlaDecode,
+    /// MLA prefill: D_qk 192, D_v 128, f32 LSE (`crate::mla`).
+    MlaPrefill,
 }
 
 impl Owned {
@@ -526,6 +530,10 @@ impl Owned {
             Some(Owned::Fp8)
         } else if crate::attention_backward::covers(w.op()) {
             Some(Owned::AttentionBackward)
+        } else if crate::mla::is_decode(w.op()) {
+            Some(Owned::MlaDecode)
+        } else if crate::mla::covers(w.op()) {
+            Some(Owned::MlaPrefill)
         } else {
             None
         }
@@ -537,7 +545,7 @@ impl Owned {
     pub fn flushed(self) -> bool {
         !matches!(
             self,
-            Owned::AttentionVariant | Owned::Fp8 | Owned::AttentionBackward
+            Owned::AttentionVariant | Owned::Fp8 | Owned::AttentionBackward | Owned::MlaPrefill
         )
     }
 
@@ -564,6 +572,9 @@ impl Owned {
             }
             Owned::AttentionBackward => {
                 crate::attention_backward::run(device, stream, w.dt()?, &w.call, inputs, timing)
+            }
+            Owned::MlaDecode | Owned::MlaPrefill => {
+                crate::mla::run(device, stream, w, inputs, timing)
             }
         }
     }

@@ -215,6 +215,9 @@ impl Workload {
         if crate::attention_variants::is_variant(self.op()) {
             return crate::attention_variants::outputs(self.dt()?, &self.call);
         }
+        if crate::mla::covers(self.op()) {
+            return crate::mla::outputs(self.dt()?, &self.call);
+        }
         if crate::attention_backward::covers(self.op()) {
             return crate::attention_backward::outputs(&self.call);
         }
@@ -266,6 +269,7 @@ impl Workload {
             self.op(),
             gemm::OP | gemm::BMM | grouped::OP | attention::OP
         ) && !crate::attention_variants::is_variant(self.op())
+            && self.op() != cutile_kernels::attention::mla::OP_PREFILL
             && !crate::attention_backward::covers(self.op())
             && !is_epilogue(self.op())
             && !crate::fp8::covers(self.op())
@@ -295,7 +299,7 @@ impl Workload {
                 .first()
                 .map(|o| o.shape.clone())
                 .unwrap_or_default(),
-            op if crate::attention_variants::is_variant(op) => self
+            op if crate::attention_variants::is_variant(op) || crate::mla::covers(op) => self
                 .outputs()?
                 .first()
                 .map(|o| o.shape.clone())
@@ -337,6 +341,18 @@ impl Workload {
         }
         if crate::attention_backward::covers(self.op()) {
             return Ok(Metric::Flops(crate::attention_backward::flops(&self.call)?));
+        }
+        if crate::mla::is_decode(self.op()) {
+            return Ok(Metric::Bytes(crate::mla::decode_bytes(
+                self.dt()?,
+                &self.call,
+            )?));
+        }
+        if crate::mla::covers(self.op()) {
+            return Ok(Metric::Flops(crate::mla::prefill_flops(
+                self.dt()?,
+                &self.call,
+            )?));
         }
         Ok(match self.op() {
             vector_add::ADD | vector_add::AXPY => Metric::Bytes(3.0 * n * b),
@@ -458,6 +474,7 @@ impl Workload {
             op if crate::attention_variants::is_variant(op) => {
                 crate::attention_variants::inputs(self.dt()?, &self.call)?
             }
+            op if crate::mla::covers(op) => crate::mla::inputs(self.dt()?, &self.call, 0)?,
             op if crate::attention_backward::covers(op) => {
                 crate::attention_backward::inputs(self.dt()?, &self.call, 0)?
             }
@@ -749,6 +766,7 @@ impl Workload {
             op if crate::attention_variants::is_variant(op) => many(
                 crate::attention_variants::reference(self.dt()?, &self.call, i)?,
             ),
+            op if crate::mla::covers(op) => many(crate::mla::reference(self.dt()?, &self.call, i)?),
             op if crate::attention_backward::covers(op) => {
                 many(crate::attention_backward::reference(&self.call, i)?)
             }
@@ -1137,6 +1155,7 @@ pub fn checks() -> Vec<Workload> {
         .map(Workload::new)
         .chain(extra_checks())
         .chain(crate::decode::check_calls().into_iter().map(Workload::new))
+        .chain(crate::mla::check_calls().into_iter().map(Workload::new))
         .chain(epilogue_checks())
         .filter(|w| seen.insert(w.name.clone()))
         .collect()
@@ -1211,6 +1230,7 @@ pub fn benches() -> Vec<Workload> {
     representative_calls()
         .into_iter()
         .chain(crate::decode::bench_calls())
+        .chain(crate::mla::bench_calls())
         .chain(epilogue_benches())
         .chain(grouped_benches())
         .map(Workload::new)

@@ -230,8 +230,10 @@ fn bench_one(
         // events around it, the median of the calls.
         let inputs = w.inputs()?;
         let calls = match owned {
-            Owned::FusedQkv | Owned::AttentionVariant | Owned::Fp8 => FUSED_QKV_CALLS,
-            Owned::Decode | Owned::Transformer => DECODE_CALLS,
+            Owned::FusedQkv | Owned::AttentionVariant | Owned::Fp8 | Owned::MlaPrefill => {
+                FUSED_QKV_CALLS
+            }
+            Owned::Decode | Owned::Transformer | Owned::MlaDecode => DECODE_CALLS,
             Owned::AttentionBackward => ATTENTION_BACKWARD_CALLS,
         };
         let (_, stats) = owned.run(device, stream, w, &inputs, Some((calls, Some(flush))))?;

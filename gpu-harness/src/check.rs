@@ -25,6 +25,7 @@ use cutile_examples::data::{Dt, uniform};
 use cutile_examples::run::{CheckResult, check, check_with};
 use cutile_examples::workload::{HostTensor, Layout, Workload};
 use cutile_kernels::attention::decode;
+use cutile_kernels::attention::mla;
 use cutile_kernels::op::CallSpec;
 use cutile_kernels::{
     activation, attention, cross_entropy, dropout, embedding, fused_qkv, gemm, kv_cache, norm,
@@ -161,6 +162,10 @@ impl Case {
             // Lengths and block tables besides the element type: the decode module's data.
             decode::OP | decode::OP_PAGED => {
                 return cutile_examples::decode::inputs(dt, &w.call, self.seed);
+            }
+            // Latent cache, lengths and block tables (decode), the 192/128 widths (prefill).
+            mla::OP_DECODE | mla::OP_DECODE_PAGED | mla::OP_PREFILL => {
+                return cutile_examples::mla::inputs(dt, &w.call, self.seed);
             }
             op if cutile_examples::transformer::covers(op) => return w.inputs(),
             // i32 offsets and f32 sinks besides the element type: the workload's own seeded data.
@@ -466,7 +471,10 @@ fn dtypes(op: &str) -> Vec<&'static str> {
         | fused_qkv::OP
         | cross_entropy::OP
         | decode::OP
-        | decode::OP_PAGED => vec!["bf16", "f16"],
+        | decode::OP_PAGED
+        | mla::OP_DECODE
+        | mla::OP_DECODE_PAGED
+        | mla::OP_PREFILL => vec!["bf16", "f16"],
         op if gemm::fp8::OPS.contains(&op) => vec!["f8e4m3", "f8e5m2"],
         // f32 products run as tf32 (the host API's opt-in; the registry plans it).
         _ => vec!["f32", "f16", "bf16"],
@@ -763,6 +771,59 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
                 }
             })
             .boxed(),
+        mla::OP_DECODE | mla::OP_DECODE_PAGED => (
+            (1..=16i64, prop::sample::select(vec![16i64, 128]), 1..=2i64),
+            dim(4096),
+            prop::sample::select(vec![16i64, 64, 256]),
+            dtype,
+            seed,
+        )
+            .prop_map(move |((b, h, sq), cap, bs, dtype, seed)| {
+                // The CPU reference's work: B·H·Sq·capacity·(576 + 512) multiply-adds.
+                let cap = cap.min((MAX_MACS / (b * h * sq * 1088)).max(1));
+                let q = vec![b, h, sq, 576];
+                // The trailing [1] asks for ragged lengths (0, 1 and the capacity among them) and NaN
+                // past them.
+                let shapes = if op == mla::OP_DECODE {
+                    vec![q, vec![b, cap, 576], vec![1]]
+                } else {
+                    let per = (cap + bs - 1) / bs;
+                    // A few blocks no sequence uses.
+                    vec![q, vec![b * per + 3, bs, 576], vec![b, per], vec![1]]
+                };
+                Case {
+                    op: op.into(),
+                    dtype: dtype.into(),
+                    shapes,
+                    causal: false,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
+        mla::OP_PREFILL => (
+            (1..=2i64, 1..=2i64, prop::sample::select(vec![1i64, 2, 4])),
+            dim(700),
+            any::<bool>(),
+            dtype,
+            seed,
+        )
+            .prop_map(|((b, hkv, group), s, causal, dtype, seed)| {
+                let h = hkv * group;
+                // The CPU reference's work: B·H·S²·320 multiply-adds.
+                let s = s.min(((MAX_MACS / (b * h * 320)) as f64).sqrt().max(1.0) as i64);
+                Case {
+                    op: mla::OP_PREFILL.into(),
+                    dtype: dtype.into(),
+                    shapes: vec![vec![b, h, s, 192], vec![b, hkv, s, 192]],
+                    causal,
+                    layout: CaseLayout::Contiguous,
+                    values: Values::Normal,
+                    seed,
+                }
+            })
+            .boxed(),
         op if gemm::fp8::OPS.contains(&op) => (
             // Ragged m and n (zero-padded edge tiles), tiny ones, K a multiple of 16 (128 with
             // block scales), within the reference's budget.
@@ -958,6 +1019,9 @@ pub const COVERED: &[&str] = &[
     fused_qkv::OP,
     decode::OP,
     decode::OP_PAGED,
+    mla::OP_DECODE,
+    mla::OP_DECODE_PAGED,
+    mla::OP_PREFILL,
     rope::OP,
     kv_cache::OP,
     kv_cache::OP_PAGED,
@@ -1456,6 +1520,49 @@ mod tests {
         assert!(
             planned * 100 >= total * 85,
             "only {planned} of {total} cases plan"
+        );
+    }
+
+    #[test]
+    fn mla_cases_plan_and_their_references_fit_the_outputs() {
+        let ops = [mla::OP_DECODE, mla::OP_DECODE_PAGED, mla::OP_PREFILL];
+        let (mut checked, mut ragged) = (0, 0);
+        for t in generate(&ops, 30 * ops.len(), 11).expect("gen") {
+            let c = t.current();
+            let w = c.workload();
+            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            let outs = w.outputs().expect("outputs");
+            // The CPU reference's work (query elements times keys per sequence), kept small here.
+            let keys = match c.op.as_str() {
+                mla::OP_DECODE => c.shapes[1][1],
+                mla::OP_DECODE_PAGED => c.shapes[1][1] * c.shapes[2][1],
+                _ => c.shapes[1][2],
+            };
+            if c.shapes[0].iter().product::<i64>() * keys > 1 << 26 {
+                continue;
+            }
+            let i = c.inputs().expect("inputs");
+            if mla::OP_PREFILL != c.op && i[1].0.iter().any(|x| x.is_nan()) {
+                ragged += 1;
+            }
+            let r = w.reference(&i).expect("reference");
+            let got = std::iter::once(&r.values).chain(&r.others);
+            for (o, v) in outs.iter().zip(got) {
+                assert_eq!(
+                    v.len() as i64,
+                    o.shape.iter().product::<i64>(),
+                    "{} {}",
+                    w.name,
+                    o.name
+                );
+            }
+            assert!(r.values.iter().all(|x| x.is_finite()), "{}", w.name);
+            checked += 1;
+        }
+        assert!(
+            checked >= 20 && ragged >= 5,
+            "only {checked} small cases, {ragged} with NaN padding"
         );
     }
 

@@ -10,6 +10,7 @@
 //! - [`reference`]: the CPU reference;
 //! - [`plan`]: the launches of a call, without a device;
 //! - [`decode`]: decode (a few queries per sequence against a contiguous or paged KV cache, split-KV);
+//! - [`mla`]: DeepSeek MLA (absorbed decode over a latent cache, split-KV; prefill with D_qk 192, D_v 128);
 //! - [`backward`]: the backward pass (`dq`, `dk`, `dv` from the forward's output and LSE), kernels in
 //!   `dsl_backward`.
 
@@ -18,6 +19,7 @@ pub mod config;
 pub mod decode;
 mod dsl;
 mod dsl_backward;
+pub mod mla;
 mod prefill;
 pub mod reference;
 

@@ -317,6 +317,36 @@ fn plan_decode(
     Ok(PlannedCall { operands, launches })
 }
 
+fn plan_mla_decode(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    use attention::mla;
+    let (ops, paged) = mla::described_call(&spec.op, dt, &spec.shapes)?;
+    let options = mla::MlaDecodeOptions::default();
+    let operands = mla::with_scratch(&ops, paged, t, &options)?;
+    let launches = mla::plan_decode(&operands, paged, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
+fn plan_mla_prefill(
+    spec: &CallSpec,
+    dt: ScalarType,
+    t: &Target,
+    _all: bool,
+) -> Result<PlannedCall, OpError> {
+    use attention::mla;
+    let operands = mla::described_prefill(dt, &spec.shapes)?;
+    let options = mla::MlaPrefillOptions {
+        causal: spec.causal,
+        scale: None,
+    };
+    let launches = mla::plan_prefill(&operands, t, &options)?;
+    Ok(PlannedCall { operands, launches })
+}
+
 fn plan_attention_variant(
     spec: &CallSpec,
     dt: ScalarType,
@@ -641,7 +671,7 @@ const FP8_OPS: [OpInfo; 3] = [
 ];
 
 /// The ops of the families before the activations.
-const BASE_OPS: [OpInfo; 16] = [
+const BASE_OPS: [OpInfo; 19] = [
     OpInfo {
         name: vector_add::ADD,
         family: "vector_add",
@@ -719,6 +749,24 @@ const BASE_OPS: [OpInfo; 16] = [
         family: "attention",
         inputs: attention::decode::SPEC_INPUTS,
         plan: plan_decode,
+    },
+    OpInfo {
+        name: attention::mla::OP_DECODE,
+        family: "attention",
+        inputs: attention::mla::DECODE_INPUTS,
+        plan: plan_mla_decode,
+    },
+    OpInfo {
+        name: attention::mla::OP_DECODE_PAGED,
+        family: "attention",
+        inputs: attention::mla::DECODE_INPUTS,
+        plan: plan_mla_decode,
+    },
+    OpInfo {
+        name: attention::mla::OP_PREFILL,
+        family: "attention",
+        inputs: attention::mla::PREFILL_INPUTS,
+        plan: plan_mla_prefill,
     },
     OpInfo {
         name: attention::PREFILL_OP,
