@@ -429,7 +429,7 @@ fn host_tile_variants_compile_for_sm90() {
     let (tt, h, i, e, k) = (64i64, 256i64, 256i64, 8i64, 2i64);
     let mut cases = Vec::new();
     macro_rules! gemms {
-        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal) => {{
+        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal, $dec:literal) => {{
             let p = r::max_padded((tt * k) as usize, e as usize, $bm) as i64;
             let ids = || vec![t(I32, &[p]), t(I32, &[p / $bm]), t(I32, &[1])];
             let mut g1 = vec![
@@ -441,7 +441,16 @@ fn host_tile_variants_compile_for_sm90() {
             g1.extend(ids());
             g1.push(t(BF16, &[p, i]));
             cases.push((
-                concat!("moe_gemm1_w4a16 BM=", $bm, " BN=", $bn1, " BK=", $bk1),
+                concat!(
+                    "moe_gemm1_w4a16 BM=",
+                    $bm,
+                    " BN=",
+                    $bn1,
+                    " BK=",
+                    $bk1,
+                    " DEC=",
+                    $dec
+                ),
                 moe::kernels::moe_gemm1_w4a16::kernel::<
                     bf16,
                     $bm,
@@ -449,6 +458,7 @@ fn host_tile_variants_compile_for_sm90() {
                     $bk1,
                     { $bk1 / 2 },
                     { $bk1 / 16 },
+                    $dec,
                 >(),
                 g1,
             ));
@@ -462,7 +472,16 @@ fn host_tile_variants_compile_for_sm90() {
             g2.push(t(F32, &[tt * k]));
             g2.push(t(F32, &[tt * k, h]));
             cases.push((
-                concat!("moe_gemm2_w4a16 BM=", $bm, " BN=", $bn2, " BK=", $bk2),
+                concat!(
+                    "moe_gemm2_w4a16 BM=",
+                    $bm,
+                    " BN=",
+                    $bn2,
+                    " BK=",
+                    $bk2,
+                    " DEC=",
+                    $dec
+                ),
                 moe::kernels::moe_gemm2_w4a16::kernel::<
                     bf16,
                     $bm,
@@ -470,13 +489,16 @@ fn host_tile_variants_compile_for_sm90() {
                     $bk2,
                     { $bk2 / 2 },
                     { $bk2 / 16 },
+                    $dec,
                 >(),
                 g2,
             ));
         }};
     }
-    gemms!(32, 64, 128, 64, 128);
-    gemms!(128, 64, 64, 128, 64);
+    gemms!(16, 64, 128, 64, 128, 0);
+    gemms!(32, 64, 128, 64, 128, 1);
+    gemms!(128, 64, 64, 128, 64, 1);
+    gemms!(128, 64, 64, 128, 64, 0);
     let chunks = (tt * k + 63) / 64;
     cases.push((
         "moe_align_hist EP=256",
@@ -591,7 +613,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 14);
+    assert_eq!(jobs.len(), 15);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1022,7 +1044,7 @@ fn gpu_route_matches_reference() {
 fn w4a16_gemms_read_weights_through_views() {
     let jobs = cutile_kernels::moe::compile_jobs();
     let count = |text: &str, op: &str| text.matches(op).count();
-    for j in jobs.iter().filter(|j| j.kernel.ends_with("_w4a16")) {
+    for j in jobs.iter().filter(|j| j.kernel.contains("_w4a16")) {
         let (k, metas) = j.dsl_spec().unwrap();
         let text = k.specialize(metas).unwrap().ir_text();
         let (ptr, view) = (count(&text, "load_ptr_tko"), count(&text, "load_view_tko"));

@@ -118,6 +118,47 @@ pub mod codec {
     }
 }
 
+/// The rows form's choice of decode (`DEC` of `moe_gemm1_w4a16` / `moe_gemm2_w4a16`), plain Rust
+/// over DSL values: `DEC = 0` the f32 decode (`codec::e2m1_decode`, the global inside the weights),
+/// `DEC = 1` the bit-pattern decode (`codec::e2m1_bits`, the global on the accumulator).
+pub mod pick {
+    use cutile::core::bitcast::width::W16;
+    use cutile::core::*;
+
+    /// The even and odd halves of a weight tile in decode `dec` (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn halves<
+        E: Numeric + BitWidth<Bits = W16>,
+        const BN: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        dec: i32,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: Scalar<f32>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
+        if dec == 1 {
+            super::kernels::dequant_halves_fast::<E, BN, BKH, BKS>(w, s, g, n, k)
+        } else {
+            super::kernels::dequant_halves::<E, BN, BKH, BKS>(w, s, global, g, n, k)
+        }
+    }
+
+    /// The factor of the accumulators in decode `dec`: `global · 2^7` for the bit-pattern decode,
+    /// 1 for the f32 one (its weights already hold the global).
+    pub fn acc_scale(dec: i32, global: Scalar<f32>) -> Scalar<f32> {
+        if dec == 1 {
+            global * super::codec::FOLD_UNDO
+        } else {
+            scalar::<f32>(1.0f32)
+        }
+    }
+}
+
 /// Top-k selection on `BT x EP` score tiles (plain Rust over DSL values, unrolled over `KP` slots).
 pub mod route {
     use cutile::core::*;
@@ -155,6 +196,7 @@ pub mod route {
 #[cutile::module]
 pub mod kernels {
     use super::codec::*;
+    use super::pick;
     use super::route;
     use cutile::core::*;
 
@@ -399,12 +441,13 @@ pub mod kernels {
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm1_w4a16<
-        E: MmaOperand<f32>,
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
         const BM: i32,
         const BN: i32,
         const BK: i32,
         const BKH: i32,
         const BKS: i32,
+        const DEC: i32,
     >(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<i8, S3<DYN, DYN, DYN>>,
@@ -426,11 +469,13 @@ pub mod kernels {
             let mut acc_u = zeros::<f32, S2<BM, BN>>();
             for k in 0..(x.dim(1) + (BK - 1)) / BK {
                 let (a0, a1) = gather_rows_split::<E, BM, BKH>(x, tok, valid, k);
-                let (g0, g1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
-                let (u0, u1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, up_n, k);
+                let (g0, g1) = pick::halves::<E, BN, BKH, BKS>(DEC, w, s, ge, e, n, k);
+                let (u0, u1) = pick::halves::<E, BN, BKH, BKS>(DEC, w, s, ge, e, up_n, k);
                 acc_g = mma(a1, g1.transpose(), mma(a0, g0.transpose(), acc_g));
                 acc_u = mma(a1, u1.transpose(), mma(a0, u0.transpose(), acc_u));
             }
+            let f = pick::acc_scale(DEC, ge);
+            let (acc_g, acc_u) = (acc_g * f, acc_u * f);
             let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
             unsafe { h.store_at((b, n), (acc_g * sig * acc_u).cast::<E>()) };
@@ -503,12 +548,13 @@ pub mod kernels {
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm2_w4a16<
-        E: MmaOperand<f32>,
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
         const BM: i32,
         const BN: i32,
         const BK: i32,
         const BKH: i32,
         const BKS: i32,
+        const DEC: i32,
     >(
         h: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<i8, S3<DYN, DYN, DYN>>,
@@ -533,7 +579,7 @@ pub mod kernels {
             let hi = (lo + per).min(ph.num_tiles(1));
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in lo..hi {
-                let (w0, w1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
+                let (w0, w1) = pick::halves::<E, BN, BKH, BKS>(DEC, w, s, ge, e, n, k);
                 let a = ph.load((b, k)).reshape::<S3<BM, BKH, 2>>();
                 let a0 = a
                     .extract::<S3<BM, BKH, 1>>(&[0, 0, 0])
@@ -543,7 +589,8 @@ pub mod kernels {
                     .reshape::<S2<BM, BKH>>();
                 acc = mma(a1, w1.transpose(), mma(a0, w0.transpose(), acc));
             }
-            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
+            let f = pick::acc_scale(DEC, ge);
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc * f);
         }
     }
 

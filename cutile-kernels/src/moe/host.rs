@@ -220,9 +220,12 @@ pub fn k_splits(sms: i64, ctas: i64, k_tiles: i64) -> i64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     /// Rows of the aligned order on the MMA's M side (`BM` = the row block), weights on its N side
-    /// ([`gemm_tiles`]); the W4A16 GEMMs decode with `codec::e2m1_decode` (f32 math and an f32 →
-    /// bf16/f16 conversion per element). Every row block; prefill.
+    /// ([`gemm_tiles`]); the W4A16 GEMMs decode with `codec::e2m1_decode` (integer ops, an i32 → f32
+    /// conversion, f32 multiplies and an f32 → bf16/f16 conversion per element). Every row block.
     Rows,
+    /// [`Form::Rows`] with the bit-pattern decode of the decode form (`codec::e2m1_bits`: four `i16`
+    /// ops and one multiplication in bf16/f16 per element, no conversion). Every row block; prefill.
+    RowsBits,
     /// The decode form, for row block 16 only: the weights on the MMA's M side (`bn` weight rows per
     /// CTA, 8 worker warps when `bn` is 128), 16 rows of the aligned order on its N side, `bk` of K per
     /// step in both GEMMs, the bit-pattern e2m1 decode (`codec::e2m1_bits`), and split-K of either
@@ -239,11 +242,12 @@ pub enum Form {
 /// The `(bn, bk)` tiles of the decode form the layer has kernels for.
 pub const DECODE_TILES: [(i64, i64); 4] = [(64, 128), (128, 128), (64, 256), (128, 256)];
 
-/// The forms a layer with row block `bm`, `H = h`, `I = i` can run: [`Form::Rows`] always; for
+/// The forms a layer with row block `bm`, `H = h`, `I = i` can run: [`Form::Rows`] and
+/// [`Form::RowsBits`] always; for
 /// `bm == 16` also every [`DECODE_TILES`] entry whose `bn` divides `H` and `I` (the example's sweep
 /// times them all).
 pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
-    let mut v = vec![Form::Rows];
+    let mut v = vec![Form::Rows, Form::RowsBits];
     if bm == 16 {
         v.extend(
             DECODE_TILES
@@ -258,12 +262,12 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
 /// The form the host picks for row block `bm`: the decode form with 64 weight rows and K = 128 per
 /// step for `bm == 16` (no spills on sm_90 with 4 warps, `I / 64` column tiles per expert block so
 /// short grids rarely need split-K; an estimate: the example's sweep measures the others), else
-/// [`Form::Rows`].
+/// [`Form::RowsBits`] (fewer ops per weight than [`Form::Rows`]; also an estimate).
 pub fn default_form(bm: i64) -> Form {
     if bm == 16 {
         Form::Decode { bn: 64, bk: 128 }
     } else {
-        Form::Rows
+        Form::RowsBits
     }
 }
 
@@ -445,7 +449,7 @@ fn check_layer<E: MoeElem>(
     let blocks_est = (p / bm).min(ceil_div(t * k, bm) + (t * k).min(ne));
     let sms = i64::from(x.device().sm_count());
     let (splits, splits1) = match form {
-        Form::Rows => {
+        Form::Rows | Form::RowsBits => {
             let (_, (bn2, bk2)) = gemm_tiles(bm, h, i);
             (k_splits(sms, blocks_est * (h / bn2), ceil_div(i, bk2)), 1)
         }
@@ -586,9 +590,16 @@ fn launch_gemm1<E: MoeElem>(
     let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.i / bn)?, 1);
     macro_rules! go {
         ($bm:literal, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!($bm, $bn, $bk, 1)
+            } else {
+                go!($bm, $bn, $bk, 0)
+            }
+        };
+        ($bm:literal, $bn:literal, $bk:literal, $dec:literal) => {
             match weights {
                 Weights::Nvfp4 { w13, s13, g13, .. } => {
-                    kernels::moe_gemm1_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                    kernels::moe_gemm1_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
                         x,
                         *w13,
                         *s13,
@@ -649,9 +660,16 @@ fn launch_gemm2<E: MoeElem>(
     let splits = d.splits as i32;
     macro_rules! go {
         ($bm:literal, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!($bm, $bn, $bk, 1)
+            } else {
+                go!($bm, $bn, $bk, 0)
+            }
+        };
+        ($bm:literal, $bn:literal, $bk:literal, $dec:literal) => {
             match weights {
                 Weights::Nvfp4 { w2, s2, g2, .. } => {
-                    kernels::moe_gemm2_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                    kernels::moe_gemm2_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
                         h,
                         *w2,
                         *s2,

@@ -9,9 +9,9 @@
 //! I 14336, top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 1, 16, 64
 //! (decode) and 4096 (prefill). Prints one markdown table row per (layer, T, row block, form).
 //! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) the
-//! rows form (weights on the MMA's N side, the old decode) and every decode-form tile (weights on
-//! the M side, bit-pattern decode, `host::DECODE_TILES`), for prefill the rows form at the host's block
-//! and at 64. `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as
+//! rows form (weights on the MMA's N side) with the old f32 decode and with the bit-pattern decode,
+//! and every decode-form tile (weights on the M side, bit-pattern decode, `host::DECODE_TILES`); for
+//! prefill both rows forms at the host's block and at 64. `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as
 //! skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
@@ -90,7 +90,8 @@ impl Budget {
 
 fn form_name(f: moe::host::Form) -> String {
     match f {
-        moe::host::Form::Rows => "rows".into(),
+        moe::host::Form::Rows => "rows (f32 decode)".into(),
+        moe::host::Form::RowsBits => "rows (bit decode)".into(),
         moe::host::Form::Decode { bn, bk } => format!("decode BN={bn} BK={bk}"),
     }
 }
