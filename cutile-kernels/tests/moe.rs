@@ -350,15 +350,16 @@ fn host_runs_the_decode_form_for_row_block_16_only() {
     use moe::host::{DECODE_TILES, Form, default_form, forms};
     assert_eq!(default_form(16), Form::Decode { bn: 64, bk: 128 });
     for bm in [32, 64, 128] {
-        assert_eq!(default_form(bm), Form::Rows);
-        assert_eq!(forms(bm, 4096, 14336), vec![Form::Rows]);
+        assert_eq!(default_form(bm), Form::RowsBits);
+        assert_eq!(forms(bm, 4096, 14336), vec![Form::Rows, Form::RowsBits]);
     }
     // Mixtral: every decode tile; H or I not a multiple of 128: only the 64-row tiles.
-    assert_eq!(forms(16, 4096, 14336).len(), 1 + DECODE_TILES.len());
+    assert_eq!(forms(16, 4096, 14336).len(), 2 + DECODE_TILES.len());
     assert_eq!(
         forms(16, 4096, 192),
         vec![
             Form::Rows,
+            Form::RowsBits,
             Form::Decode { bn: 64, bk: 128 },
             Form::Decode { bn: 64, bk: 256 }
         ]

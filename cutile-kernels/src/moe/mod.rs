@@ -19,7 +19,9 @@
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
 //! `moe_align_block_size` runs on the GPU ([`host::moe_align_block_size`], three passes), so routing,
-//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Not built yet:
+//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Decode (row
+//! block 16) runs the GEMMs in the decode form ([`host::Form::Decode`]: weights on the MMA's M side,
+//! the bit-pattern e2m1 decode of [`codec::e2m1_bits`], split-K of GEMM 1 too). Not built yet:
 //! registry ops and harness workloads (see `docs/moe.md`).
 
 mod dsl;
