@@ -430,7 +430,7 @@ fn host_tile_variants_compile_for_sm90() {
     let (tt, h, i, e, k) = (64i64, 256i64, 256i64, 8i64, 2i64);
     let mut cases = Vec::new();
     macro_rules! gemms {
-        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal, $dec:literal) => {{
+        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal, $dec:literal, $g1:ident, $g2:ident) => {{
             let p = r::max_padded((tt * k) as usize, e as usize, $bm) as i64;
             let ids = || vec![t(I32, &[p]), t(I32, &[p / $bm]), t(I32, &[1])];
             let mut g1 = vec![
@@ -442,27 +442,28 @@ fn host_tile_variants_compile_for_sm90() {
             g1.extend(ids());
             g1.push(t(BF16, &[p, i]));
             cases.push((
-                concat!(
-                    "moe_gemm1_w4a16 BM=",
-                    $bm,
-                    " BN=",
-                    $bn1,
-                    " BK=",
-                    $bk1,
-                    " DEC=",
-                    $dec
-                ),
-                moe::kernels::moe_gemm1_w4a16::kernel::<
-                    bf16,
-                    $bm,
-                    $bn1,
-                    $bk1,
-                    { $bk1 / 2 },
-                    { $bk1 / 16 },
-                    $dec,
-                >(),
-                g1,
-            ));
+                                concat!(
+                                    stringify!($g1),
+                                    " BM=",
+                                    $bm,
+                                    " BN=",
+                                    $bn1,
+                                    " BK=",
+                                    $bk1,
+                                    " DEC=",
+                                    $dec
+                                ),
+                                moe::kernels::$g1::kernel::<
+                                    bf16,
+                                    $bm,
+                                    $bn1,
+                                    $bk1,
+                                    { $bk1 / 2 },
+                                    { $bk1 / 16 },
+                                    $dec,
+                                >(),
+                                g1,
+                            ));
             let mut g2 = vec![
                 t(BF16, &[p, i]),
                 t(I8, &[e, h, i / 2]),
@@ -473,33 +474,74 @@ fn host_tile_variants_compile_for_sm90() {
             g2.push(t(F32, &[tt * k]));
             g2.push(t(F32, &[tt * k, h]));
             cases.push((
-                concat!(
-                    "moe_gemm2_w4a16 BM=",
-                    $bm,
-                    " BN=",
-                    $bn2,
-                    " BK=",
-                    $bk2,
-                    " DEC=",
-                    $dec
-                ),
-                moe::kernels::moe_gemm2_w4a16::kernel::<
-                    bf16,
-                    $bm,
-                    $bn2,
-                    $bk2,
-                    { $bk2 / 2 },
-                    { $bk2 / 16 },
-                    $dec,
-                >(),
-                g2,
-            ));
+                                concat!(
+                                    stringify!($g2),
+                                    " BM=",
+                                    $bm,
+                                    " BN=",
+                                    $bn2,
+                                    " BK=",
+                                    $bk2,
+                                    " DEC=",
+                                    $dec
+                                ),
+                                moe::kernels::$g2::kernel::<
+                                    bf16,
+                                    $bm,
+                                    $bn2,
+                                    $bk2,
+                                    { $bk2 / 2 },
+                                    { $bk2 / 16 },
+                                    $dec,
+                                >(),
+                                g2,
+                            ));
         }};
     }
-    gemms!(16, 64, 128, 64, 128, 0);
-    gemms!(32, 64, 128, 64, 128, 1);
-    gemms!(128, 64, 64, 128, 64, 1);
-    gemms!(128, 64, 64, 128, 64, 0);
+    gemms!(16, 64, 128, 64, 128, 0, moe_gemm1_w4a16, moe_gemm2_w4a16);
+    gemms!(32, 64, 128, 64, 128, 1, moe_gemm1_w4a16, moe_gemm2_w4a16);
+    // The 128-row tiles with 8 worker warps, as the host launches them (4 warps spill).
+    gemms!(
+        128,
+        64,
+        64,
+        128,
+        64,
+        1,
+        moe_gemm1_w4a16_w8,
+        moe_gemm2_w4a16_w8
+    );
+    gemms!(
+        128,
+        64,
+        64,
+        128,
+        64,
+        0,
+        moe_gemm1_w4a16_w8,
+        moe_gemm2_w4a16_w8
+    );
+    {
+        let p = r::max_padded((tt * k) as usize, e as usize, 128) as i64;
+        let ids = || vec![t(I32, &[p]), t(I32, &[p / 128]), t(I32, &[1])];
+        let mut d1 = vec![t(BF16, &[tt, h]), t(BF16, &[e, 2 * i, h])];
+        d1.extend(ids());
+        d1.push(t(BF16, &[p, i]));
+        cases.push((
+            "moe_gemm1_dense_w8 BM=128 BN=64 BK=64",
+            moe::kernels::moe_gemm1_dense_w8::kernel::<bf16, 128, 64, 64>(),
+            d1,
+        ));
+        let mut d2 = vec![t(BF16, &[p, i]), t(BF16, &[e, h, i])];
+        d2.extend(ids());
+        d2.push(t(F32, &[tt * k]));
+        d2.push(t(F32, &[tt * k, h]));
+        cases.push((
+            "moe_gemm2_dense_w8 BM=128 BN=128 BK=64",
+            moe::kernels::moe_gemm2_dense_w8::kernel::<bf16, 128, 128, 64>(),
+            d2,
+        ));
+    }
     let chunks = (tt * k + 63) / 64;
     cases.push((
         "moe_align_hist EP=256",

@@ -433,14 +433,9 @@ pub mod kernels {
         x.gather((rows, cols), Some(mask), 0i32)
     }
 
-    /// Grouped GEMM 1 with NVFP4 weights (W4A16): for row block `b` of the aligned order (expert
-    /// `expert_ids[b]`) and column tile `n` of the intermediate, `h[rows, n] = silu(x[tok] · W13[e,
-    /// gate n]ᵀ) · (x[tok] · W13[e, I + gate n]ᵀ)`; weights dequantized in the kernel to `E`, f32
-    /// accumulation. `w: [E, 2I, H/2]`, `s: [E, 2I, H/16]`, `h: [P, I]`; blocks past `total` return.
-    /// Grid `(P_max / BM, I / BN, 1)`.
-    #[cutile::entry]
+    /// The body of `moe_gemm1_w4a16` (one function for its 4- and 8-warp entries).
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm1_w4a16<
+    pub fn moe_gemm1_w4a16_body<
         E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
         const BM: i32,
         const BN: i32,
@@ -482,9 +477,67 @@ pub mod kernels {
         }
     }
 
-    /// Grouped GEMM 1 with dense weights `w: [E, 2I, H]` (the bf16/f16 peer of `moe_gemm1_w4a16`).
+    /// Grouped GEMM 1 with NVFP4 weights (W4A16): for row block `b` of the aligned order (expert
+    /// `expert_ids[b]`) and column tile `n` of the intermediate, `h[rows, n] = silu(x[tok] · W13[e,
+    /// gate n]ᵀ) · (x[tok] · W13[e, I + gate n]ᵀ)`; weights dequantized in the kernel to `E`, f32
+    /// accumulation. `w: [E, 2I, H/2]`, `s: [E, 2I, H/16]`, `h: [P, I]`; blocks past `total` return.
+    /// Grid `(P_max / BM, I / BN, 1)`.
     #[cutile::entry]
-    pub fn moe_gemm1_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            x, w, s, global, sorted_ids, expert_ids, total, topk, h,
+        );
+    }
+
+    /// `moe_gemm1_w4a16` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16_w8<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            x, w, s, global, sorted_ids, expert_ids, total, topk, h,
+        );
+    }
+
+    /// The body of `moe_gemm1_dense` (one function for its 4- and 8-warp entries).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_dense_body<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S3<DYN, DYN, DYN>>,
         sorted_ids: &Tensor<i32, S1<DYN>>,
@@ -514,6 +567,35 @@ pub mod kernels {
         }
     }
 
+    /// Grouped GEMM 1 with dense weights `w: [E, 2I, H]` (the bf16/f16 peer of `moe_gemm1_w4a16`).
+    #[cutile::entry]
+    pub fn moe_gemm1_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_dense_body::<E, BM, BN, BK>(x, w, sorted_ids, expert_ids, total, topk, h);
+    }
+
+    /// `moe_gemm1_dense` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_dense_w8<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_dense_body::<E, BM, BN, BK>(x, w, sorted_ids, expert_ids, total, topk, h);
+    }
+
     /// Writes `acc · weights[ids]` (f32) to the rows `ids · splits + sp` of `y: [T·k·splits, H]`,
     /// columns `n·BN..` (split `sp` of the K range; `splits` = 1 without split-K).
     #[allow(clippy::too_many_arguments)]
@@ -541,13 +623,9 @@ pub mod kernels {
         unsafe { y.scatter((rows, cols), out, Some(mask)) };
     }
 
-    /// Grouped GEMM 2 with NVFP4 weights: `y[id·S + s, n] = weights[id] · (h[rows, K_s] · W2[e, n,
-    /// K_s]ᵀ)` for the real rows of block `b` and K split `s` of `S = splits` (f32 `y: [T·k·S, H]`;
-    /// the sum over slots and splits, in that fixed order, is `moe_combine`). `w: [E, H, I/2]`,
-    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, S)`.
-    #[cutile::entry]
+    /// The body of `moe_gemm2_w4a16` (one function for its 4- and 8-warp entries).
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_w4a16<
+    pub fn moe_gemm2_w4a16_body<
         E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
         const BM: i32,
         const BN: i32,
@@ -594,10 +672,68 @@ pub mod kernels {
         }
     }
 
-    /// Grouped GEMM 2 with dense weights `w: [E, H, I]` (the peer of `moe_gemm2_w4a16`).
+    /// Grouped GEMM 2 with NVFP4 weights: `y[id·S + s, n] = weights[id] · (h[rows, K_s] · W2[e, n,
+    /// K_s]ᵀ)` for the real rows of block `b` and K split `s` of `S = splits` (f32 `y: [T·k·S, H]`;
+    /// the sum over slots and splits, in that fixed order, is `moe_combine`). `w: [E, H, I/2]`,
+    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, S)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+    pub fn moe_gemm2_w4a16<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// `moe_gemm2_w4a16` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16_w8<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// The body of `moe_gemm2_dense` (one function for its 4- and 8-warp entries).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense_body<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
         h: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S3<DYN, DYN, DYN>>,
         sorted_ids: &Tensor<i32, S1<DYN>>,
@@ -624,6 +760,42 @@ pub mod kernels {
             }
             scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
         }
+    }
+
+    /// Grouped GEMM 2 with dense weights `w: [E, H, I]` (the peer of `moe_gemm2_w4a16`).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_dense_body::<E, BM, BN, BK>(
+            h, w, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// `moe_gemm2_dense` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense_w8<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_dense_body::<E, BM, BN, BK>(
+            h, w, sorted_ids, expert_ids, total, weights, splits, y,
+        );
     }
 
     /// The decode form's weight tile: like [`dequant_halves`] (even and odd K elements, `BN x BKH`
@@ -700,12 +872,6 @@ pub mod kernels {
         }
     }
 
-    /// Grouped GEMM 1 with NVFP4 weights in the decode form (a handful of rows per expert): the
-    /// weights are the M side of the MMA, `acc[BN, BT] += W13[e, n·BN.., K] · x[tok, K]ᵀ` with `BT`
-    /// (16) rows of the aligned order on the N side, so the decoded weight tile is the MMA's register
-    /// operand and is never staged for the other side; the weights are decoded by
-    /// [`dequant_halves_fast`] (global scale applied to the accumulators). K split `sp` of `splits`
-    /// (grid `(P_max / BT, I / BN, splits)`); see [`gemm1_epilogue`].
     /// The body of `moe_gemm1_w4a16_t` (one function for its 4- and 8-warp entries).
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm1_w4a16_t_body<
@@ -751,6 +917,12 @@ pub mod kernels {
         }
     }
 
+    /// Grouped GEMM 1 with NVFP4 weights in the decode form (a handful of rows per expert): the
+    /// weights are the M side of the MMA, `acc[BN, BT] += W13[e, n·BN.., K] · x[tok, K]ᵀ` with `BT`
+    /// (16) rows of the aligned order on the N side, so the decoded weight tile is the MMA's register
+    /// operand and is never staged for the other side; the weights are decoded by
+    /// [`dequant_halves_fast`] (global scale applied to the accumulators). K split `sp` of `splits`
+    /// (grid `(P_max / BT, I / BN, splits)`); see [`gemm1_epilogue`].
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm1_w4a16_t<
@@ -881,9 +1053,6 @@ pub mod kernels {
         }
     }
 
-    /// Grouped GEMM 2 with NVFP4 weights in the decode form: `acc[BN, BT] += W2[e, n·BN.., K_s] ·
-    /// h[b·BT.., K_s]ᵀ` (weights on the MMA's M side, decoded by [`dequant_halves_fast`]), then as
-    /// `moe_gemm2_w4a16` (routed weight, rows `id·S + s` of `y`). Grid `(P_max / BT, H / BN, S)`.
     /// The body of `moe_gemm2_w4a16_t` (one function for its 4- and 8-warp entries).
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm2_w4a16_t_body<
@@ -940,6 +1109,9 @@ pub mod kernels {
         }
     }
 
+    /// Grouped GEMM 2 with NVFP4 weights in the decode form: `acc[BN, BT] += W2[e, n·BN.., K_s] ·
+    /// h[b·BT.., K_s]ᵀ` (weights on the MMA's M side, decoded by [`dequant_halves_fast`]), then as
+    /// `moe_gemm2_w4a16` (routed weight, rows `id·S + s` of `y`). Grid `(P_max / BT, H / BN, S)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm2_w4a16_t<

@@ -588,18 +588,26 @@ fn launch_gemm1<E: MoeElem>(
     }
     let ((bn, bk), _) = gemm_tiles(d.bm, d.h, d.i);
     let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.i / bn)?, 1);
+    // The 128-row tiles run 8 worker warps (two warpgroups; with 4 they spill on sm_90).
     macro_rules! go {
-        ($bm:literal, $bn:literal, $bk:literal) => {
+        (128, $bn:literal, $bk:literal) => {
             if d.form == Form::RowsBits {
-                go!($bm, $bn, $bk, 1)
+                go!(128, $bn, $bk, 1, moe_gemm1_w4a16_w8, moe_gemm1_dense_w8)
             } else {
-                go!($bm, $bn, $bk, 0)
+                go!(128, $bn, $bk, 0, moe_gemm1_w4a16_w8, moe_gemm1_dense_w8)
             }
         };
-        ($bm:literal, $bn:literal, $bk:literal, $dec:literal) => {
+        ($bm:literal, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!($bm, $bn, $bk, 1, moe_gemm1_w4a16, moe_gemm1_dense)
+            } else {
+                go!($bm, $bn, $bk, 0, moe_gemm1_w4a16, moe_gemm1_dense)
+            }
+        };
+        ($bm:literal, $bn:literal, $bk:literal, $dec:literal, $w4:ident, $dn:ident) => {
             match weights {
                 Weights::Nvfp4 { w13, s13, g13, .. } => {
-                    kernels::moe_gemm1_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
+                    kernels::$w4::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
                         x,
                         *w13,
                         *s13,
@@ -613,7 +621,7 @@ fn launch_gemm1<E: MoeElem>(
                     .grid(grid)
                     .launch(stream)?
                 }
-                Weights::Dense { w13, .. } => kernels::moe_gemm1_dense::<E, $bm, $bn, $bk>(
+                Weights::Dense { w13, .. } => kernels::$dn::<E, $bm, $bn, $bk>(
                     x,
                     *w13,
                     r.sorted_ids,
@@ -658,18 +666,26 @@ fn launch_gemm2<E: MoeElem>(
         u32_of(OP, d.splits)?,
     );
     let splits = d.splits as i32;
+    // The 128-row tiles run 8 worker warps (two warpgroups; with 4 they spill on sm_90).
     macro_rules! go {
-        ($bm:literal, $bn:literal, $bk:literal) => {
+        (128, $bn:literal, $bk:literal) => {
             if d.form == Form::RowsBits {
-                go!($bm, $bn, $bk, 1)
+                go!(128, $bn, $bk, 1, moe_gemm2_w4a16_w8, moe_gemm2_dense_w8)
             } else {
-                go!($bm, $bn, $bk, 0)
+                go!(128, $bn, $bk, 0, moe_gemm2_w4a16_w8, moe_gemm2_dense_w8)
             }
         };
-        ($bm:literal, $bn:literal, $bk:literal, $dec:literal) => {
+        ($bm:literal, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!($bm, $bn, $bk, 1, moe_gemm2_w4a16, moe_gemm2_dense)
+            } else {
+                go!($bm, $bn, $bk, 0, moe_gemm2_w4a16, moe_gemm2_dense)
+            }
+        };
+        ($bm:literal, $bn:literal, $bk:literal, $dec:literal, $w4:ident, $dn:ident) => {
             match weights {
                 Weights::Nvfp4 { w2, s2, g2, .. } => {
-                    kernels::moe_gemm2_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
+                    kernels::$w4::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
                         h,
                         *w2,
                         *s2,
@@ -684,7 +700,7 @@ fn launch_gemm2<E: MoeElem>(
                     .grid(grid)
                     .launch(stream)?
                 }
-                Weights::Dense { w2, .. } => kernels::moe_gemm2_dense::<E, $bm, $bn, $bk>(
+                Weights::Dense { w2, .. } => kernels::$dn::<E, $bm, $bn, $bk>(
                     h,
                     *w2,
                     r.sorted_ids,
