@@ -430,7 +430,7 @@ fn host_tile_variants_compile_for_sm90() {
     let (tt, h, i, e, k) = (64i64, 256i64, 256i64, 8i64, 2i64);
     let mut cases = Vec::new();
     macro_rules! gemms {
-        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal, $dec:literal, $g1:ident, $g2:ident) => {{
+        ($bm:tt, $bn1:tt, $bk1:tt, $bn2:tt, $bk2:tt, $dec:tt, $g1:ident, $g2:ident) => {{
             let p = r::max_padded((tt * k) as usize, e as usize, $bm) as i64;
             let ids = || vec![t(I32, &[p]), t(I32, &[p / $bm]), t(I32, &[1])];
             let mut g1 = vec![
@@ -441,29 +441,17 @@ fn host_tile_variants_compile_for_sm90() {
             ];
             g1.extend(ids());
             g1.push(t(BF16, &[p, i]));
-            cases.push((
-                                concat!(
-                                    stringify!($g1),
-                                    " BM=",
-                                    $bm,
-                                    " BN=",
-                                    $bn1,
-                                    " BK=",
-                                    $bk1,
-                                    " DEC=",
-                                    $dec
-                                ),
-                                moe::kernels::$g1::kernel::<
-                                    bf16,
-                                    $bm,
-                                    $bn1,
-                                    $bk1,
-                                    { $bk1 / 2 },
-                                    { $bk1 / 16 },
-                                    $dec,
-                                >(),
-                                g1,
-                            ));
+            let n1 = concat!(stringify!($g1), " BM=", $bm, " BK=", $bk1, " DEC=", $dec);
+            let k1 = moe::kernels::$g1::kernel::<
+                bf16,
+                $bm,
+                $bn1,
+                $bk1,
+                { $bk1 / 2 },
+                { $bk1 / 16 },
+                $dec,
+            >();
+            cases.push((n1, k1, g1));
             let mut g2 = vec![
                 t(BF16, &[p, i]),
                 t(I8, &[e, h, i / 2]),
@@ -473,29 +461,27 @@ fn host_tile_variants_compile_for_sm90() {
             g2.extend(ids());
             g2.push(t(F32, &[tt * k]));
             g2.push(t(F32, &[tt * k, h]));
-            cases.push((
-                                concat!(
-                                    stringify!($g2),
-                                    " BM=",
-                                    $bm,
-                                    " BN=",
-                                    $bn2,
-                                    " BK=",
-                                    $bk2,
-                                    " DEC=",
-                                    $dec
-                                ),
-                                moe::kernels::$g2::kernel::<
-                                    bf16,
-                                    $bm,
-                                    $bn2,
-                                    $bk2,
-                                    { $bk2 / 2 },
-                                    { $bk2 / 16 },
-                                    $dec,
-                                >(),
-                                g2,
-                            ));
+            let n2 = concat!(
+                stringify!($g2),
+                " BM=",
+                $bm,
+                " BN=",
+                $bn2,
+                " BK=",
+                $bk2,
+                " DEC=",
+                $dec
+            );
+            let k2 = moe::kernels::$g2::kernel::<
+                bf16,
+                $bm,
+                $bn2,
+                $bk2,
+                { $bk2 / 2 },
+                { $bk2 / 16 },
+                $dec,
+            >();
+            cases.push((n2, k2, g2));
         }};
     }
     gemms!(16, 64, 128, 64, 128, 0, moe_gemm1_w4a16, moe_gemm2_w4a16);
