@@ -346,6 +346,68 @@ fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
 }
 
 #[test]
+fn host_runs_the_decode_form_for_row_block_16_only() {
+    use moe::host::{DECODE_TILES, Form, default_form, forms};
+    assert_eq!(default_form(16), Form::Decode { bn: 64, bk: 128 });
+    for bm in [32, 64, 128] {
+        assert_eq!(default_form(bm), Form::RowsBits);
+        assert_eq!(forms(bm, 4096, 14336), vec![Form::Rows, Form::RowsBits]);
+    }
+    // Mixtral: every decode tile; H or I not a multiple of 128: only the 64-row tiles.
+    assert_eq!(forms(16, 4096, 14336).len(), 2 + DECODE_TILES.len());
+    assert_eq!(
+        forms(16, 4096, 192),
+        vec![
+            Form::Rows,
+            Form::RowsBits,
+            Form::Decode { bn: 64, bk: 128 },
+            Form::Decode { bn: 64, bk: 256 }
+        ]
+    );
+    assert!(forms(16, 4096, 14336).contains(&default_form(16)));
+}
+
+/// The decode form's arithmetic (`codec::e2m1_bits` · `codec::e4m3_folded`), modelled on the host
+/// with the same bit operations: for every e2m1 code (both nibble positions of a byte) and every
+/// finite e4m3 scale, the product of the two `E` values is `e2m1 · e4m3 · 2^-7` exactly, in bf16 and
+/// f16 (so the kernel's weights are the format's values up to the power of two it takes back in the
+/// epilogue, with no rounding at all).
+#[test]
+fn bit_pattern_decode_times_folded_scale_is_exact() {
+    // The DSL's ops on a sign-extended byte `b` (i16): sign to bit 15, magnitude bits to `at`.
+    let bits = |b: i16, high: bool, at: i32| -> u16 {
+        let (ss, ms) = if high { (8, at - 4) } else { (12, at) };
+        let sign = b.wrapping_shl(ss as u32) & i16::MIN;
+        let mag = if ms >= 0 {
+            b.wrapping_shl(ms as u32)
+        } else {
+            b >> (-ms)
+        } & (7i16 << at);
+        (sign | mag) as u16
+    };
+    for byte in 0..=255u8 {
+        let b = byte as i8 as i16;
+        for high in [false, true] {
+            let code = if high { byte >> 4 } else { byte & 15 };
+            let v = r::e2m1_decode(code);
+            for sc in 0..0x7Fu8 {
+                let s = r::e4m3_decode(sc);
+                let want = v * s / 128.0;
+                let bf = bf16::from_bits(bits(b, high, 6)).to_f32()
+                    * bf16::from_f32(s * 2f32.powi(119)).to_f32();
+                let hf =
+                    f16::from_bits(bits(b, high, 9)).to_f32() * f16::from_f32(s * 128.0).to_f32();
+                // The products are exact in f32 (at most 6 significant bits); E must hold them too.
+                assert_eq!(bf, want, "bf16 byte {byte:#x} high {high} scale {sc:#x}");
+                assert_eq!(bf16::from_f32(bf).to_f32(), want);
+                assert_eq!(hf, want, "f16 byte {byte:#x} high {high} scale {sc:#x}");
+                assert_eq!(f16::from_f32(hf).to_f32(), want);
+            }
+        }
+    }
+}
+
+#[test]
 fn gemm2_splits_k_only_when_the_grid_is_short() {
     use moe::host::k_splits;
     // H200: 132 SMs. Mixtral T = 1 (about 3 blocks x 64 column tiles, 112 K steps): 2 splits.
@@ -368,7 +430,7 @@ fn host_tile_variants_compile_for_sm90() {
     let (tt, h, i, e, k) = (64i64, 256i64, 256i64, 8i64, 2i64);
     let mut cases = Vec::new();
     macro_rules! gemms {
-        ($bm:literal, $bn1:literal, $bk1:literal, $bn2:literal, $bk2:literal) => {{
+        ($bm:tt, $bn1:tt, $bk1:tt, $bn2:tt, $bk2:tt, $dec:tt, $g1:ident, $g2:ident) => {{
             let p = r::max_padded((tt * k) as usize, e as usize, $bm) as i64;
             let ids = || vec![t(I32, &[p]), t(I32, &[p / $bm]), t(I32, &[1])];
             let mut g1 = vec![
@@ -379,18 +441,17 @@ fn host_tile_variants_compile_for_sm90() {
             ];
             g1.extend(ids());
             g1.push(t(BF16, &[p, i]));
-            cases.push((
-                concat!("moe_gemm1_w4a16 BM=", $bm, " BN=", $bn1, " BK=", $bk1),
-                moe::kernels::moe_gemm1_w4a16::kernel::<
-                    bf16,
-                    $bm,
-                    $bn1,
-                    $bk1,
-                    { $bk1 / 2 },
-                    { $bk1 / 16 },
-                >(),
-                g1,
-            ));
+            let n1 = concat!(stringify!($g1), " BM=", $bm, " BK=", $bk1, " DEC=", $dec);
+            let k1 = moe::kernels::$g1::kernel::<
+                bf16,
+                $bm,
+                $bn1,
+                $bk1,
+                { $bk1 / 2 },
+                { $bk1 / 16 },
+                $dec,
+            >();
+            cases.push((n1, k1, g1));
             let mut g2 = vec![
                 t(BF16, &[p, i]),
                 t(I8, &[e, h, i / 2]),
@@ -400,22 +461,73 @@ fn host_tile_variants_compile_for_sm90() {
             g2.extend(ids());
             g2.push(t(F32, &[tt * k]));
             g2.push(t(F32, &[tt * k, h]));
-            cases.push((
-                concat!("moe_gemm2_w4a16 BM=", $bm, " BN=", $bn2, " BK=", $bk2),
-                moe::kernels::moe_gemm2_w4a16::kernel::<
-                    bf16,
-                    $bm,
-                    $bn2,
-                    $bk2,
-                    { $bk2 / 2 },
-                    { $bk2 / 16 },
-                >(),
-                g2,
-            ));
+            let n2 = concat!(
+                stringify!($g2),
+                " BM=",
+                $bm,
+                " BN=",
+                $bn2,
+                " BK=",
+                $bk2,
+                " DEC=",
+                $dec
+            );
+            let k2 = moe::kernels::$g2::kernel::<
+                bf16,
+                $bm,
+                $bn2,
+                $bk2,
+                { $bk2 / 2 },
+                { $bk2 / 16 },
+                $dec,
+            >();
+            cases.push((n2, k2, g2));
         }};
     }
-    gemms!(32, 64, 128, 64, 128);
-    gemms!(128, 64, 64, 128, 64);
+    gemms!(16, 64, 128, 64, 128, 0, moe_gemm1_w4a16, moe_gemm2_w4a16);
+    gemms!(32, 64, 128, 64, 128, 1, moe_gemm1_w4a16, moe_gemm2_w4a16);
+    // The 128-row tiles with 8 worker warps, as the host launches them (4 warps spill).
+    gemms!(
+        128,
+        64,
+        64,
+        128,
+        64,
+        1,
+        moe_gemm1_w4a16_w8,
+        moe_gemm2_w4a16_w8
+    );
+    gemms!(
+        128,
+        64,
+        64,
+        128,
+        64,
+        0,
+        moe_gemm1_w4a16_w8,
+        moe_gemm2_w4a16_w8
+    );
+    {
+        let p = r::max_padded((tt * k) as usize, e as usize, 128) as i64;
+        let ids = || vec![t(I32, &[p]), t(I32, &[p / 128]), t(I32, &[1])];
+        let mut d1 = vec![t(BF16, &[tt, h]), t(BF16, &[e, 2 * i, h])];
+        d1.extend(ids());
+        d1.push(t(BF16, &[p, i]));
+        cases.push((
+            "moe_gemm1_dense_w8 BM=128 BN=64 BK=64",
+            moe::kernels::moe_gemm1_dense_w8::kernel::<bf16, 128, 64, 64>(),
+            d1,
+        ));
+        let mut d2 = vec![t(BF16, &[p, i]), t(BF16, &[e, h, i])];
+        d2.extend(ids());
+        d2.push(t(F32, &[tt * k]));
+        d2.push(t(F32, &[tt * k, h]));
+        cases.push((
+            "moe_gemm2_dense_w8 BM=128 BN=128 BK=64",
+            moe::kernels::moe_gemm2_dense_w8::kernel::<bf16, 128, 128, 64>(),
+            d2,
+        ));
+    }
     let chunks = (tt * k + 63) / 64;
     cases.push((
         "moe_align_hist EP=256",
@@ -530,7 +642,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 14);
+    assert_eq!(jobs.len(), 15);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -662,6 +774,19 @@ fn layer_case<E: MoeElem>(
     nvfp4: bool,
     seed: u64,
 ) {
+    layer_case_form::<E>(s, (t, e, k, h, i), bm, force, nvfp4, seed, None)
+}
+
+/// [`layer_case`] in a given form (`None`: the host's pick for the row block).
+fn layer_case_form<E: MoeElem>(
+    s: &Stream,
+    (t, e, k, h, i): (usize, usize, usize, usize, usize),
+    bm: usize,
+    force: bool,
+    nvfp4: bool,
+    seed: u64,
+    form: Option<moe::host::Form>,
+) {
     let d = s.device();
     let x = from_e::<E>(&to_e::<E>(&common::data(t * h, seed)));
     let w13f: Vec<f32> = common::data(e * 2 * i * h, seed + 1)
@@ -699,6 +824,7 @@ fn layer_case<E: MoeElem>(
     let (mut tsorted, mut texperts, mut ttotal) =
         moe::host::aligned_buffers(s, ti * ki, ei, bm as i64).unwrap();
     let mut ws = moe::Workspace::<E>::default();
+    ws.form = form;
     moe::moe_align_block_size(
         s,
         &tids,
@@ -749,18 +875,19 @@ fn layer_case<E: MoeElem>(
             s2: &s2,
             g2: &g2,
         };
-        moe::moe_layer(s, &tx, &w, &routing, &mut out).unwrap();
+        moe::moe_layer_in(s, &tx, &w, &routing, &mut out, &mut ws).unwrap();
     } else {
         w13r = round(&w13f);
         w2r = round(&w2f);
         let w13 = Tensor::from_host(d, &to_e::<E>(&w13r), &[ei, 2 * ii, hi]).unwrap();
         let w2 = Tensor::from_host(d, &to_e::<E>(&w2r), &[ei, hi, ii]).unwrap();
-        moe::moe_layer(
+        moe::moe_layer_in(
             s,
             &tx,
             &Weights::Dense { w13: &w13, w2: &w2 },
             &routing,
             &mut out,
+            &mut ws,
         )
         .unwrap();
     }
@@ -773,7 +900,7 @@ fn layer_case<E: MoeElem>(
     for (j, (a, b)) in got.iter().zip(&want).enumerate() {
         assert!(
             (a - b).abs() <= 2.0 * tol * (scale + b.abs()),
-            "{} t={t} e={e} k={k} h={h} i={i} nvfp4={nvfp4} force={force}: out[{}, {}] = {a}, want {b}",
+            "{} t={t} e={e} k={k} h={h} i={i} nvfp4={nvfp4} force={force} bm={bm} form={form:?}: out[{}, {}] = {a}, want {b}",
             std::any::type_name::<E>(),
             j / h,
             j % h
@@ -809,6 +936,41 @@ fn gpu_moe_layer_matches_reference() {
     }
     layer_case::<f16>(&s, (37, 8, 2, 256, 128), 16, true, true, 40);
     layer_case::<f16>(&s, (5, 8, 2, 128, 64), 128, false, false, 41);
+}
+
+/// The decode form (row block 16, weights on the MMA's M side, the bit-pattern decode) in every
+/// `(BN, BK)` tile, W4A16 and dense, against the reference: T = 1 and ragged T, an expert taking
+/// every token's first slot, empty experts (E = 64 with few tokens), top-1/2/8, with and without
+/// split-K in GEMM 1 (H = 1024 and 2048: 8 to 16 K steps over few blocks) and in GEMM 2 (I = 1024),
+/// bf16 and f16.
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_moe_decode_forms_match_reference() {
+    let Some((_d, s)) = common::gpu_device("gpu_moe_decode_forms_match_reference") else {
+        return;
+    };
+    let cases = [
+        ((1, 8, 2, 256, 128), false),
+        ((13, 8, 2, 256, 256), true),
+        ((5, 64, 8, 128, 128), false),
+        ((7, 4, 1, 128, 256), true),
+        // Split-K of GEMM 1 (H 1024 / 2048), of GEMM 2 (I 1024).
+        ((3, 8, 2, 1024, 128), false),
+        ((2, 8, 2, 2048, 256), true),
+        ((2, 8, 2, 128, 1024), false),
+    ];
+    for (n, (shape, force)) in cases.into_iter().enumerate() {
+        let (_, _, _, h, i) = shape;
+        for form in moe::host::forms(16, h as i64, i as i64) {
+            for nvfp4 in [true, false] {
+                layer_case_form::<bf16>(&s, shape, 16, force, nvfp4, 60 + n as u64, Some(form));
+            }
+        }
+    }
+    for form in moe::host::forms(16, 256, 256) {
+        layer_case_form::<f16>(&s, (9, 8, 2, 256, 256), 16, true, true, 80, Some(form));
+    }
+    layer_case_form::<f16>(&s, (2, 8, 2, 1024, 256), 16, false, true, 81, None);
 }
 
 #[test]
@@ -911,7 +1073,7 @@ fn gpu_route_matches_reference() {
 fn w4a16_gemms_read_weights_through_views() {
     let jobs = cutile_kernels::moe::compile_jobs();
     let count = |text: &str, op: &str| text.matches(op).count();
-    for j in jobs.iter().filter(|j| j.kernel.ends_with("_w4a16")) {
+    for j in jobs.iter().filter(|j| j.kernel.contains("_w4a16")) {
         let (k, metas) = j.dsl_spec().unwrap();
         let text = k.specialize(metas).unwrap().ir_text();
         let (ptr, view) = (count(&text, "load_ptr_tko"), count(&text, "load_view_tko"));
@@ -932,5 +1094,120 @@ fn w4a16_gemms_read_weights_through_views() {
             j.kernel,
             j.specialization
         );
+    }
+}
+
+/// The decode form's kernels (weights on the MMA's M side, the fast e2m1 decode, split-K of GEMM 1
+/// and its reduce) at every tile the host or the example's sweep launches, bf16 and f16, W4A16 and
+/// dense: specialized, verified, and compiled for sm_80, sm_90, sm_100 and sm_120 (`CUTILE_TILEIRAS`).
+fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::TensorMeta>)> {
+    use common::t;
+    use cutile_ir::ScalarType::{self, BF16, F16, F32, I8, I32};
+    let (tt, h, i, e, k) = (16i64, 512i64, 256i64, 8i64, 2i64);
+    let p = r::max_padded((tt * k) as usize, e as usize, 16) as i64;
+    let ids = || vec![t(I32, &[p]), t(I32, &[p / 16]), t(I32, &[1])];
+    let mut cases = Vec::new();
+    let g1 = |el: ScalarType, w4: bool| {
+        let mut v = vec![t(el, &[tt, h])];
+        if w4 {
+            v.extend([
+                t(I8, &[e, 2 * i, h / 2]),
+                t(I8, &[e, 2 * i, h / 16]),
+                t(F32, &[e]),
+            ]);
+        } else {
+            v.push(t(el, &[e, 2 * i, h]));
+        }
+        v.extend(ids());
+        v.push(t(el, &[p, i]));
+        v.push(t(F32, &[2 * p, 2 * i]));
+        v
+    };
+    let g2 = |el: ScalarType, w4: bool| {
+        let mut v = vec![t(el, &[p, i])];
+        if w4 {
+            v.extend([t(I8, &[e, h, i / 2]), t(I8, &[e, h, i / 16]), t(F32, &[e])]);
+        } else {
+            v.push(t(el, &[e, h, i]));
+        }
+        v.extend(ids());
+        v.push(t(F32, &[tt * k]));
+        v.push(t(F32, &[tt * k * 2, h]));
+        v
+    };
+    macro_rules! forms {
+        ($ty:ty, $el:expr, $bn:literal, $bk:literal, $w1:ident, $w2:ident) => {{
+            let tag = format!("{} BT=16 BN={} BK={}", stringify!($ty), $bn, $bk);
+            cases.push((
+                format!("{} {tag}", stringify!($w1)),
+                moe::kernels::$w1::kernel::<$ty, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(),
+                g1($el, true),
+            ));
+            cases.push((
+                format!("{} {tag}", stringify!($w2)),
+                moe::kernels::$w2::kernel::<$ty, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(),
+                g2($el, true),
+            ));
+            cases.push((
+                format!("moe_gemm1_dense_t {tag}"),
+                moe::kernels::moe_gemm1_dense_t::kernel::<$ty, 16, $bn, $bk>(),
+                g1($el, false),
+            ));
+            cases.push((
+                format!("moe_gemm2_dense_t {tag}"),
+                moe::kernels::moe_gemm2_dense_t::kernel::<$ty, 16, $bn, $bk>(),
+                g2($el, false),
+            ));
+        }};
+    }
+    // Every (BN, BK) of `host::DECODE_TILES` in bf16 (BN 128 with 8 worker warps), two in f16.
+    forms!(bf16, BF16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
+    forms!(bf16, BF16, 128, 128, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
+    forms!(bf16, BF16, 64, 256, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
+    forms!(bf16, BF16, 128, 256, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
+    forms!(f16, F16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
+    forms!(f16, F16, 128, 256, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
+    cases.push((
+        "moe_silu_reduce bf16 BR=16 BC=64".into(),
+        moe::kernels::moe_silu_reduce::kernel::<bf16, 16, 64>(),
+        vec![t(F32, &[2 * p, 2 * i]), t(I32, &[1]), t(BF16, &[p, i])],
+    ));
+    cases
+}
+
+#[test]
+fn decode_form_kernels_compile_for_four_archs() {
+    use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+    let cases = decode_form_cases();
+    let mut specialized = Vec::new();
+    for (name, k, metas) in &cases {
+        let s = k
+            .clone()
+            .specialize(metas)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
+        specialized.push((name, s));
+    }
+    let tileiras = match Tileiras::discover() {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(
+                std::env::var_os("CUTILE_REQUIRE_TOOLS").is_none(),
+                "CUTILE_REQUIRE_TOOLS is set but tileiras is missing: {e}"
+            );
+            eprintln!("SKIPPED: tileiras not found ({e})");
+            return;
+        }
+    };
+    let archs: Vec<GpuArch> = match std::env::var("MOE_DECODE_ARCHS").as_deref() {
+        Ok("sm_90") => vec![GpuArch::Sm90],
+        _ => vec![GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120],
+    };
+    for arch in archs {
+        for (name, s) in &specialized {
+            s.compile(&tileiras, &CompileRequest::new(arch))
+                .unwrap_or_else(|e| panic!("{name} {arch:?}: {e}\n{}", s.ir_text()));
+        }
     }
 }

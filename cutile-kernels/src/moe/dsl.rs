@@ -19,6 +19,7 @@
 
 /// The format's codecs on integer and f32 tiles (plain Rust over DSL values; traced into the kernels).
 pub mod codec {
+    use cutile::core::bitcast::width::W16;
     use cutile::core::*;
 
     /// `1.5 · 2^23`: adding and subtracting it rounds an f32 in `[0, 2^22)` to an integer, ties to even.
@@ -41,6 +42,49 @@ pub mod codec {
         let mant = select(e.cmp_eq(0i32), m, m + 8i32);
         let pow = full::<i32, S>(1i32) << (e.max(1i32) - 1i32);
         (mant * pow).cast::<f32>() * 0.001_953_125f32
+    }
+
+    /// The factor the fast decode leaves on its weights: [`e2m1_bits`] times [`e4m3_folded`] is
+    /// `e2m1 · e4m3 · 2^-7` exactly, so a GEMM multiplies its f32 accumulator by `global · 2^7`.
+    pub const FOLD_UNDO: f32 = 128.0;
+
+    /// The e2m1 nibbles of bytes `b` (sign-extended `i8` → `i16`; the low nibble, or the high one
+    /// when `high`) as the bit patterns of `E` (bf16 or f16) with the nibble's sign, exponent and
+    /// mantissa bits moved into place: `sign << 15 | (nib & 7) << 6` in bf16 is the value `· 2^-126`,
+    /// `sign << 15 | (nib & 7) << 9` in f16 the value `· 2^-14`, for every code (the code `0.5` is a
+    /// subnormal of `E`, the rest normals). Four integer ops per element, no conversion.
+    pub fn e2m1_bits<E: BitWidth<Bits = W16>, S: Shape>(b: Tile<i16, S>, high: bool) -> Tile<E, S> {
+        let mant_at = if E::SCALAR == cutile_ir::ScalarType::BF16 {
+            6
+        } else {
+            9
+        };
+        // Shift the sign bit (bit 3 of the nibble) to bit 15, the magnitude bits to `mant_at`.
+        let (ss, ms) = if high {
+            (8i32, mant_at - 4)
+        } else {
+            (12i32, mant_at)
+        };
+        let sign = (b << ss) & -32768i32;
+        let mag = if ms >= 0 {
+            (b << ms) & (7i32 << mant_at)
+        } else {
+            (b >> -ms) & (7i32 << mant_at)
+        };
+        (sign | mag).bitcast::<E>()
+    }
+
+    /// e4m3 scale bytes (`0..0x7F`) as `E` multipliers of [`e2m1_bits`]: `e4m3 · 2^119` for bf16,
+    /// `e4m3 · 2^7` for f16 (exact: 4 significant bits; at most `448 · 2^119 < 2^128` and `448 · 128
+    /// < 65504`), so `bits · scale = e2m1 · e4m3 · 2^-7` exactly (at most 6 significant bits, between
+    /// `2^-17` and 21: normal in bf16, and a multiple of `2^-24` in f16).
+    pub fn e4m3_folded<E: ElementType, S: Shape>(b: Tile<i32, S>) -> Tile<E, S> {
+        let f = if E::SCALAR == cutile_ir::ScalarType::BF16 {
+            2f32.powi(119)
+        } else {
+            128.0
+        };
+        (e4m3_decode(b) * f).cast::<E>()
     }
 
     /// The e4m3 codes of non-negative block scales `v <= 448` (round to nearest even, saturating).
@@ -71,6 +115,47 @@ pub mod codec {
         let neg_zero = x.cmp_eq(0.0f32) & (full::<f32, S>(1.0f32) / x).cmp_lt(0.0f32);
         let neg = x.cmp_lt(0.0f32) | neg_zero;
         code + select(neg, 8i32, 0i32)
+    }
+}
+
+/// The rows form's choice of decode (`DEC` of `moe_gemm1_w4a16` / `moe_gemm2_w4a16`), plain Rust
+/// over DSL values: `DEC = 0` the f32 decode (`codec::e2m1_decode`, the global inside the weights),
+/// `DEC = 1` the bit-pattern decode (`codec::e2m1_bits`, the global on the accumulator).
+pub mod pick {
+    use cutile::core::bitcast::width::W16;
+    use cutile::core::*;
+
+    /// The even and odd halves of a weight tile in decode `dec` (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    pub fn halves<
+        E: Numeric + BitWidth<Bits = W16>,
+        const BN: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        dec: i32,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: Scalar<f32>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
+        if dec == 1 {
+            super::kernels::dequant_halves_fast::<E, BN, BKH, BKS>(w, s, g, n, k)
+        } else {
+            super::kernels::dequant_halves::<E, BN, BKH, BKS>(w, s, global, g, n, k)
+        }
+    }
+
+    /// The factor of the accumulators in decode `dec`: `global · 2^7` for the bit-pattern decode,
+    /// 1 for the f32 one (its weights already hold the global).
+    pub fn acc_scale(dec: i32, global: Scalar<f32>) -> Scalar<f32> {
+        if dec == 1 {
+            global * super::codec::FOLD_UNDO
+        } else {
+            scalar::<f32>(1.0f32)
+        }
     }
 }
 
@@ -111,6 +196,7 @@ pub mod route {
 #[cutile::module]
 pub mod kernels {
     use super::codec::*;
+    use super::pick;
     use super::route;
     use cutile::core::*;
 
@@ -347,20 +433,16 @@ pub mod kernels {
         x.gather((rows, cols), Some(mask), 0i32)
     }
 
-    /// Grouped GEMM 1 with NVFP4 weights (W4A16): for row block `b` of the aligned order (expert
-    /// `expert_ids[b]`) and column tile `n` of the intermediate, `h[rows, n] = silu(x[tok] · W13[e,
-    /// gate n]ᵀ) · (x[tok] · W13[e, I + gate n]ᵀ)`; weights dequantized in the kernel to `E`, f32
-    /// accumulation. `w: [E, 2I, H/2]`, `s: [E, 2I, H/16]`, `h: [P, I]`; blocks past `total` return.
-    /// Grid `(P_max / BM, I / BN, 1)`.
-    #[cutile::entry]
+    /// The body of `moe_gemm1_w4a16` (one function for its 4- and 8-warp entries).
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm1_w4a16<
-        E: MmaOperand<f32>,
+    pub fn moe_gemm1_w4a16_body<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
         const BM: i32,
         const BN: i32,
         const BK: i32,
         const BKH: i32,
         const BKS: i32,
+        const DEC: i32,
     >(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<i8, S3<DYN, DYN, DYN>>,
@@ -382,20 +464,80 @@ pub mod kernels {
             let mut acc_u = zeros::<f32, S2<BM, BN>>();
             for k in 0..(x.dim(1) + (BK - 1)) / BK {
                 let (a0, a1) = gather_rows_split::<E, BM, BKH>(x, tok, valid, k);
-                let (g0, g1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
-                let (u0, u1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, up_n, k);
+                let (g0, g1) = pick::halves::<E, BN, BKH, BKS>(DEC, w, s, ge, e, n, k);
+                let (u0, u1) = pick::halves::<E, BN, BKH, BKS>(DEC, w, s, ge, e, up_n, k);
                 acc_g = mma(a1, g1.transpose(), mma(a0, g0.transpose(), acc_g));
                 acc_u = mma(a1, u1.transpose(), mma(a0, u0.transpose(), acc_u));
             }
+            let f = pick::acc_scale(DEC, ge);
+            let (acc_g, acc_u) = (acc_g * f, acc_u * f);
             let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
             unsafe { h.store_at((b, n), (acc_g * sig * acc_u).cast::<E>()) };
         }
     }
 
-    /// Grouped GEMM 1 with dense weights `w: [E, 2I, H]` (the bf16/f16 peer of `moe_gemm1_w4a16`).
+    /// Grouped GEMM 1 with NVFP4 weights (W4A16): for row block `b` of the aligned order (expert
+    /// `expert_ids[b]`) and column tile `n` of the intermediate, `h[rows, n] = silu(x[tok] · W13[e,
+    /// gate n]ᵀ) · (x[tok] · W13[e, I + gate n]ᵀ)`; weights dequantized in the kernel to `E`, f32
+    /// accumulation. `w: [E, 2I, H/2]`, `s: [E, 2I, H/16]`, `h: [P, I]`; blocks past `total` return.
+    /// Grid `(P_max / BM, I / BN, 1)`.
     #[cutile::entry]
-    pub fn moe_gemm1_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            x, w, s, global, sorted_ids, expert_ids, total, topk, h,
+        );
+    }
+
+    /// `moe_gemm1_w4a16` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16_w8<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            x, w, s, global, sorted_ids, expert_ids, total, topk, h,
+        );
+    }
+
+    /// The body of `moe_gemm1_dense` (one function for its 4- and 8-warp entries).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_dense_body<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S3<DYN, DYN, DYN>>,
         sorted_ids: &Tensor<i32, S1<DYN>>,
@@ -425,6 +567,35 @@ pub mod kernels {
         }
     }
 
+    /// Grouped GEMM 1 with dense weights `w: [E, 2I, H]` (the bf16/f16 peer of `moe_gemm1_w4a16`).
+    #[cutile::entry]
+    pub fn moe_gemm1_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_dense_body::<E, BM, BN, BK>(x, w, sorted_ids, expert_ids, total, topk, h);
+    }
+
+    /// `moe_gemm1_dense` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_dense_w8<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_dense_body::<E, BM, BN, BK>(x, w, sorted_ids, expert_ids, total, topk, h);
+    }
+
     /// Writes `acc · weights[ids]` (f32) to the rows `ids · splits + sp` of `y: [T·k·splits, H]`,
     /// columns `n·BN..` (split `sp` of the K range; `splits` = 1 without split-K).
     #[allow(clippy::too_many_arguments)]
@@ -452,19 +623,16 @@ pub mod kernels {
         unsafe { y.scatter((rows, cols), out, Some(mask)) };
     }
 
-    /// Grouped GEMM 2 with NVFP4 weights: `y[id·S + s, n] = weights[id] · (h[rows, K_s] · W2[e, n,
-    /// K_s]ᵀ)` for the real rows of block `b` and K split `s` of `S = splits` (f32 `y: [T·k·S, H]`;
-    /// the sum over slots and splits, in that fixed order, is `moe_combine`). `w: [E, H, I/2]`,
-    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, S)`.
-    #[cutile::entry]
+    /// The body of `moe_gemm2_w4a16` (one function for its 4- and 8-warp entries).
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_w4a16<
-        E: MmaOperand<f32>,
+    pub fn moe_gemm2_w4a16_body<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
         const BM: i32,
         const BN: i32,
         const BK: i32,
         const BKH: i32,
         const BKS: i32,
+        const DEC: i32,
     >(
         h: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<i8, S3<DYN, DYN, DYN>>,
@@ -489,7 +657,7 @@ pub mod kernels {
             let hi = (lo + per).min(ph.num_tiles(1));
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in lo..hi {
-                let (w0, w1) = dequant_halves::<E, BN, BKH, BKS>(w, s, ge, e, n, k);
+                let (w0, w1) = pick::halves::<E, BN, BKH, BKS>(DEC, w, s, ge, e, n, k);
                 let a = ph.load((b, k)).reshape::<S3<BM, BKH, 2>>();
                 let a0 = a
                     .extract::<S3<BM, BKH, 1>>(&[0, 0, 0])
@@ -499,14 +667,73 @@ pub mod kernels {
                     .reshape::<S2<BM, BKH>>();
                 acc = mma(a1, w1.transpose(), mma(a0, w0.transpose(), acc));
             }
-            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
+            let f = pick::acc_scale(DEC, ge);
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc * f);
         }
     }
 
-    /// Grouped GEMM 2 with dense weights `w: [E, H, I]` (the peer of `moe_gemm2_w4a16`).
+    /// Grouped GEMM 2 with NVFP4 weights: `y[id·S + s, n] = weights[id] · (h[rows, K_s] · W2[e, n,
+    /// K_s]ᵀ)` for the real rows of block `b` and K split `s` of `S = splits` (f32 `y: [T·k·S, H]`;
+    /// the sum over slots and splits, in that fixed order, is `moe_combine`). `w: [E, H, I/2]`,
+    /// `s: [E, H, I/16]`, `h: [P, I]`. Grid `(P_max / BM, H / BN, S)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+    pub fn moe_gemm2_w4a16<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// `moe_gemm2_w4a16` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16_w8<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const DEC: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_w4a16_body::<E, BM, BN, BK, BKH, BKS, DEC>(
+            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// The body of `moe_gemm2_dense` (one function for its 4- and 8-warp entries).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense_body<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
         h: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S3<DYN, DYN, DYN>>,
         sorted_ids: &Tensor<i32, S1<DYN>>,
@@ -532,6 +759,439 @@ pub mod kernels {
                 acc = mma(ph.load((b, k)), wt.transpose(), acc);
             }
             scatter_weighted::<BM, BN>(y, weights, ids, valid, splits, sp, n, acc);
+        }
+    }
+
+    /// Grouped GEMM 2 with dense weights `w: [E, H, I]` (the peer of `moe_gemm2_w4a16`).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_dense_body::<E, BM, BN, BK>(
+            h, w, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// `moe_gemm2_dense` with 8 worker warps per CTA (two warpgroups for the 128-row prefill tile, which spills with 4).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense_w8<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_dense_body::<E, BM, BN, BK>(
+            h, w, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// The decode form's weight tile: like [`dequant_halves`] (even and odd K elements, `BN x BKH`
+    /// each) but decoded by [`e2m1_bits`] and [`e4m3_folded`]: per element four `i16` ops and one
+    /// multiplication in `E`, no conversion. The tiles hold `e2m1 · e4m3 · 2^-7` exactly; the caller
+    /// multiplies its accumulator by `global · FOLD_UNDO`.
+    pub fn dequant_halves_fast<
+        E: Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BN: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
+        let bytes = w
+            .partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
+            .load((g, n, k))
+            .reshape::<S2<BN, BKH>>()
+            .cast::<i16>();
+        let sc = unsigned(
+            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKS>>(),
+        );
+        let scale = e4m3_folded::<E, S2<BN, BKS>>(sc)
+            .reshape::<S3<BN, BKS, 1>>()
+            .broadcast::<S3<BN, BKS, 8>>()
+            .reshape::<S2<BN, BKH>>();
+        (
+            e2m1_bits::<E, S2<BN, BKH>>(bytes, false) * scale,
+            e2m1_bits::<E, S2<BN, BKH>>(bytes, true) * scale,
+        )
+    }
+
+    /// The K steps `lo..hi` of split `sp` of `splits` over `steps` K steps.
+    pub fn split_range(
+        steps: Scalar<i32>,
+        splits: Scalar<i32>,
+        sp: Scalar<i32>,
+    ) -> (Scalar<i32>, Scalar<i32>) {
+        let per = (steps + splits - 1i32) / splits;
+        let lo = sp * per;
+        (lo, (lo + per).min(steps))
+    }
+
+    /// GEMM 1's epilogue in the decode form: `gate`, `up` (`BT x BN`, f32, final scale applied) of row
+    /// block `b`, column tile `n`. One split: `h[b, n] = silu(gate) · up`. Several: the split's
+    /// partial sums go to `part: [S·P, 2I]` f32, rows `sp·P + b·BT..`, gate at column tile `n`, up at
+    /// `n + I/BN` ([`moe_silu_reduce`] sums them).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm1_epilogue<E: Float, const BT: i32, const BN: i32>(
+        h: &mut Tensor<E, S2<BT, BN>>,
+        part: &mut Tensor<f32, S2<BT, BN>>,
+        splits: Scalar<i32>,
+        sp: Scalar<i32>,
+        b: Scalar<i32>,
+        n: Scalar<i32>,
+        gate: Tile<f32, S2<BT, BN>>,
+        up: Tile<f32, S2<BT, BN>>,
+    ) {
+        if splits == 1i32 {
+            let sig = full::<f32, S2<BT, BN>>(1.0f32) / ((-gate).exp() + 1.0f32);
+            // SAFETY: block `(b, n, 0)` writes only tile `(b, n)`.
+            unsafe { h.store_at((b, n), (gate * sig * up).cast::<E>()) };
+        } else {
+            let row = sp * (h.dim(0) / BT) + b;
+            // SAFETY: block `(b, n, sp)` writes only tiles `(row, n)` and `(row, n + I/BN)`.
+            unsafe { part.store_at((row, n), gate) };
+            unsafe { part.store_at((row, n + h.dim(1) / BN), up) };
+        }
+    }
+
+    /// The body of `moe_gemm1_w4a16_t` (one function for its 4- and 8-warp entries).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16_t_body<
+        E: MmaOperand<f32> + Float + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        splits: Scalar<i32>,
+        h: &mut Tensor<E, S2<BT, BN>>,
+        part: &mut Tensor<f32, S2<BT, BN>>,
+    ) {
+        let (b, n, sp) = block_id();
+        if b * BT < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let ge = at(global, e) * FOLD_UNDO;
+            let (_ids, tok, valid) = block_rows::<BT>(sorted_ids, b, x.dim(0) * topk, topk);
+            let up_n = n + h.dim(1) / BN;
+            let (lo, hi) = split_range((x.dim(1) + (BK - 1)) / BK, splits, sp);
+            let mut acc_g = zeros::<f32, S2<BN, BT>>();
+            let mut acc_u = zeros::<f32, S2<BN, BT>>();
+            for k in lo..hi {
+                let (a0, a1) = gather_rows_split::<E, BT, BKH>(x, tok, valid, k);
+                let (a0, a1) = (a0.transpose(), a1.transpose());
+                let (g0, g1) = dequant_halves_fast::<E, BN, BKH, BKS>(w, s, e, n, k);
+                let (u0, u1) = dequant_halves_fast::<E, BN, BKH, BKS>(w, s, e, up_n, k);
+                acc_g = mma(g1, a1, mma(g0, a0, acc_g));
+                acc_u = mma(u1, a1, mma(u0, a0, acc_u));
+            }
+            let gate = (acc_g * ge).transpose();
+            let up = (acc_u * ge).transpose();
+            gemm1_epilogue::<E, BT, BN>(h, part, splits, sp, b, n, gate, up);
+        }
+    }
+
+    /// Grouped GEMM 1 with NVFP4 weights in the decode form (a handful of rows per expert): the
+    /// weights are the M side of the MMA, `acc[BN, BT] += W13[e, n·BN.., K] · x[tok, K]ᵀ` with `BT`
+    /// (16) rows of the aligned order on the N side, so the decoded weight tile is the MMA's register
+    /// operand and is never staged for the other side; the weights are decoded by
+    /// [`dequant_halves_fast`] (global scale applied to the accumulators). K split `sp` of `splits`
+    /// (grid `(P_max / BT, I / BN, splits)`); see [`gemm1_epilogue`].
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16_t<
+        E: MmaOperand<f32> + Float + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        splits: Scalar<i32>,
+        h: &mut Tensor<E, S2<BT, BN>>,
+        part: &mut Tensor<f32, S2<BT, BN>>,
+    ) {
+        moe_gemm1_w4a16_t_body::<E, BT, BN, BK, BKH, BKS>(
+            x, w, s, global, sorted_ids, expert_ids, total, topk, splits, h, part,
+        );
+    }
+
+    /// `moe_gemm1_w4a16_t` with 8 worker warps per CTA (two warpgroups: for `BN = 128` weight rows, 64 per warpgroup).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16_t8<
+        E: MmaOperand<f32> + Float + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        splits: Scalar<i32>,
+        h: &mut Tensor<E, S2<BT, BN>>,
+        part: &mut Tensor<f32, S2<BT, BN>>,
+    ) {
+        moe_gemm1_w4a16_t_body::<E, BT, BN, BK, BKH, BKS>(
+            x, w, s, global, sorted_ids, expert_ids, total, topk, splits, h, part,
+        );
+    }
+
+    /// Grouped GEMM 1 with dense weights in the decode form (the peer of `moe_gemm1_w4a16_t`).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_dense_t<
+        E: MmaOperand<f32> + Float,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        splits: Scalar<i32>,
+        h: &mut Tensor<E, S2<BT, BN>>,
+        part: &mut Tensor<f32, S2<BT, BN>>,
+    ) {
+        let (b, n, sp) = block_id();
+        if b * BT < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let (_ids, tok, valid) = block_rows::<BT>(sorted_ids, b, x.dim(0) * topk, topk);
+            let up_n = n + h.dim(1) / BN;
+            let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+            let (lo, hi) = split_range((x.dim(1) + (BK - 1)) / BK, splits, sp);
+            let mut acc_g = zeros::<f32, S2<BN, BT>>();
+            let mut acc_u = zeros::<f32, S2<BN, BT>>();
+            for k in lo..hi {
+                let a = gather_rows::<E, BT, BK>(x, tok, valid, k).transpose();
+                let wg = pw.load((e, n, k)).reshape::<S2<BN, BK>>();
+                let wu = pw.load((e, up_n, k)).reshape::<S2<BN, BK>>();
+                acc_g = mma(wg, a, acc_g);
+                acc_u = mma(wu, a, acc_u);
+            }
+            gemm1_epilogue::<E, BT, BN>(
+                h,
+                part,
+                splits,
+                sp,
+                b,
+                n,
+                acc_g.transpose(),
+                acc_u.transpose(),
+            );
+        }
+    }
+
+    /// GEMM 1's split-K reduce (decode form with several splits): `h[r, c] = silu(Σ_s part[s·P + r,
+    /// c]) · Σ_s part[s·P + r, I + c]`, splits summed in order (deterministic). Row blocks at or past
+    /// `total` are skipped (GEMM 1 wrote nothing there and GEMM 2 reads nothing there). Grid = tiles
+    /// of `h` (`BR` rows, `BC` columns).
+    #[cutile::entry]
+    pub fn moe_silu_reduce<E: Float, const BR: i32, const BC: i32>(
+        part: &Tensor<f32, S2<DYN, DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        splits: Scalar<i32>,
+        h: &mut Tensor<E, S2<BR, BC>>,
+    ) {
+        let (r, c, _) = block_id();
+        if r * BR < at(total, scalar::<i32>(0i32)) {
+            let pp = part.partition_padded::<S2<BR, BC>>(Padding::Zero);
+            let rows = h.dim(0) / BR;
+            let up_c = c + h.dim(1) / BC;
+            let mut g = zeros::<f32, S2<BR, BC>>();
+            let mut u = zeros::<f32, S2<BR, BC>>();
+            for sp in 0..splits {
+                g += pp.load((sp * rows + r, c));
+                u += pp.load((sp * rows + r, up_c));
+            }
+            let sig = full::<f32, S2<BR, BC>>(1.0f32) / ((-g).exp() + 1.0f32);
+            h.store((g * sig * u).cast::<E>());
+        }
+    }
+
+    /// The body of `moe_gemm2_w4a16_t` (one function for its 4- and 8-warp entries).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16_t_body<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let (b, n, sp) = block_id();
+        if b * BT < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let ge = at(global, e) * FOLD_UNDO;
+            let (ids, _tok, valid) =
+                block_rows::<BT>(sorted_ids, b, y.dim(0) / splits, scalar::<i32>(1i32));
+            let ph = h.partition_padded::<S2<BT, BK>>(Padding::Zero);
+            let (lo, hi) = split_range(ph.num_tiles(1), splits, sp);
+            let mut acc = zeros::<f32, S2<BN, BT>>();
+            for k in lo..hi {
+                let (w0, w1) = dequant_halves_fast::<E, BN, BKH, BKS>(w, s, e, n, k);
+                let a = ph.load((b, k)).reshape::<S3<BT, BKH, 2>>();
+                let a0 = a
+                    .extract::<S3<BT, BKH, 1>>(&[0, 0, 0])
+                    .reshape::<S2<BT, BKH>>()
+                    .transpose();
+                let a1 = a
+                    .extract::<S3<BT, BKH, 1>>(&[0, 0, 1])
+                    .reshape::<S2<BT, BKH>>()
+                    .transpose();
+                acc = mma(w1, a1, mma(w0, a0, acc));
+            }
+            scatter_weighted::<BT, BN>(
+                y,
+                weights,
+                ids,
+                valid,
+                splits,
+                sp,
+                n,
+                (acc * ge).transpose(),
+            );
+        }
+    }
+
+    /// Grouped GEMM 2 with NVFP4 weights in the decode form: `acc[BN, BT] += W2[e, n·BN.., K_s] ·
+    /// h[b·BT.., K_s]ᵀ` (weights on the MMA's M side, decoded by [`dequant_halves_fast`]), then as
+    /// `moe_gemm2_w4a16` (routed weight, rows `id·S + s` of `y`). Grid `(P_max / BT, H / BN, S)`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16_t<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_w4a16_t_body::<E, BT, BN, BK, BKH, BKS>(
+            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// `moe_gemm2_w4a16_t` with 8 worker warps per CTA (two warpgroups: for `BN = 128` weight rows, 64 per warpgroup).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16_t8<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_w4a16_t_body::<E, BT, BN, BK, BKH, BKS>(
+            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+        );
+    }
+
+    /// Grouped GEMM 2 with dense weights in the decode form (the peer of `moe_gemm2_w4a16_t`).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_dense_t<E: MmaOperand<f32>, const BT: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        splits: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let (b, n, sp) = block_id();
+        if b * BT < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let (ids, _tok, valid) =
+                block_rows::<BT>(sorted_ids, b, y.dim(0) / splits, scalar::<i32>(1i32));
+            let ph = h.partition_padded::<S2<BT, BK>>(Padding::Zero);
+            let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+            let (lo, hi) = split_range(ph.num_tiles(1), splits, sp);
+            let mut acc = zeros::<f32, S2<BN, BT>>();
+            for k in lo..hi {
+                let wt = pw.load((e, n, k)).reshape::<S2<BN, BK>>();
+                acc = mma(wt, ph.load((b, k)).transpose(), acc);
+            }
+            scatter_weighted::<BT, BN>(y, weights, ids, valid, splits, sp, n, acc.transpose());
         }
     }
 

@@ -2,12 +2,13 @@
 //! one MoE layer (W4A16 or dense weights) given the routing's aligned order. Shapes are checked (typed
 //! [`OpError`]s, never a panic); each function queues its launches on `stream` and waits.
 //!
-//! The layer's tiles are chosen here from the routing's row block ([`row_block`], [`gemm_tiles`]);
+//! The layer's form and tiles are chosen here from the routing's row block ([`row_block`],
+//! [`gemm_tiles`], [`default_form`]: the decode form, weights on the MMA's M side, for row block 16);
 //! its intermediates (`h`, `y`, the alignment's histogram) live in a caller-owned [`Workspace`]
 //! reused across calls (the quantizer's `part` is still allocated per call: it runs once per model
 //! load). These are not yet planned ops over `op::scratch` (see `docs/moe.md`).
 
-use cutile::core::{Float, MmaOperand};
+use cutile::core::{BitWidth, Float, MmaOperand};
 use cutile::runtime::{DeviceElement, Stream, Tensor};
 
 use super::kernels;
@@ -15,7 +16,10 @@ use super::reference::BLOCK;
 use crate::op::{OpError, ceil_div};
 
 /// The activation types of the family: bf16 and f16.
-pub trait MoeElem: Float + MmaOperand<f32> + DeviceElement {}
+pub trait MoeElem:
+    Float + MmaOperand<f32> + DeviceElement + BitWidth<Bits = cutile::core::bitcast::width::W16>
+{
+}
 impl MoeElem for half::bf16 {}
 impl MoeElem for half::f16 {}
 
@@ -212,14 +216,71 @@ pub fn k_splits(sms: i64, ctas: i64, k_tiles: i64) -> i64 {
     ceil_div(target, ctas.max(1)).min(8).min(k_tiles / 4).max(1)
 }
 
+/// The GEMM form of a layer call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Rows of the aligned order on the MMA's M side (`BM` = the row block), weights on its N side
+    /// ([`gemm_tiles`]); the W4A16 GEMMs decode with `codec::e2m1_decode` (integer ops, an i32 → f32
+    /// conversion, f32 multiplies and an f32 → bf16/f16 conversion per element). Every row block.
+    Rows,
+    /// [`Form::Rows`] with the bit-pattern decode of the decode form (`codec::e2m1_bits`: four `i16`
+    /// ops and one multiplication in bf16/f16 per element, no conversion). Every row block; prefill.
+    RowsBits,
+    /// The decode form, for row block 16 only: the weights on the MMA's M side (`bn` weight rows per
+    /// CTA, 8 worker warps when `bn` is 128), 16 rows of the aligned order on its N side, `bk` of K per
+    /// step in both GEMMs, the bit-pattern e2m1 decode (`codec::e2m1_bits`), and split-K of either
+    /// GEMM when its grid is short ([`k_splits`]; GEMM 1's partial sums are reduced with the SiLU·up
+    /// step by `moe_silu_reduce`).
+    Decode {
+        /// Weight rows per CTA: 64 or 128.
+        bn: i64,
+        /// K per step: 128 or 256.
+        bk: i64,
+    },
+}
+
+/// The `(bn, bk)` tiles of the decode form the layer has kernels for.
+pub const DECODE_TILES: [(i64, i64); 4] = [(64, 128), (128, 128), (64, 256), (128, 256)];
+
+/// The forms a layer with row block `bm`, `H = h`, `I = i` can run: [`Form::Rows`] and
+/// [`Form::RowsBits`] always; for
+/// `bm == 16` also every [`DECODE_TILES`] entry whose `bn` divides `H` and `I` (the example's sweep
+/// times them all).
+pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
+    let mut v = vec![Form::Rows, Form::RowsBits];
+    if bm == 16 {
+        v.extend(
+            DECODE_TILES
+                .iter()
+                .filter(|(bn, _)| h % bn == 0 && i % bn == 0)
+                .map(|&(bn, bk)| Form::Decode { bn, bk }),
+        );
+    }
+    v
+}
+
+/// The form the host picks for row block `bm`: the decode form with 64 weight rows and K = 128 per
+/// step for `bm == 16` (no spills on sm_90 with 4 warps, `I / 64` column tiles per expert block so
+/// short grids rarely need split-K; an estimate: the example's sweep measures the others), else
+/// [`Form::RowsBits`] (fewer ops per weight than [`Form::Rows`]; also an estimate).
+pub fn default_form(bm: i64) -> Form {
+    if bm == 16 {
+        Form::Decode { bn: 64, bk: 128 }
+    } else {
+        Form::RowsBits
+    }
+}
+
 /// The shape of GEMM 2's f32 output `y` for a layer call, `[T·k·S, H]` with `S` the K splits the
-/// host picks (for [`moe_gemm2`] and [`moe_combine`] called as stages).
+/// host picks for `form` (`None`: [`default_form`]; for [`moe_gemm2`] and [`moe_combine`] called as
+/// stages).
 pub fn gemm2_out_shape<E: MoeElem>(
     x: &Tensor<E>,
     weights: &Weights<'_, E>,
     routing: &Routing<'_>,
+    form: Option<Form>,
 ) -> Result<[i64; 2], OpError> {
-    let d = check_layer("moe_gemm2", x, weights, routing, None)?;
+    let d = check_layer("moe_gemm2", x, weights, routing, None, form)?;
     Ok([d.t * d.k * d.splits, d.h])
 }
 
@@ -229,8 +290,12 @@ pub fn gemm2_out_shape<E: MoeElem>(
 /// order).
 #[derive(Debug)]
 pub struct Workspace<E: MoeElem> {
+    /// The form to run instead of the host's pick ([`default_form`]); a form the routing's row block
+    /// cannot run ([`forms`]) is refused with a typed error. For sweeps and tests.
+    pub form: Option<Form>,
     h: Option<Tensor<E>>,
     y: Option<Tensor<f32>>,
+    part: Option<Tensor<f32>>,
     counts: Option<Tensor<i32>>,
     start: Option<Tensor<i32>>,
 }
@@ -238,8 +303,10 @@ pub struct Workspace<E: MoeElem> {
 impl<E: MoeElem> Default for Workspace<E> {
     fn default() -> Self {
         Workspace {
+            form: None,
             h: None,
             y: None,
+            part: None,
             counts: None,
             start: None,
         }
@@ -270,6 +337,9 @@ struct Dims {
     bm: i64,
     /// K splits of GEMM 2 ([`k_splits`]).
     splits: i64,
+    /// The form and GEMM 1's K splits (1 in [`Form::Rows`]).
+    form: Form,
+    splits1: i64,
 }
 
 /// Every shape check of a layer call, in one place: `x`, the weights of either kind, the routing and
@@ -280,6 +350,7 @@ fn check_layer<E: MoeElem>(
     weights: &Weights<'_, E>,
     routing: &Routing<'_>,
     out: Option<&[i64]>,
+    form: Option<Form>,
 ) -> Result<Dims, OpError> {
     let xs = x.shape().to_vec();
     if xs.len() != 2 {
@@ -368,11 +439,28 @@ fn check_layer<E: MoeElem>(
     if let Some(o) = out {
         expect(op, "out", o, &[t, h])?;
     }
-    let (_, (bn2, bk2)) = gemm_tiles(bm, h, i);
+    let form = form.unwrap_or(default_form(bm));
+    if !forms(bm, h, i).contains(&form) {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!("form {form:?} with row block {bm}, H {h}, I {i}"),
+        });
+    }
     let blocks_est = (p / bm).min(ceil_div(t * k, bm) + (t * k).min(ne));
     let sms = i64::from(x.device().sm_count());
-    let splits = k_splits(sms, blocks_est * (h / bn2), ceil_div(i, bk2));
+    let (splits, splits1) = match form {
+        Form::Rows | Form::RowsBits => {
+            let (_, (bn2, bk2)) = gemm_tiles(bm, h, i);
+            (k_splits(sms, blocks_est * (h / bn2), ceil_div(i, bk2)), 1)
+        }
+        Form::Decode { bn, bk } => (
+            k_splits(sms, blocks_est * (h / bn), ceil_div(i, bk)),
+            k_splits(sms, blocks_est * (i / bn), ceil_div(h, bk)),
+        ),
+    };
     Ok(Dims {
+        form,
+        splits1,
         t,
         h,
         i,
@@ -406,12 +494,12 @@ pub fn moe_layer_in<E: MoeElem>(
     out: &mut Tensor<E>,
     ws: &mut Workspace<E>,
 ) -> Result<(), OpError> {
-    let d = check_layer("moe_layer", x, weights, routing, Some(out.shape()))?;
+    let d = check_layer("moe_layer", x, weights, routing, Some(out.shape()), ws.form)?;
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
     let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
-    launch_gemm1(stream, x, weights, routing, d, h)?;
+    launch_gemm1(stream, x, weights, routing, d, h, &mut ws.part)?;
     let y = reuse(&mut ws.y, stream, &[d.t * d.k * d.splits, d.h])?;
     launch_gemm2(stream, h, weights, routing, d, y)?;
     let y3 = y.reshape(&[d.t, d.k * d.splits, d.h])?;
@@ -420,24 +508,26 @@ pub fn moe_layer_in<E: MoeElem>(
 }
 
 /// GEMM 1 of a layer alone (for timing the stages): `h: [P, I]` ← SiLU(gate)·up of the rows of `x`
-/// in the aligned order.
+/// in the aligned order (its split-K partial sums, if any, in `ws`; form `ws.form` or the host's).
 pub fn moe_gemm1<E: MoeElem>(
     stream: &Stream,
     x: &Tensor<E>,
     weights: &Weights<'_, E>,
     routing: &Routing<'_>,
     h: &mut Tensor<E>,
+    ws: &mut Workspace<E>,
 ) -> Result<(), OpError> {
-    let d = check_layer("moe_gemm1", x, weights, routing, None)?;
+    let d = check_layer("moe_gemm1", x, weights, routing, None, ws.form)?;
     expect("moe_gemm1", "h", h.shape(), &[d.p, d.i])?;
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    launch_gemm1(stream, x, weights, routing, d, h)
+    launch_gemm1(stream, x, weights, routing, d, h, &mut ws.part)
 }
 
 /// GEMM 2 of a layer alone (for timing the stages): `y: [T·k·S, H]` f32 ([`gemm2_out_shape`]) ←
-/// routed weight · `h` · W2ᵀ per K split, scattered to the pairs' rows; `x` only gives `T` and `H`.
+/// routed weight · `h` · W2ᵀ per K split, scattered to the pairs' rows; `x` only gives `T` and `H`;
+/// `form` as in [`gemm2_out_shape`].
 pub fn moe_gemm2<E: MoeElem>(
     stream: &Stream,
     x: &Tensor<E>,
@@ -445,8 +535,9 @@ pub fn moe_gemm2<E: MoeElem>(
     weights: &Weights<'_, E>,
     routing: &Routing<'_>,
     y: &mut Tensor<f32>,
+    form: Option<Form>,
 ) -> Result<(), OpError> {
-    let d = check_layer("moe_gemm2", x, weights, routing, None)?;
+    let d = check_layer("moe_gemm2", x, weights, routing, None, form)?;
     expect("moe_gemm2", "h", h.shape(), &[d.p, d.i])?;
     expect("moe_gemm2", "y", y.shape(), &[d.t * d.k * d.splits, d.h])?;
     if d.t == 0 || d.p == 0 {
@@ -489,15 +580,34 @@ fn launch_gemm1<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     h: &mut Tensor<E>,
+    part: &mut Option<Tensor<f32>>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
+    if let Form::Decode { bn, bk } = d.form {
+        return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, part);
+    }
     let ((bn, bk), _) = gemm_tiles(d.bm, d.h, d.i);
     let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.i / bn)?, 1);
+    // The 128-row tiles run 8 worker warps (two warpgroups; with 4 they spill on sm_90).
     macro_rules! go {
+        (128, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!(128, $bn, $bk, 1, moe_gemm1_w4a16_w8, moe_gemm1_dense_w8)
+            } else {
+                go!(128, $bn, $bk, 0, moe_gemm1_w4a16_w8, moe_gemm1_dense_w8)
+            }
+        };
         ($bm:literal, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!($bm, $bn, $bk, 1, moe_gemm1_w4a16, moe_gemm1_dense)
+            } else {
+                go!($bm, $bn, $bk, 0, moe_gemm1_w4a16, moe_gemm1_dense)
+            }
+        };
+        ($bm:literal, $bn:literal, $bk:literal, $dec:literal, $w4:ident, $dn:ident) => {
             match weights {
                 Weights::Nvfp4 { w13, s13, g13, .. } => {
-                    kernels::moe_gemm1_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                    kernels::$w4::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
                         x,
                         *w13,
                         *s13,
@@ -511,7 +621,7 @@ fn launch_gemm1<E: MoeElem>(
                     .grid(grid)
                     .launch(stream)?
                 }
-                Weights::Dense { w13, .. } => kernels::moe_gemm1_dense::<E, $bm, $bn, $bk>(
+                Weights::Dense { w13, .. } => kernels::$dn::<E, $bm, $bn, $bk>(
                     x,
                     *w13,
                     r.sorted_ids,
@@ -545,6 +655,9 @@ fn launch_gemm2<E: MoeElem>(
     y: &mut Tensor<f32>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
+    if let Form::Decode { bn, bk } = d.form {
+        return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk), y);
+    }
     let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
     let wflat = r.weights.reshape(&[d.t * d.k])?;
     let grid = (
@@ -553,11 +666,26 @@ fn launch_gemm2<E: MoeElem>(
         u32_of(OP, d.splits)?,
     );
     let splits = d.splits as i32;
+    // The 128-row tiles run 8 worker warps (two warpgroups; with 4 they spill on sm_90).
     macro_rules! go {
+        (128, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!(128, $bn, $bk, 1, moe_gemm2_w4a16_w8, moe_gemm2_dense_w8)
+            } else {
+                go!(128, $bn, $bk, 0, moe_gemm2_w4a16_w8, moe_gemm2_dense_w8)
+            }
+        };
         ($bm:literal, $bn:literal, $bk:literal) => {
+            if d.form == Form::RowsBits {
+                go!($bm, $bn, $bk, 1, moe_gemm2_w4a16, moe_gemm2_dense)
+            } else {
+                go!($bm, $bn, $bk, 0, moe_gemm2_w4a16, moe_gemm2_dense)
+            }
+        };
+        ($bm:literal, $bn:literal, $bk:literal, $dec:literal, $w4:ident, $dn:ident) => {
             match weights {
                 Weights::Nvfp4 { w2, s2, g2, .. } => {
-                    kernels::moe_gemm2_w4a16::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                    kernels::$w4::<E, $bm, $bn, $bk, { $bk / 2 }, { $bk / 16 }, $dec>(
                         h,
                         *w2,
                         *s2,
@@ -572,7 +700,7 @@ fn launch_gemm2<E: MoeElem>(
                     .grid(grid)
                     .launch(stream)?
                 }
-                Weights::Dense { w2, .. } => kernels::moe_gemm2_dense::<E, $bm, $bn, $bk>(
+                Weights::Dense { w2, .. } => kernels::$dn::<E, $bm, $bn, $bk>(
                     h,
                     *w2,
                     r.sorted_ids,
@@ -595,6 +723,142 @@ fn launch_gemm2<E: MoeElem>(
         (128, 128, _) => go!(128, 128, 64),
         (128, _, _) => go!(128, 64, 64),
         _ => go!(64, 64, 64),
+    }
+    Ok(())
+}
+
+/// GEMM 1 in the decode form (row block 16): grid `(P / 16, I / bn, splits1)`; with several K
+/// splits the partial sums go to `part: [splits1 · P, 2I]` f32 and `moe_silu_reduce` writes `h`.
+#[allow(clippy::too_many_arguments)]
+fn launch_gemm1_decode<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    (bn, bk): (i64, i64),
+    h: &mut Tensor<E>,
+    part: &mut Option<Tensor<f32>>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    let grid = (
+        u32_of(OP, d.p / 16)?,
+        u32_of(OP, d.i / bn)?,
+        u32_of(OP, d.splits1)?,
+    );
+    let splits = d.splits1 as i32;
+    // One split writes `h` directly and never touches `part`: a minimal buffer stands in for it.
+    let pshape = if d.splits1 > 1 {
+        vec![d.splits1 * d.p, 2 * d.i]
+    } else {
+        vec![16, 2 * bn]
+    };
+    let pt = reuse(part, stream, &pshape)?;
+    macro_rules! go {
+        ($bn:literal, $bk:literal, $w4:ident) => {
+            match weights {
+                Weights::Nvfp4 { w13, s13, g13, .. } => {
+                    kernels::$w4::<E, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                        x,
+                        *w13,
+                        *s13,
+                        *g13,
+                        r.sorted_ids,
+                        r.expert_ids,
+                        r.total,
+                        r.topk,
+                        splits,
+                        h,
+                        pt,
+                    )
+                    .grid(grid)
+                    .launch(stream)?
+                }
+                Weights::Dense { w13, .. } => kernels::moe_gemm1_dense_t::<E, 16, $bn, $bk>(
+                    x,
+                    *w13,
+                    r.sorted_ids,
+                    r.expert_ids,
+                    r.total,
+                    r.topk,
+                    splits,
+                    h,
+                    pt,
+                )
+                .grid(grid)
+                .launch(stream)?,
+            }
+        };
+    }
+    match (bn, bk) {
+        (128, 256) => go!(128, 256, moe_gemm1_w4a16_t8),
+        (128, _) => go!(128, 128, moe_gemm1_w4a16_t8),
+        (_, 256) => go!(64, 256, moe_gemm1_w4a16_t),
+        _ => go!(64, 128, moe_gemm1_w4a16_t),
+    }
+    if d.splits1 > 1 {
+        kernels::moe_silu_reduce::<E, 16, 64>(pt, r.total, splits, h).launch(stream)?;
+    }
+    Ok(())
+}
+
+/// GEMM 2 in the decode form (row block 16): grid `(P / 16, H / bn, splits)`.
+fn launch_gemm2_decode<E: MoeElem>(
+    stream: &Stream,
+    h: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    (bn, bk): (i64, i64),
+    y: &mut Tensor<f32>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    let wflat = r.weights.reshape(&[d.t * d.k])?;
+    let grid = (
+        u32_of(OP, d.p / 16)?,
+        u32_of(OP, d.h / bn)?,
+        u32_of(OP, d.splits)?,
+    );
+    let splits = d.splits as i32;
+    macro_rules! go {
+        ($bn:literal, $bk:literal, $w4:ident) => {
+            match weights {
+                Weights::Nvfp4 { w2, s2, g2, .. } => {
+                    kernels::$w4::<E, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
+                        h,
+                        *w2,
+                        *s2,
+                        *g2,
+                        r.sorted_ids,
+                        r.expert_ids,
+                        r.total,
+                        &wflat,
+                        splits,
+                        y,
+                    )
+                    .grid(grid)
+                    .launch(stream)?
+                }
+                Weights::Dense { w2, .. } => kernels::moe_gemm2_dense_t::<E, 16, $bn, $bk>(
+                    h,
+                    *w2,
+                    r.sorted_ids,
+                    r.expert_ids,
+                    r.total,
+                    &wflat,
+                    splits,
+                    y,
+                )
+                .grid(grid)
+                .launch(stream)?,
+            }
+        };
+    }
+    match (bn, bk) {
+        (128, 256) => go!(128, 256, moe_gemm2_w4a16_t8),
+        (128, _) => go!(128, 128, moe_gemm2_w4a16_t8),
+        (_, 256) => go!(64, 256, moe_gemm2_w4a16_t),
+        _ => go!(64, 128, moe_gemm2_w4a16_t),
     }
     Ok(())
 }

@@ -19,7 +19,9 @@
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
 //! `moe_align_block_size` runs on the GPU ([`host::moe_align_block_size`], three passes), so routing,
-//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Not built yet:
+//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Decode (row
+//! block 16) runs the GEMMs in the decode form ([`host::Form::Decode`]: weights on the MMA's M side,
+//! the bit-pattern e2m1 decode of [`codec::e2m1_bits`], split-K of GEMM 1 too). Not built yet:
 //! registry ops and harness workloads (see `docs/moe.md`).
 
 mod dsl;
@@ -44,8 +46,9 @@ fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dt, shape)
 }
 
-/// The catalog's specializations of the family (bf16; the router f32): 14 (the 9 kernels at the
-/// prefill-class tiles, the two W4A16 GEMMs at the decode tiles, the three alignment passes), compiled for
+/// The catalog's specializations of the family (bf16; the router f32): 15 (the 9 kernels at the
+/// prefill-class tiles, the W4A16 ones with the bit-pattern decode; the decode form's two W4A16 GEMMs
+/// and GEMM 1's split-K reduce; the three alignment passes), compiled for
 /// sm_80, sm_90, sm_100 and sm_120 by `cargo xtask kernels`. Shapes: a small MoE layer (T = 256,
 /// H = 1024, I = 512, E = 8, top-2, P_max = 1024 rows of 64).
 pub fn compile_jobs() -> Vec<CompileJob> {
@@ -97,8 +100,8 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     g1.push(meta(BF16, &[p, i]));
     jobs.push(job(
         "moe_gemm1_w4a16",
-        "E=bf16 BM=64 BN=64 BK=64",
-        kernels::moe_gemm1_w4a16::kernel::<bf16, 64, 64, 64, 32, 4>(),
+        "E=bf16 BM=64 BN=64 BK=64 DEC=bits",
+        kernels::moe_gemm1_w4a16::kernel::<bf16, 64, 64, 64, 32, 4, 1>(),
         g1,
     ));
     let mut d1 = vec![meta(BF16, &[t, h]), meta(BF16, &[e, 2 * i, h])];
@@ -121,8 +124,8 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     g2.push(meta(F32, &[t * k, h]));
     jobs.push(job(
         "moe_gemm2_w4a16",
-        "E=bf16 BM=64 BN=64 BK=64",
-        kernels::moe_gemm2_w4a16::kernel::<bf16, 64, 64, 64, 32, 4>(),
+        "E=bf16 BM=64 BN=64 BK=64 DEC=bits",
+        kernels::moe_gemm2_w4a16::kernel::<bf16, 64, 64, 64, 32, 4, 1>(),
         g2,
     ));
     let mut d2 = vec![meta(BF16, &[p, i]), meta(BF16, &[e, h, i])];
@@ -135,7 +138,8 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         kernels::moe_gemm2_dense::kernel::<bf16, 64, 64, 64>(),
         d2,
     ));
-    // The decode tiles the host picks for a handful of rows per expert (BM 16, K 128 per step).
+    // The decode form the host picks for a handful of rows per expert (row block 16, 64 weight rows
+    // on the MMA's M side, K 128 per step, the bit-pattern decode) and GEMM 1's split-K reduce.
     let p16 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 16) as i64;
     let ids16 = || vec![meta(I32, &[p16]), meta(I32, &[p16 / 16]), meta(I32, &[1])];
     let mut g1d = vec![
@@ -146,10 +150,11 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     ];
     g1d.extend(ids16());
     g1d.push(meta(BF16, &[p16, i]));
+    g1d.push(meta(F32, &[2 * p16, 2 * i]));
     jobs.push(job(
-        "moe_gemm1_w4a16",
-        "E=bf16 BM=16 BN=64 BK=128",
-        kernels::moe_gemm1_w4a16::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        "moe_gemm1_w4a16_t",
+        "E=bf16 BT=16 BN=64 BK=128",
+        kernels::moe_gemm1_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
         g1d,
     ));
     let mut g2d = vec![
@@ -162,10 +167,20 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     g2d.push(meta(F32, &[t * k]));
     g2d.push(meta(F32, &[t * k, h]));
     jobs.push(job(
-        "moe_gemm2_w4a16",
-        "E=bf16 BM=16 BN=64 BK=128",
-        kernels::moe_gemm2_w4a16::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        "moe_gemm2_w4a16_t",
+        "E=bf16 BT=16 BN=64 BK=128",
+        kernels::moe_gemm2_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
         g2d,
+    ));
+    jobs.push(job(
+        "moe_silu_reduce",
+        "E=bf16 BR=16 BC=64",
+        kernels::moe_silu_reduce::kernel::<bf16, 16, 64>(),
+        vec![
+            meta(F32, &[2 * p16, 2 * i]),
+            meta(I32, &[1]),
+            meta(BF16, &[p16, i]),
+        ],
     ));
     // The GPU alignment (E = 8 padded to 16 expert columns, block 16): histogram, plan, placement.
     let chunks = (t * k + 63) / 64;

@@ -7,8 +7,12 @@
 //! and the bf16-weight layer, with reused intermediates. Prints times, weight bandwidth (bytes of the
 //! experts the tokens hit) and the memory saved against bf16 weights. Two layers: 8 experts, H 4096,
 //! I 14336, top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 1, 16, 64
-//! (decode) and 4096 (prefill). `NVFP4_MOE_SWEEP=1` times every row block, not only the host's pick.
-//! Prints `skipped` and exits 0 without a GPU.
+//! (decode) and 4096 (prefill). Prints one markdown table row per (layer, T, row block, form).
+//! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) the
+//! rows form (weights on the MMA's N side) with the old f32 decode and with the bit-pattern decode,
+//! and every decode-form tile (weights on the M side, bit-pattern decode, `host::DECODE_TILES`); for
+//! prefill both rows forms at the host's block and at 64. `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as
+//! skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
 use cutile_kernels::moe::{self, Routing, Weights, Workspace, reference as r};
@@ -68,7 +72,31 @@ fn time(
     Ok(cutile::runtime::timing::time_device(s, 3, iters, Some(flush), f)?.median_us)
 }
 
-fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
+/// The H200's measured copy bandwidth (GB/s), the base of the `%` columns.
+const COPY_GBS: f64 = 4270.0;
+
+/// The wall-clock budget of the whole example (`NVFP4_MOE_BUDGET_S`, default 110 s): candidates
+/// past it are listed as skipped, so one GPU run always ends with a table.
+struct Budget {
+    start: std::time::Instant,
+    limit_s: f64,
+}
+
+impl Budget {
+    fn over(&self) -> bool {
+        self.start.elapsed().as_secs_f64() > self.limit_s
+    }
+}
+
+fn form_name(f: moe::host::Form) -> String {
+    match f {
+        moe::host::Form::Rows => "rows (f32 decode)".into(),
+        moe::host::Form::RowsBits => "rows (bit decode)".into(),
+        moe::host::Form::Decode { bn, bk } => format!("decode BN={bn} BK={bk}"),
+    }
+}
+
+fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -> Res<()> {
     let d = s.device();
     let (e, h, i, k) = (l.e, l.h, l.i, l.k);
     let w13 = Tensor::<bf16>::random_uniform(d, &[e, 2 * i, h], -0.05, 0.05, seed)?;
@@ -85,11 +113,23 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
     moe::moe_route(s, &tl, mode, None, &mut tids, &mut tw)?;
     let mut ws = Workspace::<bf16>::default();
     let picked = moe::host::row_block(t * k, e);
-    let blocks: Vec<i64> = if sweep {
-        moe::host::ROW_BLOCKS.to_vec()
-    } else {
-        vec![picked]
-    };
+    // The candidates: the host's pick; with the sweep every form of every row block the host could
+    // pick for decode (16: the rows form and every decode tile) and the rows form at its own block.
+    let mut cands: Vec<(i64, moe::host::Form)> = vec![(picked, moe::host::default_form(picked))];
+    if sweep {
+        let bms: Vec<i64> = if picked == 16 {
+            vec![16]
+        } else {
+            vec![picked, 64]
+        };
+        for bm in bms {
+            for f in moe::host::forms(bm, h, i) {
+                if !cands.contains(&(bm, f)) {
+                    cands.push((bm, f));
+                }
+            }
+        }
+    }
     let iters = if t > 64 { 10 } else { 30 };
     let mut flush = cutile::runtime::timing::L2Flush::new(d, 256 << 20)?;
     let w4 = Weights::Nvfp4 {
@@ -109,14 +149,25 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
     let dense = Weights::Dense { w13: &d13, w2: &d2 };
     let ids_host = tids.to_host()?;
     let mut failed = false;
-    for bm in blocks {
+    let mut aligned: Option<(i64, moe::host::AlignedBuffers)> = None;
+    for (bm, form) in cands {
+        if budget.over() {
+            println!(
+                "E={e} H={h} I={i} top-{k} T={t} BM={bm} {form:?}: skipped (NVFP4_MOE_BUDGET_S spent)"
+            );
+            continue;
+        }
+        ws.form = Some(form);
         // Routing → aligned order on the GPU (no host round trip).
-        let (mut so, mut ex, mut to) = moe::host::aligned_buffers(s, t * k, e, bm)?;
-        moe::moe_align_block_size(s, &tids, e, bm, &mut so, &mut ex, &mut to, &mut ws)?;
+        if aligned.as_ref().is_none_or(|(b, _)| *b != bm) {
+            aligned = Some((bm, moe::host::aligned_buffers(s, t * k, e, bm)?));
+        }
+        let (_, (so, ex, to)) = aligned.as_mut().expect("set above");
+        moe::moe_align_block_size(s, &tids, e, bm, so, ex, to, &mut ws)?;
         let routing = Routing {
-            sorted_ids: &so,
-            expert_ids: &ex,
-            total: &to,
+            sorted_ids: so,
+            expert_ids: ex,
+            total: to,
             weights: &tw,
             topk: k as i32,
         };
@@ -138,24 +189,24 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
         // layer with bf16 weights (our dense grouped GEMMs: the issue's peer), all with reused
         // intermediates (no allocation inside the timed calls).
         let align_us = time(s, &mut flush, iters, || {
-            moe::moe_align_block_size(s, &tids, e, bm, &mut so, &mut ex, &mut to, &mut ws)
+            moe::moe_align_block_size(s, &tids, e, bm, so, ex, to, &mut ws)
         })?;
         let routing = Routing {
-            sorted_ids: &so,
-            expert_ids: &ex,
-            total: &to,
+            sorted_ids: so,
+            expert_ids: ex,
+            total: to,
             weights: &tw,
             topk: k as i32,
         };
-        let p = so.shape()[0];
+        let p = routing.sorted_ids.shape()[0];
         let mut hb = Tensor::<bf16>::zeros(d, &[p, i])?;
-        let ys = moe::host::gemm2_out_shape(&x, &w4, &routing)?;
+        let ys = moe::host::gemm2_out_shape(&x, &w4, &routing, Some(form))?;
         let mut y = Tensor::<f32>::zeros(d, &ys)?;
         let g1_us = time(s, &mut flush, iters, || {
-            moe::host::moe_gemm1(s, &x, &w4, &routing, &mut hb)
+            moe::host::moe_gemm1(s, &x, &w4, &routing, &mut hb, &mut ws)
         })?;
         let g2_us = time(s, &mut flush, iters, || {
-            moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y)
+            moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y, Some(form))
         })?;
         let comb_us = time(s, &mut flush, iters, || {
             moe::host::moe_combine(s, &y, ys[0] / t, &mut out)
@@ -173,22 +224,32 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool) -> Res<()> {
         let weight_bytes = nvfp4_bytes(l) / e * hit;
         let bf16_bytes = e * 3 * i * h * 2;
         let (b13, b2) = (weight_bytes * 2 / 3, weight_bytes / 3);
+        let gbs = |bytes: i64, us: f64| bytes as f64 / (us * 1e-6) / 1e9;
+        let pct = |bytes: i64, us: f64| 100.0 * gbs(bytes, us) / COPY_GBS;
         println!(
-            "E={e} H={h} I={i} top-{k} T={t} BM={bm}{} split-K {}: max |err| {err:.3e} (scale {scale:.3e}) {}; \
-             W4A16 layer {w4_us:.1} µs ({:.1} GB/s of NVFP4 expert weights, {hit} experts hit), \
-             bf16 weights {bf_us:.1} µs ({:.2}x); stages: align {align_us:.1} µs, gemm1 {g1_us:.1} µs \
-             ({:.1} GB/s), gemm2 {g2_us:.1} µs ({:.1} GB/s), combine {comb_us:.1} µs \
-             (CUDA events, median of {iters}, L2 flushed); NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB",
-            if bm == picked { " (host pick)" } else { "" },
+            "| {e} | {t} | {bm} | {}{} | {} | {w4_us:.1} | {:.0} | {:.1}% | {bf_us:.1} | {:.2}x | \
+             {g1_us:.1} ({:.0}%) | {g2_us:.1} ({:.0}%) | {align_us:.1} | {comb_us:.1} | {} | {err:.2e} |",
+            form_name(form),
+            if bm == picked && form == moe::host::default_form(bm) {
+                " *"
+            } else {
+                ""
+            },
             ys[0] / (t * k),
-            if ok { "ok" } else { "MISMATCH" },
-            weight_bytes as f64 / (w4_us * 1e-6) / 1e9,
+            gbs(weight_bytes, w4_us),
+            pct(weight_bytes, w4_us),
             bf_us / w4_us,
-            b13 as f64 / (g1_us * 1e-6) / 1e9,
-            b2 as f64 / (g2_us * 1e-6) / 1e9,
-            nvfp4_bytes(l) as f64 / 1048576.0,
-            bf16_bytes as f64 / 1048576.0,
+            pct(b13, g1_us),
+            pct(b2, g2_us),
+            if ok { "ok" } else { "MISMATCH" },
         );
+        if t == 1 && bm == picked && form == moe::host::default_form(bm) {
+            println!(
+                "| E={e} H={h} I={i}: NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB; {hit} experts hit at T=1 |",
+                nvfp4_bytes(l) as f64 / 1048576.0,
+                bf16_bytes as f64 / 1048576.0
+            );
+        }
         failed |= !ok;
     }
     if failed {
@@ -230,10 +291,31 @@ fn main() {
     ];
     // NVFP4_MOE_SWEEP=1 times every row block (16, 32, 64, 128), not only the host's pick.
     let sweep = std::env::var_os("NVFP4_MOE_SWEEP").is_some();
+    let budget = Budget {
+        start: std::time::Instant::now(),
+        limit_s: std::env::var("NVFP4_MOE_BUDGET_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(110.0),
+    };
+    println!(
+        "NVFP4 MoE (W4A16), bf16 activations; times in µs (CUDA events, median, L2 flushed before each call); \
+         GB/s and % are NVFP4 expert-weight bytes of the experts hit / time against {COPY_GBS} GB/s copy; \
+         `*` = the host's pick; `bf16 w` = the same layer with dense bf16 weights in the same form."
+    );
+    println!(
+        "| E | T | BM | form | K splits (GEMM 2) | W4A16 layer µs | GB/s | % copy | bf16 w µs | bf16/W4 | \
+         GEMM 1 µs (% copy) | GEMM 2 µs (% copy) | align µs | combine µs | check | max err |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut failed = false;
     for (n, l) in layers.iter().enumerate() {
         for t in [1, 16, 64, 4096] {
-            if let Err(e) = run(&s, l, t, 100 + n as u64, sweep) {
+            if budget.over() {
+                println!("E={} T={t}: skipped (NVFP4_MOE_BUDGET_S spent)", l.e);
+                continue;
+            }
+            if let Err(e) = run(&s, l, t, 100 + n as u64, sweep, &budget) {
                 println!("nvfp4_moe: FAILED: {e}");
                 failed = true;
             }
