@@ -451,12 +451,24 @@ fn bad_calls_are_typed_errors() {
 fn paginate(c: &[f32], b: usize, s: usize, bs: usize) -> (Vec<f32>, Vec<i32>, usize) {
     let per = s.div_ceil(bs);
     let n = b * per;
-    // Block i of the whole cache goes to slot (i·7 + 3) mod n (7 is coprime with the sizes used).
+    // Block i of the whole cache goes to slot (i·m + 3) mod n, with m the first of a few primes that
+    // is coprime with n, so the map is a permutation (at 16-token pages of 1000 keys, n = 4 · 63 is a
+    // multiple of 7: the H200 run of 2026-12-02 caught a test that used 7 for every n).
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let m = [7usize, 11, 13, 17, 19, 23]
+        .into_iter()
+        .find(|&m| gcd(m, n) == 1)
+        .expect("a multiplier coprime with the page count");
     let mut out = vec![f32::NAN; n * bs * 576];
     let mut table = vec![-1i32; b * per];
     for bi in 0..b {
         for j in 0..per {
-            let slot = ((bi * per + j) * 7 + 3) % n;
+            let slot = ((bi * per + j) * m + 3) % n;
             table[bi * per + j] = slot as i32;
             for r in 0..bs {
                 let p = j * bs + r;
@@ -468,6 +480,10 @@ fn paginate(c: &[f32], b: usize, s: usize, bs: usize) -> (Vec<f32>, Vec<i32>, us
             }
         }
     }
+    let mut seen = table.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), table.len(), "paginate: two blocks share a slot");
     (out, table, per)
 }
 

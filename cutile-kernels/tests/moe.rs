@@ -348,9 +348,16 @@ fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
 #[test]
 fn host_runs_the_decode_form_for_row_block_16_only() {
     use moe::host::{DECODE_TILES, Form, default_form, forms};
-    assert_eq!(default_form(16), Form::Decode { bn: 64, bk: 128 });
+    assert_eq!(
+        default_form(16, 4096, 14336),
+        Form::Decode { bn: 128, bk: 256 }
+    );
+    assert_eq!(
+        default_form(16, 4096, 192),
+        Form::Decode { bn: 64, bk: 128 }
+    );
     for bm in [32, 64, 128] {
-        assert_eq!(default_form(bm), Form::RowsBits);
+        assert_eq!(default_form(bm, 4096, 14336), Form::RowsBits);
         assert_eq!(forms(bm, 4096, 14336), vec![Form::Rows, Form::RowsBits]);
     }
     // Mixtral: every decode tile; H or I not a multiple of 128: only the 64-row tiles.
@@ -364,7 +371,8 @@ fn host_runs_the_decode_form_for_row_block_16_only() {
             Form::Decode { bn: 64, bk: 256 }
         ]
     );
-    assert!(forms(16, 4096, 14336).contains(&default_form(16)));
+    assert!(forms(16, 4096, 14336).contains(&default_form(16, 4096, 14336)));
+    assert!(forms(16, 4096, 192).contains(&default_form(16, 4096, 192)));
 }
 
 /// The decode form's arithmetic (`codec::e2m1_bits` · `codec::e4m3_folded`), modelled on the host

@@ -138,8 +138,9 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         kernels::moe_gemm2_dense::kernel::<bf16, 64, 64, 64>(),
         d2,
     ));
-    // The decode form the host picks for a handful of rows per expert (row block 16, 64 weight rows
-    // on the MMA's M side, K 128 per step, the bit-pattern decode) and GEMM 1's split-K reduce.
+    // The decode form the host picks for a handful of rows per expert (row block 16, 128 weight rows
+    // on the MMA's M side over 8 worker warps, K 256 per step, the bit-pattern decode) and GEMM 1's
+    // split-K reduce.
     let p16 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 16) as i64;
     let ids16 = || vec![meta(I32, &[p16]), meta(I32, &[p16 / 16]), meta(I32, &[1])];
     let mut g1d = vec![
@@ -152,9 +153,9 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     g1d.push(meta(BF16, &[p16, i]));
     g1d.push(meta(F32, &[2 * p16, 2 * i]));
     jobs.push(job(
-        "moe_gemm1_w4a16_t",
-        "E=bf16 BT=16 BN=64 BK=128",
-        kernels::moe_gemm1_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        "moe_gemm1_w4a16_t8",
+        "E=bf16 BT=16 BN=128 BK=256",
+        kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16>(),
         g1d,
     ));
     let mut g2d = vec![
@@ -167,9 +168,9 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     g2d.push(meta(F32, &[t * k]));
     g2d.push(meta(F32, &[t * k, h]));
     jobs.push(job(
-        "moe_gemm2_w4a16_t",
-        "E=bf16 BT=16 BN=64 BK=128",
-        kernels::moe_gemm2_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        "moe_gemm2_w4a16_t8",
+        "E=bf16 BT=16 BN=128 BK=256",
+        kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16>(),
         g2d,
     ));
     jobs.push(job(

@@ -115,7 +115,8 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
     let picked = moe::host::row_block(t * k, e);
     // The candidates: the host's pick; with the sweep every form of every row block the host could
     // pick for decode (16: the rows form and every decode tile) and the rows form at its own block.
-    let mut cands: Vec<(i64, moe::host::Form)> = vec![(picked, moe::host::default_form(picked))];
+    let mut cands: Vec<(i64, moe::host::Form)> =
+        vec![(picked, moe::host::default_form(picked, h, i))];
     if sweep {
         let bms: Vec<i64> = if picked == 16 {
             vec![16]
@@ -230,7 +231,7 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
             "| {e} | {t} | {bm} | {}{} | {} | {w4_us:.1} | {:.0} | {:.1}% | {bf_us:.1} | {:.2}x | \
              {g1_us:.1} ({:.0}%) | {g2_us:.1} ({:.0}%) | {align_us:.1} | {comb_us:.1} | {} | {err:.2e} |",
             form_name(form),
-            if bm == picked && form == moe::host::default_form(bm) {
+            if bm == picked && form == moe::host::default_form(bm, h, i) {
                 " *"
             } else {
                 ""
@@ -243,7 +244,7 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
             pct(b2, g2_us),
             if ok { "ok" } else { "MISMATCH" },
         );
-        if t == 1 && bm == picked && form == moe::host::default_form(bm) {
+        if t == 1 && bm == picked && form == moe::host::default_form(bm, h, i) {
             println!(
                 "| E={e} H={h} I={i}: NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB; {hit} experts hit at T=1 |",
                 nvfp4_bytes(l) as f64 / 1048576.0,
