@@ -46,9 +46,11 @@ fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dt, shape)
 }
 
-/// The catalog's specializations of the family (bf16; the router f32): 15 (the 9 kernels at the
-/// prefill-class tiles, the W4A16 ones with the bit-pattern decode; the decode form's two W4A16 GEMMs
-/// and GEMM 1's split-K reduce; the three alignment passes), compiled for
+/// The catalog's specializations of the family (bf16; the router f32): 23 (the 9 kernels at the
+/// 64-row tiles, the W4A16 ones with the bit-pattern decode; the decode form's W4A16 GEMMs at
+/// 128 x 256 over 8 warps (the default) and 64 x 128, its dense peers, and GEMM 1's split-K reduce; the
+/// 128-row 8-warp GEMMs, W4A16 and dense; the three alignment passes, so every entry of `dsl.rs` is
+/// compiled), compiled for
 /// sm_80, sm_90, sm_100 and sm_120 by `cargo xtask kernels`. Shapes: a small MoE layer (T = 256,
 /// H = 1024, I = 512, E = 8, top-2, P_max = 1024 rows of 64).
 pub fn compile_jobs() -> Vec<CompileJob> {
@@ -156,7 +158,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "moe_gemm1_w4a16_t8",
         "E=bf16 BT=16 BN=128 BK=256",
         kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16>(),
-        g1d,
+        g1d.clone(),
     ));
     let mut g2d = vec![
         meta(BF16, &[p16, i]),
@@ -171,7 +173,93 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "moe_gemm2_w4a16_t8",
         "E=bf16 BT=16 BN=128 BK=256",
         kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16>(),
+        g2d.clone(),
+    ));
+    // The decode form's 64-row tiles (the default where 128 does not divide H or I) and its
+    // bf16-weight peers, which the sweep and `Workspace::form` run.
+    jobs.push(job(
+        "moe_gemm1_w4a16_t",
+        "E=bf16 BT=16 BN=64 BK=128",
+        kernels::moe_gemm1_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        g1d,
+    ));
+    jobs.push(job(
+        "moe_gemm2_w4a16_t",
+        "E=bf16 BT=16 BN=64 BK=128",
+        kernels::moe_gemm2_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
         g2d,
+    ));
+    let mut d1d = vec![meta(BF16, &[t, h]), meta(BF16, &[e, 2 * i, h])];
+    d1d.extend(ids16());
+    d1d.push(meta(BF16, &[p16, i]));
+    d1d.push(meta(F32, &[2 * p16, 2 * i]));
+    jobs.push(job(
+        "moe_gemm1_dense_t",
+        "E=bf16 BT=16 BN=64 BK=128",
+        kernels::moe_gemm1_dense_t::kernel::<bf16, 16, 64, 128>(),
+        d1d,
+    ));
+    let mut d2d = vec![meta(BF16, &[p16, i]), meta(BF16, &[e, h, i])];
+    d2d.extend(ids16());
+    d2d.push(meta(F32, &[t * k]));
+    d2d.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_dense_t",
+        "E=bf16 BT=16 BN=64 BK=128",
+        kernels::moe_gemm2_dense_t::kernel::<bf16, 16, 64, 128>(),
+        d2d,
+    ));
+    // The prefill row block (128 rows, `host::gemm_tiles`: GEMM 1 64 x 64, GEMM 2 128 x 64) over 8
+    // worker warps, W4A16 and dense.
+    let p128 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 128) as i64;
+    let ids128 = || vec![meta(I32, &[p128]), meta(I32, &[p128 / 128]), meta(I32, &[1])];
+    let mut g1w = vec![
+        meta(BF16, &[t, h]),
+        meta(I8, &[e, 2 * i, h / 2]),
+        meta(I8, &[e, 2 * i, h / 16]),
+        meta(F32, &[e]),
+    ];
+    g1w.extend(ids128());
+    g1w.push(meta(BF16, &[p128, i]));
+    jobs.push(job(
+        "moe_gemm1_w4a16_w8",
+        "E=bf16 BM=128 BN=64 BK=64 DEC=bits",
+        kernels::moe_gemm1_w4a16_w8::kernel::<bf16, 128, 64, 64, 32, 4, 1>(),
+        g1w,
+    ));
+    let mut d1w = vec![meta(BF16, &[t, h]), meta(BF16, &[e, 2 * i, h])];
+    d1w.extend(ids128());
+    d1w.push(meta(BF16, &[p128, i]));
+    jobs.push(job(
+        "moe_gemm1_dense_w8",
+        "E=bf16 BM=128 BN=64 BK=64",
+        kernels::moe_gemm1_dense_w8::kernel::<bf16, 128, 64, 64>(),
+        d1w,
+    ));
+    let mut g2w = vec![
+        meta(BF16, &[p128, i]),
+        meta(I8, &[e, h, i / 2]),
+        meta(I8, &[e, h, i / 16]),
+        meta(F32, &[e]),
+    ];
+    g2w.extend(ids128());
+    g2w.push(meta(F32, &[t * k]));
+    g2w.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_w4a16_w8",
+        "E=bf16 BM=128 BN=128 BK=64 DEC=bits",
+        kernels::moe_gemm2_w4a16_w8::kernel::<bf16, 128, 128, 64, 32, 4, 1>(),
+        g2w,
+    ));
+    let mut d2w = vec![meta(BF16, &[p128, i]), meta(BF16, &[e, h, i])];
+    d2w.extend(ids128());
+    d2w.push(meta(F32, &[t * k]));
+    d2w.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_dense_w8",
+        "E=bf16 BM=128 BN=128 BK=64",
+        kernels::moe_gemm2_dense_w8::kernel::<bf16, 128, 128, 64>(),
+        d2w,
     ));
     jobs.push(job(
         "moe_silu_reduce",
