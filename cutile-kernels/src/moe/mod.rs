@@ -212,7 +212,13 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     // The prefill row block (128 rows, `host::gemm_tiles`: GEMM 1 64 x 64, GEMM 2 128 x 64) over 8
     // worker warps, W4A16 and dense.
     let p128 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 128) as i64;
-    let ids128 = || vec![meta(I32, &[p128]), meta(I32, &[p128 / 128]), meta(I32, &[1])];
+    let ids128 = || {
+        vec![
+            meta(I32, &[p128]),
+            meta(I32, &[p128 / 128]),
+            meta(I32, &[1]),
+        ]
+    };
     let mut g1w = vec![
         meta(BF16, &[t, h]),
         meta(I8, &[e, 2 * i, h / 2]),
