@@ -20,6 +20,7 @@ pub mod decode;
 mod dsl;
 mod dsl_backward;
 pub mod mla;
+mod online;
 mod prefill;
 pub mod reference;
 

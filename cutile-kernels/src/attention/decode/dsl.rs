@@ -35,17 +35,10 @@
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
+    use crate::attention::online::{State, finish, softmax_step};
     use cutile::core::*;
 
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
-    const LN_2: f64 = std::f64::consts::LN_2;
-
-    /// Online-softmax state of the query tile: running max (base 2, scaled), running sum, accumulator.
-    type State<const M: i32, const D: i32> = (
-        Tile<f32, S2<M, 1>>,
-        Tile<f32, S2<M, 1>>,
-        Tile<f32, S2<M, D>>,
-    );
 
     /// KV heads of the cache.
     fn kv_heads<E: ElementType, const D: i32, const PAGED: bool>(
@@ -114,34 +107,6 @@ pub mod kernels {
         let qi = (rows % sq).reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
         let lanes = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<M, D>>();
         q.gather((b.splat::<S2<M, D>>(), head, qi, lanes), Some(valid), 0)
-    }
-
-    /// Fold the raw scores `s` (masked entries −inf) of one key tile and its values into the state.
-    /// `MASKED`: a row may have no finite score yet, so its max may stay −inf; exponents are then taken
-    /// against 0 (every term is `exp2(−inf) = 0`).
-    fn softmax_step<
-        E: MmaOperand<f32>,
-        const M: i32,
-        const BN: i32,
-        const D: i32,
-        const MASKED: bool,
-    >(
-        s: Tile<f32, S2<M, BN>>,
-        tv: Tile<E, S2<BN, D>>,
-        qk_scale: Scalar<f32>,
-        st: State<M, D>,
-    ) -> State<M, D> {
-        let (m, l, acc) = st;
-        let m_new = m.max(s.amax::<1>() * qk_scale);
-        let mut m_ref = m_new;
-        if MASKED {
-            m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
-        }
-        let p = fma(s, qk_scale, (-m_ref).broadcast::<S2<M, BN>>()).exp2_ftz();
-        let alpha = (m - m_ref).exp2_ftz();
-        let l_new = fma(l, alpha, p.sum::<1>());
-        let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<M, D>>());
-        (m_new, l_new, acc_new)
     }
 
     /// Key tile `j` (`BN` keys from `j·BN`) of `(b, kvh)` folded into the state. With `PB == BN` one
@@ -340,17 +305,6 @@ pub mod kernels {
             );
         }
         st
-    }
-
-    /// The normalized output (zeros where no key was seen) and the natural-log LSE (−inf there).
-    fn finish<const M: i32, const D: i32>(
-        st: State<M, D>,
-    ) -> (Tile<f32, S2<M, D>>, Tile<f32, S2<M, 1>>) {
-        let (m, l, acc) = st;
-        let seen = (l > 0.0f32).broadcast::<S2<M, D>>();
-        let o = select(seen, acc / l.broadcast::<S2<M, D>>(), 0.0f32);
-        let lse = (m + l.log2()) * LN_2;
-        (o, lse)
     }
 
     /// Scatter the rows `g·Sq + i < G·Sq` of `out` to `o[b, kvh·G + g, i, :]` and of `lse_rows` to

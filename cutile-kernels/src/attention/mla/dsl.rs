@@ -34,17 +34,10 @@
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
+    use crate::attention::online::{State, finish, softmax_step};
     use cutile::core::*;
 
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
-    const LN_2: f64 = std::f64::consts::LN_2;
-
-    /// Online-softmax state: running max (base 2, scaled), running sum, accumulator.
-    type State<const M: i32, const DV: i32> = (
-        Tile<f32, S2<M, 1>>,
-        Tile<f32, S2<M, 1>>,
-        Tile<f32, S2<M, DV>>,
-    );
 
     /// Keys the cache holds per sequence.
     fn capacity<E: ElementType, const PAGED: bool>(
@@ -87,33 +80,6 @@ pub mod kernels {
         let (x, y) = at;
         c.load_tile_padded::<S3<1, BN, W>>((x, y, col), Padding::Zero)
             .reshape::<S2<BN, W>>()
-    }
-
-    /// Fold raw scores `s` (masked entries −inf) and their values into the state. `MASKED`: a row may
-    /// have no finite score yet; its exponents are then taken against 0.
-    fn softmax_step<
-        E: MmaOperand<f32>,
-        const M: i32,
-        const BN: i32,
-        const DV: i32,
-        const MASKED: bool,
-    >(
-        s: Tile<f32, S2<M, BN>>,
-        tv: Tile<E, S2<BN, DV>>,
-        qk_scale: Scalar<f32>,
-        st: State<M, DV>,
-    ) -> State<M, DV> {
-        let (m, l, acc) = st;
-        let m_new = m.max(s.amax::<1>() * qk_scale);
-        let mut m_ref = m_new;
-        if MASKED {
-            m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
-        }
-        let p = fma(s, qk_scale, (-m_ref).broadcast::<S2<M, BN>>()).exp2_ftz();
-        let alpha = (m - m_ref).exp2_ftz();
-        let l_new = fma(l, alpha, p.sum::<1>());
-        let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<M, DV>>());
-        (m_new, l_new, acc_new)
     }
 
     /// The scores of the query tile against key tile `at`: `q_nope · cᵀ + q_rope · k_ropeᵀ`.
@@ -209,17 +175,6 @@ pub mod kernels {
             st = softmax_step::<E, M, BN, DV, true>(s, tv, qk_scale, st);
         }
         st
-    }
-
-    /// The normalized output (zeros where no key was seen) and the natural-log LSE (−inf there).
-    fn finish<const M: i32, const DV: i32>(
-        st: State<M, DV>,
-    ) -> (Tile<f32, S2<M, DV>>, Tile<f32, S2<M, 1>>) {
-        let (m, l, acc) = st;
-        let seen = (l > 0.0f32).broadcast::<S2<M, DV>>();
-        let o = select(seen, acc / l.broadcast::<S2<M, DV>>(), 0.0f32);
-        let lse = (m + l.log2()) * LN_2;
-        (o, lse)
     }
 
     /// Store the row tile `y / P`, part `y % P` of the output into `o: [B, R, 512]` and (part 0) the LSE
