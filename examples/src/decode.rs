@@ -20,12 +20,12 @@ use crate::BoxError;
 use crate::data::{Dt, uniform};
 use crate::workload::HostTensor;
 
-fn numel(s: &[i64]) -> usize {
+pub(crate) fn numel(s: &[i64]) -> usize {
     s.iter().product::<i64>().max(0) as usize
 }
 
 /// A deterministic shuffle of `0..n` (a small LCG).
-fn shuffle(n: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn shuffle(n: usize, seed: u64) -> Vec<usize> {
     let mut v: Vec<usize> = (0..n).collect();
     let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     for i in (1..n).rev() {

@@ -22,13 +22,10 @@ use cutile_kernels::op::CallSpec;
 
 use crate::BoxError;
 use crate::data::{Dt, uniform};
+use crate::decode::{numel, shuffle};
 use crate::workload::{HostTensor, OutputSpec, Workload};
 
 type Timing<'a> = Option<(usize, Option<&'a mut L2Flush>)>;
-
-fn numel(s: &[i64]) -> usize {
-    s.iter().product::<i64>().max(0) as usize
-}
 
 /// Whether `op` is one of the MLA ops.
 pub fn covers(op: &str) -> bool {
@@ -38,19 +35,6 @@ pub fn covers(op: &str) -> bool {
 /// Whether `op` is an MLA decode op (memory-bound: the latent cache read).
 pub fn is_decode(op: &str) -> bool {
     matches!(op, OP_DECODE | OP_DECODE_PAGED)
-}
-
-/// A deterministic shuffle of `0..n` (a small LCG).
-fn shuffle(n: usize, seed: u64) -> Vec<usize> {
-    let mut v: Vec<usize> = (0..n).collect();
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    for i in (1..n).rev() {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        v.swap(i, ((s >> 33) % (i as u64 + 1)) as usize);
-    }
-    v
 }
 
 /// The call's shapes without the ragged flag, and the flag.
