@@ -1,6 +1,13 @@
 //! `cargo xtask kernels [--arch sm_80,sm_90,…]`: the main job. Builds every kernel of the compile catalog with our
 //! own IR code, writes its bytecode, compiles it with the real tileiras for each architecture and prints a table
 //! (kernel, specialization, arch, bytecode bytes, cubin bytes, seconds). Exits non-zero if any step fails.
+//!
+//! `--subset` is what CI (`cargo xtask test`) compiles: every specialization for sm_90 (the arch the
+//! project runs on), and for each other arch one specialization of every kernel entry (the catalog's
+//! first), so every family still compiles for four archs while the full arch × specialization matrix
+//! stays with the main job. Compiles go through the kernel cache
+//! ([`cutile::launch::compile_bytecode_cached`]), so a module the tests already compiled in the same
+//! run is not compiled twice.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -36,6 +43,31 @@ pub struct Args {
     /// the default configurations.
     #[arg(long)]
     pub full: bool,
+    /// CI's representative subset: every specialization for sm_90, one per kernel entry for the
+    /// other archs (see the module header).
+    #[arg(long)]
+    pub subset: bool,
+    /// Print the (kernel, specialization, arch) pairs that would compile, and compile nothing.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// The arch whose every specialization the subset compiles.
+const SUBSET_FULL_ARCH: GpuArch = GpuArch::Sm90;
+
+/// The (job index, arch) pairs to compile: every supported pair, or with `subset` every pair for
+/// [`SUBSET_FULL_ARCH`] and, for the other archs, the first job of each kernel name that the arch supports.
+fn selected_pairs(jobs: &[CompileJob], archs: &[GpuArch], subset: bool) -> Vec<(usize, GpuArch)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut pairs = Vec::new();
+    for (n, job) in jobs.iter().enumerate() {
+        for &arch in archs.iter().filter(|&&a| job.supports(a)) {
+            if !subset || arch == SUBSET_FULL_ARCH || seen.insert((job.kernel, arch)) {
+                pairs.push((n, arch));
+            }
+        }
+    }
+    pairs
 }
 
 /// One row of the result table.
@@ -91,7 +123,31 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
              `CompileJob::supports`)"
         );
     }
-    let rows = compile_all(&tileiras, &jobs, &archs, version, args)?;
+    let pairs = selected_pairs(&jobs, &archs, args.subset);
+    if args.subset {
+        let kernels: std::collections::HashSet<_> = jobs.iter().map(|j| j.kernel).collect();
+        eprintln!(
+            "subset: {} (specialization, arch) pairs: all {} for {}, one specialization of each of the {} \
+             kernels for the other archs (`cargo xtask kernels` compiles the full matrix)",
+            pairs.len(),
+            pairs.iter().filter(|p| p.1 == SUBSET_FULL_ARCH).count(),
+            SUBSET_FULL_ARCH.name(),
+            kernels.len()
+        );
+    }
+    if args.list {
+        for &(n, arch) in &pairs {
+            println!(
+                "{}\t{}\t{}",
+                jobs[n].kernel,
+                jobs[n].specialization,
+                arch.name()
+            );
+        }
+        println!("{} pairs", pairs.len());
+        return Ok(());
+    }
+    let rows = compile_all(&tileiras, &jobs, &pairs, &archs, version, args)?;
     print_table(&rows);
     let failed: Vec<&Row> = rows.iter().filter(|r| r.outcome.is_err()).collect();
     if failed.is_empty() {
@@ -116,10 +172,12 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     }
 }
 
-/// Build and write every job once, then compile each (job, arch) pair on a small pool of threads.
+/// Build and write every job of `pairs` once, then compile each (job, arch) pair on a small pool of
+/// threads through the kernel cache.
 fn compile_all(
     tileiras: &Tileiras,
     jobs: &[CompileJob],
+    pairs: &[(usize, GpuArch)],
     archs: &[GpuArch],
     version: Version,
     args: &Args,
@@ -128,6 +186,10 @@ fn compile_all(
     let mut work = Vec::new();
     let mut rows = Vec::new();
     for (n, job) in jobs.iter().enumerate() {
+        let job_archs: Vec<GpuArch> = pairs.iter().filter(|p| p.0 == n).map(|p| p.1).collect();
+        if job_archs.is_empty() {
+            continue;
+        }
         let bytes = job
             .build()
             .map_err(|e| e.to_string())
@@ -138,12 +200,12 @@ fn compile_all(
                     std::fs::write(dir.join(format!("{}-{n}.tilebc", job.kernel)), &bytes)?;
                 }
                 // fp8 jobs skip sm_80 (no fp8 types there): `CompileJob::supports`.
-                for &arch in archs.iter().filter(|&&a| job.supports(a)) {
+                for &arch in &job_archs {
                     work.push((n, job, arch, bytes.clone()));
                 }
             }
             Err(e) => {
-                for &arch in archs {
+                for &arch in &job_archs {
                     rows.push(Row {
                         kernel: job.kernel.to_string(),
                         specialization: job.specialization.clone(),
@@ -159,8 +221,10 @@ fn compile_all(
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
+    let total = work.len();
     let queue = Mutex::new(work.into_iter());
     let results = Mutex::new(Vec::new());
+    let reused = std::sync::atomic::AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -170,17 +234,23 @@ fn compile_all(
                         break;
                     };
                     let t0 = Instant::now();
-                    let outcome = tileiras
-                        .compile(&bytes, &CompileRequest::new(arch))
-                        .map_err(|e| e.to_string())
-                        .and_then(|cubin| {
-                            if let Some(dir) = &args.out {
-                                let path =
-                                    dir.join(format!("{}-{n}.{}.cubin", job.kernel, arch.name()));
-                                std::fs::write(path, &cubin.bytes).map_err(|e| e.to_string())?;
-                            }
-                            Ok((cubin.bytes.len(), t0.elapsed().as_secs_f64()))
-                        });
+                    let outcome = cutile::launch::compile_bytecode_cached(
+                        tileiras,
+                        &bytes,
+                        &CompileRequest::new(arch),
+                    )
+                    .map_err(|e| e.to_string())
+                    .and_then(|(cubin, origin)| {
+                        if origin != cutile::cache::Origin::Compiled {
+                            reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        if let Some(dir) = &args.out {
+                            let path =
+                                dir.join(format!("{}-{n}.{}.cubin", job.kernel, arch.name()));
+                            std::fs::write(path, &cubin[..]).map_err(|e| e.to_string())?;
+                        }
+                        Ok((cubin.len(), t0.elapsed().as_secs_f64()))
+                    });
                     let row = Row {
                         kernel: job.kernel.to_string(),
                         specialization: job.specialization.clone(),
@@ -198,6 +268,10 @@ fn compile_all(
     let mut compiled = results
         .into_inner()
         .map_err(|_| "a compile thread panicked")?;
+    eprintln!(
+        "{} of {total} cubins came from the kernel cache (compiled earlier in this run or a previous one)",
+        reused.into_inner()
+    );
     // Catalog order, then the order the archs were asked for.
     let arch_pos = |name: &str| archs.iter().position(|a| a.name() == name);
     compiled.sort_by_key(|(n, r)| (*n, arch_pos(&r.arch)));
@@ -231,5 +305,47 @@ fn print_table(rows: &[Row]) {
             "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}",
             r.kernel, r.specialization, r.arch, r.bytecode_bytes, cubin, secs
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CI subset keeps every specialization on sm_90 and every kernel entry on every arch that can
+    /// run it, and compiles less than the full matrix.
+    #[test]
+    fn subset_covers_every_kernel_on_every_arch() {
+        let jobs = compile_jobs();
+        let archs = [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120];
+        let full = selected_pairs(&jobs, &archs, false);
+        let subset = selected_pairs(&jobs, &archs, true);
+        assert!(subset.len() < full.len());
+        for (n, job) in jobs.iter().enumerate() {
+            if job.supports(GpuArch::Sm90) {
+                assert!(
+                    subset.contains(&(n, GpuArch::Sm90)),
+                    "{}",
+                    job.specialization
+                );
+            }
+        }
+        for &arch in &archs {
+            let want: std::collections::HashSet<&str> = jobs
+                .iter()
+                .filter(|j| j.supports(arch))
+                .map(|j| j.kernel)
+                .collect();
+            let got: std::collections::HashSet<&str> = subset
+                .iter()
+                .filter(|p| p.1 == arch)
+                .map(|p| jobs[p.0].kernel)
+                .collect();
+            let missing: Vec<_> = want.difference(&got).collect();
+            assert!(
+                missing.is_empty(),
+                "{arch}: no specialization of {missing:?}"
+            );
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! and `cargo clippy --workspace --all-targets -- -D warnings` must pass. Then it installs the toolchain on
 //! first use, points every test at it (`CUTILE_TILEIRAS`; `CUTILE_REQUIRE_TOOLS=1` so tool-dependent tests fail rather than
 //! skip), runs the workspace's tests, builds and checks the Python wheel ([`crate::wheel_check`]), then
-//! compiles the whole kernel catalog for the CI architectures with the real tileiras. GPU tests report themselves as skipped on machines without one.
+//! compiles the kernel catalog's CI subset (`kernels --subset`: every specialization for sm_90, one per kernel
+//! entry for sm_80, sm_100 and sm_120) with the real tileiras. GPU tests report themselves as skipped on machines without one.
 
 use std::process::Command;
 
@@ -93,7 +94,7 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
     }
     if !args.no_kernels {
         eprintln!(
-            "==> cargo xtask kernels --arch {}",
+            "==> cargo xtask kernels --subset --arch {}",
             crate::kernels_cmd::DEFAULT_ARCHS
         );
         crate::kernels_cmd::run(&crate::kernels_cmd::Args {
@@ -106,6 +107,8 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
             out: None,
             jobs: None,
             full: false,
+            subset: true,
+            list: false,
         })?;
     }
     Ok(())

@@ -201,8 +201,7 @@ impl Specialized {
         tileiras: &crate::toolchain::Tileiras,
         request: &crate::toolchain::CompileRequest,
     ) -> Result<crate::toolchain::Cubin, SpecializeError> {
-        let version = pick_version(tileiras);
-        let bc = self.bytecode(version)?;
+        let bc = self.bytecode(bytecode_version_for(tileiras))?;
         tileiras
             .compile(&bc, request)
             .map_err(|source| SpecializeError::Toolchain {
@@ -212,8 +211,8 @@ impl Specialized {
     }
 }
 
-/// The newest bytecode version both we and `tileiras` handle.
-fn pick_version(tileiras: &crate::toolchain::Tileiras) -> cutile_ir::Version {
+/// The newest bytecode version both we and `tileiras` handle: what [`Specialized::compile`] writes.
+pub fn bytecode_version_for(tileiras: &crate::toolchain::Tileiras) -> cutile_ir::Version {
     let ours = cutile_ir::Version::WRITABLE;
     let theirs = tileiras.bytecode_versions();
     ours.iter()

@@ -9,7 +9,9 @@ pub mod kernel;
 pub mod spec;
 
 pub use crate::trace::TraceError;
-pub use kernel::{ArgError, Kernel, KernelInfo, ParamKind, SpecializeError, Specialized};
+pub use kernel::{
+    ArgError, Kernel, KernelInfo, ParamKind, SpecializeError, Specialized, bytecode_version_for,
+};
 pub use spec::{GenericValue, LayoutFacts, TensorMeta, choose_index_type};
 
 /// Items the `#[cutile::module]` macro's generated code refers to. Not a stable API.

@@ -32,6 +32,7 @@
 
 pub mod aot;
 mod args;
+mod bytecode;
 mod error;
 mod key;
 pub mod libraries;
@@ -50,6 +51,7 @@ pub use args::{
     LaunchArgs, MAX_RANK, ScalarArg, ScalarValue, TensorArg, TensorArgMut, TensorRefParts,
     base_align, ir_dtype,
 };
+pub use bytecode::{BYTECODE_KERNEL, bytecode_key, compile_bytecode_cached};
 pub use error::LaunchError;
 pub use libraries::{
     TileLibrarySpec, add_default_tile_library, default_tile_libraries, set_default_tile_libraries,
