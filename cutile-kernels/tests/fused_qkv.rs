@@ -102,7 +102,11 @@ fn schedule_follows_the_token_count() {
     // tuner's pick over 4, 8 and 16).
     let p = plan(8, 0);
     assert_eq!(p.len(), 2);
-    assert_eq!(p[0].config, "fused_qkv split2 16x64", "{}", p[0].config);
+    assert_eq!(
+        p[0].config, "fused_qkv split2 16x64 n128",
+        "{}",
+        p[0].config
+    );
     let (x, y, z) = p[0].grid.unwrap();
     assert_eq!(x * y * z, 48 * 2, "{:?}", p[0].grid);
     // Small hidden: a split would keep too few K tiles, so decode runs the fused kernel.
@@ -161,13 +165,23 @@ fn schedule_follows_the_token_count() {
     let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
     let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();
     let all = fused_qkv::plan(&ops, &opts, &t, true).unwrap();
+    let names = || all.iter().map(|l| &l.config).collect::<Vec<_>>();
     let wide: Vec<_> = all.iter().filter(|l| l.config.ends_with(" w8")).collect();
     assert_eq!(
-        wide.len(),
+        wide.iter()
+            .filter(|l| l.config == "fused_qkv split2 16x64 n128 w8")
+            .count(),
         2,
         "{:?}",
-        all.iter().map(|l| &l.config).collect::<Vec<_>>()
+        names()
     );
+    // Partial blocks narrower than a head: 6144 / 64 = 96 columns, 11 splits = 8 blocks per SM.
+    let narrow = all
+        .iter()
+        .find(|l| l.config == "fused_qkv split11 16x128 n64")
+        .unwrap_or_else(|| panic!("{:?}", names()));
+    assert_eq!(narrow.kernel.name(), "qkv_partial");
+    assert_eq!(narrow.grid, Some((1, 96, 11)));
     for l in wide {
         assert!(
             format!("{:?}", l.kernel.hints()).contains("num_worker_warps_per_cta"),

@@ -14,11 +14,13 @@ pub enum QkvConfig {
     /// `fused_qkv<BM, BK>` (one tile per block) or `fused_qkv_persistent<BM, BK>` (one block per SM,
     /// looping over tiles): one launch.
     Fused { bm: i64, bk: i64, persistent: bool },
-    /// `qkv_partial<BM, BK>` over `splits` K ranges into f32 scratch, then `qkv_epilogue`; with
-    /// `wide`, both kernels carry 8 worker warps ([`WIDE_WORKERS`]).
+    /// `qkv_partial<BM, BK, BN>` over `splits` K ranges into f32 scratch (`BN` columns per block, a
+    /// head or less), then `qkv_epilogue`; with `wide`, both kernels carry 8 worker warps
+    /// ([`WIDE_WORKERS`]).
     SplitK {
         bm: i64,
         bk: i64,
+        bn: i64,
         splits: i64,
         wide: bool,
     },
@@ -43,10 +45,11 @@ impl Candidate for QkvConfig {
             QkvConfig::SplitK {
                 bm,
                 bk,
+                bn,
                 splits,
                 wide,
             } => format!(
-                "fused_qkv split{splits} {bm}x{bk}{}",
+                "fused_qkv split{splits} {bm}x{bk} n{bn}{}",
                 if *wide { " w8" } else { "" }
             ),
             QkvConfig::Unfused => "fused_qkv unfused".into(),
@@ -73,6 +76,8 @@ pub const EPILOGUE_BM: i64 = 32;
 pub const SPLIT_BMS: &[i64] = &[16, 32, 64];
 /// The largest K-split.
 pub const MAX_SPLITS: i64 = 16;
+/// The split counts the tuner times.
+pub const SPLIT_COUNTS: [i64; 8] = [2, 3, 4, 6, 8, 11, 12, 16];
 
 /// The split-K row tile for `t` tokens: the next power of two, 16..=64.
 fn split_bm(t: i64) -> i64 {
@@ -120,6 +125,7 @@ pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvCo
                 return QkvConfig::SplitK {
                     bm,
                     bk: 64,
+                    bn: d,
                     splits,
                     wide: false,
                 };
@@ -142,8 +148,9 @@ pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvCo
 }
 
 /// Every schedule the tuner may time, the default first: 64- and 128-row fused tiles one per block,
-/// and persistent 128-row tiles (128 rows only for `d ≤ 128`), split-K for `t ≤ 64` (2 to 16 splits,
-/// and the default split with 8 worker warps), and the unfused path.
+/// and persistent 128-row tiles (128 rows only for `d ≤ 128`), split-K for `t ≤ 64` ([`SPLIT_COUNTS`]
+/// splits, 64- or `d`-column partial blocks, 64- or 128-deep K steps, and a few 8-warp forms), and the
+/// unfused path.
 pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> Vec<QkvConfig> {
     let mut all = vec![choose(target, t, heads, d, hidden)];
     for (bm, persistent) in [(64, false), (128, false), (128, true)] {
@@ -158,20 +165,42 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
     }
     if t <= 64 {
         let bm = split_bm(t);
-        for splits in [2, 4, 8, 16] {
-            all.push(QkvConfig::SplitK {
-                bm,
-                bk: 64,
-                splits,
-                wide: false,
-            });
+        // Split counts beyond powers of two balance the grid over the SMs (48 heads x 3 splits = 144
+        // blocks of a head each, or 96 half-head columns x 11 = 1056 = 8 per SM); 64-column blocks
+        // double the grid without shortening the K ranges; 128-deep K steps load 32 KB of a 128-column
+        // weight tile at a time.
+        for bk in [64, 128] {
+            for bn in [64, d] {
+                for splits in SPLIT_COUNTS {
+                    all.push(QkvConfig::SplitK {
+                        bm,
+                        bk,
+                        bn,
+                        splits,
+                        wide: false,
+                    });
+                }
+            }
         }
         // The default split with 8 worker warps: `qkv_partial` 16x64 then uses 168 registers and
         // 80 KB of shared memory (two blocks per SM) instead of 255 and 115 KB (`ptxas -v`, sm_90).
-        if let QkvConfig::SplitK { bm, bk, splits, .. } = all[0] {
+        if let QkvConfig::SplitK {
+            bm, bk, bn, splits, ..
+        } = all[0]
+        {
             all.push(QkvConfig::SplitK {
                 bm,
                 bk,
+                bn,
+                splits,
+                wide: true,
+            });
+        }
+        for splits in [4, 8] {
+            all.push(QkvConfig::SplitK {
+                bm,
+                bk: 128,
+                bn: 64,
                 splits,
                 wide: true,
             });

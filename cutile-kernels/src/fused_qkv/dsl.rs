@@ -384,29 +384,31 @@ pub mod kernels {
         }
     }
 
-    /// Split-K partial products: block `(i, j, s)` of a grid `(ceil(T / BM), Hq + 2·Hkv, S)` writes the
-    /// f32 product of rows `i·BM ..` of `x` with head `j`'s columns of `w` over the `s`-th of `S` equal
-    /// ranges of K tiles into tile `(s, i, j)` of `part: [S, T, N]`.
+    /// Split-K partial products: block `(i, j, s)` of a grid `(ceil(T / BM), N / BN, S)` writes the f32
+    /// product of rows `i·BM ..` of `x` with columns `j·BN ..` of `w` over the `s`-th of `S` equal ranges
+    /// of K tiles into tile `(s, i, j)` of `part: [S, T, N]`. The columns need not follow head
+    /// boundaries (the epilogue kernel reads whole heads of `part`), so `BN` is free to trade the tile
+    /// count against the bytes each K step loads.
     #[cutile::entry]
-    pub fn qkv_partial<E: MmaOperand<f32>, const BM: i32, const BK: i32, const D: i32>(
+    pub fn qkv_partial<E: MmaOperand<f32>, const BM: i32, const BK: i32, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S2<DYN, DYN>>,
-        part: &mut Tensor<f32, S3<1, BM, D>>,
+        part: &mut Tensor<f32, S3<1, BM, BN>>,
     ) {
-        let (bi, head, split) = block_id();
+        let (bi, col, split) = block_id();
         let (_, _, splits) = num_blocks();
         let px = x.partition_padded::<S2<BM, BK>>(Padding::Zero);
-        let pw = w.partition_padded::<S2<BK, D>>(Padding::Zero);
+        let pw = w.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let k_tiles = px.num_tiles(1);
         let per = (k_tiles + splits - 1) / splits;
         let lo = split * per;
         let hi = k_tiles.min(lo + per);
-        let mut acc = zeros::<f32, S2<BM, D>>();
+        let mut acc = zeros::<f32, S2<BM, BN>>();
         for k in lo..hi {
-            acc = mma(px.load((bi, k)), pw.load((k, head)), acc);
+            acc = mma(px.load((bi, k)), pw.load((k, col)), acc);
         }
-        // SAFETY: tile `(split, bi, head)` is written by block `(bi, head, split)` only.
-        unsafe { part.store_at((split, bi, head), acc.reshape::<S3<1, BM, D>>()) };
+        // SAFETY: tile `(split, bi, col)` is written by block `(bi, col, split)` only.
+        unsafe { part.store_at((split, bi, col), acc.reshape::<S3<1, BM, BN>>()) };
     }
 
     /// The epilogue over precomputed projections: block `(i, j)` sums tile `(s, i, j)` of `part: [S, T,

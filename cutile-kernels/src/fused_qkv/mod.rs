@@ -951,21 +951,24 @@ fn launches(
         QkvConfig::SplitK {
             bm,
             bk,
+            bn,
             splits,
             wide,
         } => {
-            let kernel = crate::op::mma_kernel!(dt, |E| match (bm, bk, d) {
-                (16, 64, 64) => Some(k::qkv_partial::kernel::<E, 16, 64, 64>()),
-                (16, 64, 128) => Some(k::qkv_partial::kernel::<E, 16, 64, 128>()),
-                (16, 64, 256) => Some(k::qkv_partial::kernel::<E, 16, 64, 256>()),
-                (32, 64, 64) => Some(k::qkv_partial::kernel::<E, 32, 64, 64>()),
-                (32, 64, 128) => Some(k::qkv_partial::kernel::<E, 32, 64, 128>()),
-                (32, 64, 256) => Some(k::qkv_partial::kernel::<E, 32, 64, 256>()),
-                (64, 64, 64) => Some(k::qkv_partial::kernel::<E, 64, 64, 64>()),
-                (64, 64, 128) => Some(k::qkv_partial::kernel::<E, 64, 64, 128>()),
-                (64, 64, 256) => Some(k::qkv_partial::kernel::<E, 64, 64, 256>()),
-                _ => None,
-            })
+            // Every (BM, BK, BN) of `config::SPLIT_BMS` x {64, 128} x {64, 128, 256}.
+            macro_rules! partials {
+                ($E:ty; $(($m:literal, $k:literal, $n:literal)),*) => {
+                    match (bm, bk, bn) {
+                        $(($m, $k, $n) => Some(k::qkv_partial::kernel::<$E, $m, $k, $n>()),)*
+                        _ => None,
+                    }
+                };
+            }
+            let kernel = crate::op::mma_kernel!(dt, |E| partials!(E;
+                (16, 64, 64), (16, 64, 128), (16, 64, 256), (16, 128, 64), (16, 128, 128), (16, 128, 256),
+                (32, 64, 64), (32, 64, 128), (32, 64, 256), (32, 128, 64), (32, 128, 128), (32, 128, 256),
+                (64, 64, 64), (64, 64, 128), (64, 64, 256), (64, 128, 64), (64, 128, 128), (64, 128, 256)
+            ))
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
             let kernel = widen(kernel, wide);
@@ -983,7 +986,12 @@ fn launches(
                         offset: 0,
                     },
                 ],
-                grid: Some(grid(OP, ceil_div(call.t, bm), heads, splits)?),
+                grid: Some(grid(
+                    OP,
+                    ceil_div(call.t, bm),
+                    ceil_div(call.n(), bn),
+                    splits,
+                )?),
                 config: cfg.name(),
             };
             Ok(vec![partial, epilogue(splits, wide)?])
