@@ -8,8 +8,14 @@
 //! - the catalog's kernels compile for sm_80, sm_90, sm_100 and sm_120;
 //! - on a GPU (ignored without `--include-ignored`, skipped without a device): quantize and dequantize
 //!   bit-exact against the CPU reference (bf16, f16, ragged rows), and MoE layers (W4A16 and dense)
-//!   against the reference: ragged T, 8/64 experts, top-1/2/8, an empty expert, one expert taking
-//!   every token.
+//!   against the reference: ragged T, 4 to 128 experts, top-1/2/8, an empty expert, one expert taking
+//!   every token, at every row block and in every decode-form tile, split over 16 `gpu_moe_layer_*` /
+//!   `gpu_moe_decode_*` tests (one per row block and weight kind, one per decode shape) so their JIT
+//!   compiles run on parallel test threads (`gpu_runs_are_split_without_loss` checks that no run is
+//!   lost);
+//! - a GPU property test (`gpu_moe_layer_property`, proptest, 24 cases or `PROPTEST_CASES`): T from 1
+//!   to 8192, E of 8/64/128, top-1/2/8, empty experts and one expert taking every token, bf16 and f16,
+//!   NVFP4 and dense weights, at the host's own row block and form.
 
 #![allow(clippy::unwrap_used)]
 
@@ -916,14 +922,75 @@ fn layer_case_form<E: MoeElem>(
     }
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
-fn gpu_moe_layer_matches_reference() {
-    let Some((_d, s)) = common::gpu_device("gpu_moe_layer_matches_reference") else {
-        return;
+/// A layer shape `(T, E, k, H, I)`.
+type Shape = (usize, usize, usize, usize, usize);
+
+/// The activation type of a GPU layer run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    Bf16,
+    F16,
+}
+
+/// One GPU layer run ([`layer_case_form`]): the `#[test]` that runs it, the activation type, the
+/// shape, the row block, `force` (expert 0 in every token's first slot, expert 1 empty), NVFP4 (else
+/// dense) weights, the data seed and the form (`None`: the host's pick for the row block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    test: &'static str,
+    act: Act,
+    shape: Shape,
+    bm: usize,
+    force: bool,
+    nvfp4: bool,
+    seed: u64,
+    form: Option<moe::host::Form>,
+}
+
+impl Run {
+    fn run(&self, s: &Stream) {
+        let Run {
+            shape,
+            bm,
+            force,
+            nvfp4,
+            seed,
+            form,
+            ..
+        } = *self;
+        match self.act {
+            Act::Bf16 => layer_case_form::<bf16>(s, shape, bm, force, nvfp4, seed, form),
+            Act::F16 => layer_case_form::<f16>(s, shape, bm, force, nvfp4, seed, form),
+        }
+    }
+}
+
+/// The layer runs at every row block (each in the host's form), W4A16 and dense, against the
+/// reference: ragged T, 4/8/64/128 experts, top-1/2/8, an expert taking every token's first slot,
+/// every tile variant of both GEMMs (K 64 and 128, N 64 and 128) and split-K of GEMM 2. One test per
+/// (row block, weights): `gpu_moe_layer_bm{16,32,64,128}_{w4a16,dense}`.
+fn layer_runs() -> Vec<Run> {
+    let test = |bm: i64, nvfp4: bool| match (bm, nvfp4) {
+        (16, true) => "gpu_moe_layer_bm16_w4a16",
+        (16, false) => "gpu_moe_layer_bm16_dense",
+        (32, true) => "gpu_moe_layer_bm32_w4a16",
+        (32, false) => "gpu_moe_layer_bm32_dense",
+        (64, true) => "gpu_moe_layer_bm64_w4a16",
+        (64, false) => "gpu_moe_layer_bm64_dense",
+        (128, true) => "gpu_moe_layer_bm128_w4a16",
+        _ => "gpu_moe_layer_bm128_dense",
     };
-    // (shape, force expert 0 in every first slot); every row block for each, so every tile variant
-    // of both GEMMs (K 64 and 128, N 64 and 128) runs.
+    let run = |act, shape, bm: i64, force, nvfp4, seed| Run {
+        test: test(bm, nvfp4),
+        act,
+        shape,
+        bm: bm as usize,
+        force,
+        nvfp4,
+        seed,
+        form: None,
+    };
+    // (shape, force expert 0 in every first slot).
     let cases = [
         ((1, 8, 2, 128, 64), false),
         ((37, 8, 2, 256, 128), true),
@@ -935,50 +1002,324 @@ fn gpu_moe_layer_matches_reference() {
         ((2, 8, 2, 128, 1024), false),
         ((9, 4, 2, 128, 1024), true),
     ];
+    let mut v = Vec::new();
     for (n, (shape, force)) in cases.into_iter().enumerate() {
         for bm in moe::host::ROW_BLOCKS {
             for nvfp4 in [true, false] {
-                layer_case::<bf16>(&s, shape, bm as usize, force, nvfp4, 10 + n as u64);
+                v.push(run(Act::Bf16, shape, bm, force, nvfp4, 10 + n as u64));
             }
         }
     }
-    layer_case::<f16>(&s, (37, 8, 2, 256, 128), 16, true, true, 40);
-    layer_case::<f16>(&s, (5, 8, 2, 128, 64), 128, false, false, 41);
+    v.push(run(Act::F16, (37, 8, 2, 256, 128), 16, true, true, 40));
+    v.push(run(Act::F16, (5, 8, 2, 128, 64), 128, false, false, 41));
+    v
 }
 
 /// The decode form (row block 16, weights on the MMA's M side, the bit-pattern decode) in every
-/// `(BN, BK)` tile, W4A16 and dense, against the reference: T = 1 and ragged T, an expert taking
-/// every token's first slot, empty experts (E = 64 with few tokens), top-1/2/8, with and without
-/// split-K in GEMM 1 (H = 1024 and 2048: 8 to 16 K steps over few blocks) and in GEMM 2 (I = 1024),
-/// bf16 and f16.
-#[test]
-#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
-fn gpu_moe_decode_forms_match_reference() {
-    let Some((_d, s)) = common::gpu_device("gpu_moe_decode_forms_match_reference") else {
-        return;
+/// `(BN, BK)` tile, and the rows forms at row block 16, W4A16 and dense, against the reference: T = 1
+/// and ragged T, an expert taking every token's first slot, empty experts (E = 64 with few tokens),
+/// top-1/2/8, with and without split-K in GEMM 1 (H = 1024 and 2048: 8 to 16 K steps over few
+/// blocks) and in GEMM 2 (I = 1024), bf16 and f16. One test per bf16 shape (every form, both
+/// weights) and one for the f16 runs.
+fn decode_runs() -> Vec<Run> {
+    let run = |test, act, shape, force, nvfp4, seed, form| Run {
+        test,
+        act,
+        shape,
+        bm: 16,
+        force,
+        nvfp4,
+        seed,
+        form,
     };
     let cases = [
-        ((1, 8, 2, 256, 128), false),
-        ((13, 8, 2, 256, 256), true),
-        ((5, 64, 8, 128, 128), false),
-        ((7, 4, 1, 128, 256), true),
+        ("gpu_moe_decode_t1", (1, 8, 2, 256, 128), false),
+        (
+            "gpu_moe_decode_ragged_hot_expert",
+            (13, 8, 2, 256, 256),
+            true,
+        ),
+        (
+            "gpu_moe_decode_top8_empty_experts",
+            (5, 64, 8, 128, 128),
+            false,
+        ),
+        ("gpu_moe_decode_top1_hot_expert", (7, 4, 1, 128, 256), true),
         // Split-K of GEMM 1 (H 1024 / 2048), of GEMM 2 (I 1024).
-        ((3, 8, 2, 1024, 128), false),
-        ((2, 8, 2, 2048, 256), true),
-        ((2, 8, 2, 128, 1024), false),
+        (
+            "gpu_moe_decode_split_k_gemm1_h1024",
+            (3, 8, 2, 1024, 128),
+            false,
+        ),
+        (
+            "gpu_moe_decode_split_k_gemm1_h2048",
+            (2, 8, 2, 2048, 256),
+            true,
+        ),
+        ("gpu_moe_decode_split_k_gemm2", (2, 8, 2, 128, 1024), false),
     ];
-    for (n, (shape, force)) in cases.into_iter().enumerate() {
+    let mut v = Vec::new();
+    for (n, (test, shape, force)) in cases.into_iter().enumerate() {
         let (_, _, _, h, i) = shape;
         for form in moe::host::forms(16, h as i64, i as i64) {
             for nvfp4 in [true, false] {
-                layer_case_form::<bf16>(&s, shape, 16, force, nvfp4, 60 + n as u64, Some(form));
+                v.push(run(
+                    test,
+                    Act::Bf16,
+                    shape,
+                    force,
+                    nvfp4,
+                    60 + n as u64,
+                    Some(form),
+                ));
             }
         }
     }
+    let f16_test = "gpu_moe_decode_f16";
     for form in moe::host::forms(16, 256, 256) {
-        layer_case_form::<f16>(&s, (9, 8, 2, 256, 256), 16, true, true, 80, Some(form));
+        v.push(run(
+            f16_test,
+            Act::F16,
+            (9, 8, 2, 256, 256),
+            true,
+            true,
+            80,
+            Some(form),
+        ));
     }
-    layer_case_form::<f16>(&s, (2, 8, 2, 1024, 256), 16, false, true, 81, None);
+    v.push(run(
+        f16_test,
+        Act::F16,
+        (2, 8, 2, 1024, 256),
+        false,
+        true,
+        81,
+        None,
+    ));
+    v
+}
+
+/// Every GPU layer run of the split tests: [`layer_runs`] then [`decode_runs`].
+fn gpu_runs() -> Vec<Run> {
+    let mut v = layer_runs();
+    v.extend(decode_runs());
+    v
+}
+
+/// Runs `runs` on device 0 (skipped, after printing why, without a device), printing each run and
+/// its time (`-- --nocapture` shows them: the first launch of a specialization includes its JIT
+/// compile).
+fn run_cases(test: &str, runs: &[Run]) {
+    let Some((_d, s)) = common::gpu_device(test) else {
+        return;
+    };
+    assert!(!runs.is_empty(), "{test} has no runs");
+    for (n, r) in runs.iter().enumerate() {
+        let start = std::time::Instant::now();
+        r.run(&s);
+        eprintln!(
+            "{test} [{}/{}]: {:?} {:?} bm={} force={} nvfp4={} seed={} form={:?}: {:.2?}",
+            n + 1,
+            runs.len(),
+            r.act,
+            r.shape,
+            r.bm,
+            r.force,
+            r.nvfp4,
+            r.seed,
+            r.form,
+            start.elapsed()
+        );
+    }
+}
+
+/// The GPU layer tests, one `#[test]` per group of [`gpu_runs`] (the runs whose `test` is its name), so
+/// libtest runs the groups on parallel threads and their kernels' JIT compiles overlap; and
+/// `GPU_LAYER_TESTS`, their names, which `gpu_runs_are_split_without_loss` checks against the runs.
+macro_rules! gpu_layer_tests {
+    ($($name:ident),* $(,)?) => {
+        const GPU_LAYER_TESTS: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[test]
+            #[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+            fn $name() {
+                let runs: Vec<Run> = gpu_runs()
+                    .into_iter()
+                    .filter(|r| r.test == stringify!($name))
+                    .collect();
+                run_cases(stringify!($name), &runs);
+            }
+        )*
+    };
+}
+
+gpu_layer_tests!(
+    gpu_moe_layer_bm16_w4a16,
+    gpu_moe_layer_bm16_dense,
+    gpu_moe_layer_bm32_w4a16,
+    gpu_moe_layer_bm32_dense,
+    gpu_moe_layer_bm64_w4a16,
+    gpu_moe_layer_bm64_dense,
+    gpu_moe_layer_bm128_w4a16,
+    gpu_moe_layer_bm128_dense,
+    gpu_moe_decode_t1,
+    gpu_moe_decode_ragged_hot_expert,
+    gpu_moe_decode_top8_empty_experts,
+    gpu_moe_decode_top1_hot_expert,
+    gpu_moe_decode_split_k_gemm1_h1024,
+    gpu_moe_decode_split_k_gemm1_h2048,
+    gpu_moe_decode_split_k_gemm2,
+    gpu_moe_decode_f16,
+);
+
+/// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, 84 + 7
+/// decode-form runs), each run in exactly one test, no test without runs, and every run in a form its
+/// row block can take.
+#[test]
+fn gpu_runs_are_split_without_loss() {
+    let (layer, decode) = (layer_runs(), decode_runs());
+    assert_eq!(layer.len(), 8 * 4 * 2 + 2);
+    assert_eq!(decode.len(), 7 * 6 * 2 + 6 + 1);
+    let all = gpu_runs();
+    assert_eq!(all.len(), layer.len() + decode.len());
+    for (n, r) in all.iter().enumerate() {
+        assert!(
+            GPU_LAYER_TESTS.contains(&r.test),
+            "{r:?}: no test of that name"
+        );
+        assert!(!all[..n].contains(r), "{r:?} twice");
+        let (_, e, k, h, i) = r.shape;
+        assert!(k <= e && (!r.force || e >= 3), "{r:?}");
+        if let Some(f) = r.form {
+            assert!(
+                moe::host::forms(r.bm as i64, h as i64, i as i64).contains(&f),
+                "{r:?}"
+            );
+        }
+    }
+    let mut sizes = Vec::new();
+    for name in GPU_LAYER_TESTS {
+        let n = all.iter().filter(|r| r.test == *name).count();
+        assert!(n > 0, "{name} has no runs");
+        sizes.push((*name, n));
+    }
+    eprintln!("runs per test: {sizes:?}");
+}
+
+/// One case of [`gpu_moe_layer_property`].
+#[derive(Debug, Clone, Copy)]
+struct PropCase {
+    shape: Shape,
+    force: bool,
+    act: Act,
+    nvfp4: bool,
+    seed: u64,
+}
+
+/// The property test's cases: T from 1 to 8192 (decode, mid and prefill ranges, so every row block
+/// of `host::row_block` comes up), E of 8, 64 and 128, top-1/2/8, H of 128, 192 and 256, I of 64 to 256
+/// (multiples of 64, as the layer requires; 128 at most past 4096 pairs, so the CPU reference's
+/// T·k·3·H·I multiply-adds stay near 3·10⁹), an expert taking every token's first slot (`force`;
+/// expert 1 then empty; E = 128 with few tokens leaves most experts empty anyway), bf16 and f16, NVFP4
+/// and dense weights.
+fn prop_cases() -> impl proptest::strategy::Strategy<Value = PropCase> {
+    use proptest::prelude::*;
+    use proptest::sample::select;
+    (
+        prop_oneof![1usize..=16, 17usize..=512, 513usize..=8192],
+        select(vec![8usize, 64, 128]),
+        select(vec![1usize, 2, 8]),
+        select(vec![128usize, 192, 256]),
+        select(vec![64usize, 128, 192, 256]),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        0u64..1 << 20,
+    )
+        .prop_map(|(t, e, k, h, i, force, f16, nvfp4, seed)| {
+            let (h, i) = if t * k > 4096 {
+                (h.min(128), i.min(128))
+            } else {
+                (h, i)
+            };
+            PropCase {
+                shape: (t, e, k, h, i),
+                force,
+                act: if f16 { Act::F16 } else { Act::Bf16 },
+                nvfp4,
+                seed,
+            }
+        })
+}
+
+/// The property test's cases (drawn here without a GPU) are shapes the layer takes, keep the CPU
+/// reference within about 3·10⁹ multiply-adds, and reach every row block, both activation types,
+/// both weight kinds, `force`, and the ends of the T range.
+#[test]
+fn property_cases_are_valid_and_cover_the_row_blocks() {
+    use proptest::strategy::{Strategy, ValueTree};
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = prop_cases();
+    let (mut bms, mut acts, mut kinds, mut forced) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let (mut t_min, mut t_max) = (usize::MAX, 0);
+    for _ in 0..2000 {
+        let c = strategy.new_tree(&mut runner).unwrap().current();
+        let (t, e, k, h, i) = c.shape;
+        assert!((1..=8192).contains(&t) && k <= e && e >= 3, "{c:?}");
+        assert!(h % 64 == 0 && i % 64 == 0 && h <= 256 && i <= 256, "{c:?}");
+        assert!(t * k * 3 * h * i <= 3 * 8192 * 8 * 128 * 128, "{c:?}");
+        let bm = moe::host::row_block((t * k) as i64, e as i64);
+        assert!(moe::host::ROW_BLOCKS.contains(&bm), "{c:?}");
+        bms.push(bm);
+        acts.push(c.act);
+        kinds.push(c.nvfp4);
+        forced += usize::from(c.force);
+        (t_min, t_max) = (t_min.min(t), t_max.max(t));
+    }
+    for bm in moe::host::ROW_BLOCKS {
+        assert!(bms.contains(&bm), "row block {bm} never drawn");
+    }
+    assert!(acts.contains(&Act::Bf16) && acts.contains(&Act::F16));
+    assert!(kinds.contains(&true) && kinds.contains(&false) && forced > 0);
+    assert!(t_min <= 4 && t_max >= 4096, "T in {t_min}..={t_max}");
+}
+
+/// Random layers against the reference ([`prop_cases`]), each at the host's own row block
+/// (`host::row_block`) and form. 24 cases; `PROPTEST_CASES` overrides the count and
+/// `PROPTEST_RNG_SEED` fixes the draw. Each case is printed before it runs (a failing case's launch
+/// may leave the context unusable, so the shrunk case proptest reports can be a consequence: the last
+/// printed case is the first failure); shrinking stops after 16 steps.
+#[test]
+#[ignore = "needs a CUDA GPU: run with `-- --include-ignored` on a GPU machine"]
+fn gpu_moe_layer_property() {
+    use proptest::test_runner::{Config, TestRunner};
+    let Some((_d, s)) = common::gpu_device("gpu_moe_layer_property") else {
+        return;
+    };
+    let mut config = Config {
+        failure_persistence: None,
+        max_shrink_iters: 16,
+        ..Config::default()
+    };
+    // `Config::with_cases` would override the environment's count: keep it when set.
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = 24;
+    }
+    let mut runner = TestRunner::new(config);
+    runner
+        .run(&prop_cases(), |c| {
+            let (t, e, k, _, _) = c.shape;
+            let bm = moe::host::row_block((t * k) as i64, e as i64) as usize;
+            eprintln!("gpu_moe_layer_property: {c:?} bm={bm}");
+            let start = std::time::Instant::now();
+            match c.act {
+                Act::Bf16 => layer_case::<bf16>(&s, c.shape, bm, c.force, c.nvfp4, c.seed),
+                Act::F16 => layer_case::<f16>(&s, c.shape, bm, c.force, c.nvfp4, c.seed),
+            }
+            eprintln!("gpu_moe_layer_property: passed in {:.2?}", start.elapsed());
+            Ok(())
+        })
+        .unwrap();
 }
 
 #[test]
