@@ -8,7 +8,7 @@
 #                                                    cache, the bundle built there
 #   stage bench  (nothing)                         : bench (criterion, CUDA events)
 #   stage peers  carry .gpu/reference (+ extras)   : peers.py, report, tune, validate, $EXTRA
-#   stage extras carry .gpu/p3 (extras.tar.xz)     : GPU tests of test binaries (`--ignored`), the
+#   stage extras carry .gpu/p3 (extras.tar.xz)     : GPU tests of test binaries (`--ignored`, $TEST_THREADS), the
 #                                                    nvfp4_moe example and its torch peer (ci/gpu/moe_peer.py)
 #   stage quick  carry .gpu/q (gh.xz, q.bundle)     : one bundle-only call, no toolchain: fixed checks,
 #                                                    bench, peers and report of $OPS (a bundle from
@@ -102,7 +102,8 @@ case "${1:-}" in
     export CUTILE_CACHE_DIR=/tmp/kcache
     rm -rf /tmp/x && mkdir -p /tmp/x && tar -xJf .gpu/p3/extras.tar.xz -C /tmp/x || exit 2
     for t in /tmp/x/tests/*; do
-      step "test-$(basename "$t")" "${BUDGET_TESTS:-150}" "$t" --ignored --test-threads 1 --nocapture
+      # TEST_THREADS > 1 overlaps the JIT compiles of tests split into many functions (the moe tests).
+      step "test-$(basename "$t")" "${BUDGET_TESTS:-150}" "$t" --ignored --test-threads "${TEST_THREADS:-1}" --nocapture
     done
     for b in /tmp/x/bin/*; do step "bin-$(basename "$b")" "${BUDGET_BINS:-200}" "$b"; done
     step moe-peer 150 python3 ci/gpu/moe_peer.py
