@@ -3,7 +3,8 @@
 
 Reads the benchmark calls the harness times (op, dtype, shapes, causal; written by
 `gpu-harness bench` as $OUT/bench-calls.json, or by `gpu-harness calls --out DIR` beforehand) and times,
-for every call, its torch and Triton counterparts with triton.testing.do_bench (CUDA events, L2 flushed
+for every call, its torch and Triton counterparts with triton.testing.do_bench's procedure (CUDA events, L2 flushed
+by reading a 256 MiB buffer, or with CUTILE_L2_FLUSH=write by do_bench itself, which writes it
 before every repetition, median):
 
   add / axpy          torch.add / Tensor.add_(alpha=)
@@ -127,8 +128,57 @@ def relerr(out, ref):
     return float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r).clamp_min(1e-30))
 
 
+# How the L2 is flushed before each timed call, as gpu-harness does (`CUTILE_L2_FLUSH`, see
+# cutile::runtime::timing): `read` (the default) reads a 256 MiB buffer, leaving the L2 cold and clean;
+# `write` is triton.testing.do_bench's own flush (zeroing 256 MiB), which leaves it full of dirty lines
+# that the timed call then pays to write back.
+FLUSH_MODE = os.environ.get("CUTILE_L2_FLUSH", "read") or "read"
+if FLUSH_MODE not in ("read", "write"):
+    sys.exit(f"CUTILE_L2_FLUSH={FLUSH_MODE}: set it to `read` (the default) or `write`")
+_flush_buf = []
+
+
+def read_flush():
+    """Reads 256 MiB (a sum into one float), evicting the L2 without leaving dirty lines."""
+    if not _flush_buf:
+        _flush_buf.append(torch.zeros(64 << 20, dtype=torch.float32, device="cuda"))
+    _flush_buf[0].sum()
+
+
+def bench_read_flush(fn, warmup_ms=25, rep_ms=200, max_reps=2000):
+    """do_bench's procedure (estimate, warm up, time each rep with CUDA events after a flush, quantiles)
+    with the read flush."""
+    fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(5):
+        read_flush()
+        fn()
+    e.record()
+    torch.cuda.synchronize()
+    est = max(s.elapsed_time(e) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / est))):
+        fn()
+    n = min(max_reps, max(1, int(rep_ms / est)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        read_flush()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in zip(starts, ends))
+    q = lambda p: t[min(len(t) - 1, int(round(p * (len(t) - 1))))]
+    return q(0.1), q(0.5), q(0.9)
+
+
 def timed(fn):
-    lo, med, hi = do_bench(fn, warmup=25, rep=200, quantiles=[0.1, 0.5, 0.9])
+    if FLUSH_MODE == "write":
+        lo, med, hi = do_bench(fn, warmup=25, rep=200, quantiles=[0.1, 0.5, 0.9])
+    else:
+        lo, med, hi = bench_read_flush(fn)
     return med, lo, hi
 
 
@@ -1221,7 +1271,8 @@ def bench_file(rows, tk_path, calls_path):
     env = dict(device=torch.cuda.get_device_name(0), arch="sm_%d%d" % torch.cuda.get_device_capability(0),
                visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
                notes=dict(torch=torch.__version__, triton=triton.__version__, triton_kernels=str(tk_path),
-                          calls=calls_path, timing="triton.testing.do_bench: CUDA events, L2 flushed, median"))
+                          calls=calls_path, timing=f"do_bench procedure: CUDA events, L2 flushed ({FLUSH_MODE}), median",
+                          l2_flush=FLUSH_MODE))
     env.update(smi_env())
     return dict(schema="cutile-bench", schema_version=SCHEMA_VERSION, producer="peers.py", env=env, rows=out)
 

@@ -333,6 +333,15 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, BoxError> {
         .without_plots()
         .output_directory(&a.out.join("criterion"));
     let mut flush = L2Flush::new(&device, FLUSH_BYTES)?;
+    // Which flush the memory-bound rows follow (`CUTILE_L2_FLUSH`, `cutile::runtime::timing`); peers.py
+    // reads the same variable.
+    file.env
+        .notes
+        .insert("l2_flush".into(), flush.mode().name().into());
+    println!(
+        "L2 flush before memory-bound calls: {}",
+        flush.mode().name()
+    );
     let bar = crate::progress::bar(ws.len() as u64, "bench");
     let mut errors = 0;
     for w in &ws {

@@ -23,6 +23,9 @@ pub enum QkvConfig {
         bn: i64,
         splits: i64,
         wide: bool,
+        /// The partial kernel's `occupancy` hint (blocks per SM tileiras sizes registers and pipeline
+        /// stages for); 0 leaves tileiras's default (one block per SM: 255 registers, 96–127 KB).
+        occupancy: i64,
     },
     /// The separate ops, one launch each (the comparison and the fallback): `gemm` (with the bias:
     /// `gemm_epilogue`) into scratch, `rms_norm_heads` of q and k, `rope`, `kv_cache_write`.
@@ -48,9 +51,15 @@ impl Candidate for QkvConfig {
                 bn,
                 splits,
                 wide,
+                occupancy,
             } => format!(
-                "fused_qkv split{splits} {bm}x{bk} n{bn}{}",
-                if *wide { " w8" } else { "" }
+                "fused_qkv split{splits} {bm}x{bk} n{bn}{}{}",
+                if *wide { " w8" } else { "" },
+                if *occupancy > 0 {
+                    format!(" o{occupancy}")
+                } else {
+                    String::new()
+                }
             ),
             QkvConfig::Unfused => "fused_qkv unfused".into(),
         }
@@ -76,6 +85,8 @@ pub const EPILOGUE_BM: i64 = 32;
 pub const SPLIT_BMS: &[i64] = &[16, 32, 64];
 /// The largest K-split.
 pub const MAX_SPLITS: i64 = 16;
+/// The `occupancy` hints the tuner tries on the split-K partial kernel.
+pub const OCCUPANCIES: [i64; 2] = [2, 4];
 /// The split counts the tuner times.
 pub const SPLIT_COUNTS: [i64; 8] = [2, 3, 4, 6, 8, 11, 12, 16];
 
@@ -128,6 +139,7 @@ pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvCo
                     bn: d,
                     splits,
                     wide: false,
+                    occupancy: 0,
                 };
             }
         }
@@ -178,6 +190,7 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                         bn,
                         splits,
                         wide: false,
+                        occupancy: 0,
                     });
                 }
             }
@@ -194,6 +207,7 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                 bn,
                 splits,
                 wide: true,
+                occupancy: 0,
             });
         }
         for splits in [4, 8] {
@@ -203,7 +217,24 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                 bn: 64,
                 splits,
                 wide: true,
+                occupancy: 0,
             });
+        }
+        // More blocks resident per SM instead of deeper pipelines in one: the H200 tuner (session 9)
+        // found every split-K form latency-bound at one block per SM (more splits only slower).
+        for occupancy in OCCUPANCIES {
+            for bn in [64, d] {
+                for splits in [2, 4, 8, 11] {
+                    all.push(QkvConfig::SplitK {
+                        bm,
+                        bk: 64,
+                        bn,
+                        splits,
+                        wide: false,
+                        occupancy,
+                    });
+                }
+            }
         }
     }
     all.push(QkvConfig::Unfused);

@@ -954,6 +954,7 @@ fn launches(
             bn,
             splits,
             wide,
+            occupancy,
         } => {
             // Every (BM, BK, BN) of `config::SPLIT_BMS` x {64, 128} x {64, 128, 256}.
             macro_rules! partials {
@@ -971,7 +972,10 @@ fn launches(
             ))
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
-            let kernel = widen(kernel, wide);
+            let mut kernel = widen(kernel, wide);
+            if occupancy > 0 {
+                kernel = kernel.with_hint("default", "occupancy", occupancy as i32);
+            }
             scratch(ops, slot::SCRATCH, cfg)?;
             let partial = PlannedLaunch {
                 kernel,

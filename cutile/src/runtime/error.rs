@@ -75,6 +75,12 @@ pub enum RuntimeError {
     #[error(transparent)]
     Layout(#[from] LayoutError),
 
+    /// `CUTILE_L2_FLUSH` names no flush mode.
+    #[error(
+        "CUTILE_L2_FLUSH={value} is not a flush mode: set it to `read` (the default) or `write`"
+    )]
+    BadFlushMode { value: String },
+
     /// Two shapes that must agree do not.
     #[error("{op}: shape {left:?} does not match shape {right:?}")]
     ShapeMismatch {
