@@ -9,7 +9,12 @@ same distribution, not the same values).
 """
 import torch
 import torch.nn.functional as F
-from triton.testing import do_bench
+import os
+import sys
+
+# The same timing and L2 flush as peers.py and gpu-harness (`CUTILE_L2_FLUSH`, read by default).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import FLUSH_MODE, timed  # noqa: E402
 
 LAYERS = [(8, 4096, 14336, 2), (128, 2048, 768, 8)]  # (E, H, I, top-k), as the example
 TOKENS = [1, 16, 64, 4096]
@@ -40,9 +45,9 @@ def main():
         for t in TOKENS:
             x = torch.randn(t, h, device="cuda", dtype=torch.bfloat16)
             logits = torch.rand(t, e, device="cuda") * 4 - 2
-            ms = do_bench(lambda: layer(x, w13, w2, logits, k), warmup=50, rep=300, return_mode="median")
+            ms = timed(lambda: layer(x, w13, w2, logits, k))[0]
             print(f"torch E={e} H={h} I={i} top-{k} T={t}: {ms * 1e3:.1f} µs per layer "
-                  f"(bf16 weights, a matmul loop over the experts; do_bench median, L2 flushed)", flush=True)
+                  f"(bf16 weights, a matmul loop over the experts; median, L2 flushed ({FLUSH_MODE}))", flush=True)
         del w13, w2
         torch.cuda.empty_cache()
 
