@@ -103,7 +103,7 @@ fn schedule_follows_the_token_count() {
     let p = plan(8, 0);
     assert_eq!(p.len(), 2);
     assert_eq!(
-        p[0].config, "fused_qkv split2 16x64 n128",
+        p[0].config, "fused_qkv split2 16x64 n128 w8",
         "{}",
         p[0].config
     );
@@ -161,7 +161,7 @@ fn schedule_follows_the_token_count() {
         .unwrap();
     assert_eq!(p.kernel.name(), "fused_qkv_persistent");
     assert_eq!(p.grid, Some((t.sm_count, 1, 1)));
-    // Decode's candidates include the default split with 8 worker warps, on both of its launches.
+    // Decode's default split carries 8 worker warps, on both of its launches.
     let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
     let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();
     let all = fused_qkv::plan(&ops, &opts, &t, true).unwrap();

@@ -109,6 +109,11 @@ pub const MIN_SPLIT_K_TILES: i64 = 32;
 /// 128-row tiles once there are at least as many of them as SMs and `d ≤ 128` (a 128 x 256 f32
 /// accumulator does not fit in registers), else 64-row tiles.
 ///
+/// The split-K launches carry 8 worker warps ([`WIDE_WORKERS`]): in the H200 tuner (session 9, read
+/// L2 flush, `docs/fused_qkv.md`) the 8-warp form won or tied at T 1, 32 and 64 and the bench of the
+/// tuned winners beat the 4-warp default by 1.01–1.10× (T 1: 21.2 against 23.4 µs); none of 8 split
+/// counts, 64-column blocks, 128-deep K steps or `occupancy` 2/4 hints gained more than 3% over it.
+///
 /// The split floor is measured: the H200 tuner (session 7, `docs/fused_qkv.md`) picked 2 splits over
 /// the previous rule's 8 at hidden 4096 (T 1, 8, 32, 64: 1.21–1.39× faster), and the fused kernel over
 /// 2 and 4 splits at hidden 768 and 1000 (1.40× and 1.32×): short splits cost more in partial sums
@@ -138,7 +143,7 @@ pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvCo
                     bk: 64,
                     bn: d,
                     splits,
-                    wide: false,
+                    wide: true,
                     occupancy: 0,
                 };
             }
@@ -195,8 +200,7 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                 }
             }
         }
-        // The default split with 8 worker warps: `qkv_partial` 16x64 then uses 168 registers and
-        // 80 KB of shared memory (two blocks per SM) instead of 255 and 115 KB (`ptxas -v`, sm_90).
+        // The default split on tileiras's default 4 worker warps (the default itself carries 8).
         if let QkvConfig::SplitK {
             bm, bk, bn, splits, ..
         } = all[0]
@@ -206,7 +210,7 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                 bk,
                 bn,
                 splits,
-                wide: true,
+                wide: false,
                 occupancy: 0,
             });
         }

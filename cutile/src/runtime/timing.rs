@@ -315,6 +315,7 @@ pub fn time_device<E: From<RuntimeError>>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
