@@ -791,14 +791,6 @@ fn fast_math_only_for_16_bit_outputs_and_view_access_only() {
 /// and sm_120, as `cargo xtask kernels` does for the whole catalog.
 #[test]
 fn compile_four_archs() {
-    use cutile::toolchain::Tileiras;
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
-            return;
-        }
-    };
     let calls: Vec<_> = [
         activation::GELU,
         activation::GELU_BACKWARD,
@@ -810,13 +802,5 @@ fn compile_four_archs() {
         ["bf16", "f32"].map(|dt| cutile_kernels::op::CallSpec::new(op, dt, &[&[1000, 1026]], false))
     })
     .collect();
-    for j in cutile_kernels::catalog::dsl_jobs(&calls, false).unwrap() {
-        let (k, metas) = j.dsl_spec().unwrap();
-        let s = k.specialize(metas).unwrap();
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = common::compile_cached(&tileiras, &s, arch)
-                .unwrap_or_else(|e| panic!("{} {arch}: {e}", j.specialization));
-            assert!(!c.is_empty());
-        }
-    }
+    common::compile_four_archs("compile_four_archs", common::catalog_jobs(&calls));
 }

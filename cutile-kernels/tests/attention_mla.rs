@@ -37,7 +37,6 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     if let Err(e) = &tileiras {
         cutile_testkit::skip("mla compile", &format!("tileiras not found ({e})"));
     }
-    let req = cutile::toolchain::CompileRequest::new(GpuArch::Sm90);
     let mut other_archs = std::collections::HashSet::new();
     let mut kernels = std::collections::HashSet::new();
     for c in mla::representative_calls() {
@@ -57,7 +56,7 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
             cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
                 .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
             if let Ok(tl) = &tileiras {
-                s.compile(tl, &req).unwrap_or_else(|e| {
+                common::compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
                     panic!(
                         "{} / {} / {}: {e}\n{}",
                         c.label(),
@@ -68,8 +67,7 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
                 });
                 if other_archs.insert(l.kernel.name().to_string()) {
                     for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
-                        let r = cutile::toolchain::CompileRequest::new(arch);
-                        s.compile(tl, &r).unwrap_or_else(|e| {
+                        common::compile_cached(tl, &s, arch).unwrap_or_else(|e| {
                             panic!("{} / {} / {arch}: {e}", c.label(), l.config)
                         });
                     }

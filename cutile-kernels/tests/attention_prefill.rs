@@ -626,8 +626,7 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
             );
             if let Ok(tl) = &tileiras {
                 for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-                    let r = cutile::toolchain::CompileRequest::new(arch);
-                    s.compile(tl, &r)
+                    common::compile_cached(tl, &s, arch)
                         .unwrap_or_else(|e| panic!("{} / {arch}: {e}", c.label()));
                 }
             }

@@ -37,7 +37,6 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     if let Err(e) = &tileiras {
         cutile_testkit::skip("fused_qkv compile", &format!("tileiras not found ({e})"));
     }
-    let req = cutile::toolchain::CompileRequest::new(GpuArch::Sm90);
     let mut seen = std::collections::HashSet::new();
     let mut other_archs = std::collections::HashSet::new();
     for c in fused_qkv::representative_calls() {
@@ -67,15 +66,14 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
                 continue;
             }
             if let Ok(tl) = &tileiras {
-                s.compile(tl, &req).unwrap_or_else(|e| {
+                common::compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
                     panic!("{} / {} / {}: {e}", c.label(), l.config, l.kernel.name())
                 });
                 // The catalog's other archs, once per kernel (and per input type of the epilogue).
                 let kind = format!("{} {:?}", l.kernel.name(), metas.first().map(|m| m.dtype));
                 if other_archs.insert(kind) {
                     for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
-                        let r = cutile::toolchain::CompileRequest::new(arch);
-                        s.compile(tl, &r).unwrap_or_else(|e| {
+                        common::compile_cached(tl, &s, arch).unwrap_or_else(|e| {
                             panic!("{} / {} / {arch}: {e}", c.label(), l.config)
                         });
                     }

@@ -654,7 +654,7 @@ fn align_rejects_bad_arguments() {
 /// sm_80, sm_90, sm_100 and sm_120.
 #[test]
 fn catalog_kernels_compile_for_four_archs() {
-    use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+    use cutile::toolchain::{GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
     assert_eq!(jobs.len(), 23);
     let mut specialized = Vec::new();
@@ -678,7 +678,7 @@ fn catalog_kernels_compile_for_four_archs() {
     };
     for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
         for (name, s) in &specialized {
-            s.compile(&tileiras, &CompileRequest::new(arch))
+            common::compile_cached(&tileiras, s, arch)
                 .unwrap_or_else(|e| panic!("{name} {arch:?}: {e}\n{}", s.ir_text()));
         }
     }
@@ -1526,7 +1526,7 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
 
 #[test]
 fn decode_form_kernels_compile_for_four_archs() {
-    use cutile::toolchain::{CompileRequest, GpuArch, Tileiras};
+    use cutile::toolchain::{GpuArch, Tileiras};
     let cases = decode_form_cases();
     let mut specialized = Vec::new();
     for (name, k, metas) in &cases {
@@ -1555,7 +1555,7 @@ fn decode_form_kernels_compile_for_four_archs() {
     };
     for arch in archs {
         for (name, s) in &specialized {
-            s.compile(&tileiras, &CompileRequest::new(arch))
+            common::compile_cached(&tileiras, s, arch)
                 .unwrap_or_else(|e| panic!("{name} {arch:?}: {e}\n{}", s.ir_text()));
         }
     }

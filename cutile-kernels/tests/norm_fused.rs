@@ -246,24 +246,10 @@ fn gather_forms_branch_on_exact_width_with_latency_hints() {
 
 #[test]
 fn compile_four_archs() {
-    use cutile::toolchain::{GpuArch, Tileiras};
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
-            return;
-        }
-    };
-    for (name, k, arrays, _) in cases() {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = common::compile_cached(&tileiras, &s, arch)
-                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
-            assert!(!c.is_empty());
-        }
-    }
+    common::compile_four_archs(
+        "compile_four_archs",
+        cases().into_iter().map(|(n, k, a, _)| (n, k, a)),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------

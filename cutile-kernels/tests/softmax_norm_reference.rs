@@ -531,30 +531,13 @@ fn softmax_reference_with_neg_inf_entries() {
 
 #[test]
 fn compile_four_archs() {
-    use cutile::toolchain::{GpuArch, Tileiras};
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip("compile_four_archs", &format!("tileiras not found ({e})"));
-            return;
-        }
-    };
     let mut all: Vec<(&'static str, Kernel, Vec<TensorMeta>)> =
         cases().into_iter().map(|(a, b, c, _)| (a, b, c)).collect();
     all.extend(gpu_cases().into_iter().map(|c| {
         let a = c.arrays();
         (c.name, c.kernel, a)
     }));
-    for (name, k, arrays) in all {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = common::compile_cached(&tileiras, &s, arch)
-                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
-            assert!(!c.is_empty());
-        }
-    }
+    common::compile_four_archs("compile_four_archs", all);
     // sm_90 cubins of the GPU cases for a GPU machine without tileiras.
     compile_all_sm90(
         "compile_four_archs",

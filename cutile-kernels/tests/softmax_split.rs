@@ -321,27 +321,10 @@ fn split_ir_snapshots_verify() {
 
 #[test]
 fn split_compile_four_archs() {
-    use cutile::toolchain::Tileiras;
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip(
-                "split_compile_four_archs",
-                &format!("tileiras not found ({e})"),
-            );
-            return;
-        }
-    };
-    for (name, k, arrays, _) in cases() {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-            let c = common::compile_cached(&tileiras, &s, arch)
-                .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
-            assert!(!c.is_empty());
-        }
-    }
+    common::compile_four_archs(
+        "split_compile_four_archs",
+        cases().into_iter().map(|(n, k, a, _)| (n, k, a)),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -131,7 +131,9 @@ pub fn compile_four_archs(
         }
     };
     for (name, k, metas) in cases {
-        let s = k.specialize(&metas).unwrap();
+        let s = k
+            .specialize(&metas)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
             let c = compile_cached(&tileiras, &s, arch)
                 .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
