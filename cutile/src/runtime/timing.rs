@@ -152,8 +152,7 @@ impl Drop for ReadKernel {
 /// A device buffer larger than the L2, and the means to evict the cache with it ([`FlushMode`]).
 #[derive(Debug)]
 pub struct L2Flush {
-    src: Tensor<u8>,
-    dst: Tensor<u8>,
+    buf: Tensor<u8>,
     mode: FlushMode,
     read: Option<ReadKernel>,
 }
@@ -181,8 +180,7 @@ impl L2Flush {
             FlushMode::Write => None,
         };
         Ok(L2Flush {
-            src: Tensor::zeros(device, &shape)?,
-            dst: Tensor::zeros(device, &shape)?,
+            buf: Tensor::zeros(device, &shape)?,
             mode,
             read,
         })
@@ -197,12 +195,12 @@ impl L2Flush {
     /// overhead stays out of a device timing that starts after it.
     pub fn enqueue(&mut self, stream: &Stream) -> Result<(), RuntimeError> {
         stream.device().bind()?;
-        let bytes = self.dst.numel().max(0) as usize;
+        let bytes = self.buf.numel().max(0) as usize;
         if let Some(k) = &self.read {
             let (mut buf, mut words, mut sink) = (
-                self.dst.device_ptr(),
+                self.buf.device_ptr(),
                 (bytes / 16) as u64,
-                self.src.device_ptr(),
+                self.buf.device_ptr(),
             );
             let mut params: Vec<*mut c_void> = vec![
                 (&mut buf as *mut u64).cast(),
@@ -210,9 +208,9 @@ impl L2Flush {
                 (&mut sink as *mut u64).cast(),
             ];
             let sms = stream.device().sm_count().max(1);
-            // SAFETY: the kernel reads `words` 16-byte words of `dst` (a live allocation of `bytes`
-            // bytes owned by `self`) and writes nothing (its store is unreachable for a zeroed buffer,
-            // and would land in `src`); the parameters are copied by the driver during the call.
+            // SAFETY: the kernel reads `words` 16-byte words of `buf` (a live allocation of `bytes`
+            // bytes owned by `self`) and writes nothing (its store, to the buffer's first word, is
+            // unreachable for a zeroed buffer); the parameters are copied by the driver during the call.
             return unsafe {
                 result::launch_kernel(
                     k.function,
@@ -225,26 +223,17 @@ impl L2Flush {
             }
             .map_err(driver_err("cuLaunchKernel (L2 read flush)"));
         }
-        // SAFETY: `dst` is a live allocation of `bytes` bytes on the stream's device, owned by `self`,
+        // SAFETY: `buf` is a live allocation of `bytes` bytes on the stream's device, owned by `self`,
         // which outlives the queued write (the caller synchronizes the stream before dropping it).
         unsafe {
             cudarc::driver::result::memset_d8_async(
-                self.dst.device_ptr(),
+                self.buf.device_ptr(),
                 0xA5,
                 bytes,
                 stream.raw(),
             )
         }
         .map_err(super::error::driver_err("cuMemsetD8Async"))
-    }
-
-    /// Copies the buffer (on the legacy stream, which the runtime's blocking streams wait for) and
-    /// waits for it, so the next timed launch starts with a cold L2.
-    pub fn run(&mut self) -> Result<(), RuntimeError> {
-        let src = self.src.view();
-        self.dst.copy_from(&src)?;
-        self.dst.device().synchronize()?;
-        Ok(())
     }
 }
 
