@@ -352,7 +352,7 @@ fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
 }
 
 #[test]
-fn host_runs_the_decode_form_for_row_block_16_only() {
+fn host_runs_the_decode_form_for_row_block_16_and_the_sorted_form_for_prefill() {
     use moe::host::{DECODE_TILES, Form, default_form, forms};
     assert_eq!(
         default_form(16, 4096, 14336),
@@ -362,9 +362,17 @@ fn host_runs_the_decode_form_for_row_block_16_only() {
         default_form(16, 4096, 192),
         Form::Decode { bn: 64, bk: 128 }
     );
-    for bm in [32, 64, 128] {
+    for bm in [32, 64] {
         assert_eq!(default_form(bm, 4096, 14336), Form::RowsBits);
-        assert_eq!(forms(bm, 4096, 14336), vec![Form::Rows, Form::RowsBits]);
+    }
+    assert_eq!(default_form(128, 4096, 14336), Form::Sorted);
+    assert_eq!(default_form(128, 192, 64), Form::Sorted);
+    assert_eq!(forms(32, 4096, 14336), vec![Form::Rows, Form::RowsBits]);
+    for bm in [64, 128] {
+        assert_eq!(
+            forms(bm, 4096, 14336),
+            vec![Form::Rows, Form::RowsBits, Form::Sorted]
+        );
     }
     // Mixtral: every decode tile; H or I not a multiple of 128: only the 64-row tiles.
     assert_eq!(forms(16, 4096, 14336).len(), 2 + DECODE_TILES.len());
@@ -656,7 +664,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::{GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 23);
+    assert_eq!(jobs.len(), 29);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1012,6 +1020,29 @@ fn layer_runs() -> Vec<Run> {
     }
     v.push(run(Act::F16, (37, 8, 2, 256, 128), 16, true, true, 40));
     v.push(run(Act::F16, (5, 8, 2, 128, 64), 128, false, false, 41));
+    // The forms the host does not pick at these row blocks: the sorted form at 64 (both GEMM 2
+    // tiles: H 128 takes 64 x 128, H 192 64 x 64) and the rows form with the bit decode at 128 (the
+    // default there before the sorted form), W4A16 and dense; the sorted form in f16.
+    use moe::host::Form;
+    let forced = [
+        ((37, 8, 2, 256, 128), 64, true, Form::Sorted),
+        ((129, 8, 2, 192, 192), 64, false, Form::Sorted),
+        ((300, 128, 8, 128, 128), 64, false, Form::Sorted),
+        ((37, 8, 2, 256, 128), 128, true, Form::RowsBits),
+        ((300, 128, 8, 128, 128), 128, false, Form::RowsBits),
+    ];
+    for (n, (shape, bm, force, form)) in forced.into_iter().enumerate() {
+        for nvfp4 in [true, false] {
+            v.push(Run {
+                form: Some(form),
+                ..run(Act::Bf16, shape, bm, force, nvfp4, 50 + n as u64)
+            });
+        }
+    }
+    v.push(Run {
+        form: Some(Form::Sorted),
+        ..run(Act::F16, (200, 8, 2, 128, 64), 128, true, true, 42)
+    });
     v
 }
 
@@ -1173,12 +1204,12 @@ gpu_layer_tests!(
 );
 
 /// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, 84 + 7
-/// decode-form runs), each run in exactly one test, no test without runs, and every run in a form its
+/// decode-form runs) plus the 11 layer runs in forms the host does not pick, each run in exactly one test, no test without runs, and every run in a form its
 /// row block can take.
 #[test]
 fn gpu_runs_are_split_without_loss() {
     let (layer, decode) = (layer_runs(), decode_runs());
-    assert_eq!(layer.len(), 8 * 4 * 2 + 2);
+    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 5 * 2 + 1);
     assert_eq!(decode.len(), 7 * 6 * 2 + 6 + 1);
     let all = gpu_runs();
     assert_eq!(all.len(), layer.len() + decode.len());

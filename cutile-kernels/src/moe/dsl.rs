@@ -159,6 +159,17 @@ pub mod pick {
     }
 }
 
+/// The SwiGLU step every GEMM 1 ends with (plain Rust over DSL values).
+pub mod act {
+    use cutile::core::*;
+
+    /// `silu(gate) · up = gate · up / (1 + e^-gate)`, in f32.
+    pub fn silu_times<S: Shape>(gate: Tile<f32, S>, up: Tile<f32, S>) -> Tile<f32, S> {
+        let sig = full::<f32, S>(1.0f32) / ((-gate).exp() + 1.0f32);
+        gate * sig * up
+    }
+}
+
 /// Top-k selection on `BT x EP` score tiles (plain Rust over DSL values, unrolled over `KP` slots).
 pub mod route {
     use cutile::core::*;
@@ -195,6 +206,7 @@ pub mod route {
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
+    use super::act::silu_times;
     use super::codec::*;
     use super::pick;
     use super::route;
@@ -471,9 +483,8 @@ pub mod kernels {
             }
             let f = pick::acc_scale(DEC, ge);
             let (acc_g, acc_u) = (acc_g * f, acc_u * f);
-            let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
-            unsafe { h.store_at((b, n), (acc_g * sig * acc_u).cast::<E>()) };
+            unsafe { h.store_at((b, n), silu_times(acc_g, acc_u).cast::<E>()) };
         }
     }
 
@@ -561,9 +572,8 @@ pub mod kernels {
                 acc_g = mma(a, wg.transpose(), acc_g);
                 acc_u = mma(a, wu.transpose(), acc_u);
             }
-            let sig = full::<f32, S2<BM, BN>>(1.0f32) / ((-acc_g).exp() + 1.0f32);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
-            unsafe { h.store_at((b, n), (acc_g * sig * acc_u).cast::<E>()) };
+            unsafe { h.store_at((b, n), silu_times(acc_g, acc_u).cast::<E>()) };
         }
     }
 
@@ -798,6 +808,148 @@ pub mod kernels {
         );
     }
 
+    /// The sorted form's gather: `xs[r] = x[sorted_ids[r] / topk]` for the used rows of the aligned
+    /// order (zero for padding rows), so both GEMMs read their activations through views (TMA)
+    /// instead of a gather per K step. Block `(b, c)` copies the `BM x BK` tile `(b, c)`; row blocks
+    /// past `total` are left as they are (no GEMM reads them). Grid `(P / BM, H / BK)`.
+    #[cutile::entry]
+    pub fn moe_permute<E: ElementType, const BM: i32, const BK: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        topk: Scalar<i32>,
+        xs: &mut Tensor<E, S2<BM, BK>>,
+    ) {
+        let (b, c, _) = block_id();
+        if b * BM < at(total, scalar::<i32>(0i32)) {
+            let (_ids, tok, valid) = block_rows::<BM>(sorted_ids, b, x.dim(0) * topk, topk);
+            let t = gather_rows::<E, BM, BK>(x, tok, valid, c);
+            // SAFETY: block `(b, c)` writes only tile `(b, c)`.
+            unsafe { xs.store_at((b, c), t) };
+        }
+    }
+
+    /// The body of `moe_gemm1_sorted`: persistent over the used output tiles `(row block, column
+    /// tile)` of `h: [P, I]` in grouped order (`group` row blocks per band, so the blocks in flight
+    /// share a few weight column panels and a few activation row panels in L2); the row block's
+    /// expert `expert_ids[tm]` picks the weights; `xs: [P, H]` rows in the aligned order
+    /// (`moe_permute`), `w: [E, 2, I, H]` (W13 `[E, 2I, H]` viewed as gate rows and up rows).
+    /// One `[2, BN, BK]` weight tile per K step holds the gate and up rows of the column tile, so a
+    /// single `BM x 2BN` accumulator (`BN2 = 2·BN`) takes one MMA per step; the epilogue splits it
+    /// into gate and up and stores `silu(gate)·up`. (Two accumulators, one MMA each per step, made
+    /// ptxas serialize the wgmmas: C7514 on sm_90.)
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_sorted_body<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BN2: i32,
+        const BK: i32,
+    >(
+        xs: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S4<DYN, DYN, DYN, DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        group: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        let pa = xs.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pw = w.partition_padded::<S4<1, 2, BN, BK>>(Padding::Zero);
+        let tiles_m = at(total, scalar::<i32>(0i32)) / BM;
+        let tiles_n = h.dim(1) / BN;
+        let k_tiles = pa.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        let zero = scalar::<i32>(0i32);
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let (tm, tn) = crate::gemm::grouped_tile(tile, tiles_m, tiles_n, group);
+            let e = at(expert_ids, tm);
+            let mut acc = zeros::<f32, S2<BM, BN2>>();
+            for k in 0..k_tiles {
+                let wt = pw.load((e, zero, tn, k)).reshape::<S2<BN2, BK>>();
+                acc = mma(pa.load((tm, k)), wt.transpose(), acc);
+            }
+            let halves = acc.reshape::<S3<BM, 2, BN>>();
+            let gate = halves.extract::<S3<BM, 1, BN>>(&[0, 0, 0]).reshape::<S2<BM, BN>>();
+            let up = halves.extract::<S3<BM, 1, BN>>(&[0, 1, 0]).reshape::<S2<BM, BN>>();
+            // SAFETY: `grouped_tile` maps the tile indices `p + i·grid` one to one onto distinct
+            // tiles, so no two blocks (or iterations) write the same tile.
+            unsafe { h.store_at((tm, tn), silu_times(gate, up).cast::<E>()) };
+        }
+    }
+
+    /// Grouped GEMM 1 of the sorted form (dense weights; NVFP4 weights are dequantized into a
+    /// dense buffer first): launch with a fixed grid, at most one block per SM.
+    #[cutile::entry]
+    pub fn moe_gemm1_sorted<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BN2: i32,
+        const BK: i32,
+    >(
+        xs: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S4<DYN, DYN, DYN, DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        group: Scalar<i32>,
+        h: &mut Tensor<E, S2<BM, BN>>,
+    ) {
+        moe_gemm1_sorted_body::<E, BM, BN, BN2, BK>(xs, w, expert_ids, total, group, h);
+    }
+
+    /// The body of `moe_gemm2_sorted`: persistent over the used `(row block, column tile)` pairs of
+    /// the product `h · W2[e]ᵀ` in grouped order, as `moe_gemm1_sorted_body`; `w: [E, H, I]`; the
+    /// whole K range per tile (the prefill grid is wide), the routed weight in the epilogue and each
+    /// real row scattered to `y[pair]` (`y: [T·k, H]` f32).
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_sorted_body<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        group: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+        let tiles_m = at(total, scalar::<i32>(0i32)) / BM;
+        let tiles_n = y.dim(1) / BN;
+        let k_tiles = ph.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        let one = scalar::<i32>(1i32);
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let (tm, tn) = crate::gemm::grouped_tile(tile, tiles_m, tiles_n, group);
+            let e = at(expert_ids, tm);
+            let (ids, _tok, valid) = block_rows::<BM>(sorted_ids, tm, y.dim(0), one);
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..k_tiles {
+                let wt = pw.load((e, tn, k)).reshape::<S2<BN, BK>>();
+                acc = mma(ph.load((tm, k)), wt.transpose(), acc);
+            }
+            scatter_weighted::<BM, BN>(y, weights, ids, valid, one, scalar::<i32>(0i32), tn, acc);
+        }
+    }
+
+    /// Grouped GEMM 2 of the sorted form: launch with a fixed grid, at most one block per SM.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_sorted<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        group: Scalar<i32>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        moe_gemm2_sorted_body::<E, BM, BN, BK>(
+            h, w, sorted_ids, expert_ids, total, weights, group, y,
+        );
+    }
+
     /// The decode form's weight tile: like [`dequant_halves`] (even and odd K elements, `BN x BKH`
     /// each) but decoded by [`e2m1_bits`] and [`e4m3_folded`]: per element four `i16` ops and one
     /// multiplication in `E`, no conversion. The tiles hold `e2m1 · e4m3 · 2^-7` exactly; the caller
@@ -861,9 +1013,8 @@ pub mod kernels {
         up: Tile<f32, S2<BT, BN>>,
     ) {
         if splits == 1i32 {
-            let sig = full::<f32, S2<BT, BN>>(1.0f32) / ((-gate).exp() + 1.0f32);
             // SAFETY: block `(b, n, 0)` writes only tile `(b, n)`.
-            unsafe { h.store_at((b, n), (gate * sig * up).cast::<E>()) };
+            unsafe { h.store_at((b, n), silu_times(gate, up).cast::<E>()) };
         } else {
             let row = sp * (h.dim(0) / BT) + b;
             // SAFETY: block `(b, n, sp)` writes only tiles `(row, n)` and `(row, n + I/BN)`.
@@ -1048,8 +1199,7 @@ pub mod kernels {
                 g += pp.load((sp * rows + r, c));
                 u += pp.load((sp * rows + r, up_c));
             }
-            let sig = full::<f32, S2<BR, BC>>(1.0f32) / ((-g).exp() + 1.0f32);
-            h.store((g * sig * u).cast::<E>());
+            h.store(silu_times(g, u).cast::<E>());
         }
     }
 

@@ -237,17 +237,31 @@ pub enum Form {
         /// K per step: 128 or 256.
         bk: i64,
     },
+    /// The prefill form, row blocks 64 and 128: the rows of `x` gathered once into the aligned
+    /// order (`moe_permute`), then two persistent GEMMs over the used row blocks only (read off
+    /// `total` on the device), in grouped tile order, with view (TMA) loads of both operands and no
+    /// split-K (`moe_gemm1_sorted`, `moe_gemm2_sorted`: the structure of the GEMM family's persistent
+    /// kernel). Both weight kinds run the dense kernels: NVFP4 weights are dequantized once per call
+    /// into the [`Workspace`] (`E · 2I · H` elements of the activation type, W13's then W2's in the
+    /// same buffer), a cost amortized over a prefill's many rows per expert and not over a decode's.
+    Sorted,
 }
+
+/// The row blocks [`Form::Sorted`] has kernels for.
+pub const SORTED_ROW_BLOCKS: [i64; 2] = [64, 128];
 
 /// The `(bn, bk)` tiles of the decode form the layer has kernels for.
 pub const DECODE_TILES: [(i64, i64); 4] = [(64, 128), (128, 128), (64, 256), (128, 256)];
 
 /// The forms a layer with row block `bm`, `H = h`, `I = i` can run: [`Form::Rows`] and
-/// [`Form::RowsBits`] always; for
+/// [`Form::RowsBits`] always; [`Form::Sorted`] for the row blocks of [`SORTED_ROW_BLOCKS`]; for
 /// `bm == 16` also every [`DECODE_TILES`] entry whose `bn` divides `H` and `I` (the example's sweep
 /// times them all).
 pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
     let mut v = vec![Form::Rows, Form::RowsBits];
+    if SORTED_ROW_BLOCKS.contains(&bm) {
+        v.push(Form::Sorted);
+    }
     if bm == 16 {
         v.extend(
             DECODE_TILES
@@ -263,10 +277,14 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
 /// decode form with 128 weight rows over 8 worker warps and K = 256 per step when 128 divides `H` and
 /// `I` (the H200 sweep of 2026-12-02, Mixtral 8 x (4096 -> 14336) top-2: 516 µs at T = 1 and 1615 µs at
 /// T = 16, the fastest of the six forms; 64 x 128 took 715 / 2368 µs, the session-4 rows form 1042 /
-/// 3656 µs), else 64 rows and K = 128; for larger row blocks [`Form::RowsBits`] (fewer ops per weight
-/// than [`Form::Rows`]; an estimate, the prefill rows were not reached by that sweep).
+/// 3656 µs), else 64 rows and K = 128; [`Form::Sorted`] for row block 128 (prefill: the rows forms'
+/// gathered activations and row-major block order ran Mixtral T = 4096 at 0.075× torch's cuBLAS loop
+/// on the H200, session 9); [`Form::RowsBits`] for 32 and 64 (fewer ops per weight than
+/// [`Form::Rows`]; an estimate).
 pub fn default_form(bm: i64, h: i64, i: i64) -> Form {
-    if bm != 16 {
+    if bm == 128 {
+        Form::Sorted
+    } else if bm != 16 {
         Form::RowsBits
     } else if h % 128 == 0 && i % 128 == 0 {
         Form::Decode { bn: 128, bk: 256 }
@@ -302,6 +320,11 @@ pub struct Workspace<E: MoeElem> {
     part: Option<Tensor<f32>>,
     counts: Option<Tensor<i32>>,
     start: Option<Tensor<i32>>,
+    /// [`Form::Sorted`]: `x`'s rows in the aligned order, `[P, H]`.
+    xs: Option<Tensor<E>>,
+    /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights, `[E · 2I · H]` flat (W13's,
+    /// then W2's in the first `E · H · I`).
+    wd: Option<Tensor<E>>,
 }
 
 impl<E: MoeElem> Default for Workspace<E> {
@@ -313,6 +336,8 @@ impl<E: MoeElem> Default for Workspace<E> {
             part: None,
             counts: None,
             start: None,
+            xs: None,
+            wd: None,
         }
     }
 }
@@ -461,6 +486,7 @@ fn check_layer<E: MoeElem>(
             k_splits(sms, blocks_est * (h / bn), ceil_div(i, bk)),
             k_splits(sms, blocks_est * (i / bn), ceil_div(h, bk)),
         ),
+        Form::Sorted => (1, 1),
     };
     Ok(Dims {
         form,
@@ -503,9 +529,14 @@ pub fn moe_layer_in<E: MoeElem>(
         return Ok(());
     }
     let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
-    launch_gemm1(stream, x, weights, routing, d, h, &mut ws.part)?;
+    let mut scratch = Scratch {
+        part: &mut ws.part,
+        xs: &mut ws.xs,
+        wd: &mut ws.wd,
+    };
+    launch_gemm1(stream, x, weights, routing, d, h, &mut scratch)?;
     let y = reuse(&mut ws.y, stream, &[d.t * d.k * d.splits, d.h])?;
-    launch_gemm2(stream, h, weights, routing, d, y)?;
+    launch_gemm2(stream, h, weights, routing, d, y, &mut scratch)?;
     let y3 = y.reshape(&[d.t, d.k * d.splits, d.h])?;
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
@@ -526,12 +557,17 @@ pub fn moe_gemm1<E: MoeElem>(
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    launch_gemm1(stream, x, weights, routing, d, h, &mut ws.part)
+    let mut scratch = Scratch {
+        part: &mut ws.part,
+        xs: &mut ws.xs,
+        wd: &mut ws.wd,
+    };
+    launch_gemm1(stream, x, weights, routing, d, h, &mut scratch)
 }
 
 /// GEMM 2 of a layer alone (for timing the stages): `y: [T·k·S, H]` f32 ([`gemm2_out_shape`]) ←
 /// routed weight · `h` · W2ᵀ per K split, scattered to the pairs' rows; `x` only gives `T` and `H`;
-/// `form` as in [`gemm2_out_shape`].
+/// form `ws.form` or the host's (its dequantized weights, if any, in `ws`).
 pub fn moe_gemm2<E: MoeElem>(
     stream: &Stream,
     x: &Tensor<E>,
@@ -539,15 +575,27 @@ pub fn moe_gemm2<E: MoeElem>(
     weights: &Weights<'_, E>,
     routing: &Routing<'_>,
     y: &mut Tensor<f32>,
-    form: Option<Form>,
+    ws: &mut Workspace<E>,
 ) -> Result<(), OpError> {
-    let d = check_layer("moe_gemm2", x, weights, routing, None, form)?;
+    let d = check_layer("moe_gemm2", x, weights, routing, None, ws.form)?;
     expect("moe_gemm2", "h", h.shape(), &[d.p, d.i])?;
     expect("moe_gemm2", "y", y.shape(), &[d.t * d.k * d.splits, d.h])?;
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    launch_gemm2(stream, h, weights, routing, d, y)
+    let mut scratch = Scratch {
+        part: &mut ws.part,
+        xs: &mut ws.xs,
+        wd: &mut ws.wd,
+    };
+    launch_gemm2(stream, h, weights, routing, d, y, &mut scratch)
+}
+
+/// The workspace buffers the GEMM launches may (re)allocate, borrowed apart from `h` and `y`.
+struct Scratch<'w, E: MoeElem> {
+    part: &'w mut Option<Tensor<f32>>,
+    xs: &'w mut Option<Tensor<E>>,
+    wd: &'w mut Option<Tensor<E>>,
 }
 
 /// The combine alone: `out[t] = Σ_j y[t·n + j]` in row order, `y: [T·n, H]` f32, `out: [T, H]`
@@ -584,11 +632,15 @@ fn launch_gemm1<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     h: &mut Tensor<E>,
-    part: &mut Option<Tensor<f32>>,
+    scratch: &mut Scratch<'_, E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
-    if let Form::Decode { bn, bk } = d.form {
-        return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, part);
+    match d.form {
+        Form::Decode { bn, bk } => {
+            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, scratch.part);
+        }
+        Form::Sorted => return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch),
+        Form::Rows | Form::RowsBits => {}
     }
     let ((bn, bk), _) = gemm_tiles(d.bm, d.h, d.i);
     let grid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.i / bn)?, 1);
@@ -657,10 +709,15 @@ fn launch_gemm2<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     y: &mut Tensor<f32>,
+    scratch: &mut Scratch<'_, E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
-    if let Form::Decode { bn, bk } = d.form {
-        return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk), y);
+    match d.form {
+        Form::Decode { bn, bk } => {
+            return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk), y);
+        }
+        Form::Sorted => return launch_gemm2_sorted(stream, h, weights, r, d, y, scratch.wd),
+        Form::Rows | Form::RowsBits => {}
     }
     let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
     let wflat = r.weights.reshape(&[d.t * d.k])?;
@@ -863,6 +920,146 @@ fn launch_gemm2_decode<E: MoeElem>(
         (128, _) => go!(128, 128, moe_gemm2_w4a16_t8),
         (_, 256) => go!(64, 256, moe_gemm2_w4a16_t),
         _ => go!(64, 128, moe_gemm2_w4a16_t),
+    }
+    Ok(())
+}
+
+/// The grouped tile order of [`Form::Sorted`]'s GEMMs: row blocks per band (the GEMM family's).
+const SORTED_GROUP: i32 = crate::gemm::config::GROUP as i32;
+
+/// The persistent grid of [`Form::Sorted`]'s GEMMs: one block per SM, or one per output tile the
+/// call can have (`P / bm` row blocks at most, `tiles_n` column tiles each) when that is fewer.
+fn sorted_grid(x_dev: &cutile::runtime::Device, d: Dims, tiles_n: i64) -> Result<(u32, u32, u32), OpError> {
+    let tiles = (d.p / d.bm) * tiles_n;
+    let sms = i64::from(x_dev.sm_count());
+    Ok((u32_of("moe_layer", tiles.min(sms))?, 1, 1))
+}
+
+/// NVFP4 weights `w: [E, N, K/2]` dequantized into the first `E · N · K` elements of the workspace
+/// buffer `wd` (allocated for `E · 2I · H`, the larger of the layer's two), viewed as `[E, N, K]`.
+#[allow(clippy::too_many_arguments)]
+fn dequantized<'w, E: MoeElem>(
+    stream: &Stream,
+    wd: &'w mut Option<Tensor<E>>,
+    d: Dims,
+    experts: i64,
+    (w, s, g): (&Tensor<i8>, &Tensor<i8>, &Tensor<f32>),
+    n: i64,
+    k: i64,
+) -> Result<cutile::runtime::TensorView<'w, E>, OpError> {
+    const OP: &str = "moe_layer";
+    let buf = reuse(wd, stream, &[experts * 2 * d.i * d.h])?;
+    {
+        let mut y = buf.slice_mut(0, 0..experts * n * k)?.reshape(&[experts, n, k])?;
+        let tiles = ceil_div(n, DBN) * ceil_div(k, DBK);
+        kernels::nvfp4_dequantize::<E, 64, 128, 64, 8>(w, s, g, &mut y)
+            .grid((u32_of(OP, tiles)?, u32_of(OP, experts)?, 1))
+            .launch(stream)?;
+    }
+    let view = buf.slice(0, 0..experts * n * k)?.reshape(&[experts, n, k])?;
+    Ok(view)
+}
+
+/// GEMM 1 in [`Form::Sorted`]: `moe_permute` of `x` into `scratch.xs`, NVFP4 weights dequantized
+/// into `scratch.wd`, then `moe_gemm1_sorted` over W13 viewed as `[E, 2, I, H]` (64 columns of `h`
+/// per tile: a `BM x 128` accumulator of gate and up columns, the GEMM family's 128 x 128 tile over 4
+/// worker warps at row block 128).
+fn launch_gemm1_sorted<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    h: &mut Tensor<E>,
+    scratch: &mut Scratch<'_, E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    const BK: i64 = 64;
+    let xs = reuse(scratch.xs, stream, &[d.p, d.h])?;
+    let pgrid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.h / BK)?, 1);
+    match d.bm {
+        128 => kernels::moe_permute::<E, 128, 64>(x, r.sorted_ids, r.total, r.topk, xs)
+            .grid(pgrid)
+            .launch(stream)?,
+        _ => kernels::moe_permute::<E, 64, 64>(x, r.sorted_ids, r.total, r.topk, xs)
+            .grid(pgrid)
+            .launch(stream)?,
+    }
+    let w13 = match weights {
+        Weights::Dense { w13, .. } => w13.view(),
+        Weights::Nvfp4 { w13, s13, g13, .. } => {
+            let experts = w13.shape()[0];
+            dequantized(stream, scratch.wd, d, experts, (w13, s13, g13), 2 * d.i, d.h)?
+        }
+    };
+    let experts = w13.shape()[0];
+    let w13 = w13.reshape(&[experts, 2, d.i, d.h])?;
+    let xs = scratch.xs.as_ref().expect("allocated above");
+    let grid = sorted_grid(x.device(), d, d.i / 64)?;
+    macro_rules! go {
+        ($bm:literal) => {
+            kernels::moe_gemm1_sorted::<E, $bm, 64, 128, 64>(
+                xs,
+                &w13,
+                r.expert_ids,
+                r.total,
+                SORTED_GROUP,
+                h,
+            )
+            .grid(grid)
+            .launch(stream)?
+        };
+    }
+    match d.bm {
+        128 => go!(128),
+        _ => go!(64),
+    }
+    Ok(())
+}
+
+/// GEMM 2 in [`Form::Sorted`]: NVFP4 weights dequantized into `wd`, then `moe_gemm2_sorted` over 4
+/// worker warps: `128 x 64` tiles at row block 128, `64 x 128` at 64 where `H` allows (sm_90 ptxas:
+/// `128 x 128` over 4 warps spills its scattered epilogue, and over 8 warps, as `128 x 256`, tileiras
+/// emits no wgmma at all).
+fn launch_gemm2_sorted<E: MoeElem>(
+    stream: &Stream,
+    h: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    y: &mut Tensor<f32>,
+    wd: &mut Option<Tensor<E>>,
+) -> Result<(), OpError> {
+    let w2 = match weights {
+        Weights::Dense { w2, .. } => w2.view(),
+        Weights::Nvfp4 { w2, s2, g2, .. } => {
+            let experts = w2.shape()[0];
+            dequantized(stream, wd, d, experts, (w2, s2, g2), d.h, d.i)?
+        }
+    };
+    let wflat = r.weights.reshape(&[d.t * d.k])?;
+    let bn = if d.bm == 64 && d.h % 128 == 0 { 128 } else { 64 };
+    let grid = sorted_grid(h.device(), d, d.h / bn)?;
+    macro_rules! go {
+        ($bm:literal, $bn:literal) => {
+            kernels::moe_gemm2_sorted::<E, $bm, $bn, 64>(
+                h,
+                &w2,
+                r.sorted_ids,
+                r.expert_ids,
+                r.total,
+                &wflat,
+                SORTED_GROUP,
+                y,
+            )
+            .grid(grid)
+            .launch(stream)?
+        };
+    }
+    match (d.bm, bn) {
+        (128, _) => go!(128, 64),
+        (_, 128) => go!(64, 128),
+        _ => go!(64, 64),
     }
     Ok(())
 }

@@ -267,6 +267,74 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         kernels::moe_gemm2_dense_w8::kernel::<bf16, 128, 128, 64>(),
         d2w,
     ));
+    // The sorted (prefill) form at row block 128, which the host picks there, and at 64: the
+    // permute and both persistent GEMMs (the NVFP4 weights' dequantize is `nvfp4_dequantize` above).
+    jobs.push(job(
+        "moe_permute",
+        "E=bf16 BM=128 BK=64",
+        kernels::moe_permute::kernel::<bf16, 128, 64>(),
+        vec![
+            meta(BF16, &[t, h]),
+            meta(I32, &[p128]),
+            meta(I32, &[1]),
+            meta(BF16, &[p128, h]),
+        ],
+    ));
+    let sorted1 = |p: i64, blocks: i64| {
+        vec![
+            meta(BF16, &[p, h]),
+            meta(BF16, &[e, 2, i, h]),
+            meta(I32, &[blocks]),
+            meta(I32, &[1]),
+            meta(BF16, &[p, i]),
+        ]
+    };
+    let sorted2 = |p: i64, blocks: i64| {
+        vec![
+            meta(BF16, &[p, i]),
+            meta(BF16, &[e, h, i]),
+            meta(I32, &[p]),
+            meta(I32, &[blocks]),
+            meta(I32, &[1]),
+            meta(F32, &[t * k]),
+            meta(F32, &[t * k, h]),
+        ]
+    };
+    jobs.push(job(
+        "moe_gemm1_sorted",
+        "E=bf16 BM=128 BN=64 BK=64",
+        kernels::moe_gemm1_sorted::kernel::<bf16, 128, 64, 128, 64>(),
+        sorted1(p128, p128 / 128),
+    ));
+    jobs.push(job(
+        "moe_gemm2_sorted",
+        "E=bf16 BM=128 BN=64 BK=64",
+        kernels::moe_gemm2_sorted::kernel::<bf16, 128, 64, 64>(),
+        sorted2(p128, p128 / 128),
+    ));
+    jobs.push(job(
+        "moe_permute",
+        "E=bf16 BM=64 BK=64",
+        kernels::moe_permute::kernel::<bf16, 64, 64>(),
+        vec![
+            meta(BF16, &[t, h]),
+            meta(I32, &[p]),
+            meta(I32, &[1]),
+            meta(BF16, &[p, h]),
+        ],
+    ));
+    jobs.push(job(
+        "moe_gemm1_sorted",
+        "E=bf16 BM=64 BN=64 BK=64",
+        kernels::moe_gemm1_sorted::kernel::<bf16, 64, 64, 128, 64>(),
+        sorted1(p, p / 64),
+    ));
+    jobs.push(job(
+        "moe_gemm2_sorted",
+        "E=bf16 BM=64 BN=128 BK=64",
+        kernels::moe_gemm2_sorted::kernel::<bf16, 64, 128, 64>(),
+        sorted2(p, p / 64),
+    ));
     jobs.push(job(
         "moe_silu_reduce",
         "E=bf16 BR=16 BC=64",

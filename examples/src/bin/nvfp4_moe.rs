@@ -93,6 +93,7 @@ fn form_name(f: moe::host::Form) -> String {
         moe::host::Form::Rows => "rows (f32 decode)".into(),
         moe::host::Form::RowsBits => "rows (bit decode)".into(),
         moe::host::Form::Decode { bn, bk } => format!("decode BN={bn} BK={bk}"),
+        moe::host::Form::Sorted => "sorted (permuted rows, persistent, dequantized once)".into(),
     }
 }
 
@@ -207,7 +208,7 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
             moe::host::moe_gemm1(s, &x, &w4, &routing, &mut hb, &mut ws)
         })?;
         let g2_us = time(s, &mut flush, iters, || {
-            moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y, Some(form))
+            moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y, &mut ws)
         })?;
         let comb_us = time(s, &mut flush, iters, || {
             moe::host::moe_combine(s, &y, ys[0] / t, &mut out)
