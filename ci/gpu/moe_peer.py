@@ -2,6 +2,7 @@
 over the experts, with softmax top-k routing (renormalized), for the example's layers and token counts.
 
     python3 ci/gpu/moe_peer.py          # one line per (layer, T): median µs, CUDA events, L2 flushed
+    NVFP4_MOE_TOKENS=1024,4096 python3 ci/gpu/moe_peer.py   # other token counts (as the example reads them)
 
 Run it in the same device command as the example so the two are measured on the same machine state.
 Routing comes from random logits like the example's (its own draw: the per-expert token counts have the
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import FLUSH_MODE, timed  # noqa: E402
 
 LAYERS = [(8, 4096, 14336, 2), (128, 2048, 768, 8)]  # (E, H, I, top-k), as the example
-TOKENS = [1, 16, 64, 4096]
+TOKENS = [int(t) for t in os.environ.get("NVFP4_MOE_TOKENS", "1,16,64,4096").split(",")]
 
 
 def layer(x, w13, w2, logits, k):

@@ -183,18 +183,33 @@ fn splits_follow_the_sm_count_and_the_capacity() {
     assert_eq!(p[0].kernel.name(), "decode_direct");
 }
 
-/// The tuner's split candidates: the table's first, then more and fewer splits with at least 128 keys
-/// each, and a bundle planned for a tuning run holds the kernels of every candidate.
+/// The tuner's candidates: the table's first, then more and fewer splits with at least 128 keys
+/// each, for contiguous caches also the 128-key tile, and a bundle planned for a tuning run holds the
+/// kernels of every candidate.
 #[test]
-fn tuning_candidates_vary_the_split_count_only() {
+fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     let (ops, paged) = described(OP, BF16, &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
     let cfg = decode::config_of(&ops, paged, &target(), &DecodeOptions::default())
         .unwrap()
         .unwrap();
-    let cands = decode::config::candidates(cfg, 32768);
+    // A paged cache: the split count only.
+    let cands = decode::config::candidates(cfg, 32768, false);
     assert_eq!(cands[0], cfg);
     let splits: Vec<i64> = cands.iter().map(|c| c.splits).collect();
     assert_eq!(splits, [32, 64, 128, 16]);
+    // A contiguous one: also the 128-key tile at 32 and 64 splits.
+    let wide = decode::config::candidates(cfg, 32768, true);
+    assert_eq!(wide[..4], cands[..]);
+    let tiles: Vec<(i64, i64, i64)> = wide[4..].iter().map(|c| (c.bn, c.pb, c.splits)).collect();
+    assert_eq!(tiles, [(128, 128, 32), (128, 128, 64)]);
+    for c in &wide {
+        assert_eq!(c.m, cfg.m);
+        assert!(c.chunk >= 128 && c.chunk % c.bn == 0, "{c:?}");
+        assert!(
+            c.splits * c.chunk >= 32768 && (c.splits - 1) * c.chunk < 32768,
+            "{c:?}"
+        );
+    }
     for c in &cands {
         assert_eq!((c.m, c.bn, c.pb), (cfg.m, cfg.bn, cfg.pb));
         assert!(c.chunk >= 128 && c.chunk % c.bn == 0, "{c:?}");
@@ -213,6 +228,7 @@ fn tuning_candidates_vary_the_split_count_only() {
             chunk: 256,
         },
         300,
+        true,
     );
     assert!(
         short.iter().all(|c| c.splits == 1 || c.chunk >= 128),

@@ -3,15 +3,17 @@
 //! and aligned (`moe_align_block_size`, row block picked by `host::row_block`) on the device, the
 //! W4A16 layer (`moe_layer_in` with NVFP4 weights) checked against the same layer over the
 //! dequantized weights in bf16 (`nvfp4_dequantize` then the dense path, a different kernel path over
-//! the same numbers), then timed: the whole layer, each stage (alignment, GEMM 1, GEMM 2, combine)
+//! the same numbers, except in the sorted prefill form, which itself dequantizes and runs the dense
+//! kernels: there the GPU tests' CPU reference is the check), then timed: the whole layer, each stage (alignment, GEMM 1, GEMM 2, combine)
 //! and the bf16-weight layer, with reused intermediates. Prints times, weight bandwidth (bytes of the
 //! experts the tokens hit) and the memory saved against bf16 weights. Two layers: 8 experts, H 4096,
 //! I 14336, top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 1, 16, 64
-//! (decode) and 4096 (prefill). Prints one markdown table row per (layer, T, row block, form).
+//! (decode) and 4096 (prefill), or the token counts of `NVFP4_MOE_TOKENS` (e.g. `1024,4096`). Prints
+//! one markdown table row per (layer, T, row block, form).
 //! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) the
 //! rows form (weights on the MMA's N side) with the old f32 decode and with the bit-pattern decode,
 //! and every decode-form tile (weights on the M side, bit-pattern decode, `host::DECODE_TILES`); for
-//! prefill both rows forms at the host's block and at 64. `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as
+//! prefill every form (both rows forms and the sorted form) at the host's block and at 64. `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as
 //! skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
@@ -310,9 +312,20 @@ fn main() {
          GEMM 1 µs (% copy) | GEMM 2 µs (% copy) | align µs | combine µs | check | max err |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // NVFP4_MOE_TOKENS=1024,4096 runs other token counts (ci/gpu/moe_peer.py reads the same variable).
+    let tokens: Vec<i64> = match std::env::var("NVFP4_MOE_TOKENS") {
+        Ok(v) => match v.split(',').map(|t| t.trim().parse::<i64>()).collect() {
+            Ok(ts) => ts,
+            Err(e) => {
+                println!("nvfp4_moe: FAILED: NVFP4_MOE_TOKENS={v:?} is not a list of token counts ({e})");
+                std::process::exit(2);
+            }
+        },
+        Err(_) => vec![1, 16, 64, 4096],
+    };
     let mut failed = false;
     for (n, l) in layers.iter().enumerate() {
-        for t in [1, 16, 64, 4096] {
+        for &t in &tokens {
             if budget.over() {
                 println!("E={} T={t}: skipped (NVFP4_MOE_BUDGET_S spent)", l.e);
                 continue;

@@ -105,30 +105,56 @@ impl Candidate for DecodeConfig {
     }
 }
 
+/// The key tile of the wide tuning candidates ([`candidates`]): contiguous caches with a query tile
+/// of at most 32 rows.
+pub const WIDE_KEY_TILE: i64 = 128;
+
+/// `splits` splits of `capacity` keys with key tile `bn`: the chunk (a multiple of `bn`) and the split
+/// count it really gives; `None` past [`MAX_TUNED_SPLITS`] or under [`MIN_TUNED_KEYS_PER_SPLIT`]
+/// keys per split.
+fn split_into(capacity: i64, want: i64, bn: i64) -> Option<(i64, i64)> {
+    if !(1..=MAX_TUNED_SPLITS).contains(&want) {
+        return None;
+    }
+    let per = (capacity + want - 1) / want;
+    let chunk = (per + bn - 1) / bn * bn;
+    if chunk < MIN_TUNED_KEYS_PER_SPLIT && want > 1 {
+        return None;
+    }
+    Some((chunk, (capacity + chunk - 1) / chunk))
+}
+
 /// What the tuner (`CUTILE_TUNE`) times for a call whose table choice is `default` over `capacity`
 /// keys: `default` first, then twice, four times and half its splits, each with at least
 /// [`MIN_TUNED_KEYS_PER_SPLIT`] keys per split (a multiple of the key tile) and at most
-/// [`MAX_TUNED_SPLITS`] splits. Only the split count (grid and chunk) differs: the kernels are the
-/// default's, plus `decode_partial`/`decode_combine` or `decode_direct` where the split count crosses 1.
-pub fn candidates(default: DecodeConfig, capacity: i64) -> Vec<DecodeConfig> {
+/// [`MAX_TUNED_SPLITS`] splits; with `wide` (a contiguous cache, at most 32 query rows) also the
+/// [`WIDE_KEY_TILE`]-key tile at the default's and twice its splits (half the loop trips per split,
+/// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile).
+/// Kernels are the default's, plus `decode_partial`/`decode_combine` or `decode_direct` where the
+/// split count crosses 1, and the wide tile's.
+pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<DecodeConfig> {
     let cap = capacity.max(1);
     let mut out = vec![default];
-    for want in [default.splits * 2, default.splits * 4, default.splits / 2] {
-        if !(1..=MAX_TUNED_SPLITS).contains(&want) {
-            continue;
-        }
-        let per = (cap + want - 1) / want;
-        let chunk = (per + default.bn - 1) / default.bn * default.bn;
-        if chunk < MIN_TUNED_KEYS_PER_SPLIT && want > 1 {
-            continue;
-        }
-        let splits = (cap + chunk - 1) / chunk;
-        if out.iter().all(|c| c.splits != splits) {
-            out.push(DecodeConfig {
+    let mut push = |bn: i64, want: i64| {
+        if let Some((chunk, splits)) = split_into(cap, want, bn) {
+            let c = DecodeConfig {
+                bn,
+                pb: bn,
                 splits,
                 chunk,
                 ..default
-            });
+            };
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    };
+    for want in [default.splits * 2, default.splits * 4, default.splits / 2] {
+        push(default.bn, want);
+    }
+    if wide && default.m <= 32 && default.pb == default.bn {
+        for want in [default.splits, default.splits * 2] {
+            push(WIDE_KEY_TILE, want);
         }
     }
     out

@@ -397,7 +397,7 @@ impl Call {
     /// count is never tuned.
     fn configs(&self, all: bool, options: &DecodeOptions) -> Vec<DecodeConfig> {
         if all && options.splits.is_none() {
-            config::candidates(self.cfg, self.capacity)
+            config::candidates(self.cfg, self.capacity, !self.paged)
         } else {
             vec![self.cfg]
         }
@@ -486,6 +486,10 @@ impl Call {
                     (128, 64, 64, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*, 64>()),
                     (128, 64, 16, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*, 16>()),
                     (128, 64, 32, 64) => Some(kn::$k::kernel::<E, 128, 64, 64, $($extra)*, 32>()),
+                    (16, 128, 128, 64) => Some(kn::$k::kernel::<E, 16, 128, 64, $($extra)*, 128>()),
+                    (32, 128, 128, 64) => Some(kn::$k::kernel::<E, 32, 128, 64, $($extra)*, 128>()),
+                    (16, 128, 128, 128) => Some(kn::$k::kernel::<E, 16, 128, 128, $($extra)*, 128>()),
+                    (32, 128, 128, 128) => Some(kn::$k::kernel::<E, 32, 128, 128, $($extra)*, 128>()),
                     (16, 64, 64, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*, 64>()),
                     (16, 64, 16, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*, 16>()),
                     (16, 64, 32, 128) => Some(kn::$k::kernel::<E, 16, 64, 128, $($extra)*, 32>()),
