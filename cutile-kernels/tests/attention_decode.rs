@@ -108,11 +108,11 @@ fn launches(op: &str, dt: &str, shapes: &[&[i64]]) -> Vec<cutile_kernels::op::Pl
 
 #[test]
 fn splits_follow_the_sm_count_and_the_capacity() {
-    // B = 1, 8 KV heads, 32k keys: 264 blocks wanted → 32 splits (the cap), combine after.
+    // B = 1, 8 KV heads, 32k keys: one wave of 132 SMs → 16 splits (128 blocks), combine after.
     let p = launches(OP, "bf16", &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].kernel.name(), "decode_partial");
-    assert_eq!(p[0].grid, Some((1, 8, 32)));
+    assert_eq!(p[0].grid, Some((1, 8, 16)));
     assert_eq!(p[1].kernel.name(), "decode_combine");
     assert_eq!(p[1].grid, Some((1, 8, 1)));
     // The chunk (an i32 argument) times the splits covers the capacity, a multiple of BN = 64.
@@ -125,8 +125,15 @@ fn splits_follow_the_sm_count_and_the_capacity() {
         })
         .unwrap();
     assert_eq!(chunk % 64, 0);
-    assert!(chunk * 32 >= 32768 && chunk * 31 < 32768, "chunk {chunk}");
-    // B = 64: 512 blocks already fill the SMs twice: one split, no combine.
+    assert!(chunk * 16 >= 32768 && chunk * 15 < 32768, "chunk {chunk}");
+    // B = 16: 128 blocks already fill the SMs once: one split, no combine.
+    let p = launches(OP, "bf16", &[&[16, 32, 1, 128], &[16, 8, 8192, 128]]);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].grid, Some((16, 8, 1)));
+    // B = 4: 32 blocks → 4 splits.
+    let p = launches(OP, "bf16", &[&[4, 32, 1, 128], &[4, 8, 8192, 128]]);
+    assert_eq!(p[0].grid, Some((4, 8, 4)));
+    // B = 64: 512 blocks: one split, no combine.
     let p = launches(OP, "bf16", &[&[64, 32, 1, 128], &[64, 8, 4096, 128]]);
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].kernel.name(), "decode_direct");
@@ -196,12 +203,12 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     let cands = decode::config::candidates(cfg, 32768, false);
     assert_eq!(cands[0], cfg);
     let splits: Vec<i64> = cands.iter().map(|c| c.splits).collect();
-    assert_eq!(splits, [32, 64, 128, 16]);
-    // A contiguous one: also the 128-key tile at 32 and 64 splits.
+    assert_eq!(splits, [16, 32, 64, 8]);
+    // A contiguous one: also the 128-key tile at 16 and 32 splits.
     let wide = decode::config::candidates(cfg, 32768, true);
     assert_eq!(wide[..4], cands[..]);
     let tiles: Vec<(i64, i64, i64)> = wide[4..].iter().map(|c| (c.bn, c.pb, c.splits)).collect();
-    assert_eq!(tiles, [(128, 128, 32), (128, 128, 64)]);
+    assert_eq!(tiles, [(128, 128, 16), (128, 128, 32)]);
     for c in &wide {
         assert_eq!(c.m, cfg.m);
         assert!(c.chunk >= 128 && c.chunk % c.bn == 0, "{c:?}");

@@ -330,6 +330,37 @@ pub mod kernels {
         unsafe { y.store_at((g, n, k), t.cast::<E>().reshape::<S3<1, BN, BK>>()) };
     }
 
+    /// The folded dequantization of the sorted form: `y[g] = e2m1 · e4m3 · 2^-7` of `w[g]`, `s[g]`
+    /// (`y: [G, N, K]` bf16/f16), the bit-pattern decode of the decode form (four `i16` ops and one
+    /// multiplication in `E` per element, no conversion: a pass at memory speed, where the f32 decode
+    /// of `nvfp4_dequantize` is bound by its conversions), exact in `E`; the GEMM that reads `y`
+    /// multiplies its f32 accumulator by `global[g] · FOLD_UNDO`. Block `(p, g)` writes tile `p` of
+    /// `BN x BK` (row-major over the `N x K` tiles) of group `g`.
+    #[cutile::entry]
+    pub fn nvfp4_dequantize_folded<
+        E: Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+    >(
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        y: &mut Tensor<E, S3<1, BN, BK>>,
+    ) {
+        let (p, g, _) = block_id();
+        let col_tiles = (y.dim(2) + (BK - 1)) / BK;
+        let n = p / col_tiles;
+        let k = p - n * col_tiles;
+        let (even, odd) = dequant_halves_fast::<E, BN, BKH, BKS>(w, s, g, n, k);
+        let t = cat::<2, E, S3<BN, BKH, 1>, S3<BN, BKH, 1>, S3<BN, BKH, 2>>(
+            even.reshape::<S3<BN, BKH, 1>>(),
+            odd.reshape::<S3<BN, BKH, 1>>(),
+        );
+        // SAFETY: block `(p, g)` writes only tile `(g, n, k)`.
+        unsafe { y.store_at((g, n, k), t.reshape::<S3<1, BN, BK>>()) };
+    }
+
     /// Per-tile absolute maxima of `x: [G, R, K]`: block `(p, g)` writes `part[g, p]`, the maximum of
     /// `|x|` over its `BR x BK` tile (row-major over the tiles of one group).
     #[cutile::entry]
@@ -837,7 +868,9 @@ pub mod kernels {
     /// One `[2, BN, BK]` weight tile per K step holds the gate and up rows of the column tile, so a
     /// single `BM x 2BN` accumulator (`BN2 = 2·BN`) takes one MMA per step; the epilogue splits it
     /// into gate and up and stores `silu(gate)·up`. (Two accumulators, one MMA each per step, made
-    /// ptxas serialize the wgmmas: C7514 on sm_90.)
+    /// ptxas serialize the wgmmas: C7514 on sm_90.) `FOLD = 1`: `w` holds folded NVFP4 weights
+    /// (`nvfp4_dequantize_folded`) and the accumulator is multiplied by `global[e] · FOLD_UNDO`;
+    /// `FOLD = 0`: dense weights, `global` never read.
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm1_sorted_body<
         E: MmaOperand<f32>,
@@ -845,9 +878,11 @@ pub mod kernels {
         const BN: i32,
         const BN2: i32,
         const BK: i32,
+        const FOLD: i32,
     >(
         xs: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S4<DYN, DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
         group: Scalar<i32>,
@@ -868,6 +903,9 @@ pub mod kernels {
                 let wt = pw.load((e, zero, tn, k)).reshape::<S2<BN2, BK>>();
                 acc = mma(pa.load((tm, k)), wt.transpose(), acc);
             }
+            if FOLD == 1 {
+                acc = acc * (at(global, e) * FOLD_UNDO);
+            }
             let halves = acc.reshape::<S3<BM, 2, BN>>();
             let gate = halves.extract::<S3<BM, 1, BN>>(&[0, 0, 0]).reshape::<S2<BM, BN>>();
             let up = halves.extract::<S3<BM, 1, BN>>(&[0, 1, 0]).reshape::<S2<BM, BN>>();
@@ -886,25 +924,37 @@ pub mod kernels {
         const BN: i32,
         const BN2: i32,
         const BK: i32,
+        const FOLD: i32,
     >(
         xs: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S4<DYN, DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
         group: Scalar<i32>,
         h: &mut Tensor<E, S2<BM, BN>>,
     ) {
-        moe_gemm1_sorted_body::<E, BM, BN, BN2, BK>(xs, w, expert_ids, total, group, h);
+        moe_gemm1_sorted_body::<E, BM, BN, BN2, BK, FOLD>(
+            xs, w, global, expert_ids, total, group, h,
+        );
     }
 
     /// The body of `moe_gemm2_sorted`: persistent over the used `(row block, column tile)` pairs of
     /// the product `h · W2[e]ᵀ` in grouped order, as `moe_gemm1_sorted_body`; `w: [E, H, I]`; the
     /// whole K range per tile (the prefill grid is wide), the routed weight in the epilogue and each
-    /// real row scattered to `y[pair]` (`y: [T·k, H]` f32).
+    /// real row scattered to `y[pair]` (`y: [T·k, H]` f32); `FOLD` and `global` as in
+    /// `moe_gemm1_sorted_body`.
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_sorted_body<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+    pub fn moe_gemm2_sorted_body<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const FOLD: i32,
+    >(
         h: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
         sorted_ids: &Tensor<i32, S1<DYN>>,
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
@@ -928,6 +978,9 @@ pub mod kernels {
                 let wt = pw.load((e, tn, k)).reshape::<S2<BN, BK>>();
                 acc = mma(ph.load((tm, k)), wt.transpose(), acc);
             }
+            if FOLD == 1 {
+                acc = acc * (at(global, e) * FOLD_UNDO);
+            }
             scatter_weighted::<BM, BN>(y, weights, ids, valid, one, scalar::<i32>(0i32), tn, acc);
         }
     }
@@ -935,9 +988,16 @@ pub mod kernels {
     /// Grouped GEMM 2 of the sorted form: launch with a fixed grid, at most one block per SM.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_sorted<E: MmaOperand<f32>, const BM: i32, const BN: i32, const BK: i32>(
+    pub fn moe_gemm2_sorted<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const FOLD: i32,
+    >(
         h: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
         sorted_ids: &Tensor<i32, S1<DYN>>,
         expert_ids: &Tensor<i32, S1<DYN>>,
         total: &Tensor<i32, S1<DYN>>,
@@ -945,8 +1005,8 @@ pub mod kernels {
         group: Scalar<i32>,
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
-        moe_gemm2_sorted_body::<E, BM, BN, BK>(
-            h, w, sorted_ids, expert_ids, total, weights, group, y,
+        moe_gemm2_sorted_body::<E, BM, BN, BK, FOLD>(
+            h, w, global, sorted_ids, expert_ids, total, weights, group, y,
         );
     }
 

@@ -935,15 +935,16 @@ fn sorted_grid(x_dev: &cutile::runtime::Device, d: Dims, tiles_n: i64) -> Result
     Ok((u32_of("moe_layer", tiles.min(sms))?, 1, 1))
 }
 
-/// NVFP4 weights `w: [E, N, K/2]` dequantized into the first `E · N · K` elements of the workspace
-/// buffer `wd` (allocated for `E · 2I · H`, the larger of the layer's two), viewed as `[E, N, K]`.
-#[allow(clippy::too_many_arguments)]
+/// NVFP4 weights `w: [E, N, K/2]`, `s` folded-dequantized (`nvfp4_dequantize_folded`: `e2m1 · e4m3
+/// · 2^-7`, exact in `E`; the GEMM applies `global · 2^7`) into the first `E · N · K` elements of the
+/// workspace buffer `wd` (allocated for `E · 2I · H`, the larger of the layer's two), viewed as `[E,
+/// N, K]`.
 fn dequantized<'w, E: MoeElem>(
     stream: &Stream,
     wd: &'w mut Option<Tensor<E>>,
     d: Dims,
     experts: i64,
-    (w, s, g): (&Tensor<i8>, &Tensor<i8>, &Tensor<f32>),
+    (w, s): (&Tensor<i8>, &Tensor<i8>),
     n: i64,
     k: i64,
 ) -> Result<cutile::runtime::TensorView<'w, E>, OpError> {
@@ -952,7 +953,7 @@ fn dequantized<'w, E: MoeElem>(
     {
         let mut y = buf.slice_mut(0, 0..experts * n * k)?.reshape(&[experts, n, k])?;
         let tiles = ceil_div(n, DBN) * ceil_div(k, DBK);
-        kernels::nvfp4_dequantize::<E, 64, 128, 64, 8>(w, s, g, &mut y)
+        kernels::nvfp4_dequantize_folded::<E, 64, 128, 64, 8>(w, s, &mut y)
             .grid((u32_of(OP, tiles)?, u32_of(OP, experts)?, 1))
             .launch(stream)?;
     }
@@ -985,11 +986,13 @@ fn launch_gemm1_sorted<E: MoeElem>(
             .grid(pgrid)
             .launch(stream)?,
     }
-    let w13 = match weights {
-        Weights::Dense { w13, .. } => w13.view(),
+    // Dense weights pass the routed weights as `global`, which `FOLD = 0` never reads.
+    let (w13, global, fold) = match weights {
+        Weights::Dense { w13, .. } => (w13.view(), r.weights.view(), false),
         Weights::Nvfp4 { w13, s13, g13, .. } => {
             let experts = w13.shape()[0];
-            dequantized(stream, scratch.wd, d, experts, (w13, s13, g13), 2 * d.i, d.h)?
+            let w = dequantized(stream, scratch.wd, d, experts, (w13, s13), 2 * d.i, d.h)?;
+            (w, g13.view(), true)
         }
     };
     let experts = w13.shape()[0];
@@ -997,10 +1000,11 @@ fn launch_gemm1_sorted<E: MoeElem>(
     let xs = scratch.xs.as_ref().expect("allocated above");
     let grid = sorted_grid(x.device(), d, d.i / 64)?;
     macro_rules! go {
-        ($bm:literal) => {
-            kernels::moe_gemm1_sorted::<E, $bm, 64, 128, 64>(
+        ($bm:literal, $fold:literal) => {
+            kernels::moe_gemm1_sorted::<E, $bm, 64, 128, 64, $fold>(
                 xs,
                 &w13,
+                &global,
                 r.expert_ids,
                 r.total,
                 SORTED_GROUP,
@@ -1010,9 +1014,11 @@ fn launch_gemm1_sorted<E: MoeElem>(
             .launch(stream)?
         };
     }
-    match d.bm {
-        128 => go!(128),
-        _ => go!(64),
+    match (d.bm, fold) {
+        (128, true) => go!(128, 1),
+        (128, false) => go!(128, 0),
+        (_, true) => go!(64, 1),
+        (_, false) => go!(64, 0),
     }
     Ok(())
 }
@@ -1030,11 +1036,13 @@ fn launch_gemm2_sorted<E: MoeElem>(
     y: &mut Tensor<f32>,
     wd: &mut Option<Tensor<E>>,
 ) -> Result<(), OpError> {
-    let w2 = match weights {
-        Weights::Dense { w2, .. } => w2.view(),
+    // Dense weights pass the routed weights as `global`, which `FOLD = 0` never reads.
+    let (w2, global, fold) = match weights {
+        Weights::Dense { w2, .. } => (w2.view(), r.weights.view(), false),
         Weights::Nvfp4 { w2, s2, g2, .. } => {
             let experts = w2.shape()[0];
-            dequantized(stream, wd, d, experts, (w2, s2, g2), d.h, d.i)?
+            let w = dequantized(stream, wd, d, experts, (w2, s2), d.h, d.i)?;
+            (w, g2.view(), true)
         }
     };
     let wflat = r.weights.reshape(&[d.t * d.k])?;
@@ -1042,9 +1050,17 @@ fn launch_gemm2_sorted<E: MoeElem>(
     let grid = sorted_grid(h.device(), d, d.h / bn)?;
     macro_rules! go {
         ($bm:literal, $bn:literal) => {
-            kernels::moe_gemm2_sorted::<E, $bm, $bn, 64>(
+            if fold {
+                go!($bm, $bn, 1)
+            } else {
+                go!($bm, $bn, 0)
+            }
+        };
+        ($bm:literal, $bn:literal, $fold:literal) => {
+            kernels::moe_gemm2_sorted::<E, $bm, $bn, 64, $fold>(
                 h,
                 &w2,
+                &global,
                 r.sorted_ids,
                 r.expert_ids,
                 r.total,

@@ -73,6 +73,16 @@ pub fn compile_jobs() -> Vec<CompileJob> {
             meta(BF16, &[e, 2 * i, h]),
         ],
     ));
+    jobs.push(job(
+        "nvfp4_dequantize_folded",
+        "E=bf16 BN=64 BK=128",
+        kernels::nvfp4_dequantize_folded::kernel::<bf16, 64, 128, 64, 8>(),
+        vec![
+            meta(I8, &[e, 2 * i, h / 2]),
+            meta(I8, &[e, 2 * i, h / 16]),
+            meta(BF16, &[e, 2 * i, h]),
+        ],
+    ));
     let tiles = (2 * i / 16) * (h / 256);
     jobs.push(job(
         "nvfp4_amax",
@@ -284,6 +294,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         vec![
             meta(BF16, &[p, h]),
             meta(BF16, &[e, 2, i, h]),
+            meta(F32, &[e]),
             meta(I32, &[blocks]),
             meta(I32, &[1]),
             meta(BF16, &[p, i]),
@@ -293,6 +304,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         vec![
             meta(BF16, &[p, i]),
             meta(BF16, &[e, h, i]),
+            meta(F32, &[e]),
             meta(I32, &[p]),
             meta(I32, &[blocks]),
             meta(I32, &[1]),
@@ -302,14 +314,14 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     };
     jobs.push(job(
         "moe_gemm1_sorted",
-        "E=bf16 BM=128 BN=64 BK=64",
-        kernels::moe_gemm1_sorted::kernel::<bf16, 128, 64, 128, 64>(),
+        "E=bf16 BM=128 BN=64 BK=64 FOLD=1",
+        kernels::moe_gemm1_sorted::kernel::<bf16, 128, 64, 128, 64, 1>(),
         sorted1(p128, p128 / 128),
     ));
     jobs.push(job(
         "moe_gemm2_sorted",
-        "E=bf16 BM=128 BN=64 BK=64",
-        kernels::moe_gemm2_sorted::kernel::<bf16, 128, 64, 64>(),
+        "E=bf16 BM=128 BN=64 BK=64 FOLD=1",
+        kernels::moe_gemm2_sorted::kernel::<bf16, 128, 64, 64, 1>(),
         sorted2(p128, p128 / 128),
     ));
     jobs.push(job(
@@ -325,14 +337,14 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     ));
     jobs.push(job(
         "moe_gemm1_sorted",
-        "E=bf16 BM=64 BN=64 BK=64",
-        kernels::moe_gemm1_sorted::kernel::<bf16, 64, 64, 128, 64>(),
+        "E=bf16 BM=64 BN=64 BK=64 FOLD=0",
+        kernels::moe_gemm1_sorted::kernel::<bf16, 64, 64, 128, 64, 0>(),
         sorted1(p, p / 64),
     ));
     jobs.push(job(
         "moe_gemm2_sorted",
-        "E=bf16 BM=64 BN=128 BK=64",
-        kernels::moe_gemm2_sorted::kernel::<bf16, 64, 128, 64>(),
+        "E=bf16 BM=64 BN=128 BK=64 FOLD=0",
+        kernels::moe_gemm2_sorted::kernel::<bf16, 64, 128, 64, 0>(),
         sorted2(p, p / 64),
     ));
     jobs.push(job(

@@ -1,10 +1,13 @@
 //! Decode configuration: the padded query rows `M` of a block, the key tile `BN` (and the rows of each of
 //! its loads, a page for small pages), and the split count.
 //!
-//! Decode is bound by reading the cache, so the rule is to keep every SM busy: `B · Hkv` blocks are
-//! multiplied by splits of the key range until there are about two blocks per SM, with at least
+//! Decode is bound by reading the cache, so the rule is to fill the SMs once: `B · Hkv` blocks are
+//! multiplied by splits of the key range up to one wave, `⌊SMs / (B · Hkv)⌋` splits (one block per
+//! SM: the kernel's key/value pipeline takes about 200 KB of shared memory on sm_90), with at least
 //! [`MIN_KEYS_PER_SPLIT`] keys per split (an empty split costs a launch slot and a combine step) and at
-//! most [`MAX_SPLITS`]. The host cannot read `seq_lens` without a sync, so the split count and the keys
+//! most [`MAX_SPLITS`]. The H200 tuner (session 10, `docs/attention.md`) measured the earlier rule,
+//! two blocks per SM, 1.11–1.41× slower at B = 1 (32 splits against 16) and 1.05–1.63× at B = 16 (3
+//! splits against none). The host cannot read `seq_lens` without a sync, so the split count and the keys
 //! per split follow the cache's capacity; splits past a sequence's length write an empty partial.
 
 use crate::op::Target;
@@ -81,8 +84,7 @@ pub fn choose(
     };
     let cap = capacity.max(1);
     let wanted = splits.unwrap_or_else(|| {
-        let blocks = 2 * i64::from(target.sm_count.max(1));
-        let by_sm = (blocks + heads.max(1) - 1) / heads.max(1);
+        let by_sm = (i64::from(target.sm_count.max(1)) / heads.max(1)).max(1);
         let by_len = (cap + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT;
         by_sm.min(by_len).min(MAX_SPLITS)
     });
