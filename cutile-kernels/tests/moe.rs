@@ -859,8 +859,13 @@ fn layer_case_form<E: MoeElem>(
     )
     .unwrap();
     check_alignment(&ids, e, bm, &tsorted, &texperts, &ttotal);
-    // Routed weights flat or `[T, k]` as `moe_route` writes them (both accepted).
-    let wshape: &[i64] = if bm == 32 { &[ti, ki] } else { &[ti * ki] };
+    // Routed weights flat or `[T, k]` as `moe_route` writes them (both accepted; `[T, k]` at row
+    // blocks 32 and 64, so the sorted form's dense runs at 64 see it too).
+    let wshape: &[i64] = if bm == 32 || bm == 64 {
+        &[ti, ki]
+    } else {
+        &[ti * ki]
+    };
     let tweights = Tensor::from_host(d, &weights, wshape).unwrap();
     let tx = Tensor::from_host(d, &to_e::<E>(&x), &[ti, hi]).unwrap();
     let routing = Routing {

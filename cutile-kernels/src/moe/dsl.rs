@@ -903,12 +903,18 @@ pub mod kernels {
                 let wt = pw.load((e, zero, tn, k)).reshape::<S2<BN2, BK>>();
                 acc = mma(pa.load((tm, k)), wt.transpose(), acc);
             }
-            if FOLD == 1 {
-                acc = acc * (at(global, e) * FOLD_UNDO);
-            }
+            let acc = if FOLD == 1 {
+                acc * (at(global, e) * FOLD_UNDO)
+            } else {
+                acc
+            };
             let halves = acc.reshape::<S3<BM, 2, BN>>();
-            let gate = halves.extract::<S3<BM, 1, BN>>(&[0, 0, 0]).reshape::<S2<BM, BN>>();
-            let up = halves.extract::<S3<BM, 1, BN>>(&[0, 1, 0]).reshape::<S2<BM, BN>>();
+            let gate = halves
+                .extract::<S3<BM, 1, BN>>(&[0, 0, 0])
+                .reshape::<S2<BM, BN>>();
+            let up = halves
+                .extract::<S3<BM, 1, BN>>(&[0, 1, 0])
+                .reshape::<S2<BM, BN>>();
             // SAFETY: `grouped_tile` maps the tile indices `p + i·grid` one to one onto distinct
             // tiles, so no two blocks (or iterations) write the same tile.
             unsafe { h.store_at((tm, tn), silu_times(gate, up).cast::<E>()) };
@@ -978,9 +984,11 @@ pub mod kernels {
                 let wt = pw.load((e, tn, k)).reshape::<S2<BN, BK>>();
                 acc = mma(ph.load((tm, k)), wt.transpose(), acc);
             }
-            if FOLD == 1 {
-                acc = acc * (at(global, e) * FOLD_UNDO);
-            }
+            let acc = if FOLD == 1 {
+                acc * (at(global, e) * FOLD_UNDO)
+            } else {
+                acc
+            };
             scatter_weighted::<BM, BN>(y, weights, ids, valid, one, scalar::<i32>(0i32), tn, acc);
         }
     }

@@ -929,7 +929,11 @@ const SORTED_GROUP: i32 = crate::gemm::config::GROUP as i32;
 
 /// The persistent grid of [`Form::Sorted`]'s GEMMs: one block per SM, or one per output tile the
 /// call can have (`P / bm` row blocks at most, `tiles_n` column tiles each) when that is fewer.
-fn sorted_grid(x_dev: &cutile::runtime::Device, d: Dims, tiles_n: i64) -> Result<(u32, u32, u32), OpError> {
+fn sorted_grid(
+    x_dev: &cutile::runtime::Device,
+    d: Dims,
+    tiles_n: i64,
+) -> Result<(u32, u32, u32), OpError> {
     let tiles = (d.p / d.bm) * tiles_n;
     let sms = i64::from(x_dev.sm_count());
     Ok((u32_of("moe_layer", tiles.min(sms))?, 1, 1))
@@ -951,13 +955,17 @@ fn dequantized<'w, E: MoeElem>(
     const OP: &str = "moe_layer";
     let buf = reuse(wd, stream, &[experts * 2 * d.i * d.h])?;
     {
-        let mut y = buf.slice_mut(0, 0..experts * n * k)?.reshape(&[experts, n, k])?;
+        let mut y = buf
+            .slice_mut(0, 0..experts * n * k)?
+            .reshape(&[experts, n, k])?;
         let tiles = ceil_div(n, DBN) * ceil_div(k, DBK);
         kernels::nvfp4_dequantize_folded::<E, 64, 128, 64, 8>(w, s, &mut y)
             .grid((u32_of(OP, tiles)?, u32_of(OP, experts)?, 1))
             .launch(stream)?;
     }
-    let view = buf.slice(0, 0..experts * n * k)?.reshape(&[experts, n, k])?;
+    let view = buf
+        .slice(0, 0..experts * n * k)?
+        .reshape(&[experts, n, k])?;
     Ok(view)
 }
 
@@ -986,9 +994,10 @@ fn launch_gemm1_sorted<E: MoeElem>(
             .grid(pgrid)
             .launch(stream)?,
     }
-    // Dense weights pass the routed weights as `global`, which `FOLD = 0` never reads.
+    // Dense weights pass the routed weights (flat, as a rank-1 `global`), which `FOLD = 0` never
+    // reads.
     let (w13, global, fold) = match weights {
-        Weights::Dense { w13, .. } => (w13.view(), r.weights.view(), false),
+        Weights::Dense { w13, .. } => (w13.view(), r.weights.reshape(&[d.t * d.k])?, false),
         Weights::Nvfp4 { w13, s13, g13, .. } => {
             let experts = w13.shape()[0];
             let w = dequantized(stream, scratch.wd, d, experts, (w13, s13), 2 * d.i, d.h)?;
@@ -1036,9 +1045,10 @@ fn launch_gemm2_sorted<E: MoeElem>(
     y: &mut Tensor<f32>,
     wd: &mut Option<Tensor<E>>,
 ) -> Result<(), OpError> {
-    // Dense weights pass the routed weights as `global`, which `FOLD = 0` never reads.
+    // Dense weights pass the routed weights (flat, as a rank-1 `global`), which `FOLD = 0` never
+    // reads.
     let (w2, global, fold) = match weights {
-        Weights::Dense { w2, .. } => (w2.view(), r.weights.view(), false),
+        Weights::Dense { w2, .. } => (w2.view(), r.weights.reshape(&[d.t * d.k])?, false),
         Weights::Nvfp4 { w2, s2, g2, .. } => {
             let experts = w2.shape()[0];
             let w = dequantized(stream, wd, d, experts, (w2, s2), d.h, d.i)?;
@@ -1046,7 +1056,11 @@ fn launch_gemm2_sorted<E: MoeElem>(
         }
     };
     let wflat = r.weights.reshape(&[d.t * d.k])?;
-    let bn = if d.bm == 64 && d.h % 128 == 0 { 128 } else { 64 };
+    let bn = if d.bm == 64 && d.h % 128 == 0 {
+        128
+    } else {
+        64
+    };
     let grid = sorted_grid(h.device(), d, d.h / bn)?;
     macro_rules! go {
         ($bm:literal, $bn:literal) => {

@@ -317,7 +317,9 @@ fn main() {
         Ok(v) => match v.split(',').map(|t| t.trim().parse::<i64>()).collect() {
             Ok(ts) => ts,
             Err(e) => {
-                println!("nvfp4_moe: FAILED: NVFP4_MOE_TOKENS={v:?} is not a list of token counts ({e})");
+                println!(
+                    "nvfp4_moe: FAILED: NVFP4_MOE_TOKENS={v:?} is not a list of token counts ({e})"
+                );
                 std::process::exit(2);
             }
         },
