@@ -159,17 +159,6 @@ pub mod pick {
     }
 }
 
-/// The SwiGLU step every GEMM 1 ends with (plain Rust over DSL values).
-pub mod act {
-    use cutile::core::*;
-
-    /// `silu(gate) · up = gate · up / (1 + e^-gate)`, in f32.
-    pub fn silu_times<S: Shape>(gate: Tile<f32, S>, up: Tile<f32, S>) -> Tile<f32, S> {
-        let sig = full::<f32, S>(1.0f32) / ((-gate).exp() + 1.0f32);
-        gate * sig * up
-    }
-}
-
 /// Top-k selection on `BT x EP` score tiles (plain Rust over DSL values, unrolled over `KP` slots).
 pub mod route {
     use cutile::core::*;
@@ -206,9 +195,13 @@ pub mod route {
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
-    use super::act::silu_times;
     use super::codec::*;
     use super::pick;
+
+    /// `silu(x) = x · sigmoid(x)` with the exact `exp` and division (the activation family's math).
+    fn silu<S: Shape>(x: Tile<f32, S>) -> Tile<f32, S> {
+        crate::activation::math::forward(crate::activation::dsl::SILU, x, false)
+    }
     use super::route;
     use cutile::core::*;
 
@@ -515,7 +508,7 @@ pub mod kernels {
             let f = pick::acc_scale(DEC, ge);
             let (acc_g, acc_u) = (acc_g * f, acc_u * f);
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
-            unsafe { h.store_at((b, n), silu_times(acc_g, acc_u).cast::<E>()) };
+            unsafe { h.store_at((b, n), (silu(acc_g) * acc_u).cast::<E>()) };
         }
     }
 
@@ -604,7 +597,7 @@ pub mod kernels {
                 acc_u = mma(a, wu.transpose(), acc_u);
             }
             // SAFETY: block `(b, n)` writes only tile `(b, n)`.
-            unsafe { h.store_at((b, n), silu_times(acc_g, acc_u).cast::<E>()) };
+            unsafe { h.store_at((b, n), (silu(acc_g) * acc_u).cast::<E>()) };
         }
     }
 
@@ -860,8 +853,9 @@ pub mod kernels {
         }
     }
 
-    /// The body of `moe_gemm1_sorted`: persistent over the used output tiles `(row block, column
-    /// tile)` of `h: [P, I]` in grouped order (`group` row blocks per band, so the blocks in flight
+    /// Grouped GEMM 1 of the sorted form (dense weights, or NVFP4 weights dequantized into a dense
+    /// buffer first; launch with a fixed grid, at most one block per SM): persistent over the used
+    /// output tiles `(row block, column tile)` of `h: [P, I]` in grouped order (`group` row blocks per band, so the blocks in flight
     /// share a few weight column panels and a few activation row panels in L2); the row block's
     /// expert `expert_ids[tm]` picks the weights; `xs: [P, H]` rows in the aligned order
     /// (`moe_permute`), `w: [E, 2, I, H]` (W13 `[E, 2I, H]` viewed as gate rows and up rows).
@@ -871,8 +865,8 @@ pub mod kernels {
     /// ptxas serialize the wgmmas: C7514 on sm_90.) `FOLD = 1`: `w` holds folded NVFP4 weights
     /// (`nvfp4_dequantize_folded`) and the accumulator is multiplied by `global[e] · FOLD_UNDO`;
     /// `FOLD = 0`: dense weights, `global` never read.
-    #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm1_sorted_body<
+    #[cutile::entry]
+    pub fn moe_gemm1_sorted<
         E: MmaOperand<f32>,
         const BM: i32,
         const BN: i32,
@@ -917,41 +911,19 @@ pub mod kernels {
                 .reshape::<S2<BM, BN>>();
             // SAFETY: `grouped_tile` maps the tile indices `p + i·grid` one to one onto distinct
             // tiles, so no two blocks (or iterations) write the same tile.
-            unsafe { h.store_at((tm, tn), silu_times(gate, up).cast::<E>()) };
+            unsafe { h.store_at((tm, tn), (silu(gate) * up).cast::<E>()) };
         }
     }
 
-    /// Grouped GEMM 1 of the sorted form (dense weights; NVFP4 weights are dequantized into a
-    /// dense buffer first): launch with a fixed grid, at most one block per SM.
-    #[cutile::entry]
-    pub fn moe_gemm1_sorted<
-        E: MmaOperand<f32>,
-        const BM: i32,
-        const BN: i32,
-        const BN2: i32,
-        const BK: i32,
-        const FOLD: i32,
-    >(
-        xs: &Tensor<E, S2<DYN, DYN>>,
-        w: &Tensor<E, S4<DYN, DYN, DYN, DYN>>,
-        global: &Tensor<f32, S1<DYN>>,
-        expert_ids: &Tensor<i32, S1<DYN>>,
-        total: &Tensor<i32, S1<DYN>>,
-        group: Scalar<i32>,
-        h: &mut Tensor<E, S2<BM, BN>>,
-    ) {
-        moe_gemm1_sorted_body::<E, BM, BN, BN2, BK, FOLD>(
-            xs, w, global, expert_ids, total, group, h,
-        );
-    }
-
-    /// The body of `moe_gemm2_sorted`: persistent over the used `(row block, column tile)` pairs of
-    /// the product `h · W2[e]ᵀ` in grouped order, as `moe_gemm1_sorted_body`; `w: [E, H, I]`; the
+    /// Grouped GEMM 2 of the sorted form (launch with a fixed grid, at most one block per SM):
+    /// persistent over the used `(row block, column tile)` pairs of the product `h · W2[e]ᵀ` in
+    /// grouped order, as `moe_gemm1_sorted`; `w: [E, H, I]`; the
     /// whole K range per tile (the prefill grid is wide), the routed weight in the epilogue and each
     /// real row scattered to `y[pair]` (`y: [T·k, H]` f32); `FOLD` and `global` as in
-    /// `moe_gemm1_sorted_body`.
+    /// `moe_gemm1_sorted`.
+    #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_sorted_body<
+    pub fn moe_gemm2_sorted<
         E: MmaOperand<f32>,
         const BM: i32,
         const BN: i32,
@@ -991,31 +963,6 @@ pub mod kernels {
             };
             scatter_weighted::<BM, BN>(y, weights, ids, valid, one, scalar::<i32>(0i32), tn, acc);
         }
-    }
-
-    /// Grouped GEMM 2 of the sorted form: launch with a fixed grid, at most one block per SM.
-    #[cutile::entry]
-    #[allow(clippy::too_many_arguments)]
-    pub fn moe_gemm2_sorted<
-        E: MmaOperand<f32>,
-        const BM: i32,
-        const BN: i32,
-        const BK: i32,
-        const FOLD: i32,
-    >(
-        h: &Tensor<E, S2<DYN, DYN>>,
-        w: &Tensor<E, S3<DYN, DYN, DYN>>,
-        global: &Tensor<f32, S1<DYN>>,
-        sorted_ids: &Tensor<i32, S1<DYN>>,
-        expert_ids: &Tensor<i32, S1<DYN>>,
-        total: &Tensor<i32, S1<DYN>>,
-        weights: &Tensor<f32, S1<DYN>>,
-        group: Scalar<i32>,
-        y: &mut Tensor<f32, S2<DYN, DYN>>,
-    ) {
-        moe_gemm2_sorted_body::<E, BM, BN, BK, FOLD>(
-            h, w, global, sorted_ids, expert_ids, total, weights, group, y,
-        );
     }
 
     /// The decode form's weight tile: like [`dequant_halves`] (even and odd K elements, `BN x BKH`
@@ -1082,7 +1029,7 @@ pub mod kernels {
     ) {
         if splits == 1i32 {
             // SAFETY: block `(b, n, 0)` writes only tile `(b, n)`.
-            unsafe { h.store_at((b, n), silu_times(gate, up).cast::<E>()) };
+            unsafe { h.store_at((b, n), (silu(gate) * up).cast::<E>()) };
         } else {
             let row = sp * (h.dim(0) / BT) + b;
             // SAFETY: block `(b, n, sp)` writes only tiles `(row, n)` and `(row, n + I/BN)`.
@@ -1267,7 +1214,7 @@ pub mod kernels {
                 g += pp.load((sp * rows + r, c));
                 u += pp.load((sp * rows + r, up_c));
             }
-            h.store(silu_times(g, u).cast::<E>());
+            h.store((silu(g) * u).cast::<E>());
         }
     }
 

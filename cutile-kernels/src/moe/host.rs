@@ -9,7 +9,7 @@
 //! load). These are not yet planned ops over `op::scratch` (see `docs/moe.md`).
 
 use cutile::core::{BitWidth, Float, MmaOperand};
-use cutile::runtime::{DeviceElement, Stream, Tensor};
+use cutile::runtime::{DeviceElement, Stream, Tensor, TensorView};
 
 use super::kernels;
 use super::reference::BLOCK;
@@ -317,9 +317,17 @@ pub struct Workspace<E: MoeElem> {
     pub form: Option<Form>,
     h: Option<Tensor<E>>,
     y: Option<Tensor<f32>>,
-    part: Option<Tensor<f32>>,
     counts: Option<Tensor<i32>>,
     start: Option<Tensor<i32>>,
+    scratch: Scratch<E>,
+}
+
+/// The workspace buffers the GEMM launches (re)allocate as a form needs them, a field apart from `h`
+/// and `y` so a launch can hold both.
+#[derive(Debug)]
+struct Scratch<E: MoeElem> {
+    /// The decode form's split-K partial sums of GEMM 1.
+    part: Option<Tensor<f32>>,
     /// [`Form::Sorted`]: `x`'s rows in the aligned order, `[P, H]`.
     xs: Option<Tensor<E>>,
     /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights, `[E · 2I · H]` flat (W13's,
@@ -333,11 +341,13 @@ impl<E: MoeElem> Default for Workspace<E> {
             form: None,
             h: None,
             y: None,
-            part: None,
             counts: None,
             start: None,
-            xs: None,
-            wd: None,
+            scratch: Scratch {
+                part: None,
+                xs: None,
+                wd: None,
+            },
         }
     }
 }
@@ -529,14 +539,9 @@ pub fn moe_layer_in<E: MoeElem>(
         return Ok(());
     }
     let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
-    let mut scratch = Scratch {
-        part: &mut ws.part,
-        xs: &mut ws.xs,
-        wd: &mut ws.wd,
-    };
-    launch_gemm1(stream, x, weights, routing, d, h, &mut scratch)?;
+    launch_gemm1(stream, x, weights, routing, d, h, &mut ws.scratch)?;
     let y = reuse(&mut ws.y, stream, &[d.t * d.k * d.splits, d.h])?;
-    launch_gemm2(stream, h, weights, routing, d, y, &mut scratch)?;
+    launch_gemm2(stream, h, weights, routing, d, y, &mut ws.scratch)?;
     let y3 = y.reshape(&[d.t, d.k * d.splits, d.h])?;
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
@@ -557,12 +562,7 @@ pub fn moe_gemm1<E: MoeElem>(
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    let mut scratch = Scratch {
-        part: &mut ws.part,
-        xs: &mut ws.xs,
-        wd: &mut ws.wd,
-    };
-    launch_gemm1(stream, x, weights, routing, d, h, &mut scratch)
+    launch_gemm1(stream, x, weights, routing, d, h, &mut ws.scratch)
 }
 
 /// GEMM 2 of a layer alone (for timing the stages): `y: [T·k·S, H]` f32 ([`gemm2_out_shape`]) ←
@@ -583,19 +583,7 @@ pub fn moe_gemm2<E: MoeElem>(
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
-    let mut scratch = Scratch {
-        part: &mut ws.part,
-        xs: &mut ws.xs,
-        wd: &mut ws.wd,
-    };
-    launch_gemm2(stream, h, weights, routing, d, y, &mut scratch)
-}
-
-/// The workspace buffers the GEMM launches may (re)allocate, borrowed apart from `h` and `y`.
-struct Scratch<'w, E: MoeElem> {
-    part: &'w mut Option<Tensor<f32>>,
-    xs: &'w mut Option<Tensor<E>>,
-    wd: &'w mut Option<Tensor<E>>,
+    launch_gemm2(stream, h, weights, routing, d, y, &mut ws.scratch)
 }
 
 /// The combine alone: `out[t] = Σ_j y[t·n + j]` in row order, `y: [T·n, H]` f32, `out: [T, H]`
@@ -632,12 +620,12 @@ fn launch_gemm1<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     h: &mut Tensor<E>,
-    scratch: &mut Scratch<'_, E>,
+    scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
     match d.form {
         Form::Decode { bn, bk } => {
-            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, scratch.part);
+            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, &mut scratch.part);
         }
         Form::Sorted => return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch),
         Form::Rows | Form::RowsBits => {}
@@ -709,14 +697,14 @@ fn launch_gemm2<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     y: &mut Tensor<f32>,
-    scratch: &mut Scratch<'_, E>,
+    scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
     match d.form {
         Form::Decode { bn, bk } => {
             return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk), y);
         }
-        Form::Sorted => return launch_gemm2_sorted(stream, h, weights, r, d, y, scratch.wd),
+        Form::Sorted => return launch_gemm2_sorted(stream, h, weights, r, d, y, &mut scratch.wd),
         Form::Rows | Form::RowsBits => {}
     }
     let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
@@ -951,7 +939,7 @@ fn dequantized<'w, E: MoeElem>(
     (w, s): (&Tensor<i8>, &Tensor<i8>),
     n: i64,
     k: i64,
-) -> Result<cutile::runtime::TensorView<'w, E>, OpError> {
+) -> Result<TensorView<'w, E>, OpError> {
     const OP: &str = "moe_layer";
     let buf = reuse(wd, stream, &[experts * 2 * d.i * d.h])?;
     {
@@ -969,6 +957,43 @@ fn dequantized<'w, E: MoeElem>(
     Ok(view)
 }
 
+/// The weights (`[E, N, K]`) and per-expert `global` a [`Form::Sorted`] GEMM reads (GEMM 2's with
+/// `gemm2`, else GEMM 1's), and whether they are folded NVFP4: dense weights as they are, with the
+/// routed weights (flat: a rank-1 stand-in) as the `global` that `FOLD = 0` never reads; NVFP4 ones
+/// dequantized into `wd` ([`dequantized`]) with their globals.
+fn sorted_operands<'a, E: MoeElem>(
+    stream: &Stream,
+    weights: &Weights<'a, E>,
+    r: &Routing<'a>,
+    d: Dims,
+    gemm2: bool,
+    wd: &'a mut Option<Tensor<E>>,
+) -> Result<(TensorView<'a, E>, TensorView<'a, f32>, bool), OpError> {
+    Ok(match *weights {
+        Weights::Dense { w13, w2 } => {
+            let w = if gemm2 { w2 } else { w13 };
+            (w.view(), r.weights.reshape(&[d.t * d.k])?, false)
+        }
+        Weights::Nvfp4 {
+            w13,
+            s13,
+            g13,
+            w2,
+            s2,
+            g2,
+        } => {
+            let ((w, s, g), (n, k)) = if gemm2 {
+                ((w2, s2, g2), (d.h, d.i))
+            } else {
+                ((w13, s13, g13), (2 * d.i, d.h))
+            };
+            let experts = w.shape()[0];
+            let dq = dequantized(stream, wd, d, experts, (w, s), n, k)?;
+            (dq, g.view(), true)
+        }
+    })
+}
+
 /// GEMM 1 in [`Form::Sorted`]: `moe_permute` of `x` into `scratch.xs`, NVFP4 weights dequantized
 /// into `scratch.wd`, then `moe_gemm1_sorted` over W13 viewed as `[E, 2, I, H]` (64 columns of `h`
 /// per tile: a `BM x 128` accumulator of gate and up columns, the GEMM family's 128 x 128 tile over 4
@@ -980,33 +1005,24 @@ fn launch_gemm1_sorted<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     h: &mut Tensor<E>,
-    scratch: &mut Scratch<'_, E>,
+    scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
     const BK: i64 = 64;
-    let xs = reuse(scratch.xs, stream, &[d.p, d.h])?;
+    let xs = reuse(&mut scratch.xs, stream, &[d.p, d.h])?;
     let pgrid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.h / BK)?, 1);
     match d.bm {
-        128 => kernels::moe_permute::<E, 128, 64>(x, r.sorted_ids, r.total, r.topk, xs)
+        128 => kernels::moe_permute::<E, 128, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
             .grid(pgrid)
             .launch(stream)?,
-        _ => kernels::moe_permute::<E, 64, 64>(x, r.sorted_ids, r.total, r.topk, xs)
+        _ => kernels::moe_permute::<E, 64, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
             .grid(pgrid)
             .launch(stream)?,
     }
-    // Dense weights pass the routed weights (flat, as a rank-1 `global`), which `FOLD = 0` never
-    // reads.
-    let (w13, global, fold) = match weights {
-        Weights::Dense { w13, .. } => (w13.view(), r.weights.reshape(&[d.t * d.k])?, false),
-        Weights::Nvfp4 { w13, s13, g13, .. } => {
-            let experts = w13.shape()[0];
-            let w = dequantized(stream, scratch.wd, d, experts, (w13, s13), 2 * d.i, d.h)?;
-            (w, g13.view(), true)
-        }
-    };
+    let (w13, global, fold) = sorted_operands(stream, weights, r, d, false, &mut scratch.wd)?;
     let experts = w13.shape()[0];
     let w13 = w13.reshape(&[experts, 2, d.i, d.h])?;
-    let xs = scratch.xs.as_ref().expect("allocated above");
+    let xs = &*xs;
     let grid = sorted_grid(x.device(), d, d.i / 64)?;
     macro_rules! go {
         ($bm:literal, $fold:literal) => {
@@ -1045,16 +1061,7 @@ fn launch_gemm2_sorted<E: MoeElem>(
     y: &mut Tensor<f32>,
     wd: &mut Option<Tensor<E>>,
 ) -> Result<(), OpError> {
-    // Dense weights pass the routed weights (flat, as a rank-1 `global`), which `FOLD = 0` never
-    // reads.
-    let (w2, global, fold) = match weights {
-        Weights::Dense { w2, .. } => (w2.view(), r.weights.reshape(&[d.t * d.k])?, false),
-        Weights::Nvfp4 { w2, s2, g2, .. } => {
-            let experts = w2.shape()[0];
-            let w = dequantized(stream, wd, d, experts, (w2, s2), d.h, d.i)?;
-            (w, g2.view(), true)
-        }
-    };
+    let (w2, global, fold) = sorted_operands(stream, weights, r, d, true, wd)?;
     let wflat = r.weights.reshape(&[d.t * d.k])?;
     let bn = if d.bm == 64 && d.h % 128 == 0 {
         128

@@ -278,17 +278,21 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         d2w,
     ));
     // The sorted (prefill) form at row block 128, which the host picks there, and at 64: the
-    // permute and both persistent GEMMs (the NVFP4 weights' dequantize is `nvfp4_dequantize` above).
+    // permute and both persistent GEMMs (the NVFP4 weights' dequantize is `nvfp4_dequantize_folded`
+    // above).
+    let permute = |p: i64| {
+        vec![
+            meta(BF16, &[t, h]),
+            meta(I32, &[p]),
+            meta(I32, &[1]),
+            meta(BF16, &[p, h]),
+        ]
+    };
     jobs.push(job(
         "moe_permute",
         "E=bf16 BM=128 BK=64",
         kernels::moe_permute::kernel::<bf16, 128, 64>(),
-        vec![
-            meta(BF16, &[t, h]),
-            meta(I32, &[p128]),
-            meta(I32, &[1]),
-            meta(BF16, &[p128, h]),
-        ],
+        permute(p128),
     ));
     let sorted1 = |p: i64, blocks: i64| {
         vec![
@@ -328,12 +332,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "moe_permute",
         "E=bf16 BM=64 BK=64",
         kernels::moe_permute::kernel::<bf16, 64, 64>(),
-        vec![
-            meta(BF16, &[t, h]),
-            meta(I32, &[p]),
-            meta(I32, &[1]),
-            meta(BF16, &[p, h]),
-        ],
+        permute(p),
     ));
     jobs.push(job(
         "moe_gemm1_sorted",
