@@ -664,7 +664,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::{GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 30);
+    assert_eq!(jobs.len(), 31);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1466,10 +1466,13 @@ fn w4a16_gemms_read_weights_through_views() {
             "{} {}: {ptr} pointer loads, {view} view loads",
             j.kernel, j.specialization
         );
-        let want_ptr = if j.kernel.starts_with("moe_gemm1") {
-            2
-        } else {
-            1
+        // The rows forms' GEMM 1 gathers `x` (two loads: even and odd columns); the decode form's
+        // reads the permuted rows through a view; GEMM 2 reads the routed weights by pointer.
+        let decode = j.kernel.ends_with("_t") || j.kernel.ends_with("_t8");
+        let want_ptr = match (j.kernel.starts_with("moe_gemm1"), decode) {
+            (true, false) => 2,
+            (true, true) => 0,
+            (false, _) => 1,
         };
         assert_eq!(ptr, want_ptr, "{} {}:\n{text}", j.kernel, j.specialization);
         // Ids, expert, total, global; codes and scales (twice in GEMM 1: gate and up).
@@ -1482,8 +1485,8 @@ fn w4a16_gemms_read_weights_through_views() {
     }
 }
 
-/// The decode form's kernels (weights on the MMA's M side, the fast e2m1 decode, split-K of GEMM 1
-/// and its reduce) at every tile the host or the example's sweep launches, bf16 and f16, W4A16 and
+/// The decode form's kernels (weights on the MMA's M side, the word decode, split-K of GEMM 1 and
+/// its reduce) at every tile the host or the example's sweep launches, bf16 and f16, W4A16 and
 /// dense: specialized, verified, and compiled for sm_80, sm_90, sm_100 and sm_120 (`CUTILE_TILEIRAS`).
 fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::TensorMeta>)> {
     use common::t;
@@ -1493,7 +1496,8 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
     let ids = || vec![t(I32, &[p]), t(I32, &[p / 16]), t(I32, &[1])];
     let mut cases = Vec::new();
     let g1 = |el: ScalarType, w4: bool| {
-        let mut v = vec![t(el, &[tt, h])];
+        // The rows permuted into the aligned order (`moe_permute`), then expert and total.
+        let mut v = vec![t(el, &[p, h])];
         if w4 {
             v.extend([
                 t(I8, &[e, 2 * i, h / 2]),
@@ -1503,7 +1507,7 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
         } else {
             v.push(t(el, &[e, 2 * i, h]));
         }
-        v.extend(ids());
+        v.extend(ids().into_iter().skip(1));
         v.push(t(el, &[p, i]));
         v.push(t(F32, &[2 * p, 2 * i]));
         v
@@ -1525,12 +1529,30 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
             let tag = format!("{} BT=16 BN={} BK={}", stringify!($ty), $bn, $bk);
             cases.push((
                 format!("{} {tag}", stringify!($w1)),
-                moe::kernels::$w1::kernel::<$ty, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(),
+                moe::kernels::$w1::kernel::<
+                    $ty,
+                    16,
+                    $bn,
+                    $bk,
+                    { $bk / 2 },
+                    { $bk / 16 },
+                    { $bk / 8 },
+                    { $bk / 4 },
+                >(),
                 g1($el, true),
             ));
             cases.push((
                 format!("{} {tag}", stringify!($w2)),
-                moe::kernels::$w2::kernel::<$ty, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(),
+                moe::kernels::$w2::kernel::<
+                    $ty,
+                    16,
+                    $bn,
+                    $bk,
+                    { $bk / 2 },
+                    { $bk / 16 },
+                    { $bk / 8 },
+                    { $bk / 4 },
+                >(),
                 g2($el, true),
             ));
             cases.push((

@@ -68,6 +68,35 @@ mod kernels {
         y.store((t.bitcast::<f32>() + halves + f8 + s).bitcast::<i32>() + same);
     }
 
+    /// Cross-width reinterpretations: bytes as words, words as bf16 pairs, and back.
+    #[cutile::entry]
+    pub fn reinterprets<const B: i32>(x: &Tensor<i8, S2<DYN, DYN>>, y: &mut Tensor<i32, S2<B, 8>>) {
+        let bytes = x.load_tile::<S2<B, 32>>((block_id_x(), 0));
+        let words = bytes.reinterpret::<i32, S2<B, 8>>();
+        let pairs = words.reinterpret::<bf16, S2<B, 16>>();
+        let back = pairs.reinterpret::<i32, S2<B, 8>>()
+            + words.reinterpret::<f32, S2<B, 8>>().bitcast::<i32>();
+        y.store(
+            back + bytes
+                .reinterpret::<i8, S1<{ 32 * 32 }>>()
+                .reinterpret::<i32, S2<B, 8>>(),
+        );
+    }
+
+    /// A reinterpretation that changes the byte count: refused at specialization.
+    #[cutile::entry]
+    pub fn bad_reinterpret<const B: i32>(
+        x: &Tensor<i32, S2<DYN, DYN>>,
+        y: &mut Tensor<i32, S2<B, 8>>,
+    ) {
+        let t = x.load_tile::<S2<B, 8>>((block_id_x(), 0));
+        y.store(
+            t.reinterpret::<bf16, S2<B, 8>>()
+                .bitcast::<i16>()
+                .cast::<i32>(),
+        );
+    }
+
     #[cutile::entry]
     pub fn shapes<const B: i32>(
         x: &Tensor<f32, S3<DYN, DYN, DYN>>,
@@ -119,6 +148,14 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
             "bitcasts",
             kernels::bitcasts::kernel::<256>(),
             vec![TensorMeta::contiguous(I32, &[1000]); 2],
+        ),
+        (
+            "reinterprets",
+            kernels::reinterprets::kernel::<32>(),
+            vec![
+                TensorMeta::contiguous(I8, &[100, 32]),
+                TensorMeta::contiguous(I32, &[100, 8]),
+            ],
         ),
         (
             "shapes",
@@ -194,4 +231,35 @@ fn bitcast_emits_one_op_per_reinterpretation() {
             lines.join("\n")
         );
     }
+}
+
+#[test]
+fn reinterpret_packs_and_unpacks_through_bytes() {
+    let s = kernels::reinterprets::kernel::<32>()
+        .specialize(&[
+            TensorMeta::contiguous(I8, &[100, 32]),
+            TensorMeta::contiguous(I32, &[100, 8]),
+        ])
+        .unwrap();
+    let text = s.ir_text();
+    let count = |op: &str| text.lines().filter(|l| l.contains(op)).count();
+    // i8 -> i32 twice (unpack), i32 -> bf16 and bf16 -> i32 (pack + unpack each); i32 -> f32 is a
+    // same-width bitcast and i8 -> i8 only a reshape.
+    assert_eq!(count("= unpack "), 4, "{text}");
+    assert_eq!(count("= pack "), 2, "{text}");
+    for ty in ["tile<256xi32>", "tile<512xbf16>", "tile<1024xi8>"] {
+        assert!(text.contains(ty), "no {ty} in:\n{text}");
+    }
+}
+
+#[test]
+fn reinterpret_refuses_a_size_change() {
+    let err = kernels::bad_reinterpret::kernel::<32>()
+        .specialize(&vec![TensorMeta::contiguous(I32, &[100, 8]); 2])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot reinterpret a i32 tile of shape (32, 8) (1024 bytes) as a bf16 tile of shape (32, 8) (512 bytes)"),
+        "{err}"
+    );
 }

@@ -328,7 +328,7 @@ pub struct Workspace<E: MoeElem> {
 struct Scratch<E: MoeElem> {
     /// The decode form's split-K partial sums of GEMM 1.
     part: Option<Tensor<f32>>,
-    /// [`Form::Sorted`]: `x`'s rows in the aligned order, `[P, H]`.
+    /// [`Form::Sorted`] and [`Form::Decode`]: `x`'s rows in the aligned order, `[P, H]`.
     xs: Option<Tensor<E>>,
     /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights, `[E · 2I · H]` flat (W13's,
     /// then W2's in the first `E · H · I`).
@@ -625,7 +625,7 @@ fn launch_gemm1<E: MoeElem>(
     const OP: &str = "moe_layer";
     match d.form {
         Form::Decode { bn, bk } => {
-            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, &mut scratch.part);
+            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, scratch);
         }
         Form::Sorted => return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch),
         Form::Rows | Form::RowsBits => {}
@@ -787,9 +787,16 @@ fn launch_gemm1_decode<E: MoeElem>(
     d: Dims,
     (bn, bk): (i64, i64),
     h: &mut Tensor<E>,
-    part: &mut Option<Tensor<f32>>,
+    scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
+    // The rows gathered once into the aligned order, so the GEMM reads them through a view (a
+    // gather in the K loop cost about 5 predicate instructions per weight in its bounds checks).
+    let xs = reuse(&mut scratch.xs, stream, &[d.p, d.h])?;
+    kernels::moe_permute::<E, 16, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
+        .grid((u32_of(OP, d.p / 16)?, u32_of(OP, d.h / 64)?, 1))
+        .launch(stream)?;
+    let xs = &*xs;
     let grid = (
         u32_of(OP, d.p / 16)?,
         u32_of(OP, d.i / bn)?,
@@ -802,34 +809,29 @@ fn launch_gemm1_decode<E: MoeElem>(
     } else {
         vec![16, 2 * bn]
     };
-    let pt = reuse(part, stream, &pshape)?;
+    let pt = reuse(&mut scratch.part, stream, &pshape)?;
     macro_rules! go {
         ($bn:literal, $bk:literal, $w4:ident) => {
             match weights {
                 Weights::Nvfp4 { w13, s13, g13, .. } => {
-                    kernels::$w4::<E, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
-                        x,
-                        *w13,
-                        *s13,
-                        *g13,
-                        r.sorted_ids,
-                        r.expert_ids,
-                        r.total,
-                        r.topk,
-                        splits,
-                        h,
-                        pt,
-                    )
+                    kernels::$w4::<
+                        E,
+                        16,
+                        $bn,
+                        $bk,
+                        { $bk / 2 },
+                        { $bk / 16 },
+                        { $bk / 8 },
+                        { $bk / 4 },
+                    >(xs, *w13, *s13, *g13, r.expert_ids, r.total, splits, h, pt)
                     .grid(grid)
                     .launch(stream)?
                 }
                 Weights::Dense { w13, .. } => kernels::moe_gemm1_dense_t::<E, 16, $bn, $bk>(
-                    x,
+                    xs,
                     *w13,
-                    r.sorted_ids,
                     r.expert_ids,
                     r.total,
-                    r.topk,
                     splits,
                     h,
                     pt,
@@ -872,22 +874,29 @@ fn launch_gemm2_decode<E: MoeElem>(
     macro_rules! go {
         ($bn:literal, $bk:literal, $w4:ident) => {
             match weights {
-                Weights::Nvfp4 { w2, s2, g2, .. } => {
-                    kernels::$w4::<E, 16, $bn, $bk, { $bk / 2 }, { $bk / 16 }>(
-                        h,
-                        *w2,
-                        *s2,
-                        *g2,
-                        r.sorted_ids,
-                        r.expert_ids,
-                        r.total,
-                        &wflat,
-                        splits,
-                        y,
-                    )
-                    .grid(grid)
-                    .launch(stream)?
-                }
+                Weights::Nvfp4 { w2, s2, g2, .. } => kernels::$w4::<
+                    E,
+                    16,
+                    $bn,
+                    $bk,
+                    { $bk / 2 },
+                    { $bk / 16 },
+                    { $bk / 8 },
+                    { $bk / 4 },
+                >(
+                    h,
+                    *w2,
+                    *s2,
+                    *g2,
+                    r.sorted_ids,
+                    r.expert_ids,
+                    r.total,
+                    &wflat,
+                    splits,
+                    y,
+                )
+                .grid(grid)
+                .launch(stream)?,
                 Weights::Dense { w2, .. } => kernels::moe_gemm2_dense_t::<E, 16, $bn, $bk>(
                     h,
                     *w2,

@@ -151,23 +151,25 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         d2,
     ));
     // The decode form the host picks for a handful of rows per expert (row block 16, 128 weight rows
-    // on the MMA's M side over 8 worker warps, K 256 per step, the bit-pattern decode) and GEMM 1's
+    // on the MMA's M side over 8 worker warps, K 256 per step, the word decode) and GEMM 1's
     // split-K reduce.
     let p16 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 16) as i64;
     let ids16 = || vec![meta(I32, &[p16]), meta(I32, &[p16 / 16]), meta(I32, &[1])];
+    // GEMM 1 reads `x`'s rows permuted into the aligned order (`moe_permute` at row block 16).
+    let blocks16 = || vec![meta(I32, &[p16 / 16]), meta(I32, &[1])];
     let mut g1d = vec![
-        meta(BF16, &[t, h]),
+        meta(BF16, &[p16, h]),
         meta(I8, &[e, 2 * i, h / 2]),
         meta(I8, &[e, 2 * i, h / 16]),
         meta(F32, &[e]),
     ];
-    g1d.extend(ids16());
+    g1d.extend(blocks16());
     g1d.push(meta(BF16, &[p16, i]));
     g1d.push(meta(F32, &[2 * p16, 2 * i]));
     jobs.push(job(
         "moe_gemm1_w4a16_t8",
         "E=bf16 BT=16 BN=128 BK=256",
-        kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16>(),
+        kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16, 32, 64>(),
         g1d.clone(),
     ));
     let mut g2d = vec![
@@ -182,7 +184,7 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     jobs.push(job(
         "moe_gemm2_w4a16_t8",
         "E=bf16 BT=16 BN=128 BK=256",
-        kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16>(),
+        kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16, 32, 64>(),
         g2d.clone(),
     ));
     // The decode form's 64-row tiles (the default where 128 does not divide H or I) and its
@@ -190,17 +192,17 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     jobs.push(job(
         "moe_gemm1_w4a16_t",
         "E=bf16 BT=16 BN=64 BK=128",
-        kernels::moe_gemm1_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        kernels::moe_gemm1_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8, 16, 32>(),
         g1d,
     ));
     jobs.push(job(
         "moe_gemm2_w4a16_t",
         "E=bf16 BT=16 BN=64 BK=128",
-        kernels::moe_gemm2_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8>(),
+        kernels::moe_gemm2_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8, 16, 32>(),
         g2d,
     ));
-    let mut d1d = vec![meta(BF16, &[t, h]), meta(BF16, &[e, 2 * i, h])];
-    d1d.extend(ids16());
+    let mut d1d = vec![meta(BF16, &[p16, h]), meta(BF16, &[e, 2 * i, h])];
+    d1d.extend(blocks16());
     d1d.push(meta(BF16, &[p16, i]));
     d1d.push(meta(F32, &[2 * p16, 2 * i]));
     jobs.push(job(
@@ -293,6 +295,12 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "E=bf16 BM=128 BK=64",
         kernels::moe_permute::kernel::<bf16, 128, 64>(),
         permute(p128),
+    ));
+    jobs.push(job(
+        "moe_permute",
+        "E=bf16 BM=16 BK=64",
+        kernels::moe_permute::kernel::<bf16, 16, 64>(),
+        permute(p16),
     ));
     let sorted1 = |p: i64, blocks: i64| {
         vec![

@@ -4,12 +4,16 @@
 //!
 //! Typical uses: building float bit patterns with integer ops (`i16` → `bf16`/`f16`, `i32` → `f32`),
 //! reading a float's bits (`f32` → `i32`), and viewing bytes as fp8 (`i8` → `f8e4m3fn`).
+//!
+//! `reinterpret` is the cross-width form: the tile's bytes (row-major) read as elements of another
+//! width in another shape (Tile IR 13.3+ `pack`/`unpack` through `i8`), e.g. bytes as 32-bit words, or
+//! words built by integer ops as bf16 pairs, two elements per 32-bit instruction.
 
 use cutile_ir::{Opcode, ValueId};
 
 use super::elem::{ElementType, bf16, f8e4m3fn, f8e5m2, f16};
-use super::shape::Shape;
-use super::value::{Scalar, Tile, tile_type};
+use super::shape::{Shape, fmt_dims, numel};
+use super::value::{Scalar, Tile, check_tile_dims, tile_type};
 use crate::trace::{self, Op};
 
 /// Width markers of [`BitWidth::Bits`].
@@ -72,6 +76,83 @@ impl<E: BitWidth, S: Shape> Tile<E, S> {
             return Tile::from_value(self.v);
         }
         Tile::from_value(emit(self.v, F::SCALAR, S::DIMS))
+    }
+}
+
+/// Byte width of a width marker's elements, for [`Tile::reinterpret`]'s size check.
+fn bytes(s: cutile_ir::ScalarType) -> usize {
+    s.bit_width() as usize / 8
+}
+
+fn push(op: Op) -> ValueId {
+    trace::with(|t| t.push1(op))
+}
+
+impl<E: BitWidth, S: Shape> Tile<E, S> {
+    /// The tile's bytes (row-major, little-endian elements) read as elements of `F` in shape `T`:
+    /// `T` must hold the same number of bytes (checked when the kernel is specialized). Same-width
+    /// types go through [`Tile::bitcast`] and a reshape; other widths through Tile IR `pack` (to `i8`)
+    /// and `unpack` (from `i8`) on the flattened tile. Element `i` of the result is made of bytes
+    /// `i·w .. (i+1)·w` of the source (`w` = `F`'s width), so a 32-bit word `i` read as `bf16` gives
+    /// elements `2i` (its low half) and `2i + 1` (its high half).
+    #[track_caller]
+    pub fn reinterpret<F: BitWidth, T: Shape>(self) -> Tile<F, T> {
+        let _at = crate::trace::at(::std::panic::Location::caller());
+        check_tile_dims(T::DIMS, "reinterpret");
+        let (from, to) = (E::SCALAR, F::SCALAR);
+        let (n_from, n_to) = (numel(S::DIMS) as usize, numel(T::DIMS) as usize);
+        if n_from * bytes(from) != n_to * bytes(to) {
+            trace::fail(format!(
+                "cannot reinterpret a {} tile of shape {} ({} bytes) as a {} tile of shape {} ({} bytes)",
+                from,
+                fmt_dims(S::DIMS),
+                n_from * bytes(from),
+                to,
+                fmt_dims(T::DIMS),
+                n_to * bytes(to),
+            ));
+            return Tile::from_value(super::arith::poison(Tile::<F, T>::ir_type()));
+        }
+        let flat = |v: ValueId, s: cutile_ir::ScalarType, from_dims: &[i32], n: usize| {
+            if from_dims.len() == 1 {
+                return v;
+            }
+            push(
+                Op::new(Opcode::Reshape)
+                    .operand("source", v)
+                    .result(tile_type(s, &[n as i32])),
+            )
+        };
+        let mut v = flat(self.v, from, S::DIMS, n_from);
+        if bytes(from) == bytes(to) {
+            if from != to {
+                v = emit(v, to, &[n_to as i32]);
+            }
+        } else {
+            let total = (n_from * bytes(from)) as i32;
+            if from != cutile_ir::ScalarType::I8 {
+                v = push(
+                    Op::new(Opcode::Pack)
+                        .operand("source", v)
+                        .result(tile_type(cutile_ir::ScalarType::I8, &[total])),
+                );
+            }
+            if to != cutile_ir::ScalarType::I8 {
+                v = push(
+                    Op::new(Opcode::Unpack)
+                        .operand("source", v)
+                        .result(tile_type(to, &[n_to as i32])),
+                );
+            }
+        }
+        if T::DIMS.len() == 1 {
+            return Tile::from_value(v);
+        }
+        Tile::from_value(push(
+            Op::new(Opcode::Reshape)
+                .operand("source", v)
+                .result(Tile::<F, T>::ir_type()),
+        ))
     }
 }
 
