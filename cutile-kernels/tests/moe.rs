@@ -338,7 +338,9 @@ fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
     // Mixtral (E 8, top-2): T 1 and 16 are decode, T 4096 prefill; Qwen3-30B-A3B (E 128, top-8).
     assert_eq!(row_block(2, 8), 16);
     assert_eq!(row_block(32, 8), 16);
-    assert_eq!(row_block(128, 8), 16);
+    assert_eq!(row_block(128, 8), 32);
+    assert_eq!(row_block(96, 8), 16);
+    assert_eq!(row_block(104, 8), 32);
     assert_eq!(row_block(8192, 8), 128);
     assert_eq!(row_block(128, 128), 16);
     assert_eq!(row_block(32768, 128), 128);
@@ -352,7 +354,7 @@ fn host_picks_small_row_blocks_for_decode_and_big_ones_for_prefill() {
 }
 
 #[test]
-fn host_runs_the_decode_form_for_row_block_16_and_the_sorted_form_for_prefill() {
+fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_prefill() {
     use moe::host::{DECODE_TILES, Form, default_form, forms};
     assert_eq!(
         default_form(16, 4096, 14336),
@@ -362,12 +364,30 @@ fn host_runs_the_decode_form_for_row_block_16_and_the_sorted_form_for_prefill() 
         default_form(16, 4096, 192),
         Form::Decode { bn: 64, bk: 128 }
     );
-    for bm in [32, 64] {
-        assert_eq!(default_form(bm, 4096, 14336), Form::RowsBits);
-    }
+    assert_eq!(
+        default_form(32, 4096, 14336),
+        Form::Decode { bn: 128, bk: 256 }
+    );
+    assert_eq!(
+        default_form(32, 4096, 192),
+        Form::Decode { bn: 64, bk: 128 }
+    );
+    assert_eq!(default_form(64, 4096, 14336), Form::RowsBits);
     assert_eq!(default_form(128, 4096, 14336), Form::Sorted);
     assert_eq!(default_form(128, 192, 64), Form::Sorted);
-    assert_eq!(forms(32, 4096, 14336), vec![Form::Rows, Form::RowsBits]);
+    assert_eq!(
+        forms(32, 4096, 14336),
+        vec![
+            Form::Rows,
+            Form::RowsBits,
+            Form::Decode { bn: 64, bk: 128 },
+            Form::Decode { bn: 128, bk: 256 }
+        ]
+    );
+    assert_eq!(
+        forms(32, 4096, 192),
+        vec![Form::Rows, Form::RowsBits, Form::Decode { bn: 64, bk: 128 }]
+    );
     for bm in [64, 128] {
         assert_eq!(
             forms(bm, 4096, 14336),
@@ -387,6 +407,38 @@ fn host_runs_the_decode_form_for_row_block_16_and_the_sorted_form_for_prefill() 
     );
     assert!(forms(16, 4096, 14336).contains(&default_form(16, 4096, 14336)));
     assert!(forms(16, 4096, 192).contains(&default_form(16, 4096, 192)));
+}
+
+/// The word decode (`words::e2m1_word_pair`), modelled on the host with the same shifts and masks:
+/// for every e2m1 code at every nibble position of a 32-bit word (the other nibbles varied), quarter
+/// `j` of the word read as two `E` values holds nibble `j` in its low half and nibble `j + 4` in its
+/// high half, each `e2m1 · 2^-126` (bf16) or `e2m1 · 2^-14` (f16), i.e. element `2c + l` of the
+/// quarter tile is K position `8c + j + 4l` (what `words::quarters` gives the activations).
+#[test]
+fn word_decode_pairs_nibbles_j_and_j_plus_4() {
+    let pair = |w: u32, j: i32, at: i32| -> u32 {
+        let sign = (w << (12 - 4 * j)) & 0x8000_8000;
+        let ms = at - 4 * j;
+        let mag = if ms >= 0 { w << ms } else { w >> -ms } & ((0x7u32 << at) * 0x1_0001);
+        sign | mag
+    };
+    let mut filler = 0x9E37_79B9u32;
+    for pos in 0..8u32 {
+        for code in 0..16u32 {
+            for _ in 0..4 {
+                filler = filler.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                let w = (filler & !(0xF << (4 * pos))) | (code << (4 * pos));
+                let (j, lane) = ((pos % 4) as i32, pos / 4);
+                let want = r::e2m1_decode(code as u8);
+                let b = pair(w, j, 6) >> (16 * lane) & 0xFFFF;
+                let got = bf16::from_bits(b as u16).to_f32() * 2f32.powi(126);
+                assert_eq!(got, want, "bf16: word {w:#010x} nibble {pos} code {code}");
+                let f = pair(w, j, 9) >> (16 * lane) & 0xFFFF;
+                let got = f16::from_bits(f as u16).to_f32() * 2f32.powi(14);
+                assert_eq!(got, want, "f16: word {w:#010x} nibble {pos} code {code}");
+            }
+        }
+    }
 }
 
 /// The decode form's arithmetic (`codec::e2m1_bits` · `codec::e4m3_folded`), modelled on the host
@@ -664,7 +716,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::{GpuArch, Tileiras};
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 31);
+    assert_eq!(jobs.len(), 33);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1051,8 +1103,8 @@ fn layer_runs() -> Vec<Run> {
     v
 }
 
-/// The decode form (row block 16, weights on the MMA's M side, the bit-pattern decode) in every
-/// `(BN, BK)` tile, and the rows forms at row block 16, W4A16 and dense, against the reference: T = 1
+/// The decode form (row block 16, weights on the MMA's M side, the word decode) in every `(BN, BK)`
+/// tile (and at row block 32 in its two tiles), and the rows forms at row block 16, W4A16 and dense, against the reference: T = 1
 /// and ragged T, an expert taking every token's first slot, empty experts (E = 64 with few tokens),
 /// top-1/2/8, with and without split-K in GEMM 1 (H = 1024 and 2048: 8 to 16 K steps over few
 /// blocks) and in GEMM 2 (I = 1024), bf16 and f16. One test per bf16 shape (every form, both
@@ -1111,7 +1163,57 @@ fn decode_runs() -> Vec<Run> {
             }
         }
     }
+    // The decode form at row block 32 (`host::DECODE_TILES_32`): ragged rows with a hot expert, and
+    // split-K of GEMM 1, W4A16 and dense.
+    for (n, (test, shape, force)) in [
+        (
+            "gpu_moe_decode_ragged_hot_expert",
+            (45, 8, 2, 256, 256),
+            true,
+        ),
+        (
+            "gpu_moe_decode_split_k_gemm1_h2048",
+            (5, 8, 2, 2048, 256),
+            false,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (_, _, _, h, i) = shape;
+        for form in moe::host::forms(32, h as i64, i as i64) {
+            if !matches!(form, moe::host::Form::Decode { .. }) {
+                continue;
+            }
+            for nvfp4 in [true, false] {
+                v.push(Run {
+                    bm: 32,
+                    ..run(
+                        test,
+                        Act::Bf16,
+                        shape,
+                        force,
+                        nvfp4,
+                        90 + n as u64,
+                        Some(form),
+                    )
+                });
+            }
+        }
+    }
     let f16_test = "gpu_moe_decode_f16";
+    v.push(Run {
+        bm: 32,
+        ..run(
+            f16_test,
+            Act::F16,
+            (21, 8, 2, 256, 256),
+            true,
+            true,
+            85,
+            Some(moe::host::Form::Decode { bn: 128, bk: 256 }),
+        )
+    });
     for form in moe::host::forms(16, 256, 256) {
         v.push(run(
             f16_test,
@@ -1209,13 +1311,14 @@ gpu_layer_tests!(
 );
 
 /// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, 84 + 7
-/// decode-form runs) plus the 11 layer runs in forms the host does not pick, each run in exactly one test, no test without runs, and every run in a form its
+/// decode-form runs) plus the 11 layer runs in forms the host does not pick and the 9 decode-form
+/// runs at row block 32, each run in exactly one test, no test without runs, and every run in a form its
 /// row block can take.
 #[test]
 fn gpu_runs_are_split_without_loss() {
     let (layer, decode) = (layer_runs(), decode_runs());
     assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 5 * 2 + 1);
-    assert_eq!(decode.len(), 7 * 6 * 2 + 6 + 1);
+    assert_eq!(decode.len(), 7 * 6 * 2 + 6 + 1 + 2 * 2 * 2 + 1);
     let all = gpu_runs();
     assert_eq!(all.len(), layer.len() + decode.len());
     for (n, r) in all.iter().enumerate() {

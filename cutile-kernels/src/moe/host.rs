@@ -174,15 +174,18 @@ pub struct Routing<'a> {
 /// The row blocks (GEMM M tiles) the layer has kernels for.
 pub const ROW_BLOCKS: [i64; 4] = [16, 32, 64, 128];
 
-/// The row block the host picks for `pairs = T·k` routed pairs over `experts` experts: the M tile
-/// closest to the mean rows per hit expert (16 for decode, where an expert sees a handful of rows,
-/// so the padding to the block is not multiplied into wasted MMA work; 128 for prefill).
+/// The row block the host picks for `pairs = T·k` routed pairs over `experts` experts, from the mean
+/// rows per hit expert: 16 up to 12 rows (decode: an expert sees a handful of rows), 32 up to 48, 64
+/// below 192, else 128 (prefill). 32 from 13 rows on because an expert whose rows pass 16 needs a
+/// second 16-row block, which decodes its weights again: at a mean of 16 (Mixtral T = 64) the
+/// decode form ran 1.46× faster at block 32 (666.5 against 969.9 µs, H200 session 11), at a mean of
+/// 4 (T = 16) 1.13× slower (664.7 against 585.6 µs).
 pub fn row_block(pairs: i64, experts: i64) -> i64 {
     let hit = pairs.min(experts).max(1);
     let mean = pairs / hit;
     match mean {
-        ..=16 => 16,
-        17..=48 => 32,
+        ..=12 => 16,
+        13..=48 => 32,
         49..=191 => 64,
         _ => 128,
     }
@@ -226,11 +229,12 @@ pub enum Form {
     /// [`Form::Rows`] with the bit-pattern decode of the decode form (`codec::e2m1_bits`: four `i16`
     /// ops and one multiplication in bf16/f16 per element, no conversion). Every row block; prefill.
     RowsBits,
-    /// The decode form, for row block 16 only: the weights on the MMA's M side (`bn` weight rows per
-    /// CTA, 8 worker warps when `bn` is 128), 16 rows of the aligned order on its N side, `bk` of K per
-    /// step in both GEMMs, the bit-pattern e2m1 decode (`codec::e2m1_bits`), and split-K of either
-    /// GEMM when its grid is short ([`k_splits`]; GEMM 1's partial sums are reduced with the SiLU·up
-    /// step by `moe_silu_reduce`).
+    /// The decode form, for row blocks 16 and 32 ([`forms`]): the weights on the MMA's M side (`bn`
+    /// weight rows per CTA, 8 worker warps when `bn` is 128), the row block's rows of the aligned
+    /// order (permuted once by `moe_permute`) on its N side, `bk` of K per step in both GEMMs, the
+    /// word decode (`dsl::words`: two e2m1 weights per 32-bit integer op), and split-K of either GEMM
+    /// when its grid is short ([`k_splits`]; GEMM 1's partial sums are reduced with the SiLU·up step
+    /// by `moe_silu_reduce`).
     Decode {
         /// Weight rows per CTA: 64 or 128.
         bn: i64,
@@ -253,43 +257,46 @@ pub const SORTED_ROW_BLOCKS: [i64; 2] = [64, 128];
 /// The `(bn, bk)` tiles of the decode form the layer has kernels for.
 pub const DECODE_TILES: [(i64, i64); 4] = [(64, 128), (128, 128), (64, 256), (128, 256)];
 
+/// The `(bn, bk)` tiles of the decode form at row block 32 (the two defaults of row block 16).
+pub const DECODE_TILES_32: [(i64, i64); 2] = [(64, 128), (128, 256)];
+
 /// The forms a layer with row block `bm`, `H = h`, `I = i` can run: [`Form::Rows`] and
 /// [`Form::RowsBits`] always; [`Form::Sorted`] for the row blocks of [`SORTED_ROW_BLOCKS`]; for
-/// `bm == 16` also every [`DECODE_TILES`] entry whose `bn` divides `H` and `I` (the example's sweep
-/// times them all).
+/// `bm == 16` also every [`DECODE_TILES`] entry whose `bn` divides `H` and `I`, for `bm == 32` every
+/// [`DECODE_TILES_32`] one (the example's sweep times them all).
 pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
     let mut v = vec![Form::Rows, Form::RowsBits];
     if SORTED_ROW_BLOCKS.contains(&bm) {
         v.push(Form::Sorted);
     }
-    if bm == 16 {
-        v.extend(
-            DECODE_TILES
-                .iter()
-                .filter(|(bn, _)| h % bn == 0 && i % bn == 0)
-                .map(|&(bn, bk)| Form::Decode { bn, bk }),
-        );
-    }
+    let tiles: &[(i64, i64)] = match bm {
+        16 => &DECODE_TILES,
+        32 => &DECODE_TILES_32,
+        _ => &[],
+    };
+    v.extend(
+        tiles
+            .iter()
+            .filter(|(bn, _)| h % bn == 0 && i % bn == 0)
+            .map(|&(bn, bk)| Form::Decode { bn, bk }),
+    );
     v
 }
 
-/// The form the host picks for row block `bm` of a layer with `H = h`, `I = i`: for `bm == 16` the
-/// decode form with 128 weight rows over 8 worker warps and K = 256 per step when 128 divides `H` and
-/// `I` (the H200 sweep of 2026-12-02, Mixtral 8 x (4096 -> 14336) top-2: 516 µs at T = 1 and 1615 µs at
-/// T = 16, the fastest of the six forms; 64 x 128 took 715 / 2368 µs, the session-4 rows form 1042 /
-/// 3656 µs), else 64 rows and K = 128; [`Form::Sorted`] for row block 128 (prefill: the rows forms'
-/// gathered activations and row-major block order ran Mixtral T = 4096 at 0.075× torch's cuBLAS loop
-/// on the H200, session 9); [`Form::RowsBits`] for 32 and 64 (fewer ops per weight than
-/// [`Form::Rows`]; an estimate).
+/// The form the host picks for row block `bm` of a layer with `H = h`, `I = i`: for `bm` 16 and 32
+/// the decode form with 128 weight rows over 8 worker warps and K = 256 per step when 128 divides `H`
+/// and `I`, else 64 rows and K = 128 (H200 sweeps: session 8, where the rows forms lost to it, and
+/// session 11 with the word decode, where 128 x 256 was the fastest of the four tiles at every
+/// Mixtral and E 128 decode row, e.g. T = 16: 585.6 µs against 699.8-868.8); [`Form::Sorted`] for row
+/// block 128 (prefill: the rows forms' gathered activations and row-major block order ran Mixtral T =
+/// 4096 at 0.075× torch's cuBLAS loop on the H200, session 9); [`Form::RowsBits`] for 64 (fewer ops
+/// per weight than [`Form::Rows`]; an estimate).
 pub fn default_form(bm: i64, h: i64, i: i64) -> Form {
-    if bm == 128 {
-        Form::Sorted
-    } else if bm != 16 {
-        Form::RowsBits
-    } else if h % 128 == 0 && i % 128 == 0 {
-        Form::Decode { bn: 128, bk: 256 }
-    } else {
-        Form::Decode { bn: 64, bk: 128 }
+    match bm {
+        128 => Form::Sorted,
+        16 | 32 if h % 128 == 0 && i % 128 == 0 => Form::Decode { bn: 128, bk: 256 },
+        16 | 32 => Form::Decode { bn: 64, bk: 128 },
+        _ => Form::RowsBits,
     }
 }
 
@@ -776,7 +783,7 @@ fn launch_gemm2<E: MoeElem>(
     Ok(())
 }
 
-/// GEMM 1 in the decode form (row block 16): grid `(P / 16, I / bn, splits1)`; with several K
+/// GEMM 1 in the decode form (row block 16 or 32): grid `(P / bm, I / bn, splits1)`; with several K
 /// splits the partial sums go to `part: [splits1 · P, 2I]` f32 and `moe_silu_reduce` writes `h`.
 #[allow(clippy::too_many_arguments)]
 fn launch_gemm1_decode<E: MoeElem>(
@@ -798,7 +805,7 @@ fn launch_gemm1_decode<E: MoeElem>(
         .launch(stream)?;
     let xs = &*xs;
     let grid = (
-        u32_of(OP, d.p / 16)?,
+        u32_of(OP, d.p / d.bm)?,
         u32_of(OP, d.i / bn)?,
         u32_of(OP, d.splits1)?,
     );
@@ -807,16 +814,16 @@ fn launch_gemm1_decode<E: MoeElem>(
     let pshape = if d.splits1 > 1 {
         vec![d.splits1 * d.p, 2 * d.i]
     } else {
-        vec![16, 2 * bn]
+        vec![d.bm, 2 * bn]
     };
     let pt = reuse(&mut scratch.part, stream, &pshape)?;
     macro_rules! go {
-        ($bn:literal, $bk:literal, $w4:ident) => {
+        ($bt:literal, $bn:literal, $bk:literal, $w4:ident) => {
             match weights {
                 Weights::Nvfp4 { w13, s13, g13, .. } => {
                     kernels::$w4::<
                         E,
-                        16,
+                        $bt,
                         $bn,
                         $bk,
                         { $bk / 2 },
@@ -827,7 +834,7 @@ fn launch_gemm1_decode<E: MoeElem>(
                     .grid(grid)
                     .launch(stream)?
                 }
-                Weights::Dense { w13, .. } => kernels::moe_gemm1_dense_t::<E, 16, $bn, $bk>(
+                Weights::Dense { w13, .. } => kernels::moe_gemm1_dense_t::<E, $bt, $bn, $bk>(
                     xs,
                     *w13,
                     r.expert_ids,
@@ -841,11 +848,13 @@ fn launch_gemm1_decode<E: MoeElem>(
             }
         };
     }
-    match (bn, bk) {
-        (128, 256) => go!(128, 256, moe_gemm1_w4a16_t8),
-        (128, _) => go!(128, 128, moe_gemm1_w4a16_t8),
-        (_, 256) => go!(64, 256, moe_gemm1_w4a16_t),
-        _ => go!(64, 128, moe_gemm1_w4a16_t),
+    match (d.bm, bn, bk) {
+        (32, 128, _) => go!(32, 128, 256, moe_gemm1_w4a16_t8),
+        (32, _, _) => go!(32, 64, 128, moe_gemm1_w4a16_t),
+        (_, 128, 256) => go!(16, 128, 256, moe_gemm1_w4a16_t8),
+        (_, 128, _) => go!(16, 128, 128, moe_gemm1_w4a16_t8),
+        (_, _, 256) => go!(16, 64, 256, moe_gemm1_w4a16_t),
+        _ => go!(16, 64, 128, moe_gemm1_w4a16_t),
     }
     if d.splits1 > 1 {
         kernels::moe_silu_reduce::<E, 16, 64>(pt, r.total, splits, h).launch(stream)?;
@@ -853,7 +862,7 @@ fn launch_gemm1_decode<E: MoeElem>(
     Ok(())
 }
 
-/// GEMM 2 in the decode form (row block 16): grid `(P / 16, H / bn, splits)`.
+/// GEMM 2 in the decode form (row block 16 or 32): grid `(P / bm, H / bn, splits)`.
 fn launch_gemm2_decode<E: MoeElem>(
     stream: &Stream,
     h: &Tensor<E>,
@@ -866,17 +875,17 @@ fn launch_gemm2_decode<E: MoeElem>(
     const OP: &str = "moe_layer";
     let wflat = r.weights.reshape(&[d.t * d.k])?;
     let grid = (
-        u32_of(OP, d.p / 16)?,
+        u32_of(OP, d.p / d.bm)?,
         u32_of(OP, d.h / bn)?,
         u32_of(OP, d.splits)?,
     );
     let splits = d.splits as i32;
     macro_rules! go {
-        ($bn:literal, $bk:literal, $w4:ident) => {
+        ($bt:literal, $bn:literal, $bk:literal, $w4:ident) => {
             match weights {
                 Weights::Nvfp4 { w2, s2, g2, .. } => kernels::$w4::<
                     E,
-                    16,
+                    $bt,
                     $bn,
                     $bk,
                     { $bk / 2 },
@@ -897,7 +906,7 @@ fn launch_gemm2_decode<E: MoeElem>(
                 )
                 .grid(grid)
                 .launch(stream)?,
-                Weights::Dense { w2, .. } => kernels::moe_gemm2_dense_t::<E, 16, $bn, $bk>(
+                Weights::Dense { w2, .. } => kernels::moe_gemm2_dense_t::<E, $bt, $bn, $bk>(
                     h,
                     *w2,
                     r.sorted_ids,
@@ -912,11 +921,13 @@ fn launch_gemm2_decode<E: MoeElem>(
             }
         };
     }
-    match (bn, bk) {
-        (128, 256) => go!(128, 256, moe_gemm2_w4a16_t8),
-        (128, _) => go!(128, 128, moe_gemm2_w4a16_t8),
-        (_, 256) => go!(64, 256, moe_gemm2_w4a16_t),
-        _ => go!(64, 128, moe_gemm2_w4a16_t),
+    match (d.bm, bn, bk) {
+        (32, 128, _) => go!(32, 128, 256, moe_gemm2_w4a16_t8),
+        (32, _, _) => go!(32, 64, 128, moe_gemm2_w4a16_t),
+        (_, 128, 256) => go!(16, 128, 256, moe_gemm2_w4a16_t8),
+        (_, 128, _) => go!(16, 128, 128, moe_gemm2_w4a16_t8),
+        (_, _, 256) => go!(16, 64, 256, moe_gemm2_w4a16_t),
+        _ => go!(16, 64, 128, moe_gemm2_w4a16_t),
     }
     Ok(())
 }

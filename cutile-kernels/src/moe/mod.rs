@@ -19,16 +19,17 @@
 //! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
 //!
 //! `moe_align_block_size` runs on the GPU ([`host::moe_align_block_size`], three passes), so routing,
-//! alignment and the layer stay on the device; GEMM 2 splits K when its grid is short. Decode (row
-//! block 16) runs the GEMMs in the decode form ([`host::Form::Decode`]: weights on the MMA's M side,
-//! the bit-pattern e2m1 decode of [`codec::e2m1_bits`], split-K of GEMM 1 too). Not built yet:
+//! alignment and the layer stays on the device; GEMM 2 splits K when its grid is short. Decode (row
+//! block 16, 32 on request) runs the GEMMs in the decode form ([`host::Form::Decode`]: weights on the
+//! MMA's M side, the word decode of [`words`], two e2m1 weights per 32-bit op, split-K of GEMM 1
+//! too). Not built yet:
 //! registry ops and harness workloads (see `docs/moe.md`).
 
 mod dsl;
 pub mod host;
 pub mod reference;
 
-pub use dsl::{codec, kernels};
+pub use dsl::{codec, kernels, words};
 pub use host::{
     MoeElem, Routing, Weights, Workspace, moe_align_block_size, moe_layer, moe_layer_in, moe_route,
     nvfp4_dequantize, nvfp4_quantize,
@@ -186,6 +187,41 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "E=bf16 BT=16 BN=128 BK=256",
         kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16, 32, 64>(),
         g2d.clone(),
+    ));
+    // The same at row block 32 (the decode form's second row block, `host::DECODE_TILES_32`).
+    let p32 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 32) as i64;
+    let mut g1d32 = vec![
+        meta(BF16, &[p32, h]),
+        meta(I8, &[e, 2 * i, h / 2]),
+        meta(I8, &[e, 2 * i, h / 16]),
+        meta(F32, &[e]),
+        meta(I32, &[p32 / 32]),
+        meta(I32, &[1]),
+    ];
+    g1d32.push(meta(BF16, &[p32, i]));
+    g1d32.push(meta(F32, &[2 * p32, 2 * i]));
+    jobs.push(job(
+        "moe_gemm1_w4a16_t8",
+        "E=bf16 BT=32 BN=128 BK=256",
+        kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 32, 128, 256, 128, 16, 32, 64>(),
+        g1d32,
+    ));
+    let mut g2d32 = vec![
+        meta(BF16, &[p32, i]),
+        meta(I8, &[e, h, i / 2]),
+        meta(I8, &[e, h, i / 16]),
+        meta(F32, &[e]),
+        meta(I32, &[p32]),
+        meta(I32, &[p32 / 32]),
+        meta(I32, &[1]),
+    ];
+    g2d32.push(meta(F32, &[t * k]));
+    g2d32.push(meta(F32, &[t * k, h]));
+    jobs.push(job(
+        "moe_gemm2_w4a16_t8",
+        "E=bf16 BT=32 BN=128 BK=256",
+        kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 32, 128, 256, 128, 16, 32, 64>(),
+        g2d32,
     ));
     // The decode form's 64-row tiles (the default where 128 does not divide H or I) and its
     // bf16-weight peers, which the sweep and `Workspace::form` run.

@@ -10,11 +10,10 @@
 //! I 14336, top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 1, 16, 64
 //! (decode) and 4096 (prefill), or the token counts of `NVFP4_MOE_TOKENS` (e.g. `1024,4096`). Prints
 //! one markdown table row per (layer, T, row block, form).
-//! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) the
-//! rows form (weights on the MMA's N side) with the old f32 decode and with the bit-pattern decode,
-//! and every decode-form tile (weights on the M side, bit-pattern decode, `host::DECODE_TILES`); for
-//! prefill every form (both rows forms and the sorted form) at the host's block and at 64. `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as
-//! skipped. Prints `skipped` and exits 0 without a GPU.
+//! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) every
+//! decode-form tile at row blocks 16 and 32 (`host::DECODE_TILES`, `host::DECODE_TILES_32`); for
+//! prefill every form (both rows forms and the sorted form) at the host's block and at 64.
+//! `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
 use cutile_kernels::moe::{self, Routing, Weights, Workspace, reference as r};
@@ -116,19 +115,22 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
     moe::moe_route(s, &tl, mode, None, &mut tids, &mut tw)?;
     let mut ws = Workspace::<bf16>::default();
     let picked = moe::host::row_block(t * k, e);
-    // The candidates: the host's pick; with the sweep every form of every row block the host could
-    // pick for decode (16: the rows form and every decode tile) and the rows form at its own block.
+    // The candidates: the host's pick; with the sweep, for decode (picked block 16) every decode
+    // tile at row blocks 16 and 32 (the rows forms there lost to the decode form by 1.3-2.3x in
+    // session 8), else every form at the picked block and at 64.
     let mut cands: Vec<(i64, moe::host::Form)> =
         vec![(picked, moe::host::default_form(picked, h, i))];
     if sweep {
-        let bms: Vec<i64> = if picked == 16 {
-            vec![16]
+        let decode = picked == 16;
+        let bms: Vec<i64> = if decode {
+            vec![16, 32]
         } else {
             vec![picked, 64]
         };
         for bm in bms {
             for f in moe::host::forms(bm, h, i) {
-                if !cands.contains(&(bm, f)) {
+                let wanted = !decode || matches!(f, moe::host::Form::Decode { .. });
+                if wanted && !cands.contains(&(bm, f)) {
                     cands.push((bm, f));
                 }
             }
@@ -293,7 +295,7 @@ fn main() {
             k: 8,
         },
     ];
-    // NVFP4_MOE_SWEEP=1 times every row block (16, 32, 64, 128), not only the host's pick.
+    // NVFP4_MOE_SWEEP=1 times other row blocks and forms, not only the host's pick (see `run`).
     let sweep = std::env::var_os("NVFP4_MOE_SWEEP").is_some();
     let budget = Budget {
         start: std::time::Instant::now(),
