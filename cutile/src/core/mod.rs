@@ -33,7 +33,8 @@
 //! - element-wise: `+ - * / % -x !x & | ^ << >>` (with tiles of the same type, a [`Scalar`], or a host
 //!   number), comparisons `< <= > >= == !=` (rewritten by the macro), `exp exp2 ln log2 sqrt rsqrt tanh sin
 //!   cos tan sinh cosh floor ceil abs min max pow atan2`, [`fma`], [`select`], [`Tile::cast`],
-//!   [`Tile::bitcast`] (same-width reinterpretation, [`BitWidth`]);
+//!   [`Tile::bitcast`] (same-width reinterpretation, [`BitWidth`]) and [`Tile::reinterpret`] (the bytes
+//!   of a tile as another width and shape, Tile IR `pack`/`unpack`);
 //! - reductions and scans: `sum prod amax amin` (keep the axis) and `*_squeezed` (drop it),
 //!   `cumsum cumprod cummax cummin`, generic [`Tile::reduce`] and [`Tile::scan`] with a closure;
 //! - [`mma`] (`(M,K) x (K,N) + (M,N)`, shapes unified by rustc), [`mma_fast_acc`] (fp8 inputs, Hopper fast accumulation);
