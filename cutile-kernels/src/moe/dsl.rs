@@ -226,11 +226,7 @@ pub mod words {
             .partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
             .load((g, n, k))
             .reinterpret::<i32, S2<BN, KW>>();
-        let sc = super::kernels::unsigned(
-            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKS>>(),
-        );
+        let sc = super::kernels::scale_codes::<BN, BKS>(s, g, n, k);
         // 16 weights per scale: 2 words, so 4 elements of a quarter row.
         let scale = super::codec::e4m3_folded::<E, S2<BN, BKS>>(sc)
             .reshape::<S3<BN, BKS, 1>>()
@@ -307,6 +303,21 @@ pub mod kernels {
         b.cast::<i32>() & 255i32
     }
 
+    /// The e4m3 scale codes (`0..256`) of the `BN x BK` weight tile `(n, k)` of group `g` (`s: [G, N,
+    /// K/16]`, `BKS = BK/16` per row).
+    pub fn scale_codes<const BN: i32, const BKS: i32>(
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> Tile<i32, S2<BN, BKS>> {
+        unsigned(
+            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
+                .load((g, n, k))
+                .reshape::<S2<BN, BKS>>(),
+        )
+    }
+
     /// The dequantized `BN x BK` tile of rows `n·BN..` and columns `k·BK..` of group `g` of NVFP4
     /// data (`w: [G, N, K/2]`, `s: [G, N, K/16]`, `global` the group's scale), in f32. `BKH = BK/2`,
     /// `BKS = BK/16`.
@@ -327,11 +338,7 @@ pub mod kernels {
         let hi = e2m1_decode(bytes >> 4i32).reshape::<S3<BN, BKH, 1>>();
         let vals = cat::<2, f32, S3<BN, BKH, 1>, S3<BN, BKH, 1>, S3<BN, BKH, 2>>(lo, hi)
             .reshape::<S2<BN, BK>>();
-        let sc = unsigned(
-            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKS>>(),
-        );
+        let sc = scale_codes::<BN, BKS>(s, g, n, k);
         let scale = (e4m3_decode(sc) * global)
             .reshape::<S3<BN, BKS, 1>>()
             .broadcast::<S3<BN, BKS, 16>>()
@@ -357,11 +364,7 @@ pub mod kernels {
                 .load((g, n, k))
                 .reshape::<S2<BN, BKH>>(),
         );
-        let sc = unsigned(
-            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKS>>(),
-        );
+        let sc = scale_codes::<BN, BKS>(s, g, n, k);
         // 16 elements per scale = 8 bytes per scale in each half.
         let scale = (e4m3_decode(sc) * global)
             .reshape::<S3<BN, BKS, 1>>()
@@ -1083,11 +1086,7 @@ pub mod kernels {
             .load((g, n, k))
             .reshape::<S2<BN, BKH>>()
             .cast::<i16>();
-        let sc = unsigned(
-            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKS>>(),
-        );
+        let sc = scale_codes::<BN, BKS>(s, g, n, k);
         let scale = e4m3_folded::<E, S2<BN, BKS>>(sc)
             .reshape::<S3<BN, BKS, 1>>()
             .broadcast::<S3<BN, BKS, 8>>()

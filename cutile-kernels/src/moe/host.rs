@@ -783,6 +783,36 @@ fn launch_gemm2<E: MoeElem>(
     Ok(())
 }
 
+/// `x`'s rows gathered once into the aligned order (`moe_permute`: `[P, H]` in `slot`, zero rows for
+/// padding), for the forms whose GEMM 1 reads them through a view instead of gathering in its K loop
+/// (in the decode form that gather's bounds checks cost about 5 predicate instructions per weight).
+/// Row blocks 64 and 128 permute in their own block, the decode form's 16 and 32 in blocks of 16.
+fn permute_rows<'a, E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    r: &Routing<'_>,
+    d: Dims,
+    slot: &'a mut Option<Tensor<E>>,
+) -> Result<&'a Tensor<E>, OpError> {
+    const OP: &str = "moe_layer";
+    const BK: i64 = 64;
+    let xs = reuse(slot, stream, &[d.p, d.h])?;
+    let bm = if d.bm >= 64 { d.bm } else { 16 };
+    let grid = (u32_of(OP, d.p / bm)?, u32_of(OP, d.h / BK)?, 1);
+    match bm {
+        128 => kernels::moe_permute::<E, 128, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
+            .grid(grid)
+            .launch(stream)?,
+        64 => kernels::moe_permute::<E, 64, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
+            .grid(grid)
+            .launch(stream)?,
+        _ => kernels::moe_permute::<E, 16, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
+            .grid(grid)
+            .launch(stream)?,
+    }
+    Ok(xs)
+}
+
 /// GEMM 1 in the decode form (row block 16 or 32): grid `(P / bm, I / bn, splits1)`; with several K
 /// splits the partial sums go to `part: [splits1 · P, 2I]` f32 and `moe_silu_reduce` writes `h`.
 #[allow(clippy::too_many_arguments)]
@@ -797,13 +827,7 @@ fn launch_gemm1_decode<E: MoeElem>(
     scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
-    // The rows gathered once into the aligned order, so the GEMM reads them through a view (a
-    // gather in the K loop cost about 5 predicate instructions per weight in its bounds checks).
-    let xs = reuse(&mut scratch.xs, stream, &[d.p, d.h])?;
-    kernels::moe_permute::<E, 16, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
-        .grid((u32_of(OP, d.p / 16)?, u32_of(OP, d.h / 64)?, 1))
-        .launch(stream)?;
-    let xs = &*xs;
+    let xs = permute_rows(stream, x, r, d, &mut scratch.xs)?;
     let grid = (
         u32_of(OP, d.p / d.bm)?,
         u32_of(OP, d.i / bn)?,
@@ -1027,22 +1051,10 @@ fn launch_gemm1_sorted<E: MoeElem>(
     h: &mut Tensor<E>,
     scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
-    const OP: &str = "moe_layer";
-    const BK: i64 = 64;
-    let xs = reuse(&mut scratch.xs, stream, &[d.p, d.h])?;
-    let pgrid = (u32_of(OP, d.p / d.bm)?, u32_of(OP, d.h / BK)?, 1);
-    match d.bm {
-        128 => kernels::moe_permute::<E, 128, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
-            .grid(pgrid)
-            .launch(stream)?,
-        _ => kernels::moe_permute::<E, 64, 64>(x, r.sorted_ids, r.total, r.topk, &mut *xs)
-            .grid(pgrid)
-            .launch(stream)?,
-    }
+    let xs = permute_rows(stream, x, r, d, &mut scratch.xs)?;
     let (w13, global, fold) = sorted_operands(stream, weights, r, d, false, &mut scratch.wd)?;
     let experts = w13.shape()[0];
     let w13 = w13.reshape(&[experts, 2, d.i, d.h])?;
-    let xs = &*xs;
     let grid = sorted_grid(x.device(), d, d.i / 64)?;
     macro_rules! go {
         ($bm:literal, $fold:literal) => {

@@ -154,74 +154,77 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     // The decode form the host picks for a handful of rows per expert (row block 16, 128 weight rows
     // on the MMA's M side over 8 worker warps, K 256 per step, the word decode) and GEMM 1's
     // split-K reduce.
-    let p16 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 16) as i64;
-    let ids16 = || vec![meta(I32, &[p16]), meta(I32, &[p16 / 16]), meta(I32, &[1])];
-    // GEMM 1 reads `x`'s rows permuted into the aligned order (`moe_permute` at row block 16).
-    let blocks16 = || vec![meta(I32, &[p16 / 16]), meta(I32, &[1])];
-    let mut g1d = vec![
-        meta(BF16, &[p16, h]),
-        meta(I8, &[e, 2 * i, h / 2]),
-        meta(I8, &[e, 2 * i, h / 16]),
-        meta(F32, &[e]),
-    ];
-    g1d.extend(blocks16());
-    g1d.push(meta(BF16, &[p16, i]));
-    g1d.push(meta(F32, &[2 * p16, 2 * i]));
+    // The metas of both decode-form GEMMs at row block `bt`, NVFP4 (`w4`) or dense weights. GEMM 1
+    // reads `x`'s rows permuted into the aligned order (`moe_permute`), so it takes no `sorted_ids`.
+    let padded = |bt: i64| {
+        crate::moe::reference::max_padded((t * k) as usize, e as usize, bt as usize) as i64
+    };
+    let g1d = |bt: i64, w4: bool| {
+        let p = padded(bt);
+        let mut v = vec![meta(BF16, &[p, h])];
+        if w4 {
+            v.extend([
+                meta(I8, &[e, 2 * i, h / 2]),
+                meta(I8, &[e, 2 * i, h / 16]),
+                meta(F32, &[e]),
+            ]);
+        } else {
+            v.push(meta(BF16, &[e, 2 * i, h]));
+        }
+        v.extend([
+            meta(I32, &[p / bt]),
+            meta(I32, &[1]),
+            meta(BF16, &[p, i]),
+            meta(F32, &[2 * p, 2 * i]),
+        ]);
+        v
+    };
+    let g2d = |bt: i64, w4: bool| {
+        let p = padded(bt);
+        let mut v = vec![meta(BF16, &[p, i])];
+        if w4 {
+            v.extend([
+                meta(I8, &[e, h, i / 2]),
+                meta(I8, &[e, h, i / 16]),
+                meta(F32, &[e]),
+            ]);
+        } else {
+            v.push(meta(BF16, &[e, h, i]));
+        }
+        v.extend([
+            meta(I32, &[p]),
+            meta(I32, &[p / bt]),
+            meta(I32, &[1]),
+            meta(F32, &[t * k]),
+            meta(F32, &[t * k, h]),
+        ]);
+        v
+    };
+    let p16 = padded(16);
     jobs.push(job(
         "moe_gemm1_w4a16_t8",
         "E=bf16 BT=16 BN=128 BK=256",
         kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16, 32, 64>(),
-        g1d.clone(),
+        g1d(16, true),
     ));
-    let mut g2d = vec![
-        meta(BF16, &[p16, i]),
-        meta(I8, &[e, h, i / 2]),
-        meta(I8, &[e, h, i / 16]),
-        meta(F32, &[e]),
-    ];
-    g2d.extend(ids16());
-    g2d.push(meta(F32, &[t * k]));
-    g2d.push(meta(F32, &[t * k, h]));
     jobs.push(job(
         "moe_gemm2_w4a16_t8",
         "E=bf16 BT=16 BN=128 BK=256",
         kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 16, 128, 256, 128, 16, 32, 64>(),
-        g2d.clone(),
+        g2d(16, true),
     ));
     // The same at row block 32 (the decode form's second row block, `host::DECODE_TILES_32`).
-    let p32 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 32) as i64;
-    let mut g1d32 = vec![
-        meta(BF16, &[p32, h]),
-        meta(I8, &[e, 2 * i, h / 2]),
-        meta(I8, &[e, 2 * i, h / 16]),
-        meta(F32, &[e]),
-        meta(I32, &[p32 / 32]),
-        meta(I32, &[1]),
-    ];
-    g1d32.push(meta(BF16, &[p32, i]));
-    g1d32.push(meta(F32, &[2 * p32, 2 * i]));
     jobs.push(job(
         "moe_gemm1_w4a16_t8",
         "E=bf16 BT=32 BN=128 BK=256",
         kernels::moe_gemm1_w4a16_t8::kernel::<bf16, 32, 128, 256, 128, 16, 32, 64>(),
-        g1d32,
+        g1d(32, true),
     ));
-    let mut g2d32 = vec![
-        meta(BF16, &[p32, i]),
-        meta(I8, &[e, h, i / 2]),
-        meta(I8, &[e, h, i / 16]),
-        meta(F32, &[e]),
-        meta(I32, &[p32]),
-        meta(I32, &[p32 / 32]),
-        meta(I32, &[1]),
-    ];
-    g2d32.push(meta(F32, &[t * k]));
-    g2d32.push(meta(F32, &[t * k, h]));
     jobs.push(job(
         "moe_gemm2_w4a16_t8",
         "E=bf16 BT=32 BN=128 BK=256",
         kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 32, 128, 256, 128, 16, 32, 64>(),
-        g2d32,
+        g2d(32, true),
     ));
     // The decode form's 64-row tiles (the default where 128 does not divide H or I) and its
     // bf16-weight peers, which the sweep and `Workspace::form` run.
@@ -229,33 +232,25 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         "moe_gemm1_w4a16_t",
         "E=bf16 BT=16 BN=64 BK=128",
         kernels::moe_gemm1_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8, 16, 32>(),
-        g1d,
+        g1d(16, true),
     ));
     jobs.push(job(
         "moe_gemm2_w4a16_t",
         "E=bf16 BT=16 BN=64 BK=128",
         kernels::moe_gemm2_w4a16_t::kernel::<bf16, 16, 64, 128, 64, 8, 16, 32>(),
-        g2d,
+        g2d(16, true),
     ));
-    let mut d1d = vec![meta(BF16, &[p16, h]), meta(BF16, &[e, 2 * i, h])];
-    d1d.extend(blocks16());
-    d1d.push(meta(BF16, &[p16, i]));
-    d1d.push(meta(F32, &[2 * p16, 2 * i]));
     jobs.push(job(
         "moe_gemm1_dense_t",
         "E=bf16 BT=16 BN=64 BK=128",
         kernels::moe_gemm1_dense_t::kernel::<bf16, 16, 64, 128>(),
-        d1d,
+        g1d(16, false),
     ));
-    let mut d2d = vec![meta(BF16, &[p16, i]), meta(BF16, &[e, h, i])];
-    d2d.extend(ids16());
-    d2d.push(meta(F32, &[t * k]));
-    d2d.push(meta(F32, &[t * k, h]));
     jobs.push(job(
         "moe_gemm2_dense_t",
         "E=bf16 BT=16 BN=64 BK=128",
         kernels::moe_gemm2_dense_t::kernel::<bf16, 16, 64, 128>(),
-        d2d,
+        g2d(16, false),
     ));
     // The prefill row block (128 rows, `host::gemm_tiles`: GEMM 1 64 x 64, GEMM 2 128 x 64) over 8
     // worker warps, W4A16 and dense.
