@@ -1,5 +1,6 @@
 //! The sampling family (argmax, top-k): the CPU references (ties to the smaller index, sorted top-k),
-//! the planner without a GPU (typed errors, empty calls), every representative call compiled by tileiras
+//! the planner without a GPU (typed errors, empty calls, the splits and selection rounds, a CPU model of
+//! the rounds), every representative call compiled by tileiras
 //! (sm_90; argmax and top-k for sm_80/90/100/120), and a GPU test through the host API (`#[ignore]`d;
 //! skipped without a GPU) with ties, −∞ and ragged vocabularies.
 
@@ -55,9 +56,25 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
     let a = sampling::ARGMAX;
     let k = sampling::TOPK;
     let ok = described(a, BF16, [8, 128256], 0);
+    expect_error(sampling::plan(a, &ok, &t), "scratch pair");
+    let ok = sampling::with_scratch(a, &ok, &t);
+    let configs: Vec<String> = sampling::plan(a, &ok, &t)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.config)
+        .collect();
     assert_eq!(
-        sampling::plan(a, &ok, &t).unwrap()[0].config,
-        "argmax BN=4096"
+        configs,
+        ["argmax_chunks BN=2048 chunks=63", "argmax_merge CB=1024"]
+    );
+    let mut o = ok.clone();
+    o[3] = Operand::described("part_i", 3, I32, &[8 * 63 - 1]);
+    expect_error(sampling::plan(a, &o, &t), "at least 504 elements");
+    let one = described(a, F32, [77, 1000], 0);
+    assert_eq!(sampling::with_scratch(a, &one, &t).len(), 2);
+    assert_eq!(
+        sampling::plan(a, &one, &t).unwrap()[0].config,
+        "argmax BN=1024"
     );
     let mut o = ok.clone();
     o[1] = Operand::described("out", 1, I32, &[8]);
@@ -78,7 +95,7 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
             .is_empty()
     );
     let ok = described(k, F16, [33, 1000], 5);
-    expect_error(sampling::plan(k, &ok, &t), "candidate scratch");
+    expect_error(sampling::plan(k, &ok, &t), "scratch pair");
     let ok = sampling::with_scratch(k, &ok, &t);
     let configs: Vec<String> = sampling::plan(k, &ok, &t)
         .unwrap()
@@ -128,17 +145,12 @@ fn the_ops_are_in_the_registry() {
             "sampling"
         );
     }
-    for c in sampling::representative_calls() {
-        // Top-k is chunks then sort, with a selection between them for rows of several chunks
-        // (every representative top-k row past 1024 columns), and one launch past 4096 selection
-        // candidates (the f32 [2, 300000] k 64 call).
-        let n = if c.op == sampling::ARGMAX || c.shapes[0][1] > 262144 {
-            1
-        } else if c.shapes[0][1] > 1024 {
-            3
-        } else {
-            2
-        };
+    // argmax: chunks + merge past one chunk per row; top-k: chunks, one selection round per 64
+    // chunk sets of 64 slots (none for one chunk), sort.
+    let launches = [2, 2, 1, 3, 2, 4];
+    let calls = sampling::representative_calls();
+    assert_eq!(calls.len(), launches.len());
+    for (c, n) in calls.iter().zip(launches) {
         assert_eq!(
             c.plan(&target(), false).unwrap().launches.len(),
             n,
@@ -148,41 +160,69 @@ fn the_ops_are_in_the_registry() {
     }
 }
 
-/// The two-launch top-k's split: the row read by at least an SM's worth of blocks where the row allows,
-/// the merge tile within `MB_MAX`, and the one-launch form for rows past it.
+/// The split argmax: whole 8192-wide chunks for many rows, halved down to 1024 columns while the grid
+/// is under two blocks per SM, one chunk (the one-launch kernel) for short rows.
 #[test]
-fn topk_split_fills_the_device_and_bounds_the_merge() {
-    use sampling::config::{MB_MAX, TopkSplit, topk_split};
-    let s = |bn, chunks, kp, mb| Some(TopkSplit { bn, chunks, kp, mb });
+fn argmax_split_fills_the_device() {
+    use sampling::config::{ArgmaxSplit, argmax_split};
+    let s = |bn, chunks| ArgmaxSplit { bn, chunks };
+    assert_eq!(argmax_split(1024, 128256, 132), s(8192, 16));
+    assert_eq!(argmax_split(8, 128256, 132), s(2048, 63));
+    assert_eq!(argmax_split(1, 128256, 132), s(1024, 126));
+    assert_eq!(argmax_split(77, 1000, 132), s(1024, 1));
+    assert_eq!(argmax_split(5000, 7, 132), s(128, 1));
+    assert_eq!(argmax_split(4096, 8192, 132), s(8192, 1));
+    assert_eq!(argmax_split(4096, 8193, 132), s(8192, 2));
+}
+
+/// The chunked top-k's split: the row read by at least an SM's worth of blocks where the row allows
+/// without another selection round, and selection rounds of at most `MB_MAX` candidates per block
+/// until one set per row is left.
+#[test]
+fn topk_split_fills_the_device_and_bounds_the_selection() {
+    use sampling::config::{MB_MAX, SelectRound, TopkSplit, topk_split};
+    let s = |bn, chunks, kp| TopkSplit { bn, chunks, kp };
+    let r = |width, groups, mb| SelectRound { width, groups, mb };
     // Decode logits: 8 rows of a Llama-3 vocabulary, k = 50.
-    assert_eq!(topk_split(8, 128256, 50, 132), s(4096, 32, 64, 2048));
-    // One row: chunks halved down to 1024 columns.
-    assert_eq!(topk_split(1, 128256, 50, 132), s(2048, 63, 64, 4096));
-    assert_eq!(topk_split(1, 128256, 8, 132), s(1024, 126, 8, 1024));
+    assert_eq!(topk_split(8, 128256, 50, 132), s(4096, 32, 64));
+    assert_eq!(topk_split(8, 128256, 50, 132).rounds(), [r(2048, 1, 2048)]);
+    // One row: chunks halved down to 1024 columns, or as far as one round allows.
+    assert_eq!(topk_split(1, 128256, 50, 132), s(2048, 63, 64));
+    assert_eq!(topk_split(1, 128256, 8, 132), s(1024, 126, 8));
     // Many rows: whole 4096-wide chunks.
-    assert_eq!(topk_split(1024, 128256, 1, 132), s(4096, 32, 8, 256));
-    // Short rows: one chunk, the merge is a copy of its sorted candidates.
-    assert_eq!(topk_split(3, 7, 5, 132), s(128, 1, 8, 8));
-    // Too many candidates for one merge tile: the one-launch form.
-    assert_eq!(topk_split(2, 300_000, 64, 132), None);
-    for (t, v, k) in [(1, 1, 1), (5, 4097, 64), (300, 32000, 8), (1, 262_144, 64)] {
-        let sp = topk_split(t, v, k, 132).unwrap();
+    assert_eq!(topk_split(1024, 128256, 1, 132), s(4096, 32, 8));
+    // Short rows: one chunk, no selection round.
+    assert_eq!(topk_split(3, 7, 5, 132), s(128, 1, 8));
+    assert!(topk_split(3, 7, 5, 132).rounds().is_empty());
+    // More candidates than a block holds: groups of 64 chunk sets, then a round over the groups.
+    let long = topk_split(2, 300_000, 64, 132);
+    assert_eq!(long, s(4096, 74, 64));
+    assert_eq!(long.rounds(), [r(4736, 2, 4096), r(128, 1, 128)]);
+    assert_eq!(long.scratch(2), 2 * 74 * 64 + 2 * 2 * 64 + 2 * 64);
+    for (t, v, k) in [
+        (1, 1, 1),
+        (5, 4097, 64),
+        (300, 32000, 8),
+        (1, 262_144, 64),
+        (1, 262_145, 64),
+        (1, 20_000_000, 64),
+        (1, i32::MAX as i64, 64),
+    ] {
+        let sp = topk_split(t, v, k, 132);
         assert!(
-            sp.chunks * sp.bn >= v && (sp.chunks - 1) * sp.bn < v,
+            sp.chunks * sp.bn >= v && (sp.chunks - 1) * sp.bn < v && sp.kp >= k,
             "{sp:?}"
         );
-        assert!(
-            sp.chunks * sp.kp <= sp.mb && sp.mb <= MB_MAX && sp.kp >= k,
-            "{sp:?}"
-        );
+        // Each round's groups cover its width, within one block's tile, down to one set per row.
+        let mut sets = sp.chunks;
+        for rd in sp.rounds() {
+            assert_eq!(rd.width, sets * sp.kp, "{sp:?}");
+            assert!(rd.mb <= MB_MAX && rd.groups * rd.mb >= rd.width, "{sp:?}");
+            assert!((rd.groups - 1) * rd.mb < rd.width, "{sp:?}");
+            sets = rd.groups;
+        }
+        assert_eq!(sets, 1, "{sp:?}");
     }
-    // The planner takes the one-launch kernel there, without scratch.
-    let k = sampling::TOPK;
-    let o = sampling::with_scratch(k, &described(k, F32, [2, 300_000], 64), &target());
-    assert_eq!(o.len(), 3);
-    let l = sampling::plan(k, &o, &target()).unwrap();
-    assert_eq!(l.len(), 1);
-    assert_eq!(l[0].config, "topk KP=64 BN=4096");
 }
 
 /// The two-stage selection, modelled on the CPU (chunk-local sorted top-k, then a merge of the
@@ -219,6 +259,62 @@ fn chunked_topk_model_matches_the_reference() {
             (wv.clone(), wi.clone()),
             "v={v} k={k} bn={bn}"
         );
+    }
+}
+
+/// The planned selection rounds, modelled on the CPU slot for slot (each chunk's set in column order
+/// in `kp` slots, then each round's groups of `mb` slots keeping their top-k set in column order),
+/// equal the reference on rows full of ties, for rows that take two rounds.
+#[test]
+fn selection_rounds_model_matches_the_reference() {
+    type Slot = Option<(f32, i64)>;
+    // The top-`k` set of `slots` (value descending, then position), kept in position order and
+    // padded to `kp` slots.
+    fn top_set(slots: &[Slot], k: usize, kp: usize) -> Vec<Slot> {
+        let mut order: Vec<usize> = (0..slots.len()).filter(|&i| slots[i].is_some()).collect();
+        order.sort_by(|&a, &b| {
+            let (va, vb) = (slots[a].unwrap().0, slots[b].unwrap().0);
+            vb.partial_cmp(&va).unwrap().then(a.cmp(&b))
+        });
+        order.truncate(k);
+        order.sort();
+        let mut out: Vec<Slot> = order.into_iter().map(|i| slots[i]).collect();
+        out.resize(kp, None);
+        out
+    }
+    let (t, v, k) = (2usize, 300_000usize, 64usize);
+    let x: Vec<f32> = cutile_testkit::data::uniform(t * v, 9, -4.0, 4.0)
+        .into_iter()
+        .map(|e| (e * 8.0).round() / 8.0)
+        .collect();
+    let split = sampling::config::topk_split(t as i64, v as i64, k as i64, 132);
+    assert_eq!(split.rounds().len(), 2);
+    let (bn, kp) = (split.bn as usize, split.kp as usize);
+    let (wv, wi) = r::topk(&x, v, k);
+    for (row, xs) in x.chunks(v).enumerate() {
+        let mut cand: Vec<Slot> = Vec::new();
+        for (c, chunk) in xs.chunks(bn).enumerate() {
+            let slots: Vec<Slot> = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| Some((e, (c * bn + i) as i64)))
+                .collect();
+            cand.extend(top_set(&slots, k, kp));
+        }
+        for round in split.rounds() {
+            assert_eq!(cand.len() as i64, round.width);
+            cand = cand
+                .chunks(round.mb as usize)
+                .flat_map(|g| top_set(g, k, kp))
+                .collect();
+            assert_eq!(cand.len() as i64, round.groups * split.kp);
+        }
+        let mut set: Vec<(f32, i64)> = cand.into_iter().flatten().collect();
+        set.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
+        let got_v: Vec<f32> = set.iter().map(|e| e.0).collect();
+        let got_i: Vec<i64> = set.iter().map(|e| e.1).collect();
+        assert_eq!(got_v, wv[row * k..(row + 1) * k], "row {row}");
+        assert_eq!(got_i, wi[row * k..(row + 1) * k], "row {row}");
     }
 }
 
@@ -307,7 +403,12 @@ mod gpu {
             (5, 4097, 64),
             (300, 32000, 8),
             (1, 5000, 64),
+            // Two selection rounds; argmax over 126 chunks of one row.
             (2, 300_000, 64),
+            (1, 128256, 1),
+            // argmax: one full 8192 chunk, then 8192 + 1 columns (two chunks).
+            (300, 8192, 3),
+            (300, 8193, 3),
         ] {
             case::<bf16>(&dev, &s, t, v, k);
             case::<f32>(&dev, &s, t, v, k);

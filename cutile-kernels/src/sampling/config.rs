@@ -1,5 +1,6 @@
 //! The sampling tiles: the chunk width `BN` per row length, the top-k slot count `KP` (the power of
-//! two ≥ k, at least 8, at most [`MAX_K`]) and the chunked top-k's split ([`topk_split`]).
+//! two ≥ k, at least 8, at most [`MAX_K`]), the split argmax's chunks ([`argmax_split`]) and the
+//! chunked top-k's split and selection rounds ([`topk_split`]).
 
 /// The largest `k` top-k takes.
 pub const MAX_K: i64 = 64;
@@ -14,18 +15,59 @@ pub fn slots(k: i64) -> i64 {
     (k.clamp(8, MAX_K) as u64).next_power_of_two() as i64
 }
 
-/// The most candidates (`chunks · KP`) the top-k selection holds in one tile; rows with more take
-/// the one-launch `k`-pass kernel.
+/// The most candidates one top-k selection block holds (its tile width); a row with more takes
+/// several selection rounds.
 pub const MB_MAX: i64 = 4096;
 
+/// The widest argmax chunk: 16 KiB of bf16 per block, what a one-block-per-row gather needs on sm_90 to
+/// keep enough bytes in flight (the softmax probes of `docs/anchors`: 8192-wide rows near copy speed,
+/// 4096-wide ones 20% below).
+pub const ARGMAX_BN_MAX: i64 = 8192;
+
+/// The partial-result tile of the argmax merge (one block per row, looping over the row's chunks).
+pub const ARGMAX_CB: i64 = 1024;
+
+/// The split of an argmax call over `[t, v]` on a device of `sms` SMs: `chunks` blocks of `bn`
+/// columns per row. Chunks start at [`ARGMAX_BN_MAX`] (or the power of two ≥ `v`) and are halved down
+/// to 1024 while the grid would be under two blocks per SM (decode batches of a few rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgmaxSplit {
+    pub bn: i64,
+    pub chunks: i64,
+}
+
+/// See [`ArgmaxSplit`]; one chunk per row is the one-launch kernel.
+pub fn argmax_split(t: i64, v: i64, sms: u32) -> ArgmaxSplit {
+    let mut bn = (v.clamp(128, ARGMAX_BN_MAX) as u64).next_power_of_two() as i64;
+    while bn > 1024 && t * crate::op::ceil_div(v, bn) < 2 * i64::from(sms) {
+        bn /= 2;
+    }
+    ArgmaxSplit {
+        bn,
+        chunks: crate::op::ceil_div(v, bn).max(1),
+    }
+}
+
+/// One selection round of the chunked top-k: each row's `groups · kp`-or-fewer candidates are split
+/// into `groups` groups of at most `mb` (one block each), and each group keeps its top-k set in `kp`
+/// slots, the next round's candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SelectRound {
+    /// Candidates per row read by this round.
+    pub width: i64,
+    /// Groups (blocks) per row; the round writes `groups · kp` slots per row.
+    pub groups: i64,
+    /// The block's tile: the power of two ≥ the largest group.
+    pub mb: i64,
+}
+
 /// The chunked top-k of a `[t, v]` call with `k` outputs on a device of `sms` SMs: chunk width `bn`,
-/// `chunks` per row, slots `kp`, selection tile `mb`.
+/// `chunks` per row, slots `kp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TopkSplit {
     pub bn: i64,
     pub chunks: i64,
     pub kp: i64,
-    pub mb: i64,
 }
 
 impl TopkSplit {
@@ -34,17 +76,41 @@ impl TopkSplit {
         t * self.chunks * self.kp
     }
 
-    /// Elements of each scratch array: the candidates, then (rows of several chunks) the selected
-    /// `t · kp` at [`candidates`](Self::candidates).
+    /// The selection rounds between the chunks and the sort, until one group of `kp` slots is left
+    /// per row (none for rows of one chunk). A group holds `MB_MAX / kp` chunks' sets, so rows of up
+    /// to 64 chunks of `kp` 64 (262144 columns) take one round, and two rounds reach 16M columns.
+    pub fn rounds(&self) -> Vec<SelectRound> {
+        let per = (MB_MAX / self.kp).max(1);
+        let mut sets = self.chunks;
+        let mut out = Vec::new();
+        while sets > 1 {
+            let groups = crate::op::ceil_div(sets, per);
+            let largest = sets.min(per) * self.kp;
+            out.push(SelectRound {
+                width: sets * self.kp,
+                groups,
+                mb: (largest as u64).next_power_of_two() as i64,
+            });
+            sets = groups;
+        }
+        out
+    }
+
+    /// Elements of each scratch array: the candidates, then each round's output (`t · groups · kp`),
+    /// one after the other.
     pub fn scratch(&self, t: i64) -> i64 {
-        self.candidates(t) + if self.chunks > 1 { t * self.kp } else { 0 }
+        self.candidates(t)
+            + self
+                .rounds()
+                .iter()
+                .map(|r| t * r.groups * self.kp)
+                .sum::<i64>()
     }
 }
 
 /// The split of a top-k call: chunks of [`chunk`]`(v)` columns, halved (down to 1024) while the grid
-/// `t · chunks` would leave SMs idle; `None` when the selection tile would exceed [`MB_MAX`] candidates
-/// (very long rows: the one-launch kernel).
-pub fn topk_split(t: i64, v: i64, k: i64, sms: u32) -> Option<TopkSplit> {
+/// `t · chunks` would leave SMs idle and the halving adds no selection round.
+pub fn topk_split(t: i64, v: i64, k: i64, sms: u32) -> TopkSplit {
     let kp = slots(k);
     let mut bn = chunk(v);
     while bn > 1024
@@ -53,12 +119,9 @@ pub fn topk_split(t: i64, v: i64, k: i64, sms: u32) -> Option<TopkSplit> {
     {
         bn /= 2;
     }
-    let chunks = crate::op::ceil_div(v, bn).max(1);
-    let n = chunks * kp;
-    (n <= MB_MAX).then(|| TopkSplit {
+    TopkSplit {
         bn,
-        chunks,
+        chunks: crate::op::ceil_div(v, bn).max(1),
         kp,
-        mb: (n as u64).next_power_of_two() as i64,
-    })
+    }
 }

@@ -1,23 +1,26 @@
-//! The sampling kernels, one block per row of `x: [T, V]` (any row stride), walking the row in `BN`-wide
-//! chunks with f32 comparisons (exact for bf16, f16 and f32 inputs):
+//! The sampling kernels over `x: [T, V]` (any row stride), with f32 comparisons (exact for bf16, f16
+//! and f32 inputs); every result breaks ties toward the smaller index:
 //!
-//! - `argmax`: one pass; per chunk the max and the smallest column holding it, folded into the running
-//!   best only when strictly greater, so ties go to the smaller index. Columns past `V` read −∞ and can
-//!   only "win" when the running best is −∞ too, which never replaces index 0 (strict comparison).
-//! - top-k, two or three launches (the row is read once, by many blocks), all in the order (value
-//!   descending, index ascending), so outputs are sorted descending with ties to the smaller index:
+//! - argmax, one launch for rows of one chunk, two otherwise:
+//!   - `argmax`: one block per row walking it in `BN`-wide tiles; per tile the max and the smallest
+//!     column holding it, folded into the running best only when strictly greater. Columns past `V`
+//!     read −∞ and can only "win" when the running best is −∞ too, which never replaces index 0;
+//!   - `argmax_chunks` + `argmax_merge`: one block per `BN`-wide chunk of a row (grid `T · chunks`,
+//!     so a few decode rows still spread over the SMs) writes its `(max, column)` partial, and one
+//!     block per row folds the row's partials the same way.
+//! - top-k, two launches or more (the row is read once, by many blocks), all in the order (value
+//!   descending, index ascending), so outputs are sorted descending:
 //!   - `topk_chunks`: one block per `BN`-wide chunk of a row (grid `T · chunks`); the chunk is loaded
 //!     once into registers and its top-`k` set found by a bisection of the `k`-th largest order key
 //!     (one count per key bit: 16 rounds for bf16, 19 for f16, 32 for f32, whatever `k`), written
 //!     unsorted but in column order into the candidate scratch (`cand_v` f32, `cand_i` i32 column,
 //!     `[T · chunks, KP]`; unused slots hold `(−∞, i32::MAX)`, i.e. "no candidate");
-//!   - `topk_select` (rows of several chunks): one block per row; the same bisection over the row's
-//!     `chunks · KP` candidates (`≤ MB`) gives the row's top-`k` set. The global top-k is a subset of
-//!     the union of the chunks' top-k, so this is exact;
+//!   - `topk_select` (rows of several chunks), one or more rounds: one block per group of at most
+//!     `MB` of a row's candidates runs the same bisection and keeps the group's top-`k` set, until one
+//!     set is left per row. The top-k of a union is a subset of the union of its parts' top-k, so each
+//!     round is exact;
 //!   - `topk_sort`: one block per row sorts the row's `k` members by a `KP x KP` comparison (a
 //!     member's output slot is the number of members before it).
-//! - `topk`: the one-launch form for rows too wide for the selection tile (more than `MB_MAX`
-//!   candidates): `k` argmax rounds, each a pass over the whole row (from L2 for rows that fit).
 //!
 //! NaN inputs give unspecified (but in-range) indices.
 
@@ -118,6 +121,64 @@ pub mod kernels {
         out.store(bidx.cast::<i64>());
     }
 
+    /// Stage 1 of the split argmax (rows of several chunks): the max of chunk `j` of row `r` (block
+    /// `b = r · chunks + j`, `BN` columns, masked past `V`) and the smallest column holding it, into
+    /// `part_v[b]` (f32) and `part_i[b]`. A chunk of NaNs reports its first column, so every partial
+    /// index is in range. Grid `T · chunks`.
+    #[cutile::entry]
+    pub fn argmax_chunks<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        chunks: Scalar<i32>,
+        part_v: &mut Tensor<f32, S1<1>>,
+        part_i: &mut Tensor<i32, S1<1>>,
+    ) {
+        let b = block_id_x();
+        let row = b / chunks;
+        let j = b - row * chunks;
+        let cols = iota::<BN>() + j * BN;
+        let inb = cols < x.dim(1);
+        let raw = x
+            .gather((row.splat::<S1<BN>>(), cols), Some(inb), 0.0)
+            .cast::<f32>();
+        let t = select(inb, raw, full::<f32, S1<BN>>(f32::NEG_INFINITY));
+        let m = t.amax::<0>();
+        let hit = inb & (t == m.broadcast::<S1<BN>>());
+        let ci = select(hit, cols, full::<i32, S1<BN>>(i32::MAX)).amin::<0>();
+        let first = (j * BN).splat::<S1<1>>();
+        part_v.store(m);
+        part_i.store(select(ci == i32::MAX, first, ci));
+    }
+
+    /// Stage 2 of the split argmax: `out[r]` from row `r` of the partials (`part_v`, `part_i`: `[T,
+    /// chunks]`, chunks in column order), walked in `CB`-wide tiles; a tile's best replaces the running
+    /// one only when strictly greater, and within a tile ties go to the smaller column, so the result
+    /// is the first column holding the row's max (0 for a row of −∞). Grid `T`.
+    #[cutile::entry]
+    pub fn argmax_merge<const CB: i32>(
+        part_v: &Tensor<f32, S2<DYN, DYN>>,
+        part_i: &Tensor<i32, S2<DYN, DYN>>,
+        out: &mut Tensor<i64, S1<1>>,
+    ) {
+        let row = block_id_x();
+        let rr = row.splat::<S1<CB>>();
+        let n = part_v.dim(1);
+        let mut best = full::<f32, S1<1>>(f32::NEG_INFINITY);
+        let mut bidx = zeros::<i32, S1<1>>();
+        for j in 0..(n + CB - 1) / CB {
+            let at = iota::<CB>() + j * CB;
+            let inb = at < n;
+            let v = part_v.gather((rr, at), Some(inb), f32::NEG_INFINITY);
+            let i = part_i.gather((rr, at), Some(inb), i32::MAX);
+            let m = v.amax::<0>();
+            let hit = inb & (v == m.broadcast::<S1<CB>>());
+            let ci = select(hit, i, full::<i32, S1<CB>>(i32::MAX)).amin::<0>();
+            let better = m > best;
+            bidx = select(better, ci, bidx);
+            best = select(better, m, best);
+        }
+        out.store(bidx.cast::<i64>());
+    }
+
     /// Writes the members of a top set (`sel`, at slots `pos`) and `(−∞, i32::MAX)` ("no candidate")
     /// into slots `n ..KP` of row `r` of `out_v`, `out_i`.
     #[allow(clippy::too_many_arguments)]
@@ -171,26 +232,31 @@ pub mod kernels {
         put_set::<BN, KP>(cand_v, cand_i, b, t, cols, sel, pos, n);
     }
 
-    /// Stage 2 of top-k (rows of more than one chunk): the top-`k` set of each row's candidates
-    /// (`cand_v`, `cand_i`: `[T, n]`, `n ≤ MB`, in column order, column `i32::MAX` = none), unsorted in
-    /// column order, into row `r` of `sel_v`, `sel_i` (`[T, KP]`). Grid `T`.
+    /// A selection round of top-k (rows of more than one chunk): group `g` of row `r` (block `b = r ·
+    /// groups + g`) takes the row's candidates `g · MB .. (g + 1) · MB` (`cand_v`, `cand_i`: `[T, n]`,
+    /// in column order, column `i32::MAX` = none) and writes their top-`k` set, unsorted in column
+    /// order, into row `b` of `sel_v`, `sel_i` (`[T · groups, KP]`): the next round's `[T, groups ·
+    /// KP]` candidates, still in column order. Grid `T · groups`.
     #[cutile::entry(occupancy = 4)]
     pub fn topk_select<E: Float, const KP: i32, const MB: i32>(
         cand_v: &Tensor<f32, S2<DYN, DYN>>,
         cand_i: &Tensor<i32, S2<DYN, DYN>>,
         k: Scalar<i32>,
+        groups: Scalar<i32>,
         sel_v: &mut Tensor<f32, S2<DYN, DYN>>,
         sel_i: &mut Tensor<i32, S2<DYN, DYN>>,
     ) {
-        let row = block_id_x();
+        let b = block_id_x();
+        let row = b / groups;
+        let g = b - row * groups;
         let rr = row.splat::<S1<MB>>();
-        let at = iota::<MB>();
+        let at = iota::<MB>() + g * MB;
         let inb = at < cand_v.dim(1);
         let t = cand_v.gather((rr, at), Some(inb), f32::NEG_INFINITY);
         let ci = cand_i.gather((rr, at), Some(inb), i32::MAX);
         let valid = ci != i32::MAX;
         let (sel, pos, n) = top_set::<E, MB>(order_key::<E, S1<MB>>(t), valid, k);
-        put_set::<MB, KP>(sel_v, sel_i, row, t, ci, sel, pos, n);
+        put_set::<MB, KP>(sel_v, sel_i, b, t, ci, sel, pos, n);
     }
 
     /// Last stage of top-k: row `r` of `sel_v`, `sel_i` (`[T, KP]`, the row's `k` members in any
@@ -224,53 +290,5 @@ pub mod kernels {
             values.scatter((rr, rank), v.cast::<E>(), Some(write));
             indices.scatter((rr, rank), ci.cast::<i64>(), Some(write));
         }
-    }
-
-    /// The `k` largest of each row, sorted descending (ties: smaller index first), `k ≤ KP`, in one
-    /// launch of `k` passes over the row (for rows with too many chunks for `topk_select`). Grid: the
-    /// tiles of `values` (one row per block).
-    #[cutile::entry]
-    pub fn topk<E: Float, const KP: i32, const BN: i32>(
-        x: &Tensor<E, S2<DYN, DYN>>,
-        k: Scalar<i32>,
-        values: &mut Tensor<E, S2<1, KP>>,
-        indices: &mut Tensor<i64, S2<1, KP>>,
-    ) {
-        let row = block_id_x();
-        let v = x.dim(1);
-        let rr = row.splat::<S1<BN>>();
-        let none = full::<i32, S1<1>>(i32::MAX);
-        let slots = iota::<KP>();
-        let mut out_v = zeros::<f32, S1<KP>>();
-        let mut out_i = zeros::<i32, S1<KP>>();
-        // The previous round's pick; round 0 starts above everything.
-        let mut pv = full::<f32, S1<1>>(f32::INFINITY);
-        let mut pi = full::<i32, S1<1>>(-1);
-        let chunks = (v + BN - 1) / BN;
-        for r in 0..k {
-            let mut m = full::<f32, S1<1>>(f32::NEG_INFINITY);
-            let mut mi = none;
-            for j in 0..chunks {
-                let cols = iota::<BN>() + j * BN;
-                let inb = cols < v;
-                let t = x.gather((rr, cols), Some(inb), 0.0).cast::<f32>();
-                let pvb = pv.broadcast::<S1<BN>>();
-                let after = (t < pvb) | ((t == pvb) & (cols > pi.broadcast::<S1<BN>>()));
-                let cand = inb & after;
-                let cm = select(cand, t, full::<f32, S1<BN>>(f32::NEG_INFINITY)).amax::<0>();
-                let hit = cand & (t == cm.broadcast::<S1<BN>>());
-                let ci = select(hit, cols, full::<i32, S1<BN>>(i32::MAX)).amin::<0>();
-                let take = (ci != none) & ((cm > m) | (mi == none));
-                m = select(take, cm, m);
-                mi = select(take, ci, mi);
-            }
-            let here = slots == r;
-            out_v = select(here, m.broadcast::<S1<KP>>(), out_v);
-            out_i = select(here, mi.broadcast::<S1<KP>>(), out_i);
-            pv = m;
-            pi = mi;
-        }
-        values.store(out_v.cast::<E>().reshape::<S2<1, KP>>());
-        indices.store(out_i.cast::<i64>().reshape::<S2<1, KP>>());
     }
 }

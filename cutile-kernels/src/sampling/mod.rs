@@ -19,14 +19,16 @@
 //! # Ok(()) }
 //! ```
 //!
-//! argmax is one block per row (see `dsl`): decode batches of a few rows use few SMs. Top-k is two
-//! or three launches: every `BN`-wide chunk of a row keeps its own top-k set (grid `T · chunks`, at
-//! least the SM count where the row allows), one block per row of several chunks selects the row's
-//! set among the candidates, and one block per row sorts it; its operands are
-//! `[x, values, indices, cand_v, cand_i]`, the last two f32 / i32 scratch that is no user tensor
-//! ([`topk`] takes it from the stream's scratch buffer; planning without a device appends described
-//! ones: [`with_scratch`]). Rows with more than [`config::MB_MAX`] candidates take the one-launch form
-//! (`k` passes over the row). NaN inputs give unspecified in-range indices.
+//! argmax is one launch for rows of one chunk (up to 8192 columns, fewer for small batches), and
+//! otherwise two: every chunk of a row writes its `(max, column)` partial (grid `T · chunks`, at least
+//! two blocks per SM where the row allows, so a few decode rows still use the whole device) and one
+//! block per row merges them. Top-k is two launches or more: every `BN`-wide chunk of a row keeps its
+//! own top-k set (grid `T · chunks`, at least the SM count where the row allows), one or more
+//! selection rounds keep the top-k of groups of at most [`config::MB_MAX`] candidates until one set
+//! per row is left, and one block per row sorts it. Both take their partials from scratch that is no
+//! user tensor: operands `[x, out, part_v, part_i]` and `[x, values, indices, cand_v, cand_i]`, f32 /
+//! i32 ([`argmax`] and [`topk`] take it from the stream's scratch buffer; planning without a device
+//! appends described ones: [`with_scratch`]). NaN inputs give unspecified in-range indices.
 //!
 //! - [`config`]: chunk and slot sizes; [`reference`](mod@reference): the CPU references;
 //! - [`plan`]: the launch of a call, without a device; [`representative_calls`] for the catalog.
@@ -57,8 +59,13 @@ pub fn argmax<'a>(
     x: &'a impl TensorArg,
     out: &'a mut impl TensorArgMut,
 ) -> Result<Pending<'a>, OpError> {
-    let operands = [Operand::of("x", x), Operand::of("out", &*out)];
-    run(stream, ARGMAX, &operands)
+    let mut operands = vec![Operand::of("x", x), Operand::of("out", &*out)];
+    let target = Target::of(stream.device())?;
+    if let Some(n) = scratch_elems(ARGMAX, &operands, &target) {
+        let (v, i) = pair_scratch(stream, ["part_v", "part_i"], n)?;
+        operands.extend([v, i]);
+    }
+    run_on(stream, ARGMAX, &operands, &target)
 }
 
 /// The `k = values.shape[1]` largest of each row and their indices (i64), sorted descending.
@@ -74,63 +81,91 @@ pub fn topk<'a>(
         Operand::of("indices", &*indices),
     ];
     let target = Target::of(stream.device())?;
-    if let Some(split) = split_of(&operands, &target) {
-        // One scratch buffer holds both candidate arrays: f32 values, then (256-byte aligned) i32
-        // columns.
-        let n = split.scratch(operands[0].shape[0]);
-        let half = crate::op::ceil_div(n, 64) * 64;
-        let s = crate::op::scratch::scratch(stream, "cand_v", ScalarType::F32, 2 * half)?;
-        let cand_v = Operand {
-            shape: vec![n],
-            ..s.clone()
-        };
-        let cand_i = Operand {
-            name: "cand_i",
-            dtype: ScalarType::I32,
-            shape: vec![n],
-            ptr: s.ptr + (half as u64) * 4,
-            ..s
-        };
-        operands.push(cand_v);
-        operands.push(cand_i);
+    if let Some(n) = scratch_elems(TOPK, &operands, &target) {
+        let (v, i) = pair_scratch(stream, ["cand_v", "cand_i"], n)?;
+        operands.extend([v, i]);
     }
     run_on(stream, TOPK, &operands, &target)
 }
 
-/// The two-launch split of a well-formed top-k call `[x, values, indices, ..]` on `target` (`None`
-/// for malformed calls, which [`plan`] rejects, empty ones and very long rows).
-fn split_of(operands: &[Operand], target: &Target) -> Option<config::TopkSplit> {
-    let (x, vals) = (operands.first()?, operands.get(1)?);
-    if x.rank() != 2 || vals.rank() != 2 {
-        return None;
-    }
-    let (t, v, k) = (x.shape[0], x.shape[1], vals.shape[1]);
-    if t <= 0 || v <= 0 || k <= 0 || k > config::MAX_K || k > v || v > i64::from(i32::MAX) {
-        return None;
-    }
-    config::topk_split(t, v, k, target.sm_count)
+/// An f32 and an i32 scratch array of `n` elements each, named `names`, from one buffer of the
+/// stream's scratch (the i32 array 256-byte aligned after the f32 one).
+fn pair_scratch(
+    stream: &Stream,
+    names: [&'static str; 2],
+    n: i64,
+) -> Result<(Operand, Operand), OpError> {
+    let half = crate::op::ceil_div(n, 64) * 64;
+    let s = crate::op::scratch::scratch(stream, names[0], ScalarType::F32, 2 * half)?;
+    let v = Operand {
+        shape: vec![n],
+        ..s.clone()
+    };
+    let i = Operand {
+        name: names[1],
+        dtype: ScalarType::I32,
+        shape: vec![n],
+        ptr: s.ptr + (half as u64) * 4,
+        ..s
+    };
+    Ok((v, i))
 }
 
-/// `operands` of a call of `op` with the described candidate scratch (`cand_v` f32 and `cand_i` i32,
-/// operands 3 and 4) appended when it is a top-k call that takes the two-launch form: what planning
+/// `(T, V)` of a well-formed, non-empty call of `op` (`None` for malformed calls, which [`plan`]
+/// rejects, and empty ones).
+fn rows_of(op: &str, operands: &[Operand]) -> Option<(i64, i64)> {
+    let x = operands.first()?;
+    let (t, v) = (*x.shape.first()?, *x.shape.get(1)?);
+    if x.rank() != 2 || t <= 0 || v <= 0 || v > i64::from(i32::MAX) {
+        return None;
+    }
+    if op == TOPK {
+        let vals = operands.get(1)?;
+        let k = *vals.shape.get(1)?;
+        if vals.rank() != 2 || k <= 0 || k > config::MAX_K || k > v {
+            return None;
+        }
+    }
+    Some((t, v))
+}
+
+/// Elements of each of the two scratch arrays a well-formed call `[x, out]` / `[x, values, indices]`
+/// of `op` takes on `target`; `None` when it takes none (malformed or empty calls, argmax rows of
+/// one chunk).
+fn scratch_elems(op: &str, operands: &[Operand], target: &Target) -> Option<i64> {
+    let (t, v) = rows_of(op, operands)?;
+    if op == TOPK {
+        let k = operands[1].shape[1];
+        return Some(config::topk_split(t, v, k, target.sm_count).scratch(t));
+    }
+    let split = config::argmax_split(t, v, target.sm_count);
+    (split.chunks > 1).then_some(t * split.chunks)
+}
+
+/// `operands` of a call of `op` with the described scratch appended (argmax `part_v` f32 and
+/// `part_i` i32 when its rows take several chunks; top-k `cand_v` and `cand_i`): what planning
 /// without a device (AOT bundles, the registry, coverage tests) passes to [`plan`]. Other calls, and
 /// operands that already hold the scratch, are returned as they are.
 pub fn with_scratch(op: &str, operands: &[Operand], target: &Target) -> Vec<Operand> {
     let mut out = operands.to_vec();
-    if op != TOPK || operands.len() != 3 {
+    let (names, n_user) = match op {
+        ARGMAX => (["part_v", "part_i"], 2),
+        TOPK => (["cand_v", "cand_i"], 3),
+        _ => return out,
+    };
+    if operands.len() != n_user {
         return out;
     }
-    if let Some(split) = split_of(operands, target) {
-        let n = split.scratch(operands[0].shape[0]);
-        out.push(Operand::described("cand_v", 3, ScalarType::F32, &[n]));
-        out.push(Operand::described("cand_i", 4, ScalarType::I32, &[n]));
+    if let Some(n) = scratch_elems(op, operands, target) {
+        out.push(Operand::described(names[0], n_user, ScalarType::F32, &[n]));
+        out.push(Operand::described(
+            names[1],
+            n_user + 1,
+            ScalarType::I32,
+            &[n],
+        ));
     }
     out
-}
-
-fn run<'a>(stream: &'a Stream, op: &str, operands: &[Operand]) -> Result<Pending<'a>, OpError> {
-    let target = Target::of(stream.device())?;
-    run_on(stream, op, operands, &target)
 }
 
 fn run_on<'a>(
@@ -155,9 +190,9 @@ fn shape_err(op: &'static str, what: &str, left: &[i64], right: &[i64]) -> OpErr
     }
 }
 
-/// The launches of a call of `op` ([`ARGMAX`] `[x, out]`, or [`TOPK`] `[x, values, indices]` plus,
-/// for the two-launch form, the candidate scratch `[cand_v, cand_i]`: see [`with_scratch`]); none
-/// when there are no rows.
+/// The launches of a call of `op` ([`ARGMAX`] `[x, out]`, or [`TOPK`] `[x, values, indices]`, each
+/// plus the scratch pair [`with_scratch`] appends where the call takes one); none when there are no
+/// rows.
 pub fn plan(
     op: &str,
     operands: &[Operand],
@@ -173,11 +208,10 @@ pub fn plan(
             });
         }
     };
-    let scratch_ok = op == TOPK && operands.len() == 5;
-    if operands.len() != n && !scratch_ok {
+    if operands.len() != n && operands.len() != n + 2 {
         return Err(OpError::Unsupported {
             op,
-            what: format!("takes {n} tensors, got {}", operands.len()),
+            what: format!("takes {n} tensors (+ 2 scratch), got {}", operands.len()),
         });
     }
     for o in operands {
@@ -203,8 +237,7 @@ pub fn plan(
             what: format!("rows of {v} elements exceed 2^31 - 1"),
         });
     }
-    let bn = config::chunk(v);
-    let (kernel, args, config) = if op == ARGMAX {
+    if op == ARGMAX {
         let out = &operands[1];
         out.expect_dtype(op, &[ScalarType::I64])?;
         if out.shape != [t] {
@@ -221,78 +254,153 @@ pub fn plan(
                 what: "argmax of an empty row".into(),
             });
         }
-        let k = float_kernel!(x.dtype, |E| argmax_kernel::<E>(bn)).flatten();
-        (
-            k,
-            vec![
+        if t == 0 {
+            return Ok(Vec::new());
+        }
+        return plan_argmax(operands, config::argmax_split(t, v, target.sm_count));
+    }
+    let (vals, idx) = (&operands[1], &operands[2]);
+    vals.expect_same_dtype(op, x)?;
+    idx.expect_dtype(op, &[ScalarType::I64])?;
+    vals.expect_rank(op, 2)?;
+    idx.expect_same_shape(op, vals)?;
+    let k = vals.shape[1];
+    if vals.shape[0] != t {
+        return Err(shape_err(
+            op,
+            "`values` must be [T, k] for `x: [T, V]`",
+            &vals.shape,
+            &[t, k],
+        ));
+    }
+    if k > config::MAX_K || (t > 0 && k > v) {
+        return Err(OpError::Unsupported {
+            op,
+            what: format!(
+                "k = {k} must be at most {} and at most V = {v}",
+                config::MAX_K
+            ),
+        });
+    }
+    if k == 0 || t == 0 {
+        return Ok(Vec::new());
+    }
+    plan_topk(operands, config::topk_split(t, v, k, target.sm_count), k)
+}
+
+/// The scratch pair `[a, b]` (operands `n_user`, `n_user + 1`) of a validated call that needs `n`
+/// elements of each, or an error naming `with_scratch`.
+fn scratch_pair<'o>(
+    op: &'static str,
+    operands: &'o [Operand],
+    n_user: usize,
+    n: i64,
+) -> Result<&'o [Operand], OpError> {
+    let pair = operands
+        .get(n_user..n_user + 2)
+        .ok_or_else(|| OpError::Unsupported {
+            op,
+            what: format!(
+                "this call takes its scratch pair (f32, i32) after its {n_user} tensors: plan \
+                 `sampling::with_scratch`'s operands"
+            ),
+        })?;
+    for (o, dt) in pair.iter().zip([ScalarType::F32, ScalarType::I32]) {
+        target_scratch(op, o, dt, n)?;
+    }
+    Ok(pair)
+}
+
+/// A `[r, w]` row-major view of scratch operand `operand` from element `at`.
+fn scratch_view(operand: usize, output: bool, [r, w]: [i64; 2], at: i64) -> PlannedArg {
+    PlannedArg::Tensor {
+        operand,
+        output,
+        shape: vec![r, w],
+        strides: vec![w, 1],
+        offset: at,
+    }
+}
+
+/// The first `n` elements of scratch operand `operand`, as a 1-D output (one element per block).
+fn flat(operand: usize, n: i64) -> PlannedArg {
+    PlannedArg::Tensor {
+        operand,
+        output: true,
+        shape: vec![n],
+        strides: vec![1],
+        offset: 0,
+    }
+}
+
+fn no_kernel(op: &'static str, dtype: ScalarType, what: &str) -> OpError {
+    OpError::Unsupported {
+        op,
+        what: format!("no {dtype} kernel for `{what}`"),
+    }
+}
+
+/// The launches of a validated, non-empty argmax call with `split`: `argmax` for rows of one chunk,
+/// else `argmax_chunks` into the partials (`[x, out, part_v, part_i]`) and `argmax_merge`.
+fn plan_argmax(
+    operands: &[Operand],
+    split: config::ArgmaxSplit,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    let op = ARGMAX;
+    let (x, out) = (&operands[0], &operands[1]);
+    let t = x.shape[0];
+    let config::ArgmaxSplit { bn, chunks } = split;
+    let rows = grid_rows(op, t)?;
+    if chunks == 1 {
+        let c = format!("argmax BN={bn}");
+        return Ok(vec![PlannedLaunch {
+            kernel: float_kernel!(x.dtype, |E| argmax_kernel::<E>(bn))
+                .flatten()
+                .ok_or_else(|| no_kernel(op, x.dtype, &c))?,
+            args: vec![
                 PlannedArg::whole(0, x, false),
                 PlannedArg::whole(1, out, true),
             ],
-            format!("argmax BN={bn}"),
-        )
-    } else {
-        let (vals, idx) = (&operands[1], &operands[2]);
-        vals.expect_same_dtype(op, x)?;
-        idx.expect_dtype(op, &[ScalarType::I64])?;
-        vals.expect_rank(op, 2)?;
-        idx.expect_same_shape(op, vals)?;
-        let k = vals.shape[1];
-        if vals.shape[0] != t {
-            return Err(shape_err(
-                op,
-                "`values` must be [T, k] for `x: [T, V]`",
-                &vals.shape,
-                &[t, k],
-            ));
-        }
-        if k > config::MAX_K || (t > 0 && k > v) {
-            return Err(OpError::Unsupported {
-                op,
-                what: format!(
-                    "k = {k} must be at most {} and at most V = {v}",
-                    config::MAX_K
-                ),
-            });
-        }
-        if k == 0 || t == 0 {
-            return Ok(Vec::new());
-        }
-        if let Some(split) = config::topk_split(t, v, k, target.sm_count) {
-            return plan_topk_split(operands, split, k);
-        }
-        let kp = config::slots(k);
-        let kern = float_kernel!(x.dtype, |E| topk_kernel::<E>(kp, bn)).flatten();
-        (
-            kern,
-            vec![
-                PlannedArg::whole(0, x, false),
-                PlannedArg::I32(k as i32),
-                PlannedArg::whole(1, vals, true),
-                PlannedArg::whole(2, idx, true),
-            ],
-            format!("topk KP={kp} BN={bn}"),
-        )
-    };
-    if t == 0 {
-        return Ok(Vec::new());
+            grid: Some((rows, 1, 1)),
+            config: c,
+        }]);
     }
-    crate::op::grid_rows(op, t)?;
-    let kernel = kernel.ok_or_else(|| OpError::Unsupported {
-        op,
-        what: format!("no {} kernel for `{config}`", x.dtype),
-    })?;
-    Ok(vec![PlannedLaunch {
-        kernel,
-        args,
-        grid: None,
-        config,
-    }])
+    scratch_pair(op, operands, 2, t * chunks)?;
+    let blocks = grid_rows(op, t * chunks)?;
+    let c1 = format!("argmax_chunks BN={bn}");
+    let cb = config::ARGMAX_CB;
+    let c2 = format!("argmax_merge CB={cb}");
+    Ok(vec![
+        PlannedLaunch {
+            kernel: float_kernel!(x.dtype, |E| argmax_chunks_kernel::<E>(bn))
+                .flatten()
+                .ok_or_else(|| no_kernel(op, x.dtype, &c1))?,
+            args: vec![
+                PlannedArg::whole(0, x, false),
+                PlannedArg::I32(chunks as i32),
+                flat(2, t * chunks),
+                flat(3, t * chunks),
+            ],
+            grid: Some((blocks, 1, 1)),
+            config: format!("{c1} chunks={chunks}"),
+        },
+        PlannedLaunch {
+            kernel: kernels::argmax_merge::kernel::<{ config::ARGMAX_CB as i32 }>(),
+            args: vec![
+                scratch_view(2, false, [t, chunks], 0),
+                scratch_view(3, false, [t, chunks], 0),
+                PlannedArg::whole(1, out, true),
+            ],
+            grid: Some((rows, 1, 1)),
+            config: c2,
+        },
+    ])
 }
 
 /// The launches of a validated top-k call `[x, values, indices, cand_v, cand_i]` with `split`:
-/// `topk_chunks` into the candidates, `topk_select` into the selection region (rows of several
-/// chunks; one chunk's candidates already are the row's set), `topk_sort` into the outputs.
-fn plan_topk_split(
+/// `topk_chunks` into the candidates, each selection round (rows of several chunks) into the next
+/// region of the scratch, `topk_sort` into the outputs.
+fn plan_topk(
     operands: &[Operand],
     split: config::TopkSplit,
     k: i64,
@@ -300,76 +408,55 @@ fn plan_topk_split(
     let op = TOPK;
     let (x, vals, idx) = (&operands[0], &operands[1], &operands[2]);
     let t = x.shape[0];
-    let n = split.scratch(t);
-    let Some([cv, ci]) = operands.get(3..5) else {
-        return Err(OpError::Unsupported {
-            op,
-            what: "the chunked top-k takes its candidate scratch (cand_v, cand_i): plan \
-                   `with_scratch`'s operands"
-                .into(),
-        });
-    };
-    for (o, dt) in [(cv, ScalarType::F32), (ci, ScalarType::I32)] {
-        target_scratch(op, o, dt, n)?;
-    }
-    let config::TopkSplit { bn, chunks, kp, mb } = split;
+    scratch_pair(op, operands, 3, split.scratch(t))?;
+    let config::TopkSplit { bn, chunks, kp } = split;
     let blocks = grid_rows(op, t * chunks)?;
     let rows = grid_rows(op, t)?;
-    let missing = |what: &str| OpError::Unsupported {
-        op,
-        what: format!("no {} kernel for `{what}`", x.dtype),
-    };
-    // Views of the scratch arrays: `[r, w]` row-major from element `at`.
-    let view = |operand: usize, output: bool, [r, w]: [i64; 2], at: i64| PlannedArg::Tensor {
-        operand,
-        output,
-        shape: vec![r, w],
-        strides: vec![w, 1],
-        offset: at,
-    };
     let c1 = format!("topk_chunks KP={kp} BN={bn}");
     let mut launches = vec![PlannedLaunch {
         kernel: float_kernel!(x.dtype, |E| topk_chunks_kernel::<E>(kp, bn))
             .flatten()
-            .ok_or_else(|| missing(&c1))?,
+            .ok_or_else(|| no_kernel(op, x.dtype, &c1))?,
         args: vec![
             PlannedArg::whole(0, x, false),
             PlannedArg::I32(k as i32),
             PlannedArg::I32(chunks as i32),
-            view(3, true, [t * chunks, kp], 0),
-            view(4, true, [t * chunks, kp], 0),
+            scratch_view(3, true, [t * chunks, kp], 0),
+            scratch_view(4, true, [t * chunks, kp], 0),
         ],
         grid: Some((blocks, 1, 1)),
         config: format!("{c1} chunks={chunks}"),
     }];
-    // Where the row's `k` members are: the candidates themselves for one chunk per row.
-    let mut members = 0;
-    if chunks > 1 {
-        members = split.candidates(t);
-        let c2 = format!("topk_select KP={kp} MB={mb}");
+    // Where the current candidates start: each round reads them and writes its sets right after.
+    let (mut from, mut to) = (0, split.candidates(t));
+    for round in split.rounds() {
+        let config::SelectRound { width, groups, mb } = round;
+        let c = format!("topk_select KP={kp} MB={mb}");
         launches.push(PlannedLaunch {
             kernel: float_kernel!(x.dtype, |E| topk_select_kernel::<E>(kp, mb))
                 .flatten()
-                .ok_or_else(|| missing(&c2))?,
+                .ok_or_else(|| no_kernel(op, x.dtype, &c))?,
             args: vec![
-                view(3, false, [t, chunks * kp], 0),
-                view(4, false, [t, chunks * kp], 0),
+                scratch_view(3, false, [t, width], from),
+                scratch_view(4, false, [t, width], from),
                 PlannedArg::I32(k as i32),
-                view(3, true, [t, kp], members),
-                view(4, true, [t, kp], members),
+                PlannedArg::I32(groups as i32),
+                scratch_view(3, true, [t * groups, kp], to),
+                scratch_view(4, true, [t * groups, kp], to),
             ],
-            grid: Some((rows, 1, 1)),
-            config: c2,
+            grid: Some((grid_rows(op, t * groups)?, 1, 1)),
+            config: format!("{c} groups={groups}"),
         });
+        (from, to) = (to, to + t * groups * kp);
     }
     let c3 = format!("topk_sort KP={kp}");
     launches.push(PlannedLaunch {
         kernel: float_kernel!(x.dtype, |E| topk_sort_kernel::<E>(kp))
             .flatten()
-            .ok_or_else(|| missing(&c3))?,
+            .ok_or_else(|| no_kernel(op, x.dtype, &c3))?,
         args: vec![
-            view(3, false, [t, kp], members),
-            view(4, false, [t, kp], members),
+            scratch_view(3, false, [t, kp], from),
+            scratch_view(4, false, [t, kp], from),
             PlannedArg::I32(k as i32),
             PlannedArg::whole(1, vals, true),
             PlannedArg::whole(2, idx, true),
@@ -469,30 +556,18 @@ fn argmax_kernel<E: cutile::core::Float>(bn: i64) -> Option<cutile::dsl::Kernel>
         1024 => Some(k::kernel::<E, 1024>()),
         2048 => Some(k::kernel::<E, 2048>()),
         4096 => Some(k::kernel::<E, 4096>()),
+        8192 => Some(k::kernel::<E, 8192>()),
         _ => None,
     }
 }
 
-fn topk_kernel<E: cutile::core::Float>(kp: i64, bn: i64) -> Option<cutile::dsl::Kernel> {
-    use kernels::topk as k;
-    macro_rules! by_bn {
-        ($kp:literal) => {
-            match bn {
-                128 => Some(k::kernel::<E, $kp, 128>()),
-                256 => Some(k::kernel::<E, $kp, 256>()),
-                512 => Some(k::kernel::<E, $kp, 512>()),
-                1024 => Some(k::kernel::<E, $kp, 1024>()),
-                2048 => Some(k::kernel::<E, $kp, 2048>()),
-                4096 => Some(k::kernel::<E, $kp, 4096>()),
-                _ => None,
-            }
-        };
-    }
-    match kp {
-        8 => by_bn!(8),
-        16 => by_bn!(16),
-        32 => by_bn!(32),
-        64 => by_bn!(64),
+fn argmax_chunks_kernel<E: cutile::core::Float>(bn: i64) -> Option<cutile::dsl::Kernel> {
+    use kernels::argmax_chunks as k;
+    match bn {
+        1024 => Some(k::kernel::<E, 1024>()),
+        2048 => Some(k::kernel::<E, 2048>()),
+        4096 => Some(k::kernel::<E, 4096>()),
+        8192 => Some(k::kernel::<E, 8192>()),
         _ => None,
     }
 }
@@ -542,7 +617,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
         c(ARGMAX, "f32", &[&[77, 1000]]),
         c(TOPK, "bf16", &[&[8, 128256], &[50]]),
         c(TOPK, "f16", &[&[33, 1000], &[5]]),
-        // 74 chunks x 64 candidates > 4096: the one-launch k-pass kernel.
+        // 74 chunks x 64 candidates > 4096: two selection rounds.
         c(TOPK, "f32", &[&[2, 300000], &[64]]),
     ]
 }
