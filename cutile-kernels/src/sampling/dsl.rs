@@ -98,22 +98,35 @@ pub mod kernels {
     use super::select::{order_key, per_col, per_row, top_set};
     use cutile::core::*;
 
-    /// `out[t] = argmax(x[t, :])`. Grid: the tiles of `out` (one row per block).
+    /// The max of `x[row, cols]` (columns past `V` masked to −∞) and the smallest column holding it
+    /// (`i32::MAX` when none equals it: NaN).
+    fn tile_best<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        rows: Tile<i32, S1<BN>>,
+        cols: Tile<i32, S1<BN>>,
+    ) -> (Tile<f32, S1<1>>, Tile<i32, S1<1>>) {
+        let inb = cols < x.dim(1);
+        let raw = x.gather((rows, cols), Some(inb), 0.0).cast::<f32>();
+        let t = select(inb, raw, full::<f32, S1<BN>>(f32::NEG_INFINITY));
+        let m = t.amax::<0>();
+        let hit = inb & (t == m.broadcast::<S1<BN>>());
+        let ci = select(hit, cols, full::<i32, S1<BN>>(i32::MAX)).amin::<0>();
+        (m, ci)
+    }
+
+    /// `out[t] = argmax(x[t, :])`, the row gathered in `BN`-wide tiles (masked past `V`). Grid: the
+    /// tiles of `out` (one row per block).
     #[cutile::entry]
     pub fn argmax<E: Float, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         out: &mut Tensor<i64, S1<1>>,
     ) {
-        let row = block_id_x();
-        let px = x.partition_padded::<S2<1, BN>>(Padding::NegInf);
+        let rr = block_id_x().splat::<S1<BN>>();
+        let v = x.dim(1);
         let mut best = full::<f32, S1<1>>(f32::NEG_INFINITY);
         let mut bidx = zeros::<i32, S1<1>>();
-        for j in 0..px.num_tiles(1) {
-            let t = px.load((row, j)).cast::<f32>().reshape::<S1<BN>>();
-            let m = t.amax::<0>();
-            let cols = iota::<BN>() + j * BN;
-            let hit = t == m.broadcast::<S1<BN>>();
-            let ci = select(hit, cols, full::<i32, S1<BN>>(i32::MAX)).amin::<0>();
+        for j in 0..(v + BN - 1) / BN {
+            let (m, ci) = tile_best::<E, BN>(x, rr, iota::<BN>() + j * BN);
             let better = m > best;
             bidx = select(better, ci, bidx);
             best = select(better, m, best);
@@ -135,15 +148,7 @@ pub mod kernels {
         let b = block_id_x();
         let row = b / chunks;
         let j = b - row * chunks;
-        let cols = iota::<BN>() + j * BN;
-        let inb = cols < x.dim(1);
-        let raw = x
-            .gather((row.splat::<S1<BN>>(), cols), Some(inb), 0.0)
-            .cast::<f32>();
-        let t = select(inb, raw, full::<f32, S1<BN>>(f32::NEG_INFINITY));
-        let m = t.amax::<0>();
-        let hit = inb & (t == m.broadcast::<S1<BN>>());
-        let ci = select(hit, cols, full::<i32, S1<BN>>(i32::MAX)).amin::<0>();
+        let (m, ci) = tile_best::<E, BN>(x, row.splat::<S1<BN>>(), iota::<BN>() + j * BN);
         let first = (j * BN).splat::<S1<1>>();
         part_v.store(m);
         part_i.store(select(ci == i32::MAX, first, ci));
