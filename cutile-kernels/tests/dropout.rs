@@ -1,8 +1,9 @@
 //! Dropout: Philox-4x32-10 against the Random123 known-answer vectors, the mask's statistics (p = 0
 //! keeps all, p = 1 none, the keep rate within 5σ of 1 - p over a million elements, offsets shift the
-//! stream), the planner without a GPU (typed errors, empty calls), every representative call compiled
-//! by tileiras (sm_90; one for sm_80/90/100/120), and GPU tests comparing the kernel's mask bit for bit
-//! with the CPU reference (`#[ignore]`d; skipped without a GPU).
+//! stream), the planner without a GPU (typed errors, empty calls), the tuning candidates (default first,
+//! distinct, each planned with a kernel), every representative call compiled by tileiras (sm_90; one for
+//! sm_80/90/100/120) and the bench call's tuning candidates (sm_90), and GPU tests comparing the
+//! kernel's mask bit for bit with the CPU reference (`#[ignore]`d; skipped without a GPU).
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
@@ -12,7 +13,7 @@ mod common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::*;
-use cutile_kernels::dropout::{self, DropoutParams, reference as r};
+use cutile_kernels::dropout::{self, DropoutConfig, DropoutParams, config, reference as r};
 use cutile_kernels::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target};
 
 fn target() -> Target {
@@ -199,6 +200,80 @@ fn planner_errors_and_empty_calls() {
     let jobs = cutile_kernels::catalog::dsl_jobs(&dropout::representative_calls(), false).unwrap();
     println!("dropout: {} catalog specializations", jobs.len());
     assert!(jobs.len() <= 4, "{} specializations", jobs.len());
+}
+
+/// Data-driven: (element count, candidate tiles, kernel). The row kernel past the tiny tile offers half,
+/// twice and four times the default; tiny inputs and the flat kernel only their default. Each candidate
+/// plans (its kernel exists and specializes), and `plan_with(.., true)` lists them in order.
+#[test]
+fn tuning_candidates_start_with_the_default_and_plan() {
+    let t = target();
+    let cases: &[(i64, &[i64], &str)] = &[
+        (1, &[256], "dropout"),
+        (8, &[256], "dropout_rows"),
+        (4096, &[256], "dropout_rows"),
+        (4097, &[1024], "dropout"),
+        (4104, &[1024, 512, 2048, 4096], "dropout_rows"),
+        (16384 * 4096, &[1024, 512, 2048, 4096], "dropout_rows"),
+    ];
+    for &(n, want, kernel) in cases {
+        let c = config::candidates(n, n % 8 == 0);
+        let bns: Vec<i64> = c.iter().map(|c| c.bn).collect();
+        assert_eq!(bns, want, "n = {n}");
+        assert_eq!(c[0], config::choose(n), "n = {n}: default first");
+        let ops = dropout::described_call(dropout::OP, BF16, &[vec![n]]).unwrap();
+        let all = dropout::plan_with(dropout::OP, &ops, &t, params(0.5), true).unwrap();
+        assert_eq!(all.len(), c.len());
+        assert_eq!(
+            all[0].config,
+            dropout::plan(dropout::OP, &ops, &t, params(0.5)).unwrap()[0].config
+        );
+        for (l, cfg) in all.iter().zip(&c) {
+            assert_eq!(l.config, format!("{kernel} BN={}", cfg.bn));
+            assert!(kernel == "dropout" || config::ROW_TILES.contains(&cfg.bn));
+            let one = dropout::plan_config(dropout::BACKWARD, &ops, &t, params(0.5), cfg).unwrap();
+            assert_eq!(one[0].config, l.config);
+            // SAFETY: described operands are never launched.
+            let metas = unsafe { cutile_kernels::op::describe(l, &ops) }.tensor_metas();
+            let s = l.kernel.specialize(&metas);
+            assert!(s.is_ok(), "n = {n} {}: {:?}", l.config, s.err());
+        }
+    }
+    let ops = dropout::described_call(dropout::OP, F32, &[vec![64]]).unwrap();
+    expect_error(
+        dropout::plan_config(
+            dropout::OP,
+            &ops,
+            &t,
+            params(0.5),
+            &DropoutConfig { bn: 768 },
+        ),
+        "BN = 768",
+    );
+    assert_eq!(config::class(BF16, 1 << 26, true), "bf16 rows BN=1024");
+    assert_ne!(
+        config::class(BF16, 1 << 26, true),
+        config::class(BF16, 1000, true)
+    );
+}
+
+/// The bench call's non-default tuning candidates compile (the tuning run's bundle holds them).
+#[test]
+fn bench_call_candidates_compile_for_sm90() {
+    let ops = dropout::described_call(dropout::OP, BF16, &[vec![16384, 4096]]).unwrap();
+    let cases: Vec<_> = dropout::plan_with(dropout::OP, &ops, &target(), params(0.1), true)
+        .unwrap()
+        .into_iter()
+        .skip(1)
+        .map(|l| {
+            // SAFETY: described operands are never launched.
+            let metas = unsafe { cutile_kernels::op::describe(&l, &ops) }.tensor_metas();
+            let name: &'static str = Box::leak(l.config.replace([' ', '='], "_").into_boxed_str());
+            (name, l.kernel.clone(), metas)
+        })
+        .collect();
+    assert_eq!(cases.len(), 3);
+    common::compile_all_sm90("dropout bench_call_candidates_compile_for_sm90", cases);
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! The standalone RoPE family: the CPU reference's properties (norm preserved, position 0 is the
 //! identity, NeoX and GPT-J agree up to a lane permutation, partial rotary copies the tail), the
-//! planner without a GPU (typed errors, empty calls, in place vs out of place, strided q/k), every
-//! representative call compiled by tileiras (sm_90; two kernels for sm_80/90/100/120), and a GPU test
-//! through the host API (`#[ignore]`d; skipped without a GPU).
+//! planner without a GPU (typed errors, empty calls, in place vs out of place, strided q/k), the
+//! full-rotary tuning candidates (default first, distinct, each with a kernel that specializes), every
+//! representative call compiled by tileiras (sm_90; two kernels for sm_80/90/100/120) and the bench
+//! call's tuning candidates (sm_90), and a GPU test through the host API (`#[ignore]`d; skipped without
+//! a GPU).
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used, clippy::needless_range_loop)]
@@ -12,7 +14,9 @@ mod common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
-use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedArg, Target};
+use cutile_kernels::op::tuning::Candidate;
+use cutile_kernels::op::{CallSpec, OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div};
+use cutile_kernels::rope::config::{self as cfg, PairsConfig};
 use cutile_kernels::rope::{self, RopeStyle, reference as r};
 
 fn target() -> Target {
@@ -286,6 +290,154 @@ fn the_op_is_in_the_registry() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Tuning candidates.
+
+fn tile(bm: i64, hb: i64, hp: i64) -> PairsConfig {
+    PairsConfig { bm, hb, hp }
+}
+
+/// The bench call's: bf16, T 16384, 32 + 8 heads of 128, in place.
+fn bench_call() -> Vec<Operand> {
+    described(BF16, [16384, 32, 8, 128], 128, [0, 0, 1])
+}
+
+/// `launch`'s kernel specializes for the call's operands.
+fn specializes(what: &str, launch: &PlannedLaunch, ops: &[Operand]) {
+    // SAFETY: described operands are never launched.
+    let metas = unsafe { cutile_kernels::op::describe(launch, ops) }.tensor_metas();
+    let s = launch.kernel.specialize(&metas);
+    assert!(s.is_ok(), "{what} {}: {:?}", launch.config, s.err());
+}
+
+/// Data-driven over every even head dimension and decode- to prefill-sized token counts: the
+/// candidates start with the default tile, are distinct, are listed tiles (so have a kernel), keep at
+/// least eight blocks of tokens, and a decode-sized call has only its default.
+#[test]
+fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
+    let listed: std::collections::HashSet<PairsConfig> = cfg::PAIRS_TILES.iter().copied().collect();
+    assert_eq!(
+        listed.len(),
+        cfg::PAIRS_TILES.len(),
+        "PAIRS_TILES has repeats"
+    );
+    for d in (2..=cfg::MAX_D).step_by(2) {
+        for tokens in [1i64, 7, 100, 1000, 4096, 16384] {
+            let c = cfg::pairs_candidates(tokens, d);
+            let what = format!("d={d} tokens={tokens}");
+            assert_eq!(c[0], cfg::choose_pairs(tokens, d), "{what}: default first");
+            let distinct: std::collections::HashSet<_> = c.iter().collect();
+            assert_eq!(distinct.len(), c.len(), "{what}: {c:?}");
+            assert!(c.len() <= 6, "{what}: {} candidates", c.len());
+            for t in &c {
+                assert!(listed.contains(t), "{what}: {t:?} has no kernel");
+                assert_eq!(t.hp, c[0].hp, "{what}: one HP per call");
+                assert!(t.bm == 1 || tokens >= 8 * t.bm, "{what}: {t:?}");
+            }
+            if c[0].bm == 1 && tokens < 8 * (2048 / (8 * c[0].hp)).max(1) {
+                assert_eq!(c.len(), 1, "{what}: decode-sized calls are not tuned");
+            }
+        }
+    }
+    // Issue 14's bench call (HP 64): ~2048 pairs per block by default, then 4096, 8192 and 1024 at HB
+    // 8, 2048 and 4096 at HB 4.
+    assert_eq!(
+        cfg::pairs_candidates(16384, 128),
+        [
+            tile(4, 8, 64),
+            tile(8, 8, 64),
+            tile(16, 8, 64),
+            tile(2, 8, 64),
+            tile(8, 4, 64),
+            tile(16, 4, 64),
+        ]
+    );
+    assert_eq!(cfg::pairs_candidates(8, 128), [tile(1, 8, 64)]);
+    assert_eq!(
+        cfg::pairs_candidates(4096, 512),
+        [
+            tile(1, 8, 256),
+            tile(2, 8, 256),
+            tile(4, 8, 256),
+            tile(2, 4, 256),
+            tile(4, 4, 256),
+        ]
+    );
+    // The class separates styles and decode- from prefill-sized calls.
+    let class = |t, style| cfg::pairs_class(BF16, style, t, 128);
+    assert_eq!(class(16384, RopeStyle::Neox), "bf16 Neox BM=4 HB=8 HP=64");
+    assert_ne!(class(16384, RopeStyle::Neox), class(16384, RopeStyle::Gptj));
+    assert_ne!(class(16384, RopeStyle::Neox), class(8, RopeStyle::Neox));
+}
+
+/// Every listed tile plans through `plan_pairs` for both styles, i32 and i64 positions (the dispatch
+/// covers the list), with its grid: `ceil(T / BM)` token blocks × the q and k head groups of `HB`.
+#[test]
+fn every_listed_pair_tile_has_a_kernel() {
+    let t = target();
+    for &c in cfg::PAIRS_TILES {
+        let (tokens, hq, hk) = (1000i64, 32i64, 8i64);
+        for (style, flags) in [(RopeStyle::Neox, [0, 0, 1]), (RopeStyle::Gptj, [1, 1, 0])] {
+            let ops = described(F16, [tokens, hq, hk, 2 * c.hp], 2 * c.hp, flags);
+            let l = rope::plan_pairs(&ops, &t, style, &c).unwrap();
+            assert_eq!(l.len(), 1);
+            assert!(l[0].config.ends_with(&c.name()), "{}", l[0].config);
+            let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
+            assert_eq!(
+                l[0].grid,
+                Some((ceil_div(tokens, c.bm) as u32, groups as u32, 1)),
+                "{c:?}"
+            );
+        }
+    }
+    // Unlisted tiles and partial rotary are typed errors.
+    let ops = bench_call();
+    let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &tile(3, 8, 64)).unwrap_err();
+    assert!(e.to_string().contains("BM = 3"), "{e}");
+    let partial = described(BF16, [64, 4, 2, 128], 64, [0, 0, 0]);
+    let e = rope::plan_pairs(&partial, &t, RopeStyle::Neox, &tile(4, 8, 64)).unwrap_err();
+    assert!(e.to_string().contains("rotates 64 of 128"), "{e}");
+}
+
+/// `plan_with(.., all_candidates)` gives one launch per candidate, the default's first (what `plan`
+/// gives), and each kernel specializes; a partial-rotary or decode call keeps its one launch.
+#[test]
+fn plan_with_all_candidates_lists_every_candidate() {
+    let t = target();
+    for (ops, style) in [
+        (bench_call(), RopeStyle::Neox),
+        (
+            described(F32, [300, 8, 2, 64], 64, [1, 1, 0]),
+            RopeStyle::Gptj,
+        ),
+    ] {
+        let q = &ops[0].shape;
+        let all = rope::plan_with(&ops, &t, style, true).unwrap();
+        let want = cfg::pairs_candidates(q[0], q[2]);
+        assert_eq!(all.len(), want.len());
+        assert!(all.len() > 1);
+        assert_eq!(
+            all[0].config,
+            rope::plan(&ops, &t, style).unwrap()[0].config
+        );
+        for (l, c) in all.iter().zip(&want) {
+            assert!(l.config.ends_with(&c.name()), "{} vs {c:?}", l.config);
+            specializes(&format!("{style:?}"), l, &ops);
+        }
+    }
+    for ops in [
+        described(BF16, [8, 32, 8, 128], 128, [0, 0, 1]),
+        described(F16, [1000, 16, 16, 256], 64, [1, 1, 0]),
+    ] {
+        assert_eq!(
+            rope::plan_with(&ops, &t, RopeStyle::Neox, true)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Compilation.
 
 #[test]
@@ -294,6 +446,25 @@ fn representative_calls_compile_for_sm90() {
         "rope representative_calls_compile_for_sm90",
         common::catalog_jobs(&rope::representative_calls()),
     );
+}
+
+/// The bench call's non-default tuning candidates compile (the tuning run's bundle holds them).
+#[test]
+fn bench_call_candidates_compile_for_sm90() {
+    let ops = bench_call();
+    let cases: Vec<_> = rope::plan_with(&ops, &target(), RopeStyle::Neox, true)
+        .unwrap()
+        .into_iter()
+        .skip(1)
+        .map(|l| {
+            // SAFETY: described operands are never launched.
+            let metas = unsafe { cutile_kernels::op::describe(&l, &ops) }.tensor_metas();
+            let name: &'static str = Box::leak(l.config.replace([' ', '='], "_").into_boxed_str());
+            (name, l.kernel.clone(), metas)
+        })
+        .collect();
+    assert_eq!(cases.len(), 5);
+    common::compile_all_sm90("rope bench_call_candidates_compile_for_sm90", cases);
 }
 
 #[test]

@@ -409,10 +409,10 @@ fn plan_rope(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     let (operands, opts) = rope::described_call(dt, &spec.shapes)?;
-    let launches = rope::plan(&operands, t, opts.style)?;
+    let launches = rope::plan_with(&operands, t, opts.style, all)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -471,10 +471,10 @@ fn plan_dropout(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     let operands = dropout::described_call(&spec.op, dt, &spec.shapes)?;
-    let launches = dropout::plan(&spec.op, &operands, t, dropout::SPEC_PARAMS)?;
+    let launches = dropout::plan_with(&spec.op, &operands, t, dropout::SPEC_PARAMS, all)?;
     Ok(PlannedCall { operands, launches })
 }
 

@@ -1,7 +1,9 @@
 //! The RoPE tile per head dimension: `DP` = the power of two ≥ `D` (16..=512), `BM` tokens so a block
-//! holds about 2048 lanes (fewer when the call has fewer tokens).
+//! holds about 2048 lanes (fewer when the call has fewer tokens); for the full-rotary pair kernels the
+//! `BM × HB × HP` tile and the candidates the tuner may time.
 
 use crate::op::OpError;
+use crate::op::tuning::Candidate;
 
 /// One RoPE configuration: `BM` tokens × `DP` lanes of one head per block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -55,19 +57,109 @@ pub struct PairsConfig {
     pub hp: i64,
 }
 
-/// Heads per full-rotary block.
+impl Candidate for PairsConfig {
+    fn name(&self) -> String {
+        format!("BM={} HB={} HP={}", self.bm, self.hb, self.hp)
+    }
+}
+
+/// Heads per full-rotary block of the default tile.
 pub const PAIRS_HB: i64 = 8;
 
-/// The full-rotary tile for `tokens` tokens of head dimension `d` (even, 2..=[`MAX_D`]): `HP` the power
-/// of two ≥ `d/2`, [`PAIRS_HB`] heads and `BM` tokens so a block holds about 2048 pairs (one token per
-/// block for decode-sized calls).
-pub fn choose_pairs(tokens: i64, d: i64) -> PairsConfig {
+/// Pairs per block of the default full-rotary tile (prefill-sized calls).
+pub const PAIRS_PER_BLOCK: i64 = 2048;
+
+/// The tuner's alternatives to the default full-rotary tile, as (pairs per block, `HB`): twice, four
+/// times and half the default's pairs at `HB` 8, and the default's and twice its pairs at `HB` 4
+/// (fewer heads, more tokens per block). Not yet measured on a GPU; issue 14's bench call (bf16, D 128)
+/// is at 77% of copy bandwidth with the default.
+pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
+    &[(4096, 8), (8192, 8), (1024, 8), (2048, 4), (4096, 4)];
+
+/// Calls `$m!(ARGS.. [(BM, HB, HP), ..])` with every full-rotary tile that has a kernel: the one list
+/// [`PAIRS_TILES`] and `mod.rs`'s kernel dispatch are both generated from. Per `HP` (1..=256): the
+/// default ([`PAIRS_PER_BLOCK`] pairs at `HB` 8), one token at `HB` 8 (decode), then
+/// [`PAIRS_ALTERNATIVES`] where they give at least one token.
+macro_rules! pairs_tiles {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)* [
+            (256, 8, 1), (1, 8, 1), (512, 8, 1), (1024, 8, 1), (128, 8, 1), (512, 4, 1), (1024, 4, 1),
+            (128, 8, 2), (1, 8, 2), (256, 8, 2), (512, 8, 2), (64, 8, 2), (256, 4, 2), (512, 4, 2),
+            (64, 8, 4), (1, 8, 4), (128, 8, 4), (256, 8, 4), (32, 8, 4), (128, 4, 4), (256, 4, 4),
+            (32, 8, 8), (1, 8, 8), (64, 8, 8), (128, 8, 8), (16, 8, 8), (64, 4, 8), (128, 4, 8),
+            (16, 8, 16), (1, 8, 16), (32, 8, 16), (64, 8, 16), (8, 8, 16), (32, 4, 16), (64, 4, 16),
+            (8, 8, 32), (1, 8, 32), (16, 8, 32), (32, 8, 32), (4, 8, 32), (16, 4, 32), (32, 4, 32),
+            (4, 8, 64), (1, 8, 64), (8, 8, 64), (16, 8, 64), (2, 8, 64), (8, 4, 64), (16, 4, 64),
+            (2, 8, 128), (1, 8, 128), (4, 8, 128), (8, 8, 128), (4, 4, 128), (8, 4, 128),
+            (1, 8, 256), (2, 8, 256), (4, 8, 256), (2, 4, 256), (4, 4, 256),
+        ])
+    };
+}
+pub(crate) use pairs_tiles;
+
+macro_rules! tile_list {
+    ([$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
+        &[$(PairsConfig { bm: $bm, hb: $hb, hp: $hp }),*]
+    };
+}
+
+/// Every full-rotary tile the pair kernels are instantiated for (the crate's `pairs_tiles!` list).
+pub const PAIRS_TILES: &[PairsConfig] = pairs_tiles!(tile_list!());
+
+/// `HP` (the power of two ≥ `d/2`) and the default's tokens per block, [`PAIRS_PER_BLOCK`] pairs at
+/// [`PAIRS_HB`] heads.
+fn pairs_shape(d: i64) -> (i64, i64) {
     let hp = ((d / 2).max(1) as u64).next_power_of_two() as i64;
-    let full = (2048 / (PAIRS_HB * hp)).max(1);
-    let bm = if tokens < full * 8 { 1 } else { full };
+    (hp, (PAIRS_PER_BLOCK / (PAIRS_HB * hp)).max(1))
+}
+
+/// Whether a call of `tokens` tokens is decode-sized for a default of `full` tokens per block: fewer
+/// than eight such blocks of tokens. It then takes one token per block (more blocks, no masked rows).
+fn decode_sized(tokens: i64, full: i64) -> bool {
+    tokens < full * 8
+}
+
+/// The full-rotary tile for `tokens` tokens of head dimension `d` (even, 2..=[`MAX_D`]): `HP` the power
+/// of two ≥ `d/2`, [`PAIRS_HB`] heads and `BM` tokens so a block holds about [`PAIRS_PER_BLOCK`] pairs
+/// (one token per block for decode-sized calls).
+pub fn choose_pairs(tokens: i64, d: i64) -> PairsConfig {
+    let (hp, full) = pairs_shape(d);
+    let bm = if decode_sized(tokens, full) { 1 } else { full };
     PairsConfig {
         bm,
         hb: PAIRS_HB,
         hp,
     }
+}
+
+/// The full-rotary tiles the tuner may time, [`choose_pairs`]'s first: for a call that is not
+/// decode-sized, each of [`PAIRS_ALTERNATIVES`] that gives a whole number of tokens per block and
+/// leaves at least eight blocks of tokens (the default's own rule). A decode-sized call has only its
+/// default.
+pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
+    let (hp, full) = pairs_shape(d);
+    let default = choose_pairs(tokens, d);
+    let mut all = vec![default];
+    if decode_sized(tokens, full) {
+        return all;
+    }
+    for &(pairs, hb) in PAIRS_ALTERNATIVES {
+        let bm = pairs / (hb * hp);
+        let c = PairsConfig { bm, hb, hp };
+        if bm >= 1 && bm * hb * hp == pairs && !decode_sized(tokens, bm) && !all.contains(&c) {
+            all.push(c);
+        }
+    }
+    all
+}
+
+/// The tuning class of a full-rotary call: element type, style and the default tile (so decode-sized
+/// and prefill-sized calls are tuned apart).
+pub fn pairs_class(
+    dtype: cutile_ir::ScalarType,
+    style: super::RopeStyle,
+    tokens: i64,
+    d: i64,
+) -> String {
+    format!("{dtype} {style:?} {}", choose_pairs(tokens, d).name())
 }

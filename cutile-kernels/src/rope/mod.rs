@@ -29,8 +29,10 @@
 //!   q and k are usually column slices of a fused qkv output `[T, (Hq + 2Hkv)·D]` viewed as `[T, H, D]`.
 //! - bf16, f16, f32; math in f32.
 //!
-//! - [`config`]: the tile per head dimension; [`reference`](mod@reference): the CPU reference;
-//! - [`plan`]: the launch of a call, without a device; [`representative_calls`] for the catalog.
+//! - [`config`]: the tile per head dimension, and the full-rotary tiles the tuner may time
+//!   (`CUTILE_TUNE`); [`reference`](mod@reference): the CPU reference;
+//! - [`plan`]: the launch of a call, without a device ([`plan_with`]: every tuning candidate's);
+//!   [`representative_calls`] for the catalog.
 
 pub mod config;
 mod dsl;
@@ -44,6 +46,7 @@ use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
+use crate::op::tuning::{self, DeviceTrial};
 use crate::op::{
     CallSpec, FLOATS, INDICES, OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div,
     execute, float_index_kernel,
@@ -109,16 +112,42 @@ pub fn rope_<'a>(
     run(stream, &operands, style)
 }
 
+/// Validates, chooses the tile (for a full-rotary call tuned when `CUTILE_TUNE` asks) and queues the
+/// launch.
 fn run<'a>(
     stream: &'a Stream,
     operands: &[Operand],
     style: RopeStyle,
 ) -> Result<Pending<'a>, OpError> {
     let target = Target::of(stream.device())?;
-    let launches = plan(operands, &target, style)?;
+    let call = Call::new(operands, &target)?;
+    // With tuning off (the default) no candidate list or key is built.
+    let tuned = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
+    let candidates = if tuned {
+        call.pairs_candidates()
+    } else {
+        Vec::new()
+    };
+    let launches = if candidates.len() > 1 {
+        let cfg = call.tune_pairs(stream, operands, style, &candidates)?;
+        vec![call.launch_pairs(operands, &cfg, style)?]
+    } else {
+        call.plan(operands, style, false)?
+    };
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
-    // launch addresses only elements `plan` checked against their shapes.
+    // launch addresses only elements `Call::new` checked against their shapes.
     unsafe { execute(stream, operands, &launches) }
+}
+
+/// Elements from the first to one past the last element `o` addresses: what a buffer standing in for
+/// it must hold.
+fn span(o: &Operand) -> i64 {
+    1 + o
+        .shape
+        .iter()
+        .zip(&o.strides)
+        .map(|(&n, &s)| (n - 1).max(0) * s.abs())
+        .sum::<i64>()
 }
 
 /// A validated call.
@@ -321,41 +350,124 @@ impl Call {
     }
 }
 
-/// The full-rotary kernel of `style` for `cfg` (HB = [`config::PAIRS_HB`], `HP` 1..=256, `BM` =
-/// `max(1, 2048 / (HB · HP))` or 1).
+impl Call {
+    /// Whether the call takes the pair kernels: full rotary (`rot = D`) and not empty.
+    fn full_rotary(&self) -> bool {
+        self.rot == self.d && !self.is_empty()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tokens == 0 || self.heads == 0 || self.d == 0
+    }
+
+    /// The full-rotary tiles the tuner may time, the default first; none unless [`Call::full_rotary`]
+    /// with a head dimension the kernels take (else [`Call::plan`] reports the error).
+    fn pairs_candidates(&self) -> Vec<config::PairsConfig> {
+        if self.full_rotary() && self.d <= config::MAX_D {
+            config::pairs_candidates(self.tokens, self.d)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The launches of the call: the default configuration's, or every tuning candidate's (default
+    /// first) with `all_candidates`; none when the call is empty.
+    fn plan(
+        &self,
+        operands: &[Operand],
+        style: RopeStyle,
+        all_candidates: bool,
+    ) -> Result<Vec<PlannedLaunch>, OpError> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cfg = config::choose(OP, self.tokens, self.d)?;
+        if !self.full_rotary() {
+            return Ok(vec![self.launch(operands, &cfg, style)?]);
+        }
+        let tiles = if all_candidates {
+            self.pairs_candidates()
+        } else {
+            vec![config::choose_pairs(self.tokens, self.d)]
+        };
+        tiles
+            .iter()
+            .map(|c| self.launch_pairs(operands, c, style))
+            .collect()
+    }
+
+    /// The full-rotary tile to use: the default unless the tuner (`CUTILE_TUNE`) picked another of
+    /// `candidates`. Trials run out of place into scratch whatever the call: `q_out` is the trial's
+    /// own buffer (the one compared), `k_out` the stream's scratch, so no trial writes the caller's
+    /// tensors (in place, the repeated runs would rotate `k` once per run). The layouts stay the
+    /// call's, so a trial's kernels are the ones the call launches (in place or not, the same keys).
+    fn tune_pairs(
+        &self,
+        stream: &Stream,
+        operands: &[Operand],
+        style: RopeStyle,
+        candidates: &[config::PairsConfig],
+    ) -> Result<config::PairsConfig, OpError> {
+        let class = config::pairs_class(self.dtype, style, self.tokens, self.d);
+        let key = tuning::key(stream, OP, class);
+        tuning::choose(&key, candidates, || {
+            let (q_out, k_out) = if self.in_place {
+                (slot::Q, slot::K)
+            } else {
+                (slot::Q_OUT, slot::K_OUT)
+            };
+            let mut ops = operands[..slot::Q_OUT].to_vec();
+            ops.push(Operand {
+                name: "q_out",
+                ..operands[q_out].clone()
+            });
+            let k = &operands[k_out];
+            let scratch = crate::op::scratch::scratch(stream, "k_out", k.dtype, span(k))?;
+            ops.push(Operand {
+                name: "k_out",
+                ptr: scratch.ptr,
+                ..k.clone()
+            });
+            let call = Call {
+                in_place: false,
+                ..self.clone()
+            };
+            let trial = DeviceTrial::new(
+                stream,
+                &ops,
+                slot::Q_OUT,
+                crate::tolerance(self.dtype),
+                true,
+                move |c: &config::PairsConfig, ops: &[Operand]| {
+                    Ok(vec![call.launch_pairs(ops, c, style)?])
+                },
+            )?;
+            Ok(Box::new(trial))
+        })
+    }
+}
+
+/// `kernels::$k::kernel::<$E, $I, BM, HB, HP>()` for `$cfg`'s tile among the listed ones
+/// ([`config::pairs_tiles`]).
+macro_rules! pairs_tile_kernel {
+    ($k:ident, $E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
+        match ($cfg.bm, $cfg.hb, $cfg.hp) {
+            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp>()),)*
+            _ => None,
+        }
+    };
+}
+
+/// The full-rotary kernel of `style` for `cfg`, one of [`config::PAIRS_TILES`].
 fn pairs_kernel(
     dt: ScalarType,
     it: ScalarType,
     cfg: &config::PairsConfig,
     style: RopeStyle,
 ) -> Option<cutile::dsl::Kernel> {
-    macro_rules! by_tile {
-        ($k:ident, $E:ty, $I:ty) => {
-            match (cfg.bm, cfg.hb, cfg.hp) {
-                (256, 8, 1) => Some(kernels::$k::kernel::<$E, $I, 256, 8, 1>()),
-                (128, 8, 2) => Some(kernels::$k::kernel::<$E, $I, 128, 8, 2>()),
-                (64, 8, 4) => Some(kernels::$k::kernel::<$E, $I, 64, 8, 4>()),
-                (32, 8, 8) => Some(kernels::$k::kernel::<$E, $I, 32, 8, 8>()),
-                (16, 8, 16) => Some(kernels::$k::kernel::<$E, $I, 16, 8, 16>()),
-                (8, 8, 32) => Some(kernels::$k::kernel::<$E, $I, 8, 8, 32>()),
-                (4, 8, 64) => Some(kernels::$k::kernel::<$E, $I, 4, 8, 64>()),
-                (2, 8, 128) => Some(kernels::$k::kernel::<$E, $I, 2, 8, 128>()),
-                (1, 8, 1) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 1>()),
-                (1, 8, 2) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 2>()),
-                (1, 8, 4) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 4>()),
-                (1, 8, 8) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 8>()),
-                (1, 8, 16) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 16>()),
-                (1, 8, 32) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 32>()),
-                (1, 8, 64) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 64>()),
-                (1, 8, 128) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 128>()),
-                (1, 8, 256) => Some(kernels::$k::kernel::<$E, $I, 1, 8, 256>()),
-                _ => None,
-            }
-        };
-    }
     float_index_kernel!(dt, it, |E, I| match style {
-        RopeStyle::Neox => by_tile!(rope_neox, E, I),
-        RopeStyle::Gptj => by_tile!(rope_gptj, E, I),
+        RopeStyle::Neox => config::pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, cfg,)),
+        RopeStyle::Gptj => config::pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, cfg,)),
     })
     .flatten()
 }
@@ -387,16 +499,43 @@ pub fn plan(
     target: &Target,
     style: RopeStyle,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
+    plan_with(operands, target, style, false)
+}
+
+/// [`plan`], or with `all_candidates` the launch of every tuning candidate, the default's first (what
+/// a bundle for a tuning run holds): a full-rotary call has [`config::pairs_candidates`], any other
+/// only its default.
+pub fn plan_with(
+    operands: &[Operand],
+    target: &Target,
+    style: RopeStyle,
+    all_candidates: bool,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    Call::new(operands, target)?.plan(operands, style, all_candidates)
+}
+
+/// The launch of a full-rotary call with the pair tile `cfg` (what a test pinning a tile plans); none
+/// when the call is empty, an error when it is not full rotary or `cfg` has no kernel.
+pub fn plan_pairs(
+    operands: &[Operand],
+    target: &Target,
+    style: RopeStyle,
+    cfg: &config::PairsConfig,
+) -> Result<Vec<PlannedLaunch>, OpError> {
     let call = Call::new(operands, target)?;
-    if call.tokens == 0 || call.heads == 0 || call.d == 0 {
+    if call.is_empty() {
         return Ok(Vec::new());
     }
-    let cfg = config::choose(OP, call.tokens, call.d)?;
-    if call.rot == call.d {
-        let pairs = config::choose_pairs(call.tokens, call.d);
-        return Ok(vec![call.launch_pairs(operands, &pairs, style)?]);
+    if !call.full_rotary() {
+        return Err(OpError::Unsupported {
+            op: OP,
+            what: format!(
+                "the pair kernels rotate all D lanes; this call rotates {} of {}",
+                call.rot, call.d
+            ),
+        });
     }
-    Ok(vec![call.launch(operands, &cfg, style)?])
+    Ok(vec![call.launch_pairs(operands, cfg, style)?])
 }
 
 /// What [`CallSpec::shapes`] lists for the op.
