@@ -410,7 +410,8 @@ fn transformer_strategy(
             .boxed(),
         _ => (
             dim(128),
-            prop_oneof![dim(5000), 100_000..=200_000i64],
+            // Past 262144 columns rows at k > 32 take two selection rounds.
+            prop_oneof![4 => dim(5000), 4 => 100_000..=200_000i64, 1 => 262_145..=600_000i64],
             1..=64i64,
         )
             .prop_map(|(t, v, k)| {
