@@ -92,6 +92,17 @@ pub fn grouped_tile(
     (first + q % rows, q / rows)
 }
 
+/// `ceil(k / BK)` for an extent `k >= 0`, in i32 arithmetic (no overflow near `i32::MAX`): the K-tile
+/// count of the persistent kernels' inner loop, computed once before the tile loop as cuTile's persistent
+/// GEMM does (`cdiv(K, tk)`). The partition's `num_tiles` (`get_index_space_shape`) gives the same value,
+/// but tileiras re-derives it at its use, inside the K loop: 4 more PTX instructions per K step, 3 more
+/// SASS instructions in the consumer's K step at 128x128 on sm_90 (4 at 128x256 over 8 warps;
+/// `docs/gemm-ir-diff.md`). The fp8 kernels keep `num_tiles`: there the change was mixed (K steps of the
+/// block-scaled and the exact scaled defaults 3 and 1 instructions longer, fast accumulation 3-4 shorter).
+pub fn k_tiles<const BK: i32>(k: Scalar<i32>) -> Scalar<i32> {
+    k / BK + (k % BK + (BK - 1)) / BK
+}
+
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
@@ -187,7 +198,7 @@ pub mod kernels {
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let tiles_m = pa.num_tiles(0);
         let tiles_n = pb.num_tiles(1);
-        let k_tiles = pa.num_tiles(1);
+        let k_tiles = super::k_tiles::<BK>(a.dim(1));
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);
@@ -243,7 +254,7 @@ pub mod kernels {
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let tiles_m = pa.num_tiles(0);
         let tiles_n = pb.num_tiles(1);
-        let k_tiles = pa.num_tiles(1);
+        let k_tiles = super::k_tiles::<BK>(a.dim(1));
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);

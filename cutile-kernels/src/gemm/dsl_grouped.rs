@@ -83,7 +83,7 @@ pub mod kernels {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S3<1, BK, BN>>(Padding::Zero);
         let tiles_n = pb.num_tiles(2);
-        let k_tiles = pa.num_tiles(1);
+        let k_tiles = crate::gemm::dsl::k_tiles::<BK>(a.dim(1));
         let p = table.dim(0) / TABLE_ROWS;
         let interior_rows = items / tiles_n;
         let (nblocks, _, _) = num_blocks();

@@ -1,9 +1,9 @@
-"""Regenerate the cuTile Python reference IR for the softmax / RMSNorm / LayerNorm kernels.
+"""Regenerate the cuTile Python reference IR for the softmax / RMSNorm / LayerNorm and GEMM kernels.
 
 Usage (no GPU needed):
     python3 -m pip install cuda-tile==1.7.0
     cargo xtask toolchain            # installs tileirdisasm next to tileiras
-    python3 gen_reference.py [TILEIRDISASM] [OUT_DIR]
+    python3 gen_reference.py [TILEIRDISASM] [OUT_DIR] [NAME_PREFIX ...]   # prefixes: only those fixtures
 
 For every (kernel, dtype, shape) below it compiles the kernel to Tile IR bytecode 13.5 for sm_90 with cuTile's
 own front end (`cuda.tile._compile.compile_tile`, bytecode only, no tileiras), with the array facts cuTile
@@ -105,6 +105,47 @@ def ct_layernorm_persist(X, Y, W, B, D: ConstInt, EPS: ConstFloat, BLOCK_N: Cons
         ct.store(Y, index=(cur, 0), tile=ct.astype(y, Y.dtype), allow_tma=False)
 
 
+def _grouped_tile(tile, num_m, num_n, group):
+    """Output tile (row, col) of the `tile`-th tile in grouped order: `group` tile rows down, then one
+    column right (the shared bench's `_swizzle_2d`; the last band may be shorter)."""
+    per_band = group * num_n
+    first_m = (tile // per_band) * group
+    rows = min(num_m - first_m, group)
+    return first_m + (tile % rows), (tile % per_band) // rows
+
+
+@ct.kernel
+def ct_matmul(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    # One output tile per block, grouped (2-D swizzled) order with 8 tile rows per band.
+    bm, bn = _grouped_tile(ct.bid(0), ct.cdiv(A.shape[0], tm), ct.cdiv(B.shape[1], tn), 8)
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for kk in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        ta = ct.load(A, index=(bm, kk), shape=(tm, tk), padding_mode=PAD_ZERO)
+        tb = ct.load(B, index=(kk, bn), shape=(tk, tn), padding_mode=PAD_ZERO)
+        acc = ct.mma(ta, tb, acc)
+    ct.store(C, index=(bm, bn), tile=ct.astype(acc, C.dtype))
+
+
+@ct.kernel
+def ct_matmul_persist(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt, GROUP_SIZE_M: ConstInt):
+    # Persistent: block p computes tiles p, p + grid, ... in grouped order.
+    num_m = ct.cdiv(A.shape[0], tm)
+    num_n = ct.cdiv(B.shape[1], tn)
+    k_tiles = ct.cdiv(A.shape[1], tk)
+    for tile in range(ct.bid(0), num_m * num_n, ct.num_blocks(0)):
+        per_band = GROUP_SIZE_M * num_n
+        first_m = (tile // per_band) * GROUP_SIZE_M
+        rows = ct.minimum(num_m - first_m, GROUP_SIZE_M)
+        bm = first_m + (tile % rows)
+        bn = (tile % per_band) // rows
+        acc = ct.full((tm, tn), 0.0, dtype=ct.float32)
+        for kk in range(k_tiles):
+            ta = ct.load(A, index=(bm, kk), shape=(tm, tk), padding_mode=PAD_ZERO)
+            tb = ct.load(B, index=(kk, bn), shape=(tk, tn), padding_mode=PAD_ZERO)
+            acc = ct.mma(ta, tb, acc=acc)
+        ct.store(C, index=(bm, bn), tile=ct.astype(acc, C.dtype))
+
+
 DT = {"bf16": ct.bfloat16, "f16": ct.float16, "f32": ct.float32}
 
 
@@ -168,6 +209,15 @@ def cases():
     out.append(("layernorm_persist_bf16_16384x8192_nww8", ct_layernorm_persist,
                 [arr("bf16", [16384, 8192]), arr("bf16", [16384, 8192]), arr("bf16", [8192]),
                  arr("bf16", [8192]), 8192, 1e-5, 2, 8192], {"num_worker_warps": 8}))
+    # GEMM (bench.py `exp_gemm`): bf16, square, contiguous row-major A [M, K], B [K, N], C [M, N].
+    nww8 = {"occupancy": 1, "num_worker_warps": 8}
+    for s in (4096, 8192):
+        ops = [arr("bf16", [s, s]), arr("bf16", [s, s]), arr("bf16", [s, s])]
+        out.append((f"matmul_bf16_{s}_128x256x64_nww8", ct_matmul, ops + [128, 256, 64], nww8))
+        out.append((f"matmul_bf16_{s}_128x128x64_occ1", ct_matmul, ops + [128, 128, 64], {"occupancy": 1}))
+        out.append((f"matmul_persist_bf16_{s}_128x256x64_nww8", ct_matmul_persist, ops + [128, 256, 64, 8], nww8))
+        out.append((f"matmul_persist_bf16_{s}_128x128x64_occ1", ct_matmul_persist, ops + [128, 128, 64, 8],
+                    {"occupancy": 1}))
     return out
 
 
@@ -177,7 +227,10 @@ def main():
     out_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.dirname(os.path.abspath(__file__))
     cc = CallingConvention.cutile_python_v1()
     bv = BytecodeVersion(13 * 10000 + 5 * 100)
+    only = sys.argv[3:]
     for name, kern, params, hints in cases():
+        if only and not any(name.startswith(p) for p in only):
+            continue
         k = kern.replace_hints(**hints) if hints else kern
         res = compile_tile(k._annotated_function, [KernelSignature(params, cc, symbol=name)], sm_arch="sm_90",
                            compiler_options=k._compiler_options, return_bytecode=True, return_cubin=False,
