@@ -147,7 +147,7 @@ fn planner_errors_and_empty_calls() {
     assert_eq!(l[0].config, "dropout BN=256");
     let big = dropout::described_call(dropout::OP, BF16, &[vec![4096, 4096]]).unwrap();
     let l = dropout::plan(dropout::OP, &big, &t, params(0.5)).unwrap();
-    assert_eq!(l[0].config, "dropout_rows BN=1024");
+    assert_eq!(l[0].config, "dropout_rows BN=4096");
     match &l[0].args[0] {
         PlannedArg::Tensor { shape, strides, .. } => {
             assert_eq!(
@@ -202,8 +202,8 @@ fn planner_errors_and_empty_calls() {
     assert!(jobs.len() <= 4, "{} specializations", jobs.len());
 }
 
-/// Data-driven: (element count, candidate tiles, kernel). The row kernel past the tiny tile offers half,
-/// twice and four times the default; tiny inputs and the flat kernel only their default. Each candidate
+/// Data-driven: (element count, candidate tiles, kernel). The row kernel past the tiny tile offers every
+/// row tile from 512 to 4096, the default first; tiny inputs and the flat kernel only their default. Each candidate
 /// plans (its kernel exists and specializes), and `plan_with(.., true)` lists them in order.
 #[test]
 fn tuning_candidates_start_with_the_default_and_plan() {
@@ -214,7 +214,10 @@ fn tuning_candidates_start_with_the_default_and_plan() {
         (4096, &[256], "dropout_rows"),
         (4097, &[1024], "dropout"),
         (4104, &[1024, 512, 2048, 4096], "dropout_rows"),
-        (16384 * 4096, &[1024, 512, 2048, 4096], "dropout_rows"),
+        (config::LARGE - 8, &[1024, 512, 2048, 4096], "dropout_rows"),
+        (config::LARGE, &[4096, 512, 1024, 2048], "dropout_rows"),
+        (config::LARGE + 1, &[4096], "dropout"),
+        (16384 * 4096, &[4096, 512, 1024, 2048], "dropout_rows"),
     ];
     for &(n, want, kernel) in cases {
         let c = config::candidates(n, n % 8 == 0);
@@ -250,7 +253,7 @@ fn tuning_candidates_start_with_the_default_and_plan() {
         ),
         "BN = 768",
     );
-    assert_eq!(config::class(BF16, 1 << 26, true), "bf16 rows BN=1024");
+    assert_eq!(config::class(BF16, 1 << 26, true), "bf16 rows BN=4096");
     assert_ne!(
         config::class(BF16, 1 << 26, true),
         config::class(BF16, 1000, true)

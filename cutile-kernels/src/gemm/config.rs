@@ -92,14 +92,17 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
 }
 
 /// The plain product's configuration: [`choose`], except that a 16-bit product with more than 16
-/// tiles per SM stays persistent when K and N are at most 4096 (`16384 x 4096 x 4096` bf16 on the
-/// H200, 2026-12-02: persistent 751 µs against 1105 µs one tile per block; at `8192³` one tile per
-/// block still won, 1650 against 1807 µs). The rule stays inside what was measured: wide products
-/// (the cross-entropy logits, N = V) keep [`choose`].
-pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> GemmConfig {
+/// tiles per SM runs persistent 128x256 tiles over 8 worker warps. H200 tuner, 2026-12-03 (after the
+/// persistent kernels' K-tile count moved out of the K loop): `8192³` bf16 1412 µs against 1485 one
+/// 128x128 tile per block and 1442 persistent 128x128; `16384 x 4096 x 4096` 713 against 721 persistent
+/// 128x128 and 764 one tile per block (earlier, without the K-loop fix, one tile per block won at
+/// `8192³`). Wide products outside the plain op (the cross-entropy logits, N = V) keep [`choose`].
+pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64, _k: i64) -> GemmConfig {
     let mut cfg = choose(target, dtype, m, n);
-    if cfg.bm == 128 && !cfg.persistent && dtype != ScalarType::F32 && k <= 4096 && n <= 4096 {
+    if cfg.bm == 128 && !cfg.persistent && dtype != ScalarType::F32 {
         cfg.persistent = true;
+        cfg.bn = 256;
+        cfg.workers = 8;
     }
     cfg
 }
