@@ -131,15 +131,19 @@ def relerr(out, ref):
 # How the L2 is flushed before each timed call, as gpu-harness does (`CUTILE_L2_FLUSH`, see
 # cutile::runtime::timing): `read` (the default) reads a 256 MiB buffer, leaving the L2 cold and clean;
 # `write` is triton.testing.do_bench's own flush (zeroing 256 MiB), which leaves it full of dirty lines
-# that the timed call then pays to write back.
+# that the timed call then pays to write back; `none` flushes nothing (a diagnostic for compute-bound
+# calls, to tell the flush's share of a timing).
 FLUSH_MODE = os.environ.get("CUTILE_L2_FLUSH", "read") or "read"
-if FLUSH_MODE not in ("read", "write"):
-    sys.exit(f"CUTILE_L2_FLUSH={FLUSH_MODE}: set it to `read` (the default) or `write`")
+if FLUSH_MODE not in ("read", "write", "none"):
+    sys.exit(f"CUTILE_L2_FLUSH={FLUSH_MODE}: set it to `read` (the default), `write` or `none`")
 _flush_buf = []
 
 
 def read_flush():
-    """Reads 256 MiB (a sum into one float), evicting the L2 without leaving dirty lines."""
+    """Reads 256 MiB (a sum into one float), evicting the L2 without leaving dirty lines (nothing
+    with CUTILE_L2_FLUSH=none)."""
+    if FLUSH_MODE == "none":
+        return
     if not _flush_buf:
         _flush_buf.append(torch.zeros(64 << 20, dtype=torch.float32, device="cuda"))
     _flush_buf[0].sum()

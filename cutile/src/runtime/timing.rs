@@ -6,7 +6,8 @@
 //! timed kernel pays for writing them back as it evicts them: a kernel that reads 50 MB after it moves
 //! about 100 MB, which is the flush's cost, not the kernel's (on the H200, a 50 MB GEMV took 23 µs after a
 //! written flush, the time of 100 MB at the copy bandwidth). A read flush leaves the L2 cold and clean, as
-//! the previous layer's weight reads leave it in a real decode step.
+//! the previous layer's weight reads leave it in a real decode step. `none` flushes nothing: a diagnostic
+//! for compute-bound kernels, to tell the flush's effect on a timing from the kernel's own.
 
 use std::ffi::{CStr, c_void};
 
@@ -25,10 +26,12 @@ pub enum FlushMode {
     Read,
     /// Write the buffer (`cuMemsetD8Async`): the L2 ends full of dirty lines.
     Write,
+    /// Flush nothing: each timed call finds the L2 as the previous one left it.
+    None,
 }
 
 impl FlushMode {
-    /// `CUTILE_L2_FLUSH` (`read` or `write`), else [`FlushMode::Read`].
+    /// `CUTILE_L2_FLUSH` (`read`, `write` or `none`), else [`FlushMode::Read`].
     pub fn from_env() -> Result<FlushMode, RuntimeError> {
         FlushMode::parse(std::env::var("CUTILE_L2_FLUSH").ok().as_deref())
     }
@@ -38,6 +41,7 @@ impl FlushMode {
         match value {
             None | Some("") | Some("read") => Ok(FlushMode::Read),
             Some("write") => Ok(FlushMode::Write),
+            Some("none") => Ok(FlushMode::None),
             Some(other) => Err(RuntimeError::BadFlushMode {
                 value: other.to_string(),
             }),
@@ -48,6 +52,7 @@ impl FlushMode {
         match self {
             FlushMode::Read => "read",
             FlushMode::Write => "write",
+            FlushMode::None => "none",
         }
     }
 }
@@ -172,12 +177,16 @@ impl L2Flush {
         bytes: usize,
         mode: FlushMode,
     ) -> Result<L2Flush, RuntimeError> {
-        // 16-byte words for the read kernel.
-        let bytes = bytes.div_ceil(16) * 16;
+        // 16-byte words for the read kernel; no buffer worth the name when nothing is flushed.
+        let bytes = if mode == FlushMode::None {
+            16
+        } else {
+            bytes.div_ceil(16) * 16
+        };
         let shape = [bytes as i64];
         let read = match mode {
             FlushMode::Read => Some(ReadKernel::load(device)?),
-            FlushMode::Write => None,
+            FlushMode::Write | FlushMode::None => None,
         };
         Ok(L2Flush {
             buf: Tensor::zeros(device, &shape)?,
@@ -194,6 +203,9 @@ impl L2Flush {
     /// and the host can prepare that work while the GPU is still busy flushing, so host-side launch
     /// overhead stays out of a device timing that starts after it.
     pub fn enqueue(&mut self, stream: &Stream) -> Result<(), RuntimeError> {
+        if self.mode == FlushMode::None {
+            return Ok(());
+        }
         stream.device().bind()?;
         let bytes = self.buf.numel().max(0) as usize;
         if let Some(k) = &self.read {
@@ -314,6 +326,7 @@ mod tests {
         assert_eq!(FlushMode::parse(Some("")).unwrap(), FlushMode::Read);
         assert_eq!(FlushMode::parse(Some("read")).unwrap(), FlushMode::Read);
         assert_eq!(FlushMode::parse(Some("write")).unwrap(), FlushMode::Write);
+        assert_eq!(FlushMode::parse(Some("none")).unwrap(), FlushMode::None);
         let e = FlushMode::parse(Some("dirty")).unwrap_err().to_string();
         assert!(
             e.contains("CUTILE_L2_FLUSH=dirty") && e.contains("`read`"),
