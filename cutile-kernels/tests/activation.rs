@@ -317,7 +317,8 @@ fn views_and_grids_follow_the_form() {
     assert_eq!(args[0], (0, vec![16384, 4096], vec![8192, 1], 0));
     assert_eq!(args[1], (0, vec![16384, 4096], vec![8192, 1], 4096));
     assert_eq!(args[2], (1, vec![16384, 4096], vec![4096, 1], 0));
-    let cfg = activation::config::choose(&target(), BF16, 16384, 4096);
+    let silu = activation::find(activation::SILU_AND_MUL).unwrap();
+    let cfg = activation::config::choose(&target(), silu, BF16, 16384, 4096);
     let tiles = (16384 / cfg.tm) * (4096 / cfg.bn);
     assert_eq!(l[0].grid, Some((tiles as u32, 1, 1)));
 
@@ -338,10 +339,12 @@ fn views_and_grids_follow_the_form() {
 #[test]
 fn tiles_follow_row_length_rows_and_dtype() {
     let t = target();
-    let c = |dt, rows, cols| {
-        let c = activation::config::choose(&t, dt, rows, cols);
+    let spec = |op| activation::find(op).unwrap();
+    let tile = |op, dt, rows, cols| {
+        let c = activation::config::choose(&t, spec(op), dt, rows, cols);
         (c.tm, c.bn)
     };
+    let c = |dt, rows, cols| tile(activation::GELU, dt, rows, cols);
     assert_eq!(c(BF16, 1, 1 << 20), (1, 8192));
     assert_eq!(c(BF16, 16384, 4096), (2, 4096));
     assert_eq!(c(BF16, 1000, 513), (8, 1024));
@@ -349,11 +352,34 @@ fn tiles_follow_row_length_rows_and_dtype() {
     assert_eq!(c(BF16, 64, 128), (64, 64));
     assert_eq!(c(F32, 21, 33), (16, 256));
     assert_eq!(c(F32, 4000, 33), (64, 64));
+    // Measured exceptions (config::tile_elems): forward ReLU and f16 SiLU take 4096-element tiles,
+    // f16 GELU and every backward kernel keep 8192.
+    assert_eq!(c(F16, 4096, 1024), (8, 1024));
+    assert_eq!(tile(activation::GEGLU, F16, 4096, 1024), (8, 1024));
+    assert_eq!(tile(activation::SILU_AND_MUL, BF16, 4096, 1024), (8, 1024));
+    assert_eq!(tile(activation::SILU_AND_MUL, F16, 4096, 1024), (4, 1024));
+    assert_eq!(tile(activation::SWIGLU, F16, 4096, 2048), (2, 2048));
+    assert_eq!(
+        tile(activation::SILU_AND_MUL_BACKWARD, F16, 4096, 1024),
+        (8, 1024)
+    );
+    assert_eq!(tile(activation::RELU, BF16, 16384, 8192), (1, 4096));
+    assert_eq!(
+        tile(activation::RELU_BACKWARD, BF16, 16384, 8192),
+        (1, 8192)
+    );
     let sm80 = Target::planning(GpuArch::Sm80);
-    assert_eq!(activation::config::choose(&sm80, BF16, 16384, 4096).tm, 1);
+    let gelu = spec(activation::GELU);
+    assert_eq!(
+        activation::config::choose(&sm80, gelu, BF16, 16384, 4096).tm,
+        1
+    );
     for (rows, cols) in [(1, 100_000), (16384, 4096), (3, 33), (1000, 513)] {
-        let all = activation::config::candidates(&t, BF16, rows, cols);
-        assert_eq!(all[0], activation::config::choose(&t, BF16, rows, cols));
+        let all = activation::config::candidates(&t, gelu, BF16, rows, cols);
+        assert_eq!(
+            all[0],
+            activation::config::choose(&t, gelu, BF16, rows, cols)
+        );
         assert!(
             all.iter()
                 .all(|c| c.tm <= (rows as u64).next_power_of_two() as i64)

@@ -3,11 +3,12 @@
 //!
 //! Every activation is memory-bound: a block reads one tile per input and writes one per output, so
 //! the tile only has to be wide enough to keep the memory system busy (a few KiB per operand in flight
-//! per block) and narrow enough not to waste loads on padding. The rules below are not yet measured on a
-//! GPU; the candidate list lets `CUTILE_TUNE=on` find better ones per device.
+//! per block) and narrow enough not to waste loads on padding. The rules below are measured on the H200 only where
+//! [`tile_elems`] says so; the candidate list lets `CUTILE_TUNE=on` find better ones per device.
 
 use cutile_ir::ScalarType;
 
+use super::{Activation, OpSpec};
 use crate::op::Target;
 use crate::op::tuning::Candidate;
 use cutile::toolchain::GpuArch;
@@ -39,11 +40,27 @@ pub const TILES: &[(i64, i64)] = &[
     (1, 8192),
 ];
 
-/// Elements per tile of the default: 16 KiB of f16/bf16 (8192 elements) on the archs with the TMA and
-/// large shared memory (sm_90, sm_100), 4096 elements elsewhere and for f32 (the same 16 KiB).
-pub fn tile_elems(target: &Target, dtype: ScalarType) -> i64 {
+/// Elements per tile of the default. 16 KiB of f16/bf16 (8192 elements) on the archs with the TMA and
+/// large shared memory (sm_90, sm_100), 4096 elements elsewhere and for f32 (the same 16 KiB), except
+/// two forward kernels measured on the H200 (tuner, 2026-12-04, `docs/activation.md`) that run
+/// faster at 4096:
+/// - ReLU, f16 and bf16: bf16 `[16384, 8192]` 139.3 µs at `1 x 4096` against 171.2 at `1 x 8192`
+///   (f16 `[4096, 2048]` 11.7 against 14.5);
+/// - SiLU in f16: `silu_and_mul` `[4096, 2048]` 13.4-15.7 µs with every 4096-element tile, 20.3-39.0
+///   with every 8192-element one (bf16: 10.1 at `8 x 1024`); `swiglu` 23.7 against 38.9. The f16 and
+///   bf16 PTX match instruction for instruction and f16 GELU is fastest at 8192 (`geglu` 11.1 µs
+///   against 14.5), so the cause lies below the PTX.
+///
+/// Backward kernels were not measured that way and keep the 8192-element budget.
+pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType) -> i64 {
     let big = matches!(target.arch, GpuArch::Sm90 | GpuArch::Sm100 | GpuArch::Sm103);
-    if big && dtype != ScalarType::F32 {
+    let measured_smaller = !spec.backward
+        && match spec.act {
+            Activation::Relu => true,
+            Activation::Silu => dtype == ScalarType::F16,
+            Activation::GeluErf | Activation::GeluTanh => false,
+        };
+    if big && dtype != ScalarType::F32 && !measured_smaller {
         8192
     } else {
         4096
@@ -69,19 +86,31 @@ fn best(rows: i64, cols: i64, elems: i64) -> Option<ActConfig> {
 }
 
 /// The tuning/shape class of a call: element type, row-length bucket (the default tile width).
-pub fn class(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> String {
-    let c = choose(target, dtype, rows, cols);
+pub fn class(target: &Target, spec: &OpSpec, dtype: ScalarType, rows: i64, cols: i64) -> String {
+    let c = choose(target, spec, dtype, rows, cols);
     format!("{dtype} tm={} bn={}", c.tm, c.bn)
 }
 
 /// The default tile for a `rows x cols` view: the best of at most [`tile_elems`] elements.
-pub fn choose(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> ActConfig {
-    best(rows, cols, tile_elems(target, dtype)).unwrap_or(ActConfig { tm: 1, bn: 4096 })
+pub fn choose(
+    target: &Target,
+    spec: &OpSpec,
+    dtype: ScalarType,
+    rows: i64,
+    cols: i64,
+) -> ActConfig {
+    best(rows, cols, tile_elems(target, spec, dtype)).unwrap_or(ActConfig { tm: 1, bn: 4096 })
 }
 
 /// The default first, then every listed tile with at least a quarter of its useful elements per tile.
-pub fn candidates(target: &Target, dtype: ScalarType, rows: i64, cols: i64) -> Vec<ActConfig> {
-    let default = choose(target, dtype, rows, cols);
+pub fn candidates(
+    target: &Target,
+    spec: &OpSpec,
+    dtype: ScalarType,
+    rows: i64,
+    cols: i64,
+) -> Vec<ActConfig> {
+    let default = choose(target, spec, dtype, rows, cols);
     let floor = useful(rows, cols, (default.tm, default.bn)) / 4;
     let max_tm = (rows.max(1) as u64).next_power_of_two() as i64;
     let mut all = vec![default];

@@ -412,8 +412,8 @@ fn run<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let candidates = config::candidates(&target, call.dtype, call.rows, call.cols);
-    let class = config::class(&target, call.dtype, call.rows, call.cols);
+    let candidates = config::candidates(&target, spec, call.dtype, call.rows, call.cols);
+    let class = config::class(&target, spec, call.dtype, call.rows, call.cols);
     let first_output = operands.len() - spec.outputs();
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
     // launches address only the views `Call::new` checked against their shapes and strides.
@@ -662,9 +662,11 @@ pub fn plan(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, call.dtype, call.rows, call.cols)
+        config::candidates(target, spec, call.dtype, call.rows, call.cols)
     } else {
-        vec![config::choose(target, call.dtype, call.rows, call.cols)]
+        vec![config::choose(
+            target, spec, call.dtype, call.rows, call.cols,
+        )]
     };
     let mut out = Vec::new();
     for c in &configs {
