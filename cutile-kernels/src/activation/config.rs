@@ -47,9 +47,10 @@ pub const TILES: &[(i64, i64)] = &[
 /// - ReLU, f16 and bf16: bf16 `[16384, 8192]` 139.3 µs at `1 x 4096` against 171.2 at `1 x 8192`
 ///   (f16 `[4096, 2048]` 11.7 against 14.5);
 /// - SiLU in f16: `silu_and_mul` `[4096, 2048]` 13.4-15.7 µs with every 4096-element tile, 20.3-39.0
-///   with every 8192-element one (bf16: 10.1 at `8 x 1024`); `swiglu` 23.7 against 38.9. The f16 and
-///   bf16 PTX match instruction for instruction and f16 GELU is fastest at 8192 (`geglu` 11.1 µs
-///   against 14.5), so the cause lies below the PTX.
+///   with every 8192-element one (bf16: 10.1 at `8 x 1024`); `swiglu` 23.7 against 38.9. tileiras
+///   unrolls those f16 kernels one step further (178-222 registers against 106-127 for bf16 and f16
+///   GELU, which stays fastest at 8192: `geglu` 11.1 µs against 14.5); an occupancy hint of 4 did not
+///   beat the 4096-element tile (14.0 against 13.5 µs).
 ///
 /// Backward kernels were not measured that way and keep the 8192-element budget.
 pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType) -> i64 {
