@@ -17,7 +17,7 @@ use std::time::Duration;
 use criterion::Criterion;
 use criterion::measurement::{Measurement, ValueFormatter};
 use cutile::bundle::{self, Bundle};
-use cutile::runtime::timing::{FLUSH_BYTES, FlushMode, L2Flush, Stats};
+use cutile::runtime::timing::{FLUSH_BYTES, L2Flush, Stats};
 use cutile::runtime::{Device, Event, Stream};
 use cutile_examples::run::{After, Owned, call, instantiate};
 use cutile_examples::workload::{Metric, Workload, benches, of_ops};
@@ -238,7 +238,7 @@ fn bench_one(
         };
         let (_, stats) = owned.run(device, stream, w, &inputs, Some((calls, Some(flush))))?;
         let stats = stats.ok_or_else(|| format!("{}: no timing", w.name))?;
-        let flushed = owned.flushed() && flush.mode() != FlushMode::None;
+        let flushed = owned.flushed() && flush.flushes();
         let mut row = row_of(w, vec![stats.median_us], flushed)?;
         (row.min_us, row.p90_us, row.samples) = (stats.min_us, stats.p90_us, stats.samples);
         return Ok(row);
@@ -246,7 +246,7 @@ fn bench_one(
     let mut inst = instantiate(device, w, false)?;
     // Loads modules (and tunes, when on) outside the measurement.
     call(stream, w, &mut inst, After::Wait)?;
-    let flushed = w.memory_bound() && flush.mode() != FlushMode::None;
+    let flushed = w.memory_bound() && flush.flushes();
     let (start, end) = (Event::new(device)?, Event::new(device)?);
     // (iterations, total ns) of every iter_custom call, warm-up included; the last `sample_size` are
     // criterion's samples.

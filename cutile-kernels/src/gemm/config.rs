@@ -97,7 +97,7 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
 /// 128x128 tile per block and 1442 persistent 128x128; `16384 x 4096 x 4096` 713 against 721 persistent
 /// 128x128 and 764 one tile per block (earlier, without the K-loop fix, one tile per block won at
 /// `8192³`). Wide products outside the plain op (the cross-entropy logits, N = V) keep [`choose`].
-pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64, _k: i64) -> GemmConfig {
+pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
     let mut cfg = choose(target, dtype, m, n);
     if cfg.bm == 128 && !cfg.persistent && dtype != ScalarType::F32 {
         cfg.persistent = true;
@@ -118,8 +118,8 @@ fn depth(dtype: ScalarType) -> i64 {
 /// 128x256 tiles over 8 worker warps (two warpgroups share the 128x256 f32 accumulator, the form
 /// cuBLAS's sm_90 bf16 kernels use, and the one fp8 won with) and 128x128 over 8 workers; the
 /// default's row-major order (`group` 1) is a candidate too.
-pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> Vec<GemmConfig> {
-    let first = choose_product(target, dtype, m, n, k);
+pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GemmConfig> {
+    let first = choose_product(target, dtype, m, n);
     let mut all = vec![first];
     let narrow = ceil_div(m, 64) * ceil_div(n, 128) < target.sm_count as i64;
     let cfg = |persistent, bm, bn, workers| GemmConfig {

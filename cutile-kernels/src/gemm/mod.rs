@@ -107,7 +107,7 @@ pub fn gemm_with<'a>(
     } else {
         call
     };
-    let candidates = config::candidates(&target, call.dtype, call.m, call.n, call.k);
+    let candidates = config::candidates(&target, call.dtype, call.m, call.n);
     let class = config::class(call.dtype, call.m, call.n, call.k);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively), and the
     // stream's scratch buffer, which lives until process exit and is used by work queued on `stream`
@@ -325,11 +325,9 @@ pub fn plan_with(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, call.dtype, call.m, call.n, call.k)
+        config::candidates(target, call.dtype, call.m, call.n)
     } else {
-        vec![config::choose_product(
-            target, call.dtype, call.m, call.n, call.k,
-        )]
+        vec![config::choose_product(target, call.dtype, call.m, call.n)]
     };
     let mut out = Vec::new();
     for c in &configs {

@@ -199,6 +199,12 @@ impl L2Flush {
         self.mode
     }
 
+    /// Whether [`L2Flush::enqueue`] flushes at all (every mode but [`FlushMode::None`]): a timing taken
+    /// after it starts with a cold L2.
+    pub fn flushes(&self) -> bool {
+        self.mode != FlushMode::None
+    }
+
     /// Queues the flush on `stream` without waiting: the next work on `stream` starts with a cold L2,
     /// and the host can prepare that work while the GPU is still busy flushing, so host-side launch
     /// overhead stays out of a device timing that starts after it.
