@@ -318,7 +318,7 @@ fn views_and_grids_follow_the_form() {
     assert_eq!(args[1], (0, vec![16384, 4096], vec![8192, 1], 4096));
     assert_eq!(args[2], (1, vec![16384, 4096], vec![4096, 1], 0));
     let silu = activation::find(activation::SILU_AND_MUL).unwrap();
-    let cfg = activation::config::choose(&target(), silu, BF16, 16384, 4096);
+    let cfg = activation::config::choose(&target(), silu, BF16, 16384, 4096, true);
     let tiles = (16384 / cfg.tm) * (4096 / cfg.bn);
     assert_eq!(l[0].grid, Some((tiles as u32, 1, 1)));
 
@@ -336,12 +336,56 @@ fn views_and_grids_follow_the_form() {
     assert_eq!(args[1], (1, vec![6, 100], vec![100, 1], 0));
 }
 
+/// Views whose rows or starts are off 16-byte boundaries run the gather form; aligned views (and
+/// contiguous unary calls, which are one long row) the view form.
+#[test]
+fn access_form_follows_alignment() {
+    let config = |op: &str, ops: &[Operand]| plan(op, ops).unwrap()[0].config.clone();
+    let cases: &[(&str, ScalarType, &[i64], Option<i64>, bool)] = &[
+        // (op, dtype, x, x's row stride if padded, gather)
+        (activation::SILU_AND_MUL, BF16, &[1000, 1026], None, true),
+        (activation::SILU_AND_MUL, BF16, &[16384, 8192], None, false),
+        (activation::SILU_AND_MUL, F32, &[1000, 1026], None, true),
+        (activation::SILU_AND_MUL, F32, &[7, 16], None, false),
+        (
+            activation::SILU_AND_MUL_BACKWARD,
+            F16,
+            &[3, 7, 66],
+            None,
+            true,
+        ),
+        (activation::RELU, BF16, &[1000, 1026], None, false),
+        (activation::RELU, F32, &[6, 100], Some(128), false),
+        (activation::GELU, BF16, &[6, 90], Some(100), true),
+    ];
+    for &(op, dt, x, stride, gather) in cases {
+        let mut ops = operands(op, dt, x);
+        if let Some(s) = stride {
+            ops[0].strides = vec![s, 1];
+        }
+        let c = config(op, &ops);
+        assert_eq!(c.ends_with(" gather"), gather, "{op} {dt} {x:?}: {c}");
+        let all = activation::plan(op, &ops, &target(), true).unwrap();
+        let forms = all.iter().filter(|l| l.config.ends_with(" gather")).count();
+        // Unaligned calls try both forms; aligned ones only views.
+        if gather {
+            assert!(
+                forms > 0 && forms < all.len(),
+                "{op} {x:?}: {forms} of {}",
+                all.len()
+            );
+        } else {
+            assert_eq!(forms, 0, "{op} {x:?}");
+        }
+    }
+}
+
 #[test]
 fn tiles_follow_row_length_rows_and_dtype() {
     let t = target();
     let spec = |op| activation::find(op).unwrap();
     let tile = |op, dt, rows, cols| {
-        let c = activation::config::choose(&t, spec(op), dt, rows, cols);
+        let c = activation::config::choose(&t, spec(op), dt, rows, cols, true);
         (c.tm, c.bn)
     };
     let c = |dt, rows, cols| tile(activation::GELU, dt, rows, cols);
@@ -351,6 +395,20 @@ fn tiles_follow_row_length_rows_and_dtype() {
     assert_eq!(c(F32, 1000, 513), (64, 64));
     assert_eq!(c(BF16, 64, 128), (64, 64));
     assert_eq!(c(F32, 21, 33), (16, 256));
+    // Unaligned views: gathered, in tiles of at most 4096 elements.
+    let gathered = |op, dt, rows, cols| {
+        let c = activation::config::choose(&t, spec(op), dt, rows, cols, false);
+        (c.tm, c.bn, c.gather)
+    };
+    assert_eq!(
+        gathered(activation::SILU_AND_MUL, BF16, 1000, 513),
+        (64, 64, true)
+    );
+    assert_eq!(
+        gathered(activation::SILU_AND_MUL_BACKWARD, BF16, 1000, 513),
+        (64, 64, true)
+    );
+    assert_eq!(gathered(activation::GEGLU, F16, 21, 33), (16, 256, true));
     assert_eq!(c(F32, 4000, 33), (64, 64));
     // Measured exceptions (config::tile_elems): forward ReLU and f16 SiLU take 4096-element tiles,
     // f16 GELU and every backward kernel keep 8192.
@@ -371,14 +429,14 @@ fn tiles_follow_row_length_rows_and_dtype() {
     let sm80 = Target::planning(GpuArch::Sm80);
     let gelu = spec(activation::GELU);
     assert_eq!(
-        activation::config::choose(&sm80, gelu, BF16, 16384, 4096).tm,
+        activation::config::choose(&sm80, gelu, BF16, 16384, 4096, true).tm,
         1
     );
     for (rows, cols) in [(1, 100_000), (16384, 4096), (3, 33), (1000, 513)] {
-        let all = activation::config::candidates(&t, gelu, BF16, rows, cols);
+        let all = activation::config::candidates(&t, gelu, BF16, rows, cols, true);
         assert_eq!(
             all[0],
-            activation::config::choose(&t, gelu, BF16, rows, cols)
+            activation::config::choose(&t, gelu, BF16, rows, cols, true)
         );
         assert!(
             all.iter()
@@ -784,9 +842,10 @@ fn ir_of(op: &str, dt: ScalarType, x: &[i64]) -> String {
 }
 
 /// 16-bit outputs take the approximate exp2 (flush-to-zero) and division; f32 outputs the exact ones;
-/// every kernel reads and writes through tensor views (no gathers or scatters).
+/// aligned views are read and written through tensor views, unaligned ones through pointer gathers
+/// and scatters.
 #[test]
-fn fast_math_only_for_16_bit_outputs_and_view_access_only() {
+fn fast_math_only_for_16_bit_outputs_and_access_by_alignment() {
     for op in [
         activation::SILU_AND_MUL,
         activation::GELU_BACKWARD,
@@ -809,6 +868,16 @@ fn fast_math_only_for_16_bit_outputs_and_view_access_only() {
             );
         }
     }
+    // Unaligned halves (`N` = 513): pointer gathers and scatters, no view access.
+    let gathered = ir_of(activation::SILU_AND_MUL, BF16, &[1000, 1026]);
+    assert!(
+        gathered.contains("load_ptr_tko") && gathered.contains("store_ptr_tko"),
+        "{gathered}"
+    );
+    assert!(
+        !gathered.contains("load_view_tko") && !gathered.contains("store_view_tko"),
+        "{gathered}"
+    );
     let relu = ir_of(activation::RELU, BF16, &[64, 256]);
     assert!(!relu.contains("exp"), "relu:\n{relu}");
 }

@@ -13,22 +13,28 @@ use crate::op::Target;
 use crate::op::tuning::Candidate;
 use cutile::toolchain::GpuArch;
 
-/// A tile: `tm` rows of `bn` columns (both powers of two).
+/// A tile: `tm` rows of `bn` columns (both powers of two), moved by view loads and stores or, with
+/// `gather`, by masked pointer gathers and scatters (the kernels' `GATHER`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ActConfig {
     pub tm: i64,
     pub bn: i64,
+    pub gather: bool,
 }
 
 impl Candidate for ActConfig {
     fn name(&self) -> String {
-        format!("TM={} BN={}", self.tm, self.bn)
+        let form = if self.gather { " gather" } else { "" };
+        format!("TM={} BN={}{form}", self.tm, self.bn)
     }
 }
 
 /// The tiles the kernels are instantiated for (`mod.rs` dispatches exactly these): column widths from
-/// 64 to 8192, at 4096 or 8192 elements per tile.
+/// 64 to 8192, at 4096 or 8192 elements per tile, and one row of 1024 or 2048 (more blocks for a
+/// mid-sized call viewed as one row).
 pub const TILES: &[(i64, i64)] = &[
+    (1, 1024),
+    (1, 2048),
     (64, 64),
     (16, 256),
     (4, 1024),
@@ -68,6 +74,9 @@ pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType) -> i64 {
     }
 }
 
+/// Elements per tile of the gather form's default ([`choose`]).
+pub const GATHER_ELEMS: i64 = 4096;
+
 /// Useful (in-bounds) elements per tile of `(tm, bn)` on a `rows x cols` view, averaged over a row's
 /// column tiles.
 fn useful(rows: i64, cols: i64, (tm, bn): (i64, i64)) -> i64 {
@@ -83,42 +92,82 @@ fn best(rows: i64, cols: i64, elems: i64) -> Option<ActConfig> {
         .iter()
         .filter(|&&(tm, bn)| tm <= max_tm && tm * bn <= elems)
         .max_by_key(|&&(tm, bn)| (useful(rows, cols, (tm, bn)), -(tm * bn), bn))
-        .map(|&(tm, bn)| ActConfig { tm, bn })
+        .map(|&(tm, bn)| ActConfig {
+            tm,
+            bn,
+            gather: false,
+        })
 }
 
-/// The tuning/shape class of a call: element type, row-length bucket (the default tile width).
-pub fn class(target: &Target, spec: &OpSpec, dtype: ScalarType, rows: i64, cols: i64) -> String {
-    let c = choose(target, spec, dtype, rows, cols);
-    format!("{dtype} tm={} bn={}", c.tm, c.bn)
+/// The tuning/shape class of a call: element type, row-length bucket (the default tile width), and
+/// the access form.
+pub fn class(
+    target: &Target,
+    spec: &OpSpec,
+    dtype: ScalarType,
+    rows: i64,
+    cols: i64,
+    aligned: bool,
+) -> String {
+    let c = choose(target, spec, dtype, rows, cols, aligned);
+    format!("{dtype} {}", c.name().to_lowercase())
 }
 
-/// The default tile for a `rows x cols` view: the best of at most [`tile_elems`] elements.
+/// The default for a `rows x cols` view: unless every view is `aligned` (rows and starts on 16-byte
+/// boundaries), the gather form with the best tile of at most [`GATHER_ELEMS`] elements; else view
+/// access with the best tile of at most [`tile_elems`] elements.
+///
+/// Both choices for unaligned views are measured on the H200 (tuner, 2026-12-04, `docs/activation.md`). At an unaligned row stride
+/// tileiras lowers a view load to scalar loads in nested bounds-check branches, against one guarded
+/// load per element for the gather; bf16 `[1000, 1026]` (`N` = 513): `silu_and_mul` 6.1-8.2 µs
+/// gathered against 10.0-22.4 as views, its backward 7.7-11.4 against 13.8-30.4. Gathered, the
+/// 4096-element tiles beat the 8192-element ones (`silu_and_mul` 6.1-6.9 µs against 7.8-8.2,
+/// backward 7.7-8.6 against 10.5-11.4).
 pub fn choose(
     target: &Target,
     spec: &OpSpec,
     dtype: ScalarType,
     rows: i64,
     cols: i64,
+    aligned: bool,
 ) -> ActConfig {
-    best(rows, cols, tile_elems(target, spec, dtype)).unwrap_or(ActConfig { tm: 1, bn: 4096 })
+    let elems = if aligned {
+        tile_elems(target, spec, dtype)
+    } else {
+        GATHER_ELEMS
+    };
+    let tile = best(rows, cols, elems).unwrap_or(ActConfig {
+        tm: 1,
+        bn: 4096,
+        gather: false,
+    });
+    ActConfig {
+        gather: !aligned,
+        ..tile
+    }
 }
 
-/// The default first, then every listed tile with at least a quarter of its useful elements per tile.
+/// The default first, then every listed tile with at least a quarter of its useful elements per tile;
+/// an unaligned call also tries each tile in the other access form.
 pub fn candidates(
     target: &Target,
     spec: &OpSpec,
     dtype: ScalarType,
     rows: i64,
     cols: i64,
+    aligned: bool,
 ) -> Vec<ActConfig> {
-    let default = choose(target, spec, dtype, rows, cols);
+    let default = choose(target, spec, dtype, rows, cols, aligned);
     let floor = useful(rows, cols, (default.tm, default.bn)) / 4;
     let max_tm = (rows.max(1) as u64).next_power_of_two() as i64;
+    let forms: &[bool] = if aligned { &[false] } else { &[true, false] };
     let mut all = vec![default];
-    for &(tm, bn) in TILES {
-        let c = ActConfig { tm, bn };
-        if c != default && tm <= max_tm && useful(rows, cols, (tm, bn)) >= floor {
-            all.push(c);
+    for &gather in forms {
+        for &(tm, bn) in TILES {
+            let c = ActConfig { tm, bn, gather };
+            if c != default && tm <= max_tm && useful(rows, cols, (tm, bn)) >= floor {
+                all.push(c);
+            }
         }
     }
     all

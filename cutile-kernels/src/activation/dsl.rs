@@ -13,7 +13,10 @@
 //! `p / ceil(cols / BN)` and column tile `p % ceil(cols / BN)`, so the grid is one-dimensional (explicit,
 //! `(tiles, 1, 1)`) and never hits the 65535-block limit of the y axis. Inputs are view loads through
 //! zero-padded partitions (TMA-capable when the rows are aligned), outputs view stores (masked at the
-//! edges).
+//! edges). With `GATHER = 1` the same tiles move through masked pointer gathers and scatters
+//! (`load_ptr_tko` / `store_ptr_tko`) instead: the form for views whose row stride or start is not a
+//! multiple of 16 bytes (`silu_and_mul` of `[.., 2N]` with odd `N`), where a view load can use neither
+//! the TMA nor vector accesses and tileiras guards every element with its own branch.
 //!
 //! The math lives in [`math`], plain Rust over f32 tiles: the activation and the fast-or-exact choice
 //! are host values, so only the chosen formula is traced.
@@ -156,64 +159,101 @@ pub mod kernels {
         (r, pid - r * col_tiles)
     }
 
-    /// Tile `(r, c)` of `t` in `TM x BN` tiles (zero-padded at the edges), widened to f32.
-    fn tile_f32<E: Float, const TM: i32, const BN: i32>(
+    /// Row and column indices of the elements of tile `(r, c)` in `TM x BN` tiles.
+    fn tile_indices<const TM: i32, const BN: i32>(
+        r: Scalar<i32>,
+        c: Scalar<i32>,
+    ) -> (Tile<i32, S2<TM, BN>>, Tile<i32, S2<TM, BN>>) {
+        let rows = (iota::<TM>() + r * TM)
+            .reshape::<S2<TM, 1>>()
+            .broadcast::<S2<TM, BN>>();
+        let cols = (iota::<BN>() + c * BN)
+            .reshape::<S2<1, BN>>()
+            .broadcast::<S2<TM, BN>>();
+        (rows, cols)
+    }
+
+    /// Tile `(r, c)` of `t` in `TM x BN` tiles (zero past the edges), widened to f32: a view load, or
+    /// with `GATHER` a masked pointer gather (see the module docs).
+    fn tile_f32<E: Float, const TM: i32, const BN: i32, const GATHER: i32>(
         t: &Tensor<E, S2<DYN, DYN>>,
         r: Scalar<i32>,
         c: Scalar<i32>,
     ) -> Tile<f32, S2<TM, BN>> {
-        t.partition_padded::<S2<TM, BN>>(Padding::Zero)
-            .load((r, c))
-            .cast::<f32>()
+        if GATHER != 0 {
+            t.gather(tile_indices::<TM, BN>(r, c), None, 0.0)
+                .cast::<f32>()
+        } else {
+            t.partition_padded::<S2<TM, BN>>(Padding::Zero)
+                .load((r, c))
+                .cast::<f32>()
+        }
+    }
+
+    /// Stores tile `(r, c)` of `y`: a view store, or with `GATHER` a masked pointer scatter.
+    ///
+    /// # Safety
+    /// No other block of the launch may write tile `(r, c)`.
+    unsafe fn put<E: Float, const TM: i32, const BN: i32, const GATHER: i32>(
+        y: &mut Tensor<E, S2<TM, BN>>,
+        r: Scalar<i32>,
+        c: Scalar<i32>,
+        v: Tile<E, S2<TM, BN>>,
+    ) {
+        if GATHER != 0 {
+            unsafe { y.scatter(tile_indices::<TM, BN>(r, c), v, None) };
+        } else {
+            unsafe { y.store_at((r, c), v) };
+        }
     }
 
     /// `y = act(x)`. Grid `(ceil(rows / TM) · ceil(cols / BN), 1, 1)`.
     #[cutile::entry]
-    pub fn act_fwd<E: Float, const ACT: i32, const TM: i32, const BN: i32>(
+    pub fn act_fwd<E: Float, const ACT: i32, const TM: i32, const BN: i32, const GATHER: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         y: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(y.dim(1));
-        let t = tile_f32::<E, TM, BN>(x, r, c);
+        let t = tile_f32::<E, TM, BN, GATHER>(x, r, c);
         let out = math::forward(ACT, t, math::fast::<E>()).cast::<E>();
         // SAFETY: block `p` writes only its own tile `(r, c)`, which no other block is given.
-        unsafe { y.store_at((r, c), out) };
+        unsafe { put::<E, TM, BN, GATHER>(y, r, c, out) };
     }
 
     /// `dx = g · act'(x)`. Grid as `act_fwd`.
     #[cutile::entry]
-    pub fn act_bwd<E: Float, const ACT: i32, const TM: i32, const BN: i32>(
+    pub fn act_bwd<E: Float, const ACT: i32, const TM: i32, const BN: i32, const GATHER: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         g: &Tensor<E, S2<DYN, DYN>>,
         dx: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(dx.dim(1));
-        let t = tile_f32::<E, TM, BN>(x, r, c);
-        let gt = tile_f32::<E, TM, BN>(g, r, c);
+        let t = tile_f32::<E, TM, BN, GATHER>(x, r, c);
+        let gt = tile_f32::<E, TM, BN, GATHER>(g, r, c);
         let (_, slope) = math::forward_and_slope(ACT, t, math::fast::<E>());
         // SAFETY: block `p` writes only its own tile `(r, c)`.
-        unsafe { dx.store_at((r, c), (gt * slope).cast::<E>()) };
+        unsafe { put::<E, TM, BN, GATHER>(dx, r, c, (gt * slope).cast::<E>()) };
     }
 
     /// `y = act(a) · b`. Grid as `act_fwd`.
     #[cutile::entry]
-    pub fn gated_fwd<E: Float, const ACT: i32, const TM: i32, const BN: i32>(
+    pub fn gated_fwd<E: Float, const ACT: i32, const TM: i32, const BN: i32, const GATHER: i32>(
         a: &Tensor<E, S2<DYN, DYN>>,
         b: &Tensor<E, S2<DYN, DYN>>,
         y: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(y.dim(1));
-        let at = tile_f32::<E, TM, BN>(a, r, c);
-        let bt = tile_f32::<E, TM, BN>(b, r, c);
+        let at = tile_f32::<E, TM, BN, GATHER>(a, r, c);
+        let bt = tile_f32::<E, TM, BN, GATHER>(b, r, c);
         let out = (math::forward(ACT, at, math::fast::<E>()) * bt).cast::<E>();
         // SAFETY: block `p` writes only its own tile `(r, c)`.
-        unsafe { y.store_at((r, c), out) };
+        unsafe { put::<E, TM, BN, GATHER>(y, r, c, out) };
     }
 
     /// `da = g · b · act'(a)`, `db = g · act(a)`. Grid as `act_fwd`; `da` and `db` may be the two
     /// halves of one tensor (disjoint views).
     #[cutile::entry]
-    pub fn gated_bwd<E: Float, const ACT: i32, const TM: i32, const BN: i32>(
+    pub fn gated_bwd<E: Float, const ACT: i32, const TM: i32, const BN: i32, const GATHER: i32>(
         a: &Tensor<E, S2<DYN, DYN>>,
         b: &Tensor<E, S2<DYN, DYN>>,
         g: &Tensor<E, S2<DYN, DYN>>,
@@ -221,12 +261,12 @@ pub mod kernels {
         db: &mut Tensor<E, S2<TM, BN>>,
     ) {
         let (r, c) = tile_of::<BN>(da.dim(1));
-        let at = tile_f32::<E, TM, BN>(a, r, c);
-        let bt = tile_f32::<E, TM, BN>(b, r, c);
-        let gt = tile_f32::<E, TM, BN>(g, r, c);
+        let at = tile_f32::<E, TM, BN, GATHER>(a, r, c);
+        let bt = tile_f32::<E, TM, BN, GATHER>(b, r, c);
+        let gt = tile_f32::<E, TM, BN, GATHER>(g, r, c);
         let (y, slope) = math::forward_and_slope(ACT, at, math::fast::<E>());
         // SAFETY: block `p` writes only its own tile `(r, c)` of `da` and of `db`.
-        unsafe { da.store_at((r, c), (gt * bt * slope).cast::<E>()) };
-        unsafe { db.store_at((r, c), (gt * y).cast::<E>()) };
+        unsafe { put::<E, TM, BN, GATHER>(da, r, c, (gt * bt * slope).cast::<E>()) };
+        unsafe { put::<E, TM, BN, GATHER>(db, r, c, (gt * y).cast::<E>()) };
     }
 }

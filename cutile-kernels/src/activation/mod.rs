@@ -412,8 +412,9 @@ fn run<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let candidates = config::candidates(&target, spec, call.dtype, call.rows, call.cols);
-    let class = config::class(&target, spec, call.dtype, call.rows, call.cols);
+    let (dt, rows, cols, aligned) = (call.dtype, call.rows, call.cols, call.aligned);
+    let candidates = config::candidates(&target, spec, dt, rows, cols, aligned);
+    let class = config::class(&target, spec, dt, rows, cols, aligned);
     let first_output = operands.len() - spec.outputs();
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
     // launches address only the views `Call::new` checked against their shapes and strides.
@@ -438,6 +439,8 @@ struct Call {
     dtype: cutile_ir::ScalarType,
     rows: i64,
     cols: i64,
+    /// Every view starts and steps its rows on 16-byte boundaries.
+    aligned: bool,
     /// The kernel's tensor parameters in order.
     args: Vec<PlannedArg>,
 }
@@ -552,6 +555,22 @@ impl Call {
                 .collect(),
         };
         let rows_n = rows[0].shape[0];
+        // Whether every view starts and steps its rows on 16-byte boundaries (else: the gather form).
+        let aligned = args.iter().all(|a| match a {
+            PlannedArg::Tensor {
+                operand,
+                shape,
+                strides,
+                offset,
+                ..
+            } => {
+                let eb = operands[*operand].elem_bytes();
+                let start = operands[*operand].ptr + (*offset as u64) * eb;
+                start.is_multiple_of(16)
+                    && (shape[0] <= 1 || (strides[0] as u64 * eb).is_multiple_of(16))
+            }
+            _ => true,
+        });
         let cols_n = if spec.form == Form::Gated {
             cols / 2
         } else {
@@ -568,6 +587,7 @@ impl Call {
             dtype: x.dtype,
             rows: rows_n,
             cols: cols_n,
+            aligned,
             args,
         }))
     }
@@ -600,19 +620,29 @@ fn kernel_name(spec: &OpSpec) -> &'static str {
     }
 }
 
-/// `kernels::$k::kernel::<E, ACT, TM, BN>()` for the listed tiles ([`config::TILES`]).
+/// `kernels::$k::kernel::<E, ACT, TM, BN, GATHER>()` for the listed tiles ([`config::TILES`]) in
+/// the configuration's access form.
 macro_rules! tile_kernel {
     ($k:ident, $e:ty, $act:ident, $cfg:expr) => {
+        if $cfg.gather {
+            tile_kernel!(@form $k, $e, $act, $cfg, 1)
+        } else {
+            tile_kernel!(@form $k, $e, $act, $cfg, 0)
+        }
+    };
+    (@form $k:ident, $e:ty, $act:ident, $cfg:expr, $g:literal) => {
         match ($cfg.tm, $cfg.bn) {
-            (64, 64) => Some(kernels::$k::kernel::<$e, $act, 64, 64>()),
-            (16, 256) => Some(kernels::$k::kernel::<$e, $act, 16, 256>()),
-            (4, 1024) => Some(kernels::$k::kernel::<$e, $act, 4, 1024>()),
-            (8, 1024) => Some(kernels::$k::kernel::<$e, $act, 8, 1024>()),
-            (2, 2048) => Some(kernels::$k::kernel::<$e, $act, 2, 2048>()),
-            (4, 2048) => Some(kernels::$k::kernel::<$e, $act, 4, 2048>()),
-            (1, 4096) => Some(kernels::$k::kernel::<$e, $act, 1, 4096>()),
-            (2, 4096) => Some(kernels::$k::kernel::<$e, $act, 2, 4096>()),
-            (1, 8192) => Some(kernels::$k::kernel::<$e, $act, 1, 8192>()),
+            (1, 1024) => Some(kernels::$k::kernel::<$e, $act, 1, 1024, $g>()),
+            (1, 2048) => Some(kernels::$k::kernel::<$e, $act, 1, 2048, $g>()),
+            (64, 64) => Some(kernels::$k::kernel::<$e, $act, 64, 64, $g>()),
+            (16, 256) => Some(kernels::$k::kernel::<$e, $act, 16, 256, $g>()),
+            (4, 1024) => Some(kernels::$k::kernel::<$e, $act, 4, 1024, $g>()),
+            (8, 1024) => Some(kernels::$k::kernel::<$e, $act, 8, 1024, $g>()),
+            (2, 2048) => Some(kernels::$k::kernel::<$e, $act, 2, 2048, $g>()),
+            (4, 2048) => Some(kernels::$k::kernel::<$e, $act, 4, 2048, $g>()),
+            (1, 4096) => Some(kernels::$k::kernel::<$e, $act, 1, 4096, $g>()),
+            (2, 4096) => Some(kernels::$k::kernel::<$e, $act, 2, 4096, $g>()),
+            (1, 8192) => Some(kernels::$k::kernel::<$e, $act, 1, 8192, $g>()),
             _ => None,
         }
     };
@@ -662,10 +692,15 @@ pub fn plan(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, spec, call.dtype, call.rows, call.cols)
+        config::candidates(target, spec, call.dtype, call.rows, call.cols, call.aligned)
     } else {
         vec![config::choose(
-            target, spec, call.dtype, call.rows, call.cols,
+            target,
+            spec,
+            call.dtype,
+            call.rows,
+            call.cols,
+            call.aligned,
         )]
     };
     let mut out = Vec::new();

@@ -383,16 +383,28 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
             (true, 64, 64, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 64, 32>()),
             (false, 128, 256, 64) => Some(k::gemm::kernel::<E, M, 128, 256, 64>()),
             (true, 128, 256, 64) => Some(k::gemm_persistent::kernel::<E, M, 128, 256, 64>()),
+            // Decode shapes (a few rows of `a`): no 64-row tile of which most rows are padding.
+            (false, 16, 32, 128) => Some(k::gemm::kernel::<E, M, 16, 32, 128>()),
+            (false, 16, 64, 64) => Some(k::gemm::kernel::<E, M, 16, 64, 64>()),
+            (false, 16, 128, 64) => Some(k::gemm::kernel::<E, M, 16, 128, 64>()),
+            (false, 16, 64, 128) => Some(k::gemm::kernel::<E, M, 16, 64, 128>()),
+            (false, 16, 128, 128) => Some(k::gemm::kernel::<E, M, 16, 128, 128>()),
+            (false, 32, 64, 64) => Some(k::gemm::kernel::<E, M, 32, 64, 64>()),
+            (false, 32, 128, 64) => Some(k::gemm::kernel::<E, M, 32, 128, 64>()),
+            (false, 32, 64, 128) => Some(k::gemm::kernel::<E, M, 32, 64, 128>()),
+            (false, 32, 128, 128) => Some(k::gemm::kernel::<E, M, 32, 128, 128>()),
             _ => None,
         }
     )
     .flatten()
-    .map(|kernel| {
-        if cfg.workers == 4 {
-            kernel
-        } else {
-            kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers)
+    .map(|mut kernel| {
+        if cfg.workers != 4 {
+            kernel = kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers);
         }
+        if cfg.occupancy != 0 {
+            kernel = kernel.with_hint("default", "occupancy", cfg.occupancy);
+        }
+        kernel
     })
     .ok_or_else(|| OpError::Unsupported {
         op: OP,
