@@ -389,7 +389,9 @@ fn tiles_follow_row_length_rows_and_dtype() {
         (c.tm, c.bn)
     };
     let c = |dt, rows, cols| tile(activation::GELU, dt, rows, cols);
-    assert_eq!(c(BF16, 1, 1 << 20), (1, 8192));
+    // One-row views (contiguous unary and pair calls): one row of 2048.
+    assert_eq!(c(BF16, 1, 1 << 20), (1, 2048));
+    assert_eq!(c(F32, 1, 100), (1, 1024));
     assert_eq!(c(BF16, 16384, 4096), (2, 4096));
     assert_eq!(c(BF16, 1000, 513), (8, 1024));
     assert_eq!(c(F32, 1000, 513), (64, 64));
@@ -410,13 +412,16 @@ fn tiles_follow_row_length_rows_and_dtype() {
     );
     assert_eq!(gathered(activation::GEGLU, F16, 21, 33), (16, 256, true));
     assert_eq!(c(F32, 4000, 33), (64, 64));
-    // Measured exceptions (config::tile_elems): forward ReLU and f16 SiLU take 4096-element tiles,
-    // f16 GELU and every backward kernel keep 8192.
+    // Measured exceptions (config::tile_elems): forward ReLU takes 4096-element tiles, forward f16
+    // SiLU one row of 1024 (4096-element tiles for rows under 1024), f16 GELU and every backward
+    // kernel keep 8192.
     assert_eq!(c(F16, 4096, 1024), (8, 1024));
     assert_eq!(tile(activation::GEGLU, F16, 4096, 1024), (8, 1024));
     assert_eq!(tile(activation::SILU_AND_MUL, BF16, 4096, 1024), (8, 1024));
-    assert_eq!(tile(activation::SILU_AND_MUL, F16, 4096, 1024), (4, 1024));
-    assert_eq!(tile(activation::SWIGLU, F16, 4096, 2048), (2, 2048));
+    assert_eq!(tile(activation::SILU_AND_MUL, F16, 4096, 1024), (1, 1024));
+    assert_eq!(tile(activation::SWIGLU, F16, 4096, 2048), (1, 1024));
+    assert_eq!(tile(activation::SWIGLU, F16, 1, 1 << 20), (1, 1024));
+    assert_eq!(tile(activation::SILU_AND_MUL, F16, 4096, 512), (16, 256));
     assert_eq!(
         tile(activation::SILU_AND_MUL_BACKWARD, F16, 4096, 1024),
         (8, 1024)

@@ -46,28 +46,34 @@ pub const TILES: &[(i64, i64)] = &[
     (1, 8192),
 ];
 
-/// Elements per tile of the default. 16 KiB of f16/bf16 (8192 elements) on the archs with the TMA and
-/// large shared memory (sm_90, sm_100), 4096 elements elsewhere and for f32 (the same 16 KiB), except
-/// two forward kernels measured on the H200 (tuner, 2026-12-04, `docs/activation.md`) that run
-/// faster at 4096:
-/// - ReLU, f16 and bf16: bf16 `[16384, 8192]` 139.3 µs at `1 x 4096` against 171.2 at `1 x 8192`
-///   (f16 `[4096, 2048]` 11.7 against 14.5);
-/// - SiLU in f16: `silu_and_mul` `[4096, 2048]` 13.4-15.7 µs with every 4096-element tile, 20.3-39.0
-///   with every 8192-element one (bf16: 10.1 at `8 x 1024`); `swiglu` 23.7 against 38.9. tileiras
-///   unrolls those f16 kernels one step further (178-222 registers against 106-127 for bf16 and f16
-///   GELU, which stays fastest at 8192: `geglu` 11.1 µs against 14.5); an occupancy hint of 4 did not
-///   beat the 4096-element tile (14.0 against 13.5 µs).
-///
-/// Backward kernels were not measured that way and keep the 8192-element budget.
-pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType) -> i64 {
+/// Elements per tile of the default for a `rows x cols` view, on every arch, from the H200 tuner
+/// (session 15, 2026-12-04, unless noted; `docs/activation.md`):
+/// - Forward SiLU in f16: 1024 (one row of 1024) for one-row views and rows of at least 1024, else
+///   4096 as session 14 measured (below). `silu_and_mul` `[4096, 2048]`: 10.0 µs at
+///   `1 x 1024`, 12.4 at `1 x 2048`, 13.5 at `4 x 1024` (the earlier 4096-element default), 20.4-39.0
+///   with 8192-element tiles, which tileiras unrolls one step further (178-222 registers against
+///   106-127 for bf16 and for f16 GELU; an occupancy hint of 4 did not help: 14.0 µs).
+/// - One-row views (contiguous unary and pair calls, viewed as one long row): 2048. bf16 `[16384,
+///   8192]`: `relu_backward` 212.7 µs against 402.8 at the earlier 8192, `gelu` 160.9 against 173.1,
+///   `relu` 129.3 against 137.7 at 4096 (125.3 at 1024); f16 and f32 `[4096, 2048]` `relu`, `gelu`
+///   and `relu_backward` within 4% of their best at 2048, 1-15% faster than at 4096 or 8192.
+/// - Other views: 16 KiB of f16/bf16 (8192 elements) on the archs with the TMA and large shared
+///   memory (sm_90, sm_100), 4096 elements elsewhere and for f32 (the same 16 KiB), and 4096 for
+///   forward f16 SiLU on rows under 1024 (`[4096, 2048]`: 13.4-15.7 µs with 4096-element tiles) and
+///   forward ReLU (bf16 `[16384, 8192]` as rows: 139.3 µs at `1 x 4096` against 171.2 at `1 x
+///   8192`; both session 14). bf16 `silu_and_mul` keeps 8192 (`[4096, 2048]`: 10.2 µs at `8 x 1024`; `[16384,
+///   8192]`: 102.8 at `2 x 4096` against 120.2 at `1 x 2048`).
+pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType, rows: i64, cols: i64) -> i64 {
     let big = matches!(target.arch, GpuArch::Sm90 | GpuArch::Sm100 | GpuArch::Sm103);
-    let measured_smaller = !spec.backward
-        && match spec.act {
-            Activation::Relu => true,
-            Activation::Silu => dtype == ScalarType::F16,
-            Activation::GeluErf | Activation::GeluTanh => false,
-        };
-    if big && dtype != ScalarType::F32 && !measured_smaller {
+    let silu_f16 = !spec.backward && spec.act == Activation::Silu && dtype == ScalarType::F16;
+    if silu_f16 && (rows <= 1 || cols >= 1024) {
+        return 1024;
+    }
+    if rows <= 1 {
+        return 2048;
+    }
+    let relu = !spec.backward && spec.act == Activation::Relu;
+    if big && dtype != ScalarType::F32 && !relu && !silu_f16 {
         8192
     } else {
         4096
@@ -132,7 +138,7 @@ pub fn choose(
     aligned: bool,
 ) -> ActConfig {
     let elems = if aligned {
-        tile_elems(target, spec, dtype)
+        tile_elems(target, spec, dtype, rows, cols)
     } else {
         GATHER_ELEMS
     };
@@ -147,8 +153,9 @@ pub fn choose(
     }
 }
 
-/// The default first, then every listed tile with at least a quarter of its useful elements per tile;
-/// an unaligned call also tries each tile in the other access form.
+/// The default first, then every listed tile with at least a quarter of its useful elements per tile
+/// and every one-row tile of at most 2048; an unaligned call also tries each tile in the other access
+/// form.
 pub fn candidates(
     target: &Target,
     spec: &OpSpec,
@@ -165,7 +172,9 @@ pub fn candidates(
     for &gather in forms {
         for &(tm, bn) in TILES {
             let c = ActConfig { tm, bn, gather };
-            if c != default && tm <= max_tm && useful(rows, cols, (tm, bn)) >= floor {
+            // One-row tiles whatever their useful share: the small tiles won on most calls measured.
+            let one_row = tm == 1 && bn <= 2048;
+            if c != default && tm <= max_tm && (one_row || useful(rows, cols, (tm, bn)) >= floor) {
                 all.push(c);
             }
         }
