@@ -389,28 +389,37 @@ fn tiles_follow_row_length_rows_and_dtype() {
         (c.tm, c.bn)
     };
     let c = |dt, rows, cols| tile(activation::GELU, dt, rows, cols);
-    // One-row views (contiguous unary and pair calls): one row of 2048.
+    // One-row views (contiguous unary and pair calls): one row of 2048; forward SiLU 1024; the
+    // 16-bit backward kernels of the smooth activations the 2-D budget.
     assert_eq!(c(BF16, 1, 1 << 20), (1, 2048));
     assert_eq!(c(F32, 1, 100), (1, 1024));
+    assert_eq!(tile(activation::SWIGLU, BF16, 1, 1 << 20), (1, 1024));
+    assert_eq!(tile(activation::RELU_BACKWARD, BF16, 1, 1 << 20), (1, 2048));
+    assert_eq!(tile(activation::GELU_BACKWARD, F32, 1, 1 << 20), (1, 2048));
+    assert_eq!(tile(activation::GELU_BACKWARD, BF16, 1, 1 << 20), (1, 8192));
+    assert_eq!(
+        tile(activation::SWIGLU_BACKWARD, F16, 1, 1 << 20),
+        (1, 8192)
+    );
     assert_eq!(c(BF16, 16384, 4096), (2, 4096));
     assert_eq!(c(BF16, 1000, 513), (8, 1024));
     assert_eq!(c(F32, 1000, 513), (64, 64));
     assert_eq!(c(BF16, 64, 128), (64, 64));
     assert_eq!(c(F32, 21, 33), (16, 256));
-    // Unaligned views: gathered, in tiles of at most 4096 elements.
+    // Unaligned views: gathered, one row of 1024.
     let gathered = |op, dt, rows, cols| {
         let c = activation::config::choose(&t, spec(op), dt, rows, cols, false);
         (c.tm, c.bn, c.gather)
     };
     assert_eq!(
         gathered(activation::SILU_AND_MUL, BF16, 1000, 513),
-        (64, 64, true)
+        (1, 1024, true)
     );
     assert_eq!(
         gathered(activation::SILU_AND_MUL_BACKWARD, BF16, 1000, 513),
-        (64, 64, true)
+        (1, 1024, true)
     );
-    assert_eq!(gathered(activation::GEGLU, F16, 21, 33), (16, 256, true));
+    assert_eq!(gathered(activation::GEGLU, F16, 21, 33), (1, 1024, true));
     assert_eq!(c(F32, 4000, 33), (64, 64));
     // Measured exceptions (config::tile_elems): forward ReLU takes 4096-element tiles, forward f16
     // SiLU one row of 1024 (4096-element tiles for rows under 1024), f16 GELU and every backward

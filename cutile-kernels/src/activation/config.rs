@@ -47,33 +47,40 @@ pub const TILES: &[(i64, i64)] = &[
 ];
 
 /// Elements per tile of the default for a `rows x cols` view, on every arch, from the H200 tuner
-/// (session 15, 2026-12-04, unless noted; `docs/activation.md`):
-/// - Forward SiLU in f16: 1024 (one row of 1024) for one-row views and rows of at least 1024, else
-///   4096 as session 14 measured (below). `silu_and_mul` `[4096, 2048]`: 10.0 µs at
-///   `1 x 1024`, 12.4 at `1 x 2048`, 13.5 at `4 x 1024` (the earlier 4096-element default), 20.4-39.0
-///   with 8192-element tiles, which tileiras unrolls one step further (178-222 registers against
-///   106-127 for bf16 and for f16 GELU; an occupancy hint of 4 did not help: 14.0 µs).
-/// - One-row views (contiguous unary and pair calls, viewed as one long row): 2048. bf16 `[16384,
-///   8192]`: `relu_backward` 212.7 µs against 402.8 at the earlier 8192, `gelu` 160.9 against 173.1,
-///   `relu` 129.3 against 137.7 at 4096 (125.3 at 1024); f16 and f32 `[4096, 2048]` `relu`, `gelu`
-///   and `relu_backward` within 4% of their best at 2048, 1-15% faster than at 4096 or 8192.
+/// (sessions 14 and 15, 2026-12-04; `docs/activation.md`). Large tiles make tileiras unroll further
+/// (f16 SiLU at 8192 elements: 178-222 registers against 106-127 for bf16 and for f16 GELU), small
+/// ones give more blocks:
+/// - Forward SiLU, 16-bit: one row of 1024 for one-row views, and in f16 for rows of at least 1024
+///   (`silu_and_mul` f16 `[4096, 2048]`: 10.0 µs at `1 x 1024`, 12.4 at `1 x 2048`, 13.5 at `4 x
+///   1024`, 20.4-39.0 with 8192-element tiles; `swiglu` bf16 `[16384, 8192]`: 207.5 at 1024, 227.6
+///   at 8192, 232.4 at 2048; an occupancy hint of 4 did not help: 14.0 µs).
+/// - Other one-row views (contiguous unary and pair calls, viewed as one long row): 2048, except the
+///   16-bit backward kernels of the smooth activations, which keep the budget of other views.
+///   bf16 `[16384, 8192]`: `relu_backward` 212.7 µs against 402.8 at 8192, `gelu` 160.9 against
+///   173.1, `relu` 129.3 against 137.7 at 4096; f32 `[4096, 2048]` `gelu_backward` 26.2 against
+///   30.1 at 4096. But `gelu_backward` bf16 `[16384, 8192]` ran 302.4 µs at 2048 against 210.5 at
+///   8192, `gelu_tanh_backward` 297.5 against 254.0, `swiglu_backward` 472.9 against 358.0.
 /// - Other views: 16 KiB of f16/bf16 (8192 elements) on the archs with the TMA and large shared
 ///   memory (sm_90, sm_100), 4096 elements elsewhere and for f32 (the same 16 KiB), and 4096 for
 ///   forward f16 SiLU on rows under 1024 (`[4096, 2048]`: 13.4-15.7 µs with 4096-element tiles) and
 ///   forward ReLU (bf16 `[16384, 8192]` as rows: 139.3 µs at `1 x 4096` against 171.2 at `1 x
-///   8192`; both session 14). bf16 `silu_and_mul` keeps 8192 (`[4096, 2048]`: 10.2 µs at `8 x 1024`; `[16384,
-///   8192]`: 102.8 at `2 x 4096` against 120.2 at `1 x 2048`).
+///   8192`; both session 14). bf16 `silu_and_mul` keeps 8192 (`[4096, 2048]`: 10.1 µs at `8 x 1024`,
+///   9.8 at `1 x 1024`; `[16384, 8192]`: 103.3 at `2 x 4096`, 106.4 at `1 x 1024`).
 pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType, rows: i64, cols: i64) -> i64 {
     let big = matches!(target.arch, GpuArch::Sm90 | GpuArch::Sm100 | GpuArch::Sm103);
-    let silu_f16 = !spec.backward && spec.act == Activation::Silu && dtype == ScalarType::F16;
-    if silu_f16 && (rows <= 1 || cols >= 1024) {
+    let sixteen = dtype != ScalarType::F32;
+    let silu_fwd = !spec.backward && spec.act == Activation::Silu;
+    let silu_f16 = silu_fwd && dtype == ScalarType::F16;
+    let one_row = rows <= 1;
+    if silu_fwd && sixteen && (one_row || (silu_f16 && cols >= 1024)) {
         return 1024;
     }
-    if rows <= 1 {
+    let smooth_grad = spec.backward && sixteen && spec.act != Activation::Relu;
+    if one_row && !smooth_grad {
         return 2048;
     }
-    let relu = !spec.backward && spec.act == Activation::Relu;
-    if big && dtype != ScalarType::F32 && !relu && !silu_f16 {
+    let relu_fwd = !spec.backward && spec.act == Activation::Relu;
+    if big && sixteen && !relu_fwd && !silu_f16 {
         8192
     } else {
         4096
@@ -81,7 +88,7 @@ pub fn tile_elems(target: &Target, spec: &OpSpec, dtype: ScalarType, rows: i64, 
 }
 
 /// Elements per tile of the gather form's default ([`choose`]).
-pub const GATHER_ELEMS: i64 = 4096;
+pub const GATHER_ELEMS: i64 = 1024;
 
 /// Useful (in-bounds) elements per tile of `(tm, bn)` on a `rows x cols` view, averaged over a row's
 /// column tiles.
@@ -123,12 +130,13 @@ pub fn class(
 /// boundaries), the gather form with the best tile of at most [`GATHER_ELEMS`] elements; else view
 /// access with the best tile of at most [`tile_elems`] elements.
 ///
-/// Both choices for unaligned views are measured on the H200 (tuner, 2026-12-04, `docs/activation.md`). At an unaligned row stride
-/// tileiras lowers a view load to scalar loads in nested bounds-check branches, against one guarded
-/// load per element for the gather; bf16 `[1000, 1026]` (`N` = 513): `silu_and_mul` 6.1-8.2 µs
-/// gathered against 10.0-22.4 as views, its backward 7.7-11.4 against 13.8-30.4. Gathered, the
-/// 4096-element tiles beat the 8192-element ones (`silu_and_mul` 6.1-6.9 µs against 7.8-8.2,
-/// backward 7.7-8.6 against 10.5-11.4).
+/// Both choices for unaligned views are measured on the H200 (tuner, 2026-12-04,
+/// `docs/activation.md`). At an unaligned row stride tileiras lowers a view load to scalar loads in
+/// nested bounds-check branches, against one guarded load per element for the gather; bf16 `[1000,
+/// 1026]` (`N` = 513): `silu_and_mul` 6.1-8.2 µs gathered against 10.0-22.4 as views, its backward
+/// 7.7-11.4 against 13.8-30.4. Gathered, one row of 1024 won on each of the 8 calls timed (`[1000,
+/// 1026]` and `[3, 7, 66]`, bf16, f16 and f32, `silu_and_mul`, its backward and `geglu`): 3.7-6.2 µs
+/// against 5.0-9.2 for the best 4096-element tile.
 pub fn choose(
     target: &Target,
     spec: &OpSpec,
