@@ -341,24 +341,45 @@ fn views_and_grids_follow_the_form() {
 #[test]
 fn access_form_follows_alignment() {
     let config = |op: &str, ops: &[Operand]| plan(op, ops).unwrap()[0].config.clone();
-    let cases: &[(&str, ScalarType, &[i64], Option<i64>, bool)] = &[
-        // (op, dtype, x, x's row stride if padded, gather)
-        (activation::SILU_AND_MUL, BF16, &[1000, 1026], None, true),
-        (activation::SILU_AND_MUL, BF16, &[16384, 8192], None, false),
-        (activation::SILU_AND_MUL, F32, &[1000, 1026], None, true),
-        (activation::SILU_AND_MUL, F32, &[7, 16], None, false),
-        (
+    /// `op` on `x` (its row stride padded to `stride`, if given) runs the gather form or not.
+    struct Case {
+        op: &'static str,
+        dt: ScalarType,
+        x: &'static [i64],
+        stride: Option<i64>,
+        gather: bool,
+    }
+    let case = |op, dt, x, stride, gather| Case {
+        op,
+        dt,
+        x,
+        stride,
+        gather,
+    };
+    let cases = [
+        case(activation::SILU_AND_MUL, BF16, &[1000, 1026], None, true),
+        case(activation::SILU_AND_MUL, BF16, &[16384, 8192], None, false),
+        case(activation::SILU_AND_MUL, F32, &[1000, 1026], None, true),
+        case(activation::SILU_AND_MUL, F32, &[7, 16], None, false),
+        case(
             activation::SILU_AND_MUL_BACKWARD,
             F16,
             &[3, 7, 66],
             None,
             true,
         ),
-        (activation::RELU, BF16, &[1000, 1026], None, false),
-        (activation::RELU, F32, &[6, 100], Some(128), false),
-        (activation::GELU, BF16, &[6, 90], Some(100), true),
+        case(activation::RELU, BF16, &[1000, 1026], None, false),
+        case(activation::RELU, F32, &[6, 100], Some(128), false),
+        case(activation::GELU, BF16, &[6, 90], Some(100), true),
     ];
-    for &(op, dt, x, stride, gather) in cases {
+    for Case {
+        op,
+        dt,
+        x,
+        stride,
+        gather,
+    } in cases
+    {
         let mut ops = operands(op, dt, x);
         if let Some(s) = stride {
             ops[0].strides = vec![s, 1];
