@@ -281,14 +281,17 @@ fn configuration_follows_the_shape_class() {
     assert!(gemm::config::choose(&t, BF16, 4096, 4096).persistent);
     assert!(!gemm::config::choose(&t, BF16, 64, 4096).persistent);
     assert_eq!(gemm::config::choose(&t, BF16, 64, 4096).bm, 64);
-    // The plain product: at most 16 rows in 16x64 tiles 128 deep (not f32); 17 rows and up as above.
+    // The plain product: at most 32 rows in 16- or 32-row tiles, 64 wide and 128 deep (not f32); 33
+    // rows and up as above.
     let p = |dt, m| {
         let c = gemm::config::choose_product(&t, dt, m, 8192);
         (c.bm, c.bn, c.bk, c.persistent)
     };
     assert_eq!(p(BF16, 1), (16, 64, 128, false));
     assert_eq!(p(F16, 16), (16, 64, 128, false));
-    assert_eq!(p(BF16, 17), (64, 128, 64, false));
+    assert_eq!(p(BF16, 17), (32, 64, 128, false));
+    assert_eq!(p(BF16, 32), (32, 64, 128, false));
+    assert_eq!(p(BF16, 33), (64, 128, 64, false));
     assert_eq!(p(F32, 16), (64, 128, 32, false));
 }
 

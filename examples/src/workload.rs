@@ -1194,7 +1194,7 @@ pub fn epilogue_checks() -> Vec<Workload> {
 }
 
 /// Benchmarks of the GEMM epilogue path: bias + GELU at 4096³ and 8192³ (against `F.linear` + GELU),
-/// and split-K decode shapes M = 16, 64, 128 with N = K = 8192 and 512x512x65536 (`gemm_splitk`
+/// and split-K decode shapes M = 16, 32, 64, 128 with N = K = 8192 and 512x512x65536 (`gemm_splitk`
 /// against `torch.matmul`, `gemm_bias` against `F.linear`; plain `gemm` at the same shapes beside).
 pub fn epilogue_benches() -> Vec<CallSpec> {
     let c =
@@ -1206,7 +1206,7 @@ pub fn epilogue_benches() -> Vec<CallSpec> {
         c(gemm::epilogue::GEMM_SPLITK, 512, 512, 65536),
         c(gemm::OP, 512, 512, 65536),
     ];
-    for m in [16, 64, 128] {
+    for m in [16, 32, 64, 128] {
         v.push(c(gemm::epilogue::GEMM_SPLITK, m, 8192, 8192));
         v.push(c("gemm_bias", m, 8192, 8192));
         v.push(c(gemm::OP, m, 8192, 8192));

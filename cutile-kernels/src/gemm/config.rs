@@ -105,15 +105,17 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
 /// 128x128 and 764 one tile per block (earlier, without the K-loop fix, one tile per block won at
 /// `8192³`). Wide products outside the plain op (the cross-entropy logits, N = V) keep [`choose`].
 ///
-/// At most 16 rows (decode), 16-bit: 16x64 tiles 128 deep, one per block. H200 tuner, 2026-12-04:
-/// `16 x 8192 x 8192` bf16 38.4 µs against 46.3 for the 64x128 tile (of which 48 rows are padding;
-/// the same kernel runs `64 x 8192 x 8192` in 34.7), 38.6 for 16x64x64 and 38.8 for 16x128x128.
+/// At most 32 rows (decode), 16-bit: 16- or 32-row tiles (the next of the two at or above `m`), 64
+/// columns, 128 deep, one per block. H200 tuner, 2026-12-04: `16 x 8192 x 8192` bf16 38.4-40.7 µs
+/// against 46.3-47.5 for the 64x128 tile (of which 48 rows are padding; the same kernel runs `64 x
+/// 8192 x 8192` in 34.7), 38.6-41.3 for 16x64x64, 38.8-42.2 for 16x128x128; `32 x 8192 x 8192` 39.9
+/// against 44.6, 40.5 for 32x64x64.
 pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
     let mut cfg = choose(target, dtype, m, n);
-    if m <= 16 && dtype != ScalarType::F32 {
+    if m <= 32 && dtype != ScalarType::F32 {
         return GemmConfig {
             persistent: false,
-            bm: 16,
+            bm: if m <= 16 { 16 } else { 32 },
             bn: 64,
             bk: 128,
             ..cfg
