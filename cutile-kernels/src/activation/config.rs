@@ -99,17 +99,13 @@ fn useful(rows: i64, cols: i64, (tm, bn): (i64, i64)) -> i64 {
 /// The listed tile of at most `elems` elements (and never more rows than the call has, rounded up to
 /// a power of two) with the most useful elements per tile: wide enough to move a lot per block,
 /// narrow enough not to load padding. Ties go to the smaller tile, then the wider one.
-fn best(rows: i64, cols: i64, elems: i64) -> Option<ActConfig> {
+fn best(rows: i64, cols: i64, elems: i64) -> Option<(i64, i64)> {
     let max_tm = (rows.max(1) as u64).next_power_of_two() as i64;
     TILES
         .iter()
         .filter(|&&(tm, bn)| tm <= max_tm && tm * bn <= elems)
         .max_by_key(|&&(tm, bn)| (useful(rows, cols, (tm, bn)), -(tm * bn), bn))
-        .map(|&(tm, bn)| ActConfig {
-            tm,
-            bn,
-            gather: false,
-        })
+        .copied()
 }
 
 /// The tuning/shape class of a call: element type, row-length bucket (the default tile width), and
@@ -150,14 +146,11 @@ pub fn choose(
     } else {
         GATHER_ELEMS
     };
-    let tile = best(rows, cols, elems).unwrap_or(ActConfig {
-        tm: 1,
-        bn: 4096,
-        gather: false,
-    });
+    let (tm, bn) = best(rows, cols, elems).unwrap_or((1, 4096));
     ActConfig {
+        tm,
+        bn,
         gather: !aligned,
-        ..tile
     }
 }
 

@@ -564,10 +564,14 @@ impl Call {
                 offset,
                 ..
             } => {
-                let eb = operands[*operand].elem_bytes();
-                let start = operands[*operand].ptr + (*offset as u64) * eb;
-                start.is_multiple_of(16)
-                    && (shape[0] <= 1 || (strides[0] as u64 * eb).is_multiple_of(16))
+                let o = &operands[*operand];
+                Operand {
+                    shape: shape.clone(),
+                    strides: strides.clone(),
+                    ptr: o.ptr + (*offset as u64) * o.elem_bytes(),
+                    ..o.clone()
+                }
+                .is_16b_aligned()
             }
             _ => true,
         });

@@ -168,10 +168,10 @@ pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<Gem
             all.push(cfg(persistent, 128, 128, 8));
         }
     }
-    // At most 32 rows: 16- or 32-row tiles, 64 or 128 columns, 64 or 128 deep; at most 16 rows also
-    // 32 columns (twice the blocks), and two blocks per SM (twice the loads in flight per SM).
+    // At most 32 rows: the default's 16- or 32-row tiles, 64 or 128 columns, 64 or 128 deep; at most
+    // 16 rows also 32 columns (twice the blocks), and two blocks per SM (twice the loads in flight).
     if m <= 32 && dtype != ScalarType::F32 {
-        let bm = if m <= 16 { 16 } else { 32 };
+        let bm = first.bm;
         let small = |bn, bk, occupancy| GemmConfig {
             bk,
             occupancy,
