@@ -317,8 +317,7 @@ fn views_and_grids_follow_the_form() {
     assert_eq!(args[0], (0, vec![16384, 4096], vec![8192, 1], 0));
     assert_eq!(args[1], (0, vec![16384, 4096], vec![8192, 1], 4096));
     assert_eq!(args[2], (1, vec![16384, 4096], vec![4096, 1], 0));
-    let silu = activation::find(activation::SILU_AND_MUL).unwrap();
-    let cfg = activation::config::choose(&target(), silu, BF16, 16384, 4096, true);
+    let cfg = activation::config::choose(&target(), 16384, 4096);
     let tiles = (16384 / cfg.tm) * (4096 / cfg.bn);
     assert_eq!(l[0].grid, Some((tiles as u32, 1, 1)));
 
@@ -336,148 +335,106 @@ fn views_and_grids_follow_the_form() {
     assert_eq!(args[1], (1, vec![6, 100], vec![100, 1], 0));
 }
 
-/// Views whose rows or starts are off 16-byte boundaries run the gather form; aligned views (and
-/// contiguous unary calls, which are one long row) the view form.
+/// Every call runs the gather form, aligned or not; the tuner also tries each tile as views. The
+/// tuning class tells aligned calls from unaligned ones (their kernels differ in layout facts).
 #[test]
-fn access_form_follows_alignment() {
-    let config = |op: &str, ops: &[Operand]| plan(op, ops).unwrap()[0].config.clone();
-    /// `op` on `x` (its row stride padded to `stride`, if given) runs the gather form or not.
+fn gather_form_for_every_call() {
+    /// `op` on `x` (its row stride padded to `stride`, if given), aligned on 16 bytes or not.
     struct Case {
         op: &'static str,
         dt: ScalarType,
         x: &'static [i64],
         stride: Option<i64>,
-        gather: bool,
+        aligned: bool,
     }
-    let case = |op, dt, x, stride, gather| Case {
+    let case = |op, dt, x, stride, aligned| Case {
         op,
         dt,
         x,
         stride,
-        gather,
+        aligned,
     };
     let cases = [
-        case(activation::SILU_AND_MUL, BF16, &[1000, 1026], None, true),
-        case(activation::SILU_AND_MUL, BF16, &[16384, 8192], None, false),
-        case(activation::SILU_AND_MUL, F32, &[1000, 1026], None, true),
-        case(activation::SILU_AND_MUL, F32, &[7, 16], None, false),
+        case(activation::SILU_AND_MUL, BF16, &[1000, 1026], None, false),
+        case(activation::SILU_AND_MUL, BF16, &[16384, 8192], None, true),
+        case(activation::SILU_AND_MUL, F32, &[1000, 1026], None, false),
+        case(activation::SILU_AND_MUL, F32, &[7, 16], None, true),
         case(
             activation::SILU_AND_MUL_BACKWARD,
             F16,
             &[3, 7, 66],
             None,
-            true,
+            false,
         ),
-        case(activation::RELU, BF16, &[1000, 1026], None, false),
-        case(activation::RELU, F32, &[6, 100], Some(128), false),
-        case(activation::GELU, BF16, &[6, 90], Some(100), true),
+        case(activation::RELU, BF16, &[1000, 1026], None, true),
+        case(activation::RELU, F32, &[6, 100], Some(128), true),
+        case(activation::GELU, BF16, &[6, 90], Some(100), false),
     ];
+    let t = target();
     for Case {
         op,
         dt,
         x,
         stride,
-        gather,
+        aligned,
     } in cases
     {
         let mut ops = operands(op, dt, x);
         if let Some(s) = stride {
             ops[0].strides = vec![s, 1];
         }
-        let c = config(op, &ops);
-        assert_eq!(c.ends_with(" gather"), gather, "{op} {dt} {x:?}: {c}");
-        let all = activation::plan(op, &ops, &target(), true).unwrap();
-        let forms = all.iter().filter(|l| l.config.ends_with(" gather")).count();
-        // Unaligned calls try both forms; aligned ones only views.
-        if gather {
-            assert!(
-                forms > 0 && forms < all.len(),
-                "{op} {x:?}: {forms} of {}",
-                all.len()
-            );
-        } else {
-            assert_eq!(forms, 0, "{op} {x:?}");
-        }
+        let c = plan(op, &ops).unwrap()[0].config.clone();
+        assert!(c.ends_with(" gather"), "{op} {dt} {x:?}: {c}");
+        let all = activation::plan(op, &ops, &t, true).unwrap();
+        let gathers = all.iter().filter(|l| l.config.ends_with(" gather")).count();
+        assert!(
+            gathers > 0 && gathers < all.len(),
+            "{op} {x:?}: {gathers} of {}",
+            all.len()
+        );
+        let class = activation::config::class(&t, dt, 1, 1 << 20, aligned);
+        assert_eq!(class.ends_with(" unaligned"), !aligned, "{class}");
     }
 }
 
 #[test]
-fn tiles_follow_row_length_rows_and_dtype() {
+fn tiles_follow_call_size_and_row_length() {
     let t = target();
-    let spec = |op| activation::find(op).unwrap();
-    let tile = |op, dt, rows, cols| {
-        let c = activation::config::choose(&t, spec(op), dt, rows, cols, true);
+    let tile = |rows, cols| {
+        let c = activation::config::choose(&t, rows, cols);
+        assert!(c.gather);
         (c.tm, c.bn)
     };
-    let c = |dt, rows, cols| tile(activation::GELU, dt, rows, cols);
-    // One-row views (contiguous unary and pair calls): one row of 2048; forward SiLU 1024; the
-    // 16-bit backward kernels of the smooth activations the 2-D budget.
-    assert_eq!(c(BF16, 1, 1 << 20), (1, 2048));
-    assert_eq!(c(F32, 1, 100), (1, 1024));
-    assert_eq!(tile(activation::SWIGLU, BF16, 1, 1 << 20), (1, 1024));
-    assert_eq!(tile(activation::RELU_BACKWARD, BF16, 1, 1 << 20), (1, 2048));
-    assert_eq!(tile(activation::GELU_BACKWARD, F32, 1, 1 << 20), (1, 2048));
-    assert_eq!(tile(activation::GELU_BACKWARD, BF16, 1, 1 << 20), (1, 8192));
-    assert_eq!(
-        tile(activation::SWIGLU_BACKWARD, F16, 1, 1 << 20),
-        (1, 8192)
-    );
-    assert_eq!(c(BF16, 16384, 4096), (2, 4096));
-    assert_eq!(c(BF16, 1000, 513), (8, 1024));
-    assert_eq!(c(F32, 1000, 513), (64, 64));
-    assert_eq!(c(BF16, 64, 128), (64, 64));
-    assert_eq!(c(F32, 21, 33), (16, 256));
-    // Unaligned views: gathered, one row of 1024.
-    let gathered = |op, dt, rows, cols| {
-        let c = activation::config::choose(&t, spec(op), dt, rows, cols, false);
-        (c.tm, c.bn, c.gather)
-    };
-    assert_eq!(
-        gathered(activation::SILU_AND_MUL, BF16, 1000, 513),
-        (1, 1024, true)
-    );
-    assert_eq!(
-        gathered(activation::SILU_AND_MUL_BACKWARD, BF16, 1000, 513),
-        (1, 1024, true)
-    );
-    assert_eq!(gathered(activation::GEGLU, F16, 21, 33), (1, 1024, true));
-    assert_eq!(c(F32, 4000, 33), (64, 64));
-    // Measured exceptions (config::tile_elems): forward ReLU takes 4096-element tiles, forward f16
-    // SiLU one row of 1024 (4096-element tiles for rows under 1024), f16 GELU and every backward
-    // kernel keep 8192.
-    assert_eq!(c(F16, 4096, 1024), (8, 1024));
-    assert_eq!(tile(activation::GEGLU, F16, 4096, 1024), (8, 1024));
-    assert_eq!(tile(activation::SILU_AND_MUL, BF16, 4096, 1024), (8, 1024));
-    assert_eq!(tile(activation::SILU_AND_MUL, F16, 4096, 1024), (1, 1024));
-    assert_eq!(tile(activation::SWIGLU, F16, 4096, 2048), (1, 1024));
-    assert_eq!(tile(activation::SWIGLU, F16, 1, 1 << 20), (1, 1024));
-    assert_eq!(tile(activation::SILU_AND_MUL, F16, 4096, 512), (16, 256));
-    assert_eq!(
-        tile(activation::SILU_AND_MUL_BACKWARD, F16, 4096, 1024),
-        (8, 1024)
-    );
-    assert_eq!(tile(activation::RELU, BF16, 16384, 8192), (1, 4096));
-    assert_eq!(
-        tile(activation::RELU_BACKWARD, BF16, 16384, 8192),
-        (1, 8192)
-    );
-    let sm80 = Target::planning(GpuArch::Sm80);
-    let gelu = spec(activation::GELU);
-    assert_eq!(
-        activation::config::choose(&sm80, gelu, BF16, 16384, 4096, true).tm,
-        1
-    );
+    // (rows, cols, tile): large calls one row of 2048 (as one long row or on rows of at least
+    // 2048), rows of 1024 or less the one-row tile that fits them; short rows of a large call a
+    // tile of several rows; calls under 2048 elements per SM one row of 1024, whatever the rows.
+    let cases = [
+        (1, 1 << 27, (1, 2048)),
+        (16384, 4096, (1, 2048)),
+        (1, 1 << 20, (1, 2048)),
+        (1, 200_000, (1, 1024)),
+        (4096, 2048, (1, 2048)),
+        (1000, 513, (1, 1024)),
+        (100_000, 64, (64, 64)),
+        (100_000, 300, (64, 64)),
+        (21, 33, (1, 1024)),
+        (1, 1386, (1, 1024)),
+        (3, 33, (1, 1024)),
+    ];
+    for (rows, cols, want) in cases {
+        assert_eq!(tile(rows, cols), want, "{rows} x {cols}");
+    }
     for (rows, cols) in [(1, 100_000), (16384, 4096), (3, 33), (1000, 513)] {
-        let all = activation::config::candidates(&t, gelu, BF16, rows, cols, true);
-        assert_eq!(
-            all[0],
-            activation::config::choose(&t, gelu, BF16, rows, cols, true)
-        );
+        let all = activation::config::candidates(&t, rows, cols);
+        assert_eq!(all[0], activation::config::choose(&t, rows, cols));
         assert!(
             all.iter()
                 .all(|c| c.tm <= (rows as u64).next_power_of_two() as i64)
         );
-        assert!(all.len() > 1, "{rows}x{cols}: no alternative candidate");
+        assert!(
+            all.iter().any(|c| !c.gather),
+            "{rows}x{cols}: no view candidate"
+        );
     }
 }
 
@@ -885,10 +842,9 @@ fn loads_and_stores_only(ir: &str, form: &str, other: &str) -> bool {
 }
 
 /// 16-bit outputs take the approximate exp2 (flush-to-zero) and division; f32 outputs the exact ones;
-/// aligned views are read and written through tensor views, unaligned ones through pointer gathers
-/// and scatters.
+/// every default moves its tiles by pointer gathers and scatters, aligned or not (`config::choose`).
 #[test]
-fn fast_math_only_for_16_bit_outputs_and_access_by_alignment() {
+fn fast_math_only_for_16_bit_outputs_and_gathered_access() {
     for op in [
         activation::SILU_AND_MUL,
         activation::GELU_BACKWARD,
@@ -901,10 +857,10 @@ fn fast_math_only_for_16_bit_outputs_and_access_by_alignment() {
         assert!(!full.contains("flush_to_zero"), "{op} f32:\n{full}");
         assert!(!full.contains("approx"), "{op} f32:\n{full}");
         for ir in [&half, &full] {
-            assert!(loads_and_stores_only(ir, "view", "ptr"), "{op}:\n{ir}");
+            assert!(loads_and_stores_only(ir, "ptr", "view"), "{op}:\n{ir}");
         }
     }
-    // Unaligned halves (`N` = 513): pointer gathers and scatters, no view access.
+    // Unaligned halves (`N` = 513) too.
     let gathered = ir_of(activation::SILU_AND_MUL, BF16, &[1000, 1026]);
     assert!(
         loads_and_stores_only(&gathered, "ptr", "view"),

@@ -95,11 +95,26 @@ fn split_k_rule_follows_the_documented_examples() {
     ] {
         assert_eq!(splits(m, n, k), want, "{m}x{n}x{k}");
     }
-    // The direct schedule is the plain GEMM's choice.
+    // The direct schedule is the plain GEMM's choice; decode rows (at most 32, 16-bit) take 16- or
+    // 32-row tiles, 64 columns, 128 deep, one per block, as the plain product does.
     assert_eq!(
         epilogue::schedule(&t, BF16, 4096, 4096, 4096),
         Schedule::Direct(gemm::config::choose(&t, BF16, 4096, 4096))
     );
+    for (m, dt, want) in [
+        (1, BF16, (16, 64, 128)),
+        (16, F16, (16, 64, 128)),
+        (17, BF16, (32, 64, 128)),
+        (32, BF16, (32, 64, 128)),
+        (64, BF16, (64, 128, 64)),
+        (16, F32, (64, 128, 32)),
+    ] {
+        let Schedule::Direct(c) = epilogue::schedule(&t, dt, m, 8192, 8192) else {
+            panic!("{m} x 8192 x 8192 {dt}: split");
+        };
+        assert_eq!((c.bm, c.bn, c.bk), want, "{m} {dt}");
+        assert!(!c.persistent, "{m} {dt}");
+    }
 }
 
 #[test]

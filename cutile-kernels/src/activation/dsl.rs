@@ -11,12 +11,14 @@
 //!
 //! Every kernel walks the output in `TM x BN` tiles, one per block: block `p` takes row tile
 //! `p / ceil(cols / BN)` and column tile `p % ceil(cols / BN)`, so the grid is one-dimensional (explicit,
-//! `(tiles, 1, 1)`) and never hits the 65535-block limit of the y axis. Inputs are view loads through
-//! zero-padded partitions (TMA-capable when the rows are aligned), outputs view stores (masked at the
-//! edges). With `GATHER = 1` the same tiles move through masked pointer gathers and scatters
-//! (`load_ptr_tko` / `store_ptr_tko`) instead: the form for views whose row stride or start is not a
-//! multiple of 16 bytes (`silu_and_mul` of `[.., 2N]` with odd `N`), where a view load can use neither
-//! the TMA nor vector accesses and tileiras guards every element with its own branch.
+//! `(tiles, 1, 1)`) and never hits the 65535-block limit of the y axis. With `GATHER = 1` (the host's
+//! default) tiles move through masked pointer gathers and scatters (`load_ptr_tko` / `store_ptr_tko`),
+//! which tileiras lowers to predicated loads and stores, 16 bytes wide on aligned rows, all of a
+//! block's loads in flight at once. With `GATHER = 0` inputs are view loads through zero-padded
+//! partitions and outputs view stores (masked at the edges); tileiras puts each view load in a
+//! bounds-check branch with its conversion, so a warp's loads wait for one another, and on rows off
+//! 16 bytes (`silu_and_mul` of `[.., 2N]` with odd `N`) guards every element with its own branch. The
+//! view form stays a tuner candidate (`config::candidates`).
 //!
 //! The math lives in [`math`], plain Rust over f32 tiles: the activation and the fast-or-exact choice
 //! are host values, so only the chosen formula is traced.

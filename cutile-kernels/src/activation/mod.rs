@@ -413,8 +413,8 @@ fn run<'a>(
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
     let (dt, rows, cols, aligned) = (call.dtype, call.rows, call.cols, call.aligned);
-    let candidates = config::candidates(&target, spec, dt, rows, cols, aligned);
-    let class = config::class(&target, spec, dt, rows, cols, aligned);
+    let candidates = config::candidates(&target, rows, cols);
+    let class = config::class(&target, dt, rows, cols, aligned);
     let first_output = operands.len() - spec.outputs();
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
     // launches address only the views `Call::new` checked against their shapes and strides.
@@ -555,7 +555,8 @@ impl Call {
                 .collect(),
         };
         let rows_n = rows[0].shape[0];
-        // Whether every view starts and steps its rows on 16-byte boundaries (else: the gather form).
+        // Whether every view starts and steps its rows on 16-byte boundaries (the tuning class tells the
+        // two apart: the kernels' layout facts, and so their code, differ).
         let aligned = args.iter().all(|a| match a {
             PlannedArg::Tensor {
                 operand,
@@ -696,16 +697,9 @@ pub fn plan(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, spec, call.dtype, call.rows, call.cols, call.aligned)
+        config::candidates(target, call.rows, call.cols)
     } else {
-        vec![config::choose(
-            target,
-            spec,
-            call.dtype,
-            call.rows,
-            call.cols,
-            call.aligned,
-        )]
+        vec![config::choose(target, call.rows, call.cols)]
     };
     let mut out = Vec::new();
     for c in &configs {

@@ -111,7 +111,20 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
 /// 8192 x 8192` in 34.7), 38.6-41.3 for 16x64x64, 38.8-42.2 for 16x128x128; `32 x 8192 x 8192` 39.9
 /// against 44.6, 40.5 for 32x64x64.
 pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
-    let mut cfg = choose(target, dtype, m, n);
+    let mut cfg = choose_direct(target, dtype, m, n);
+    if cfg.bm == 128 && !cfg.persistent && dtype != ScalarType::F32 {
+        cfg.persistent = true;
+        cfg.bn = 256;
+        cfg.workers = 8;
+    }
+    cfg
+}
+
+/// [`choose`], except that a 16-bit product of at most 32 rows (decode) runs 16- or 32-row tiles (the
+/// next of the two at or above `m`), 64 columns, 128 deep, one per block (see [`choose_product`] for
+/// the H200 figures). The single-launch schedule of every product with an epilogue as well.
+pub fn choose_direct(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
+    let cfg = choose(target, dtype, m, n);
     if m <= 32 && dtype != ScalarType::F32 {
         return GemmConfig {
             persistent: false,
@@ -120,11 +133,6 @@ pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Gem
             bk: 128,
             ..cfg
         };
-    }
-    if cfg.bm == 128 && !cfg.persistent && dtype != ScalarType::F32 {
-        cfg.persistent = true;
-        cfg.bn = 256;
-        cfg.workers = 8;
     }
     cfg
 }

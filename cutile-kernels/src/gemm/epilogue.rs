@@ -8,7 +8,7 @@
 //! - residual: `[m, n]`, `c`'s element type, any strides, added after the activation.
 //!
 //! Schedule ([`schedule`]): one `gemm_epilogue` launch (persistent or one tile per block, as
-//! [`super::config::choose`]), or split-K when the output has fewer 64x128 tiles than the device has
+//! [`super::config::choose_direct`]), or split-K when the output has fewer 64x128 tiles than the device has
 //! SMs and K is deep: `gemm_partial` writes `S` f32 partial tiles into scratch ([`crate::op::scratch`],
 //! `[S, m, n]`), then `gemm_reduce` sums them in a fixed order (deterministic, no atomics) and applies
 //! the epilogue. Operands are read as they are (no packing of unaligned rows, as `bmm`).
@@ -237,7 +237,7 @@ pub fn intensity(m: i64, n: i64, k: i64, elem_bytes: i64) -> f64 {
 /// has at least 8 tiles of depth, and the product is compute-bound ([`MIN_SPLIT_INTENSITY`]); the
 /// number of splits is the smallest power of two giving at least two blocks per SM, at most
 /// [`MAX_SPLITS`], with every split keeping at least 4 K tiles. Otherwise the single-launch
-/// configuration of [`config::choose`]. Examples on 132 SMs (bf16, 64-deep tiles):
+/// configuration of [`config::choose_direct`]. Examples on 132 SMs (bf16, 64-deep tiles):
 /// `512 x 512 x 65536` → 32 tiles, intensity 255, 16 splits; `16 x 8192 x 8192` (intensity 16) and
 /// `128 x 8192 x 8192` (128 tiles) → direct; `4096³` → direct.
 pub fn schedule(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> Schedule {
@@ -256,7 +256,7 @@ pub fn schedule(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> S
             return Schedule::SplitK { bm, bn, bk, splits };
         }
     }
-    Schedule::Direct(config::choose(target, dtype, m, n))
+    Schedule::Direct(config::choose_direct(target, dtype, m, n))
 }
 
 /// Row pitch of a partial tile plane (a multiple of 16 f32, so rows are 64-byte aligned).
@@ -462,7 +462,7 @@ pub fn plan_epilogue_with(
     };
     let sched = match schedule(target, call.dtype, call.m, call.n, call.k) {
         Schedule::SplitK { .. } if !allow_split => {
-            Schedule::Direct(config::choose(target, call.dtype, call.m, call.n))
+            Schedule::Direct(config::choose_direct(target, call.dtype, call.m, call.n))
         }
         s => s,
     };
@@ -698,6 +698,8 @@ fn direct_kernel(
                 (64, 128, 64) => Some(k::$k::kernel::<$E, $M, $O, $O, 64, 128, 64, $A, $F>()),
                 (128, 128, 32) => Some(k::$k::kernel::<$E, $M, $O, $O, 128, 128, 32, $A, $F>()),
                 (64, 128, 32) => Some(k::$k::kernel::<$E, $M, $O, $O, 64, 128, 32, $A, $F>()),
+                (16, 64, 128) => Some(k::$k::kernel::<$E, $M, $O, $O, 16, 64, 128, $A, $F>()),
+                (32, 64, 128) => Some(k::$k::kernel::<$E, $M, $O, $O, 32, 64, 128, $A, $F>()),
                 _ => None,
             }
         };
