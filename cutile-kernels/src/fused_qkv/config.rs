@@ -87,8 +87,9 @@ pub const SPLIT_BMS: &[i64] = &[16, 32, 64];
 pub const MAX_SPLITS: i64 = 16;
 /// The `occupancy` hints the tuner tries on the split-K partial kernel.
 pub const OCCUPANCIES: [i64; 2] = [2, 4];
-/// The split counts the tuner times.
-pub const SPLIT_COUNTS: [i64; 8] = [2, 3, 4, 6, 8, 11, 12, 16];
+/// The split counts the tuner times (1: the partial kernel over the whole of K, then the epilogue
+/// kernel; with 64-column, 128-deep steps it is the plain GEMM's decode tile, `16x64x128`).
+pub const SPLIT_COUNTS: [i64; 9] = [1, 2, 3, 4, 6, 8, 11, 12, 16];
 
 /// The split-K row tile for `t` tokens: the next power of two, 16..=64.
 fn split_bm(t: i64) -> i64 {
@@ -201,7 +202,7 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                 }
             }
         }
-        for splits in [4, 8] {
+        for splits in [1, 4, 8] {
             all.push(split(128, 64, splits, true, 0));
         }
         // More blocks resident per SM instead of deeper pipelines in one (the H200 tuner, session 9:
