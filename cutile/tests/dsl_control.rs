@@ -104,6 +104,26 @@ mod kernels {
         let (_old, _tok) = y.atomic_add((rows, cols), r, None);
     }
 
+    /// A block counter with acquire/release ordering at device scope (the pattern of a last block that
+    /// reads what the others wrote).
+    #[cutile::entry]
+    pub fn counted<const B: i32>(
+        x: &Tensor<f32, S1<DYN>>,
+        count: &mut Tensor<i32, S1<1>>,
+        y: &mut Tensor<f32, S1<B>>,
+    ) {
+        let t = x.load_tile::<S1<B>>(block_id_x());
+        y.store(t);
+        let (_old, _tok) = count.atomic_with(
+            AtomicMode::Add,
+            iota::<1>(),
+            full::<i32, S1<1>>(1),
+            None,
+            AtomicOrder::AcqRel,
+            AtomicScope::Device,
+        );
+    }
+
     /// Rank-4 gather and masked scatter (a KV cache `[blocks, block_size, heads, D]`): row `i` of the
     /// block's `B x B` tile goes to `(i / 4, i % 4, block, lane)`.
     #[cutile::entry]
@@ -148,6 +168,15 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
             vec![meta(&[1000]); 2],
         ),
         (
+            "counted",
+            kernels::counted::kernel::<256>(),
+            vec![
+                meta(&[1000]),
+                TensorMeta::contiguous(I32, &[1]),
+                meta(&[1000]),
+            ],
+        ),
+        (
             "gather4",
             kernels::gather4::kernel::<32>(),
             vec![meta(&[8, 4, 3, 32]); 2],
@@ -184,6 +213,42 @@ fn device_if_yields_value_and_threads_store_token() {
     // The first `if` yields the scale and the doubled tile; the second carries the output token.
     assert!(text.contains("-> (tile<f32>, tile<256xf32>)"), "{text}");
     assert!(text.contains("-> (token)"), "{text}");
+}
+
+/// `atomic_with` writes its ordering and scope into the op; `atomic` stays relaxed at device scope.
+#[test]
+fn atomic_ordering_and_scope_reach_the_ir() {
+    let ir = |k: Kernel, arrays: Vec<TensorMeta>| {
+        let text = k.specialize(&arrays).unwrap().ir_text();
+        text.lines()
+            .find(|l| l.contains("atomic_rmw"))
+            .unwrap_or_else(|| panic!("no atomic in:\n{text}"))
+            .to_string()
+    };
+    let ordered = ir(
+        kernels::counted::kernel::<256>(),
+        vec![
+            meta(&[1000]),
+            TensorMeta::contiguous(I32, &[1]),
+            meta(&[1000]),
+        ],
+    );
+    assert!(
+        ordered.contains("acq_rel") && ordered.contains("device"),
+        "{ordered}"
+    );
+    let relaxed = ir(
+        kernels::misc::kernel::<32>(),
+        vec![
+            meta(&[100, 100]),
+            TensorMeta::contiguous(I32, &[100]),
+            meta(&[100, 100]),
+        ],
+    );
+    assert!(
+        relaxed.contains("relaxed") && relaxed.contains("device"),
+        "{relaxed}"
+    );
 }
 
 #[test]

@@ -333,8 +333,8 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         })
     }
 
-    /// Atomically apply `mode` with `values` to the elements at `idx` (where `mask` is true); returns the
-    /// previous values and the access's token.
+    /// Atomically apply `mode` with `values` to the elements at `idx` (where `mask` is true), relaxed at
+    /// device scope; returns the previous values and the access's token.
     #[track_caller]
     pub fn atomic<T: Shape>(
         &mut self,
@@ -342,6 +342,29 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         idx: impl GatherIndex<S::Rank, T>,
         values: Tile<E, T>,
         mask: Option<Tile<bool, T>>,
+    ) -> (Tile<E, T>, Token) {
+        let _at = crate::trace::at(::std::panic::Location::caller());
+        self.atomic_with(
+            mode,
+            idx,
+            values,
+            mask,
+            AtomicOrder::Relaxed,
+            AtomicScope::Device,
+        )
+    }
+
+    /// [`atomic`](Self::atomic) with a memory ordering and scope, e.g. `AcqRel` at `Device` scope for
+    /// a counter that tells the last of several blocks that the others' writes are visible.
+    #[track_caller]
+    pub fn atomic_with<T: Shape>(
+        &mut self,
+        mode: AtomicRmwMode,
+        idx: impl GatherIndex<S::Rank, T>,
+        values: Tile<E, T>,
+        mask: Option<Tile<bool, T>>,
+        order: AtomicOrder,
+        scope: AtomicScope,
     ) -> (Tile<E, T>, Token) {
         let _at = crate::trace::at(::std::panic::Location::caller());
         let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
@@ -353,9 +376,9 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
             let mut op = Op::new(Opcode::AtomicRMWTko)
                 .attr(
                     "memory_ordering_semantics",
-                    OpAttr::Enum(MemoryOrdering::Relaxed.into()),
+                    OpAttr::Enum(order.ordering().into()),
                 )
-                .attr("memory_scope", OpAttr::Enum(MemoryScope::Device.into()))
+                .attr("memory_scope", OpAttr::Enum(scope.scope().into()))
                 .attr("mode", OpAttr::Enum(mode.into()))
                 .operand("pointers", ptrs)
                 .operand("arg", values.v)
@@ -406,6 +429,53 @@ fn pointer_hints(h: Hints, op: &str) -> Option<OpAttr> {
 }
 
 pub use cutile_ir::AtomicRmwMode as AtomicMode;
+
+/// The memory ordering of an atomic (Tile IR's `memory_ordering_semantics`). Tile IR refuses `weak`
+/// on atomics, so it has no variant here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOrder {
+    /// Atomic, but orders no other access.
+    Relaxed,
+    /// Later accesses of the block stay after it; a release it reads from makes the releasing block's
+    /// earlier writes visible.
+    Acquire,
+    /// Earlier accesses of the block stay before it.
+    Release,
+    /// Both.
+    AcqRel,
+}
+
+impl AtomicOrder {
+    fn ordering(self) -> MemoryOrdering {
+        match self {
+            AtomicOrder::Relaxed => MemoryOrdering::Relaxed,
+            AtomicOrder::Acquire => MemoryOrdering::Acquire,
+            AtomicOrder::Release => MemoryOrdering::Release,
+            AtomicOrder::AcqRel => MemoryOrdering::AcqRel,
+        }
+    }
+}
+
+/// Which blocks an atomic's ordering synchronizes with (Tile IR's `memory_scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicScope {
+    /// The issuing block only.
+    Block,
+    /// Every block of the device.
+    Device,
+    /// The whole system (host and peer devices).
+    System,
+}
+
+impl AtomicScope {
+    fn scope(self) -> MemoryScope {
+        match self {
+            AtomicScope::Block => MemoryScope::TlBlk,
+            AtomicScope::Device => MemoryScope::Device,
+            AtomicScope::System => MemoryScope::Sys,
+        }
+    }
+}
 
 /// Promise the compiler that `x` is a multiple of `divisor` (a power of two).
 #[track_caller]

@@ -26,7 +26,8 @@
 //!   [`Tensor::partition_padded`], [`Partition::load`], [`Partition::num_tiles`], [`Tensor::store`],
 //!   [`Tensor::load`] (own output tile), `unsafe` [`Tensor::store_at`], [`Hints`] (latency, TMA),
 //!   [`Tensor::gather`]/[`Tensor::scatter`] at computed indices with masks,
-//!   [`Tensor::atomic_add`] and [`Tensor::atomic`]; sub-views at run-time offsets [`Tensor::narrow`];
+//!   [`Tensor::atomic_add`], [`Tensor::atomic`] and [`Tensor::atomic_with`] (ordering and scope);
+//!   sub-views at run-time offsets [`Tensor::narrow`];
 //! - constants: [`full`], [`zeros`], [`scalar`], [`iota`];
 //! - shape: [`Tile::reshape`], [`Tile::broadcast`], [`Tile::permute`], [`Tile::transpose`], [`cat`],
 //!   [`Tile::extract`];
@@ -75,7 +76,9 @@ pub use elem::{
     ElementType, Float, Fp8, HostConst, Int, MmaOperand, Numeric, bf16, f8e4m3fn, f8e5m2, f16, tf32,
 };
 pub use foreign::{ForeignResults, ForeignStr, ForeignValue};
-pub use memory::{AtomicMode, GatherIndex, assume_bounded, assume_div_by};
+pub use memory::{
+    AtomicMode, AtomicOrder, AtomicScope, GatherIndex, assume_bounded, assume_div_by,
+};
 pub use shape::{DYN, MmaShapes, ReduceAxis, S0, S1, S2, S3, S4, SameRank, Shape, Transpose};
 pub use tensor::{
     Hints, IntoIndex, Partition, Tensor, TileIndex, block_id, block_id_x, join_tokens, new_token,
