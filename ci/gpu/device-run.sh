@@ -14,7 +14,9 @@
 #   stage quick  carry .gpu/q (gh.xz, q.bundle)     : one bundle-only call, no toolchain: fixed checks,
 #                                                    bench, peers and report of $OPS (a bundle from
 #                                                    `gpu-harness plan --ops $OPS`), results in
-#                                                    $OUT/quick.tar.gz (+ report.md, steps.txt)
+#                                                    $OUT/quick.tar.gz (+ report.md, steps.txt); with
+#                                                    TUNE_OPS also the tuner on those ops and a second
+#                                                    bench with its picks (report-tuned.md)
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -123,12 +125,23 @@ case "${1:-}" in
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
     step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
     step report 10 /tmp/gh report "$R"
+    if [ -n "${TUNE_OPS:-}" ]; then
+      # The tuner's winners against the defaults in the same call: tune, then bench again with the
+      # tuning cache on (same calls, so the peers above pair with both benches).
+      step tune "${BUDGET_TUNE:-150}" /tmp/gh tune --bundle .gpu/q/q.bundle --out "$R/tune" --ops "$TUNE_OPS"
+      mkdir -p "$R/tuned" && cp "$R/peers.json" "$R/tuned/" 2>/dev/null
+      step bench_tuned "${BUDGET_BENCH_TUNED:-90}" env CUTILE_TUNE=on CUTILE_TUNE_CACHE="$R/tune/tuning.json" \
+        /tmp/gh bench --bundle .gpu/q/q.bundle --out "$R/tuned" --ops "$TUNE_OPS" \
+        --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
+      step report_tuned 10 /tmp/gh report "$R/tuned"
+      cp "$R/tuned/report.md" "$R/report-tuned.md" 2>/dev/null
+    fi
     grep -h 'FAILED\|ERROR' "$R"/*.log | head -n 30
     cat "$R/steps.txt"
     # The device tool brings back only a few files: everything but criterion's folders in one tarball,
     # and the report beside it.
     tar -czf /tmp/quick.tar.gz --exclude=./criterion -C "$R" .
-    find "$R" -mindepth 1 -maxdepth 1 ! -name report.md ! -name steps.txt -exec rm -rf {} +
+    find "$R" -mindepth 1 -maxdepth 1 ! -name report.md ! -name report-tuned.md ! -name steps.txt -exec rm -rf {} +
     mv /tmp/quick.tar.gz "$R/"
     ;;
   python)

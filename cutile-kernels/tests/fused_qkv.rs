@@ -107,6 +107,44 @@ fn schedule_follows_the_token_count() {
     );
     let (x, y, z) = p[0].grid.unwrap();
     assert_eq!(x * y * z, 48 * 2, "{:?}", p[0].grid);
+    // The same split in one launch, the tuner's second candidate: whole heads, the last block of a
+    // tile runs its epilogue; its last two arguments are the f32 partials [splits, T, N] and one
+    // counter per (row tile, head), both written.
+    let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
+    let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();
+    assert_eq!(
+        ops.len(),
+        16,
+        "call, scratch, its projection view, counters"
+    );
+    assert_eq!(ops[fused_qkv::slot::COUNTERS].dtype, ScalarType::I32);
+    let all = fused_qkv::plan(&ops, &opts, &t, true).unwrap();
+    let last: Vec<_> = all
+        .iter()
+        .filter(|l| l.config == "fused_qkv split2-last 16x64 w8")
+        .collect();
+    assert_eq!(last.len(), 1, "one launch");
+    assert_eq!(last[0].kernel.name(), "qkv_split_last");
+    assert_eq!(last[0].grid, Some((1, 48, 2)));
+    let tail: Vec<_> = last[0].args[last[0].args.len() - 2..]
+        .iter()
+        .map(|a| match a {
+            PlannedArg::Tensor {
+                operand,
+                shape,
+                output,
+                ..
+            } => (*operand, shape.clone(), *output),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        tail,
+        vec![
+            (fused_qkv::slot::SCRATCH, vec![2, 8, 48 * 128], true),
+            (fused_qkv::slot::COUNTERS, vec![48], true)
+        ]
+    );
     // Small hidden: a split would keep too few K tiles, so decode runs the fused kernel.
     for (hidden, heads) in [(768i64, [8i64, 2, 128, 64]), (1000, [4, 1, 64, 32])] {
         let c = fused_qkv::config::choose(&t, 5, heads[0] + 2 * heads[1], heads[2], hidden);
@@ -159,7 +197,7 @@ fn schedule_follows_the_token_count() {
         .unwrap();
     assert_eq!(p.kernel.name(), "fused_qkv_persistent");
     assert_eq!(p.grid, Some((t.sm_count, 1, 1)));
-    // Decode's default split carries 8 worker warps, on both of its launches.
+    // Decode's default split carries 8 worker warps; so do both launches of its two-launch form.
     let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
     let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();
     let all = fused_qkv::plan(&ops, &opts, &t, true).unwrap();

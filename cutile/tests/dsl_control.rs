@@ -104,17 +104,18 @@ mod kernels {
         let (_old, _tok) = y.atomic_add((rows, cols), r, None);
     }
 
-    /// A block counter with acquire/release ordering at device scope (the pattern of a last block that
-    /// reads what the others wrote).
+    /// A block counter with acquire/release ordering at device scope: the last block to count itself
+    /// in reads what the others wrote to `y` and copies the first tile to `first`.
     #[cutile::entry]
     pub fn counted<const B: i32>(
         x: &Tensor<f32, S1<DYN>>,
         count: &mut Tensor<i32, S1<1>>,
         y: &mut Tensor<f32, S1<B>>,
+        first: &mut Tensor<f32, S1<B>>,
     ) {
         let t = x.load_tile::<S1<B>>(block_id_x());
         y.store(t);
-        let (_old, _tok) = count.atomic_with(
+        let (seen, _tok) = count.atomic_with(
             AtomicMode::Add,
             iota::<1>(),
             full::<i32, S1<1>>(1),
@@ -122,6 +123,12 @@ mod kernels {
             AtomicOrder::AcqRel,
             AtomicScope::Device,
         );
+        let (blocks, _, _) = num_blocks();
+        if seen.reshape::<S0>().to_scalar() == blocks - 1 {
+            let y0 = y.partition_padded::<S1<B>>(Padding::Zero).load(0);
+            // SAFETY: only the last block writes `first`.
+            unsafe { first.store_at(0, y0) };
+        }
     }
 
     /// Rank-4 gather and masked scatter (a KV cache `[blocks, block_size, heads, D]`): row `i` of the
@@ -174,6 +181,7 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>)> {
                 meta(&[1000]),
                 TensorMeta::contiguous(I32, &[1]),
                 meta(&[1000]),
+                meta(&[256]),
             ],
         ),
         (
@@ -231,6 +239,7 @@ fn atomic_ordering_and_scope_reach_the_ir() {
             meta(&[1000]),
             TensorMeta::contiguous(I32, &[1]),
             meta(&[1000]),
+            meta(&[256]),
         ],
     );
     assert!(
@@ -249,6 +258,57 @@ fn atomic_ordering_and_scope_reach_the_ir() {
         relaxed.contains("relaxed") && relaxed.contains("device"),
         "{relaxed}"
     );
+}
+
+/// The ordering reaches the other outputs through the tokens: the acq_rel atomic waits for the
+/// store to `y` (a join of its token), and the last block's load of `y` and store to `first` wait for
+/// the atomic.
+#[test]
+fn acq_rel_atomic_orders_every_output() {
+    let text = kernels::counted::kernel::<256>()
+        .specialize(&[
+            meta(&[1000]),
+            TensorMeta::contiguous(I32, &[1]),
+            meta(&[1000]),
+            meta(&[256]),
+        ])
+        .unwrap()
+        .ir_text();
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let result = |l: &str| l.split(['=', ':']).next().unwrap().trim().to_string();
+    let token_of = |l: &str| {
+        let at = l.find("token").unwrap_or_else(|| panic!("no token in {l}"));
+        let rest = l[at + 5..].trim_start_matches([' ', '=']);
+        rest.split([' ', ',', ':']).next().unwrap().to_string()
+    };
+    let store = lines
+        .iter()
+        .position(|l| l.contains("store_view_tko"))
+        .unwrap();
+    let atomic = lines
+        .iter()
+        .position(|l| l.contains("atomic_rmw_tko"))
+        .unwrap();
+    assert!(store < atomic, "{text}");
+    let join = token_of(lines[atomic]);
+    let join_line = lines
+        .iter()
+        .find(|l| l.starts_with(&format!("{join} = join_tokens")))
+        .unwrap_or_else(|| panic!("the atomic's token {join} is not a join:\n{text}"));
+    assert!(
+        join_line.contains(&result(lines[store])),
+        "the join misses the store to y:\n{text}"
+    );
+    let after = format!("{}#1", result(lines[atomic]).trim_end_matches(":2"));
+    for l in &lines[atomic + 1..] {
+        if l.contains("load_view_tko") || l.contains("store_view_tko") {
+            assert_eq!(
+                token_of(l),
+                after,
+                "not ordered after the atomic: {l}\n{text}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -27,6 +27,17 @@ pub enum QkvConfig {
         /// stages for); 0 leaves tileiras's default (one block per SM: 255 registers, 96–127 KB).
         occupancy: i64,
     },
+    /// `qkv_split_last<BM, BK>`: split-K in one launch over whole heads (`BN = D`); the last block
+    /// of each tile's `splits` sums the partials (f32 scratch) and runs the epilogue, told by a
+    /// per-tile counter (the stream's zeroed counter pool). `wide` and `occupancy` as for
+    /// [`QkvConfig::SplitK`].
+    SplitLast {
+        bm: i64,
+        bk: i64,
+        splits: i64,
+        wide: bool,
+        occupancy: i64,
+    },
     /// The separate ops, one launch each (the comparison and the fallback): `gemm` (with the bias:
     /// `gemm_epilogue`) into scratch, `rms_norm_heads` of q and k, `rope`, `kv_cache_write`.
     Unfused,
@@ -54,6 +65,21 @@ impl Candidate for QkvConfig {
                 occupancy,
             } => format!(
                 "fused_qkv split{splits} {bm}x{bk} n{bn}{}{}",
+                if *wide { " w8" } else { "" },
+                if *occupancy > 0 {
+                    format!(" o{occupancy}")
+                } else {
+                    String::new()
+                }
+            ),
+            QkvConfig::SplitLast {
+                bm,
+                bk,
+                splits,
+                wide,
+                occupancy,
+            } => format!(
+                "fused_qkv split{splits}-last {bm}x{bk}{}{}",
                 if *wide { " w8" } else { "" },
                 if *occupancy > 0 {
                     format!(" o{occupancy}")
@@ -104,9 +130,11 @@ pub const EPILOGUE_ROWS: i64 = 64;
 pub const MIN_SPLIT_K_TILES: i64 = 32;
 
 /// The default schedule for `t` tokens, `heads = Hq + 2·Hkv`, head dimension `d` and `hidden` input
-/// features: split-K when `t ≤ 64` and the fused grid would not fill every SM twice, doubling the
-/// splits toward two blocks per SM only while each split keeps at least [`MIN_SPLIT_K_TILES`] K tiles;
-/// a call left with one split runs fused. Otherwise fused, one tile per block with the heads fastest:
+/// features: split-K (partials, then `qkv_epilogue`) when `t ≤ 64` and the fused grid would not fill
+/// every SM twice, doubling the splits toward two blocks per SM only while each split keeps at least
+/// [`MIN_SPLIT_K_TILES`] K tiles; a call left with one split runs fused. The same split in one launch
+/// ([`QkvConfig::SplitLast`]: the last block of a tile runs its epilogue) is the tuner's second
+/// candidate; it has not run on a GPU yet (session 17 had no device time), so it is not the default. Otherwise fused, one tile per block with the heads fastest:
 /// 128-row tiles once there are at least as many of them as SMs and `d ≤ 128` (a 128 x 256 f32
 /// accumulator does not fit in registers), else 64-row tiles.
 ///
@@ -181,6 +209,25 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
             persistent,
         });
     }
+    if let QkvConfig::SplitK {
+        bm,
+        bk,
+        bn,
+        splits,
+        wide,
+        occupancy,
+    } = all[0]
+        && bn == d
+    {
+        // The same split in one launch (the last block of a tile runs the epilogue).
+        all.push(QkvConfig::SplitLast {
+            bm,
+            bk,
+            splits,
+            wide,
+            occupancy,
+        });
+    }
     if t <= 64 {
         let bm = split_bm(t);
         let split = |bk, bn, splits, wide, occupancy| QkvConfig::SplitK {
@@ -213,6 +260,25 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
                     all.push(split(64, bn, splits, false, occupancy));
                 }
             }
+        }
+    }
+    if t <= 64 {
+        // One launch: the last block of a tile's splits runs the epilogue (no second launch, no
+        // second pass over the partials' rows by another grid).
+        let bm = split_bm(t);
+        let last = |bk, splits, wide, occupancy| QkvConfig::SplitLast {
+            bm,
+            bk,
+            splits,
+            wide,
+            occupancy,
+        };
+        for splits in [1, 2, 3, 4, 6, 8, 11] {
+            all.push(last(64, splits, true, 0));
+            all.push(last(64, splits, false, 2));
+        }
+        for splits in [2, 4] {
+            all.push(last(128, splits, true, 0));
         }
     }
     all.push(QkvConfig::Unfused);

@@ -10,7 +10,10 @@
 //! - `qkv_partial`: split-K for decode shapes, block `(i, j, s)` writes the f32 partial product of the
 //!   `s`-th K range into `part[s]` (`[S, T, N]`), grid `(ceil(T/BM), Hq + 2·Hkv, S)`;
 //! - `qkv_epilogue`: sums `part` over its first axis and runs the epilogue, grid as `fused_qkv` (the
-//!   split-K path's second launch).
+//!   split-K path's second launch);
+//! - `qkv_split_last`: split-K in one launch: each block writes its partial as `qkv_partial` and
+//!   counts itself in on a per-tile counter (acq_rel, device scope); the last block of a tile's `S`
+//!   sums the partials in split order and runs the epilogue.
 //!
 //! The KV cache is addressed as `[blocks, block_size, Hkv, D]` (a contiguous `[B, Hkv, S, D]` cache is
 //! passed as its `[B, S, Hkv, D]` strided view): row `r` goes to `(a[r] / block_size, a[r] %
@@ -409,6 +412,83 @@ pub mod kernels {
         }
         // SAFETY: tile `(split, bi, col)` is written by block `(bi, col, split)` only.
         unsafe { part.store_at((split, bi, col), acc.reshape::<S3<1, BM, BN>>()) };
+    }
+
+    /// Split-K in one launch (decode): block `(i, j, s)` of a grid `(ceil(T / BM), Hq + 2·Hkv, S)`
+    /// writes the f32 product of rows `i·BM ..` of `x` with head `j` of `w` over the `s`-th of `S`
+    /// K ranges into tile `(s, i, j)` of `part: [S, T, N]`, then adds one to `counters[i·heads + j]`
+    /// with acq_rel ordering at device scope (which orders the store before it and every later access
+    /// after it, `Tensor::atomic_with`). The block that reads `S - 1` is the tile's last: the other
+    /// partials are visible to it, so it sums all `S` in split order (the result does not depend on
+    /// which block came last), sets the counter back to zero for the next launch, and runs the
+    /// epilogue. `counters` must be zero at launch (the host's counter pool is zeroed once; every
+    /// launch leaves it zero).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn qkv_split_last<
+        E: MmaOperand<f32> + Float,
+        I: ElementType,
+        const BM: i32,
+        const BK: i32,
+        const D: i32,
+        const R: i32,
+        const HR: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S2<DYN, DYN>>,
+        bias: &Tensor<E, S1<DYN>>,
+        q_norm: &Tensor<E, S1<DYN>>,
+        k_norm: &Tensor<E, S1<DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        index_a: &Tensor<I, S1<DYN>>,
+        index_b: &Tensor<I, S1<DYN>>,
+        eps: Scalar<f32>,
+        flags: Scalar<i32>,
+        q: &mut Tensor<E, S2<BM, D>>,
+        k_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+        v_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+        part: &mut Tensor<f32, S3<1, BM, D>>,
+        counters: &mut Tensor<i32, S1<1>>,
+    ) {
+        let (bi, head, split) = block_id();
+        let (_, heads, splits) = num_blocks();
+        let px = x.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pw = w.partition_padded::<S2<BK, D>>(Padding::Zero);
+        let k_tiles = px.num_tiles(1);
+        let per = (k_tiles + splits - 1) / splits;
+        let lo = split * per;
+        let hi = k_tiles.min(lo + per);
+        let mut acc = zeros::<f32, S2<BM, D>>();
+        for k in lo..hi {
+            acc = mma(px.load((bi, k)), pw.load((k, head)), acc);
+        }
+        // SAFETY: tile `(split, bi, head)` is written by block `(bi, head, split)` only.
+        unsafe { part.store_at((split, bi, head), acc.reshape::<S3<1, BM, D>>()) };
+        let at = iota::<1>() + (bi * heads + head);
+        let (seen, _) = counters.atomic_with(
+            AtomicMode::Add,
+            at,
+            full::<i32, S1<1>>(1),
+            None,
+            AtomicOrder::AcqRel,
+            AtomicScope::Device,
+        );
+        if seen.reshape::<S0>().to_scalar() == splits - 1 {
+            let pp = part.partition_padded::<S3<1, BM, D>>(Padding::Zero);
+            let mut sum = zeros::<f32, S2<BM, D>>();
+            for s in 0..splits {
+                sum += pp.load((s, bi, head)).reshape::<S2<BM, D>>();
+            }
+            // SAFETY: every other block of this tile has counted itself in; no block touches the
+            // counter again in this launch.
+            unsafe { counters.scatter(at, zeros::<i32, S1<1>>(), None) };
+            qkv_epilogue_tile::<E, I, BM, D, R, HR>(
+                sum, bi, head, bias, q_norm, k_norm, cos, sin, positions, index_a, index_b, eps,
+                flags, q, k_cache, v_cache,
+            );
+        }
     }
 
     /// The epilogue over precomputed projections: block `(i, j)` sums tile `(s, i, j)` of `part: [S, T,

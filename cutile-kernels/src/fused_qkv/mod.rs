@@ -51,6 +51,8 @@ pub mod slot {
     pub const SCRATCH: usize = 13;
     /// The same scratch as `[T, N]` of the input type (the unfused path's projection).
     pub const SCRATCH_E: usize = 14;
+    /// i32 per-tile counters (the one-launch split-K's last-block test), zero between launches.
+    pub const COUNTERS: usize = 15;
     /// Operands without scratch.
     pub const COUNT: usize = 13;
 }
@@ -195,6 +197,10 @@ pub fn fused_qkv<'a>(
         let s = crate::op::scratch::scratch(stream, "scratch", ScalarType::F32, elems)?;
         operands.push(s.clone());
         operands.push(scratch_as_input_type(&s, &call));
+        let n = counter_elems(&call, &candidates);
+        if n > 0 {
+            operands.push(crate::op::scratch::counters(stream, "counters", n)?);
+        }
     }
     let class = config::class(call.dtype, call.t, call.heads(), call.d, call.hidden);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (q and the caches
@@ -519,8 +525,20 @@ fn scratch_elems(call: &Call, configs: &[QkvConfig]) -> i64 {
         .iter()
         .map(|c| match c {
             QkvConfig::Fused { .. } => 0,
-            QkvConfig::SplitK { splits, .. } => splits * tn,
+            QkvConfig::SplitK { splits, .. } | QkvConfig::SplitLast { splits, .. } => splits * tn,
             QkvConfig::Unfused => ceil_div(tn, 2),
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Counters the configurations need: one per (row tile, head) of a one-launch split-K.
+fn counter_elems(call: &Call, configs: &[QkvConfig]) -> i64 {
+    configs
+        .iter()
+        .map(|c| match c {
+            QkvConfig::SplitLast { bm, .. } => ceil_div(call.t, *bm) * call.heads(),
+            _ => 0,
         })
         .max()
         .unwrap_or(0)
@@ -547,11 +565,21 @@ pub fn with_scratch(
 ) -> Result<Vec<Operand>, OpError> {
     let mut out = operands[..slot::COUNT.min(operands.len())].to_vec();
     if let Some(call) = Call::new(operands, opts, target)? {
-        let elems = scratch_elems(&call, &call.configs(target, all_candidates));
+        let configs = call.configs(target, all_candidates);
+        let elems = scratch_elems(&call, &configs);
         if elems > 0 {
             let s = Operand::described("scratch", slot::SCRATCH, ScalarType::F32, &[elems]);
             out.push(s.clone());
             out.push(scratch_as_input_type(&s, &call));
+            let n = counter_elems(&call, &configs);
+            if n > 0 {
+                out.push(Operand::described(
+                    "counters",
+                    slot::COUNTERS,
+                    ScalarType::I32,
+                    &[n],
+                ));
+            }
         }
     }
     Ok(out)
@@ -999,6 +1027,73 @@ fn launches(
                 config: cfg.name(),
             };
             Ok(vec![partial, epilogue(splits, wide)?])
+        }
+        QkvConfig::SplitLast {
+            bm,
+            bk,
+            splits,
+            wide,
+            occupancy,
+        } => {
+            let kernel = crate::op::mma_kernel!(dt, |E| index_type!(it, |I| rot_dims!(
+                d,
+                r,
+                |D, R, HR| match (bm, bk) {
+                    (16, 64) => Some(k::qkv_split_last::kernel::<E, I, 16, 64, D, R, HR>()),
+                    (32, 64) => Some(k::qkv_split_last::kernel::<E, I, 32, 64, D, R, HR>()),
+                    (64, 64) => Some(k::qkv_split_last::kernel::<E, I, 64, 64, D, R, HR>()),
+                    (16, 128) => Some(k::qkv_split_last::kernel::<E, I, 16, 128, D, R, HR>()),
+                    (32, 128) => Some(k::qkv_split_last::kernel::<E, I, 32, 128, D, R, HR>()),
+                    (64, 128) => Some(k::qkv_split_last::kernel::<E, I, 64, 128, D, R, HR>()),
+                    _ => None,
+                }
+            )))
+            .flatten()
+            .flatten()
+            .flatten()
+            .ok_or_else(|| no_kernel(call, cfg))?;
+            let mut kernel = widen(kernel, wide);
+            if occupancy > 0 {
+                kernel = kernel.with_hint("default", "occupancy", occupancy as i32);
+            }
+            scratch(ops, slot::SCRATCH, cfg)?;
+            let counters = scratch(ops, slot::COUNTERS, cfg)?;
+            let tiles = ceil_div(call.t, bm) * heads;
+            if counters.shape.first().is_none_or(|&n| n < tiles) {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    what: format!(
+                        "`{}` needs {tiles} counters, the counter operand holds {:?}",
+                        cfg.name(),
+                        counters.shape
+                    ),
+                });
+            }
+            let mut args = vec![
+                PlannedArg::whole(slot::X, &ops[slot::X], false),
+                PlannedArg::whole(slot::W, &ops[slot::W], false),
+            ];
+            args.extend(epilogue_args(call, ops));
+            args.push(PlannedArg::Tensor {
+                operand: slot::SCRATCH,
+                output: true,
+                shape: vec![splits, call.t, call.n()],
+                strides: vec![tn, call.n(), 1],
+                offset: 0,
+            });
+            args.push(PlannedArg::Tensor {
+                operand: slot::COUNTERS,
+                output: true,
+                shape: vec![tiles],
+                strides: vec![1],
+                offset: 0,
+            });
+            Ok(vec![PlannedLaunch {
+                kernel,
+                args,
+                grid: Some(grid(OP, ceil_div(call.t, bm), heads, splits)?),
+                config: cfg.name(),
+            }])
         }
         QkvConfig::Unfused => unfused(cfg, call, ops, target),
     }

@@ -1,6 +1,7 @@
 //! Scratch memory for ops whose launches pass intermediate results through device memory that is not a
 //! user tensor (e.g. the split-row softmax's per-split statistics, the GEMM's 16-byte aligned copies of
-//! operands whose strides are not).
+//! operands whose strides are not), and zeroed counters for kernels whose blocks count themselves in
+//! (the last block of a tile does the tile's final step, [`counters`]).
 //!
 //! Plans address tensors by operand index, so a scratch buffer is one more [`Operand`] appended after
 //! the op's own tensors (a plan may view several regions of it at offsets). [`scratch`] gives it for a
@@ -41,7 +42,15 @@ struct Slot {
     retired: Vec<DeviceBuffer>,
 }
 
-type Key = (usize, usize);
+/// Which of a stream's buffers: the scratch (arbitrary contents) or the counters (zero between
+/// launches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Scratch,
+    Counters,
+}
+
+type Key = (usize, usize, Kind);
 
 fn pool() -> &'static Mutex<HashMap<Key, Slot>> {
     static POOL: OnceLock<Mutex<HashMap<Key, Slot>>> = OnceLock::new();
@@ -60,6 +69,24 @@ pub fn scratch(
     dtype: ScalarType,
     elems: i64,
 ) -> Result<Operand, OpError> {
+    pooled(stream, name, dtype, elems, Kind::Scratch)
+}
+
+/// `elems` i32 counters for work queued on `stream`, zero when the op's first launch reads them: the
+/// stream's counter buffer, zeroed when allocated or grown. The contract of every kernel that uses
+/// it: each counter it increments is back at zero when the launch ends (e.g. the last of a tile's
+/// blocks resets it), so the next launch on the stream finds zeros again without a memset.
+pub fn counters(stream: &Stream, name: &'static str, elems: i64) -> Result<Operand, OpError> {
+    pooled(stream, name, ScalarType::I32, elems, Kind::Counters)
+}
+
+fn pooled(
+    stream: &Stream,
+    name: &'static str,
+    dtype: ScalarType,
+    elems: i64,
+    kind: Kind,
+) -> Result<Operand, OpError> {
     let elems = elems.max(1);
     let bytes = usize::try_from(elems)
         .ok()
@@ -69,13 +96,22 @@ pub fn scratch(
             what: format!("{elems} {dtype} elements of scratch exceed the address space"),
         })?;
     let device = stream.device();
-    let key = (device.ordinal(), stream.id());
+    let key = (device.ordinal(), stream.id(), kind);
     let mut pool = pool().lock().unwrap_or_else(|p| p.into_inner());
     let slot = pool.entry(key).or_default();
     let have = slot.current.as_ref().map_or(0, |b| b.len_bytes());
     if have < bytes {
         let grown = bytes.max(have.saturating_mul(2)).max(MIN_BYTES);
-        let fresh = DeviceBuffer::alloc(device, grown)?;
+        let fresh = match kind {
+            Kind::Scratch => DeviceBuffer::alloc(device, grown)?,
+            Kind::Counters => {
+                let b = DeviceBuffer::zeroed(device, grown)?;
+                // The memset runs on the legacy default stream, which a non-blocking stream does
+                // not wait for: finish it before the op's launches are queued (once per growth).
+                device.synchronize()?;
+                b
+            }
+        };
         if let Some(old) = slot.current.replace(fresh) {
             slot.retired.push(old);
         }
@@ -93,7 +129,7 @@ pub fn scratch(
 
 /// Bytes of scratch held for `stream` now (current buffer only; 0 before its first use).
 pub fn held_bytes(stream: &Stream) -> usize {
-    let key = (stream.device().ordinal(), stream.id());
+    let key = (stream.device().ordinal(), stream.id(), Kind::Scratch);
     let pool = pool().lock().unwrap_or_else(|p| p.into_inner());
     pool.get(&key)
         .and_then(|s| s.current.as_ref())

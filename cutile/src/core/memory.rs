@@ -356,6 +356,12 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
 
     /// [`atomic`](Self::atomic) with a memory ordering and scope, e.g. `AcqRel` at `Device` scope for
     /// a counter that tells the last of several blocks that the others' writes are visible.
+    ///
+    /// The ordering reaches the kernel's other tensors through the IR's tokens: a `Release` or
+    /// `AcqRel` atomic takes the join of every output's pending access, and after an `Acquire` or
+    /// `AcqRel` atomic every access of every output is ordered after it (so the last block's loads of
+    /// a scratch output see the other blocks' stores). Loads of inputs (`&Tensor`) stay unordered:
+    /// a launch never writes its inputs.
     #[track_caller]
     pub fn atomic_with<T: Shape>(
         &mut self,
@@ -370,9 +376,14 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         let (ptrs, mask) = self.pointers::<T>(&idx.per_axis(), mask.map(|m| m.v));
         let slot = self.out_slot;
         trace::with(|t| {
-            let tok = slot
-                .and_then(|s| t.out_tokens.get(s).copied())
-                .unwrap_or(t.entry_token);
+            // A release (or acq_rel) is ordered after every earlier access of the kernel, not only
+            // those of its own tensor: the writes it publishes are usually to another output.
+            let tok = if order.releases() {
+                t.join_all_tokens()
+            } else {
+                slot.and_then(|s| t.out_tokens.get(s).copied())
+                    .unwrap_or(t.entry_token)
+            };
             let mut op = Op::new(Opcode::AtomicRMWTko)
                 .attr(
                     "memory_ordering_semantics",
@@ -387,7 +398,11 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
                 .result(Type::Token);
             op = op.operand("mask", mask);
             let r = t.push(op);
-            if let Some(s) = slot
+            if order.acquires() {
+                // Every later access of every output waits for the acquire (what the last block of
+                // a counter reads was written by the others).
+                t.order_all_after(r[1]);
+            } else if let Some(s) = slot
                 && let Some(st) = t.out_tokens.get_mut(s)
             {
                 *st = r[1];
@@ -446,6 +461,16 @@ pub enum AtomicOrder {
 }
 
 impl AtomicOrder {
+    /// Whether earlier accesses stay before the atomic.
+    fn releases(self) -> bool {
+        matches!(self, AtomicOrder::Release | AtomicOrder::AcqRel)
+    }
+
+    /// Whether later accesses stay after the atomic.
+    fn acquires(self) -> bool {
+        matches!(self, AtomicOrder::Acquire | AtomicOrder::AcqRel)
+    }
+
     fn ordering(self) -> MemoryOrdering {
         match self {
             AtomicOrder::Relaxed => MemoryOrdering::Relaxed,
