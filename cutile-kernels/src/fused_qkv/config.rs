@@ -64,13 +64,8 @@ impl Candidate for QkvConfig {
                 wide,
                 occupancy,
             } => format!(
-                "fused_qkv split{splits} {bm}x{bk} n{bn}{}{}",
-                if *wide { " w8" } else { "" },
-                if *occupancy > 0 {
-                    format!(" o{occupancy}")
-                } else {
-                    String::new()
-                }
+                "fused_qkv split{splits} {bm}x{bk} n{bn}{}",
+                hints(*wide, *occupancy)
             ),
             QkvConfig::SplitLast {
                 bm,
@@ -79,17 +74,24 @@ impl Candidate for QkvConfig {
                 wide,
                 occupancy,
             } => format!(
-                "fused_qkv split{splits}-last {bm}x{bk}{}{}",
-                if *wide { " w8" } else { "" },
-                if *occupancy > 0 {
-                    format!(" o{occupancy}")
-                } else {
-                    String::new()
-                }
+                "fused_qkv split{splits}-last {bm}x{bk}{}",
+                hints(*wide, *occupancy)
             ),
             QkvConfig::Unfused => "fused_qkv unfused".into(),
         }
     }
+}
+
+/// The name suffix of a split-K form's hints: ` w8` for 8 worker warps, ` oN` for an occupancy hint.
+fn hints(wide: bool, occupancy: i64) -> String {
+    let mut s = String::new();
+    if wide {
+        s.push_str(" w8");
+    }
+    if occupancy > 0 {
+        s.push_str(&format!(" o{occupancy}"));
+    }
+    s
 }
 
 fn bucket(x: i64) -> u32 {
