@@ -24,6 +24,8 @@ pub struct CompileJob {
     /// For DSL jobs: the kernel and the arrays it is specialized for, so AOT bundling can compute the
     /// exact cache key a launch looks up (`cutile::launch::plan`).
     dsl: Option<(cutile::dsl::Kernel, Vec<cutile::dsl::TensorMeta>)>,
+    /// The oldest arch the kernel exists on (`None`: every arch the catalog compiles for).
+    min_arch: Option<GpuArch>,
 }
 
 impl std::fmt::Debug for CompileJob {
@@ -49,7 +51,15 @@ impl CompileJob {
             source,
             build: Box::new(build),
             dsl: None,
+            min_arch: None,
         }
+    }
+
+    /// The job for `arch` and newer only, e.g. sm_100 for block-scaled MMA and e2m1 tiles, which
+    /// tileiras refuses for older archs (`unsupported type 'f4E2M1FN'`).
+    pub fn from_arch(mut self, arch: GpuArch) -> CompileJob {
+        self.min_arch = Some(arch);
+        self
     }
 
     /// A DSL job: `kernel` specialized for `arrays` (tensor parameters in order).
@@ -73,14 +83,14 @@ impl CompileJob {
     }
 
     /// Whether the job compiles for `arch`: every job does, except fp8 ones on sm_80 (Tile IR 13.5 has
-    /// no fp8 types before sm_89; tileiras answers `unsupported type 'f8E4M3FN'`), which the catalog
-    /// skips there.
+    /// no fp8 types before sm_89; tileiras answers `unsupported type 'f8E4M3FN'`) and jobs below their
+    /// [`from_arch`](Self::from_arch), which the catalog skips there.
     pub fn supports(&self, arch: GpuArch) -> bool {
         let fp8 = self
             .dsl
             .as_ref()
             .is_some_and(|(_, metas)| metas.iter().any(|m| matches!(m.dtype, F8E4M3FN | F8E5M2)));
-        !(fp8 && arch == GpuArch::Sm80)
+        !(fp8 && arch == GpuArch::Sm80) && self.min_arch.is_none_or(|m| arch >= m)
     }
 
     /// Build the kernel's IR module.

@@ -259,7 +259,7 @@ fn reinterpret_refuses_a_size_change() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("cannot reinterpret a i32 tile of shape (32, 8) (1024 bytes) as a bf16 tile of shape (32, 8) (512 bytes)"),
+        err.contains("cannot reinterpret a i32 tile of shape (32, 8) (8192 bits) as a bf16 tile of shape (32, 8) (4096 bits)"),
         "{err}"
     );
 }

@@ -116,6 +116,38 @@ pub mod codec {
         let neg = x.cmp_lt(0.0f32) | neg_zero;
         code + select(neg, 8i32, 0i32)
     }
+
+    /// NVFP4 quantization of a `BR x BK` f32 tile whose global scales are `gt` (`[BR, BKS]`: the
+    /// tensor's scale, or each row's, broadcast): the packed codes (`[BR, BKH]` bytes, element `2j` in
+    /// the low nibble of byte `j`) and the e4m3 block-scale codes (`[BR, BKS]`). A zero global gives
+    /// zero scales, a zero block scale zero codes (the recipe in the module docs).
+    pub fn quantize_tile<const BR: i32, const BK: i32, const BKH: i32, const BKS: i32>(
+        t: Tile<f32, S2<BR, BK>>,
+        gt: Tile<f32, S2<BR, BKS>>,
+    ) -> (Tile<i8, S2<BR, BKH>>, Tile<i32, S2<BR, BKS>>) {
+        let bamax = t.abs().reshape::<S3<BR, BKS, 16>>().amax_squeezed::<2>();
+        let safe_g = select(gt.cmp_eq(0.0f32), 1.0f32, gt);
+        let code = select(
+            gt.cmp_eq(0.0f32),
+            0i32,
+            e4m3_encode((bamax / 6.0f32) / safe_g),
+        );
+        let sd = e4m3_decode(code) * gt;
+        let inv = select(
+            sd.cmp_eq(0.0f32),
+            0.0f32,
+            full::<f32, S2<BR, BKS>>(1.0f32) / select(sd.cmp_eq(0.0f32), 1.0f32, sd),
+        );
+        let inv_full = inv
+            .reshape::<S3<BR, BKS, 1>>()
+            .broadcast::<S3<BR, BKS, 16>>()
+            .reshape::<S2<BR, BK>>();
+        let codes = e2m1_encode(t * inv_full, t).reshape::<S3<BR, BKH, 2>>();
+        let lo = codes.extract::<S3<BR, BKH, 1>>(&[0, 0, 0]);
+        let hi = codes.extract::<S3<BR, BKH, 1>>(&[0, 0, 1]);
+        let bytes = (lo | (hi << 4i32)).cast::<i8>().reshape::<S2<BR, BKH>>();
+        (bytes, code)
+    }
 }
 
 /// The rows form's choice of decode (`DEC` of `moe_gemm1_w4a16` / `moe_gemm2_w4a16`), plain Rust
@@ -513,30 +545,9 @@ pub mod kernels {
             .load((g, r, c))
             .reshape::<S2<BR, BK>>()
             .cast::<f32>();
-        let bamax = t.abs().reshape::<S3<BR, BKS, 16>>().amax_squeezed::<2>();
-        let gt = gs.splat::<S2<BR, BKS>>();
-        let safe_g = select(gt.cmp_eq(0.0f32), 1.0f32, gt);
-        let code = select(
-            gt.cmp_eq(0.0f32),
-            0i32,
-            e4m3_encode((bamax / 6.0f32) / safe_g),
-        );
-        let sd = e4m3_decode(code) * gt;
-        let inv = select(
-            sd.cmp_eq(0.0f32),
-            0.0f32,
-            full::<f32, S2<BR, BKS>>(1.0f32) / select(sd.cmp_eq(0.0f32), 1.0f32, sd),
-        );
-        let inv_full = inv
-            .reshape::<S3<BR, BKS, 1>>()
-            .broadcast::<S3<BR, BKS, 16>>()
-            .reshape::<S2<BR, BK>>();
-        let codes = e2m1_encode(t * inv_full, t).reshape::<S3<BR, BKH, 2>>();
-        let lo = codes.extract::<S3<BR, BKH, 1>>(&[0, 0, 0]);
-        let hi = codes.extract::<S3<BR, BKH, 1>>(&[0, 0, 1]);
-        let bytes = (lo | (hi << 4i32)).cast::<i8>().reshape::<S3<1, BR, BKH>>();
+        let (bytes, code) = quantize_tile::<BR, BK, BKH, BKS>(t, gs.splat::<S2<BR, BKS>>());
         // SAFETY: block `(p, g)` writes only its tile `(g, r, c)` of `q` and of `s`.
-        unsafe { q.store_at((g, r, c), bytes) };
+        unsafe { q.store_at((g, r, c), bytes.reshape::<S3<1, BR, BKH>>()) };
         unsafe { s.store_at((g, r, c), code.cast::<i8>().reshape::<S3<1, BR, BKS>>()) };
     }
 

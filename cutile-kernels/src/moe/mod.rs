@@ -16,7 +16,10 @@
 //! - [`reference`](mod@reference): the CPU references (format, routing, alignment, expert computation);
 //! - [`kernels`]: the DSL kernels, [`codec`] the format on tiles;
 //! - [`host`]: quantize / dequantize, routing and one MoE layer over runtime tensors;
-//! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs.
+//! - [`compile_jobs`]: the specializations the compile catalog builds for the four archs;
+//! - [`scaled`]: the Blackwell path's kernels (activations quantized per row on the fly, both GEMMs on
+//!   the block-scaled tensor cores), [`blackwell_jobs`] their sm_100/sm_120 specializations; compiled,
+//!   never run (our GPU is sm_90), and no host function drives them yet.
 //!
 //! `moe_align_block_size` runs on the GPU ([`host::moe_align_block_size`], three passes), so routing,
 //! alignment and the layer stays on the device; GEMM 2 splits K when its grid is short. Decode (row
@@ -28,6 +31,7 @@
 mod dsl;
 pub mod host;
 pub mod reference;
+pub mod scaled;
 
 pub use dsl::{codec, kernels, words};
 pub use host::{
@@ -47,7 +51,8 @@ fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
     TensorMeta::contiguous(dt, shape)
 }
 
-/// The catalog's specializations of the family (bf16; the router f32): 23 (the 9 kernels at the
+/// The catalog's specializations of the family (bf16; the router f32), ending with the Blackwell
+/// path's three ([`blackwell_jobs`], sm_100 and newer only); before them (the 9 kernels at the
 /// 64-row tiles, the W4A16 ones with the bit-pattern decode; the decode form's W4A16 GEMMs at
 /// 128 x 256 over 8 warps (the default) and 64 x 128, its dense peers, and GEMM 1's split-K reduce; the
 /// 128-row 8-warp GEMMs, W4A16 and dense; the three alignment passes, so every entry of `dsl.rs` is
@@ -443,5 +448,76 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         kernels::moe_combine::kernel::<bf16, 8, 512>(),
         vec![meta(F32, &[t, k, h]), meta(BF16, &[t, h])],
     ));
+    jobs.extend(blackwell_jobs());
     jobs
+}
+
+/// The Blackwell path ([`scaled`]): the row quantizer of the activations and both block-scaled GEMMs
+/// at 128-row blocks, `BN` 64, `BK` 128 (64 packed bytes and 8 scales per row and step), for sm_100
+/// and newer only (tileiras has no e2m1 type before sm_100). The tile is what the tensor cores take:
+/// in the sm_100a SASS (`nvdisasm` of tileiras 13.5.37's cubins) `128 x 64 x 128` lowers `mmaf_scaled`
+/// to `UTCOMMA` (tcgen05 block-scaled MMA) with no spills, while 64-row tiles and 128-wide N tiles
+/// fall back to `FFMA` loops with local-memory spills; sm_120a uses `OMMA.SF.16864.F32.E2M1.E2M1.UE4M3`
+/// at every tile, and spills only at `128 x 128`. Same small layer as [`compile_jobs`].
+pub fn blackwell_jobs() -> Vec<CompileJob> {
+    use cutile::toolchain::GpuArch;
+    use half::bf16;
+    let (t, h, i, e, k) = (256i64, 1024i64, 512i64, 8i64, 2i64);
+    const BM: i32 = scaled::TILE.0;
+    const BN: i32 = scaled::TILE.1;
+    const BK: i32 = scaled::TILE.2;
+    let (bm, bn, bk) = scaled::TILE;
+    let p = crate::moe::reference::max_padded((t * k) as usize, e as usize, bm as usize) as i64;
+    let ids = [
+        meta(I32, &[p]),
+        meta(I32, &[p / bm as i64]),
+        meta(I32, &[1]),
+    ];
+    let job = |name: &'static str, k: cutile::dsl::Kernel, m: Vec<TensorMeta>| {
+        let spec = format!("BM={bm} BN={bn} BK={bk}");
+        CompileJob::dsl(name, spec, k, m).from_arch(GpuArch::Sm100)
+    };
+    let mut g1 = vec![
+        meta(I8, &[t, h / 2]),
+        meta(I8, &[t, h / 16]),
+        meta(F32, &[t]),
+        meta(I8, &[e, 2 * i, h / 2]),
+        meta(I8, &[e, 2 * i, h / 16]),
+        meta(F32, &[e]),
+    ];
+    g1.extend(ids.clone());
+    g1.push(meta(BF16, &[p, i]));
+    let mut g2 = vec![
+        meta(I8, &[p, i / 2]),
+        meta(I8, &[p, i / 16]),
+        meta(F32, &[p]),
+        meta(I8, &[e, h, i / 2]),
+        meta(I8, &[e, h, i / 16]),
+        meta(F32, &[e]),
+    ];
+    g2.extend(ids);
+    g2.push(meta(F32, &[t * k]));
+    g2.push(meta(F32, &[t * k, h]));
+    vec![
+        job(
+            "nvfp4_quantize_rows",
+            scaled::kernels::nvfp4_quantize_rows::kernel::<bf16, 16, 256, 128, 16>(),
+            vec![
+                meta(BF16, &[p, i]),
+                meta(I8, &[p, i / 2]),
+                meta(I8, &[p, i / 16]),
+                meta(F32, &[p]),
+            ],
+        ),
+        job(
+            "moe_gemm1_fp4",
+            scaled::kernels::moe_gemm1_fp4::kernel::<bf16, BM, BN, BK, { BK / 2 }, { BK / 16 }>(),
+            g1,
+        ),
+        job(
+            "moe_gemm2_fp4",
+            scaled::kernels::moe_gemm2_fp4::kernel::<BM, BN, BK, { BK / 2 }, { BK / 16 }>(),
+            g2,
+        ),
+    ]
 }

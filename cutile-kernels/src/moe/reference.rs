@@ -312,8 +312,68 @@ pub fn moe_dense(
     w2: &[f32],
     ids: &[i32],
     weights: &[f32],
+    shape: (usize, usize, usize, usize),
+    round_h: impl Fn(f32) -> f32,
+) -> Vec<f32> {
+    moe_dense_rows(x, w13, w2, ids, weights, shape, |row| {
+        for v in row.iter_mut() {
+            *v = round_h(*v);
+        }
+    })
+}
+
+/// `x` as the Blackwell path (`moe::scaled`) feeds it to the block-scaled MMA: quantized to NVFP4
+/// with one global scale per row, then dequantized (`rows x k`, `k` a multiple of 32).
+pub fn fp4_rows(x: &[f32], rows: usize, k: usize) -> Option<Vec<f32>> {
+    quantize_rows(x, rows, k, 1).map(|q| dequantize(&q))
+}
+
+/// The Blackwell path's layer: [`moe_dense`] on the row-quantized activations ([`fp4_rows`] of `x`)
+/// with every intermediate row rounded to the activation type by `round_h` and then row-quantized
+/// too (what GEMM 2 reads). `None` when `h` or `i` is not a multiple of 32.
+#[allow(clippy::too_many_arguments)]
+pub fn moe_fp4_activations(
+    x: &[f32],
+    w13: &[f32],
+    w2: &[f32],
+    ids: &[i32],
+    weights: &[f32],
     (t, h, i, k): (usize, usize, usize, usize),
     round_h: impl Fn(f32) -> f32,
+) -> Option<Vec<f32>> {
+    if !i.is_multiple_of(2 * BLOCK) {
+        return None;
+    }
+    let xq = fp4_rows(x, t, h)?;
+    Some(moe_dense_rows(
+        &xq,
+        w13,
+        w2,
+        ids,
+        weights,
+        (t, h, i, k),
+        |row| {
+            for v in row.iter_mut() {
+                *v = round_h(*v);
+            }
+            if let Some(q) = fp4_rows(row, 1, row.len()) {
+                row.copy_from_slice(&q);
+            }
+        },
+    ))
+}
+
+/// [`moe_dense`] with the intermediate row of each (token, slot) transformed by `round_row` before
+/// GEMM 2.
+#[allow(clippy::too_many_arguments)]
+pub fn moe_dense_rows(
+    x: &[f32],
+    w13: &[f32],
+    w2: &[f32],
+    ids: &[i32],
+    weights: &[f32],
+    (t, h, i, k): (usize, usize, usize, usize),
+    round_row: impl Fn(&mut [f32]),
 ) -> Vec<f32> {
     let mut out = vec![0f32; t * h];
     let mut act = vec![0f32; i];
@@ -331,8 +391,9 @@ pub fn moe_dense(
                         .map(|(&w, &v)| f64::from(w) * f64::from(v))
                         .sum()
                 };
-                *a = round_h(silu_mul(dot(n), dot(i + n)) as f32);
+                *a = silu_mul(dot(n), dot(i + n)) as f32;
             }
+            round_row(&mut act);
             let w2e = &w2[ex * h * i..(ex + 1) * h * i];
             let wt = f64::from(weights[tok * k + j]);
             for (o, acc) in acc.iter_mut().enumerate() {

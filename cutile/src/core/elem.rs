@@ -83,11 +83,57 @@ pub struct f8e4m3fn;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct f8e5m2;
 
+/// 4-bit float, 2 exponent and 1 mantissa bit, finite only (OCP E2M1: ±0, 0.5, 1, 1.5, 2, 3, 4, 6), two
+/// per byte (element `2j` in the low nibble of byte `j`). An input of [`crate::core::mma_scaled`]
+/// (Blackwell, sm_100+); a tile of it comes from bytes through [`crate::core::Tile::reinterpret`].
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct f4e2m1fn;
+/// 8-bit power-of-two scale (OCP E8M0: exponent only, bias 127, `0xFF` NaN): the MX formats' block
+/// scale.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct f8e8m0fnu;
+
 elem!(
     bool => I1, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     f16 => F16, bf16 => BF16, f32 => F32, f64 => F64,
     tf32 => TF32, f8e4m3fn => F8E4M3FN, f8e5m2 => F8E5M2,
+    f4e2m1fn => F4E2M1FN, f8e8m0fnu => F8E8M0FNU,
 );
+
+/// `Self` may be an input of [`crate::core::mma_scaled`] with block scales of element type `Scale`:
+/// each scale multiplies `BLOCK_16` / `BLOCK_32` consecutive elements along K (Tile IR `mmaf_scaled`:
+/// e2m1 with e4m3 scales in blocks of 16 (NVFP4), e2m1 with e8m0 scales in blocks of 16 or 32 (MXFP4),
+/// e4m3 / e5m2 with e8m0 scales in blocks of 32 (MXFP8); f32 accumulation).
+#[diagnostic::on_unimplemented(
+    message = "`mma_scaled` does not take `{Self}` inputs with `{Scale}` block scales",
+    label = "unsupported block-scaled mma element types",
+    note = "valid pairs: f4e2m1fn with f8e4m3fn (blocks of 16) or f8e8m0fnu (16 or 32); f8e4m3fn or f8e5m2 with f8e8m0fnu (32)"
+)]
+pub trait BlockScaled<Scale: ElementType>: ElementType {
+    /// Whether a scale may cover 16 elements.
+    const BLOCK_16: bool;
+    /// Whether a scale may cover 32 elements.
+    const BLOCK_32: bool;
+}
+
+impl BlockScaled<f8e4m3fn> for f4e2m1fn {
+    const BLOCK_16: bool = true;
+    const BLOCK_32: bool = false;
+}
+impl BlockScaled<f8e8m0fnu> for f4e2m1fn {
+    const BLOCK_16: bool = true;
+    const BLOCK_32: bool = true;
+}
+impl BlockScaled<f8e8m0fnu> for f8e4m3fn {
+    const BLOCK_16: bool = false;
+    const BLOCK_32: bool = true;
+}
+impl BlockScaled<f8e8m0fnu> for f8e5m2 {
+    const BLOCK_16: bool = false;
+    const BLOCK_32: bool = true;
+}
 
 impl Numeric for i8 {}
 impl Numeric for i16 {}

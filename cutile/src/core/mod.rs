@@ -38,7 +38,8 @@
 //!   of a tile as another width and shape, Tile IR `pack`/`unpack`);
 //! - reductions and scans: `sum prod amax amin` (keep the axis) and `*_squeezed` (drop it),
 //!   `cumsum cumprod cummax cummin`, generic [`Tile::reduce`] and [`Tile::scan`] with a closure;
-//! - [`mma`] (`(M,K) x (K,N) + (M,N)`, shapes unified by rustc), [`mma_fast_acc`] (fp8 inputs, Hopper fast accumulation);
+//! - [`mma`] (`(M,K) x (K,N) + (M,N)`, shapes unified by rustc), [`mma_fast_acc`] (fp8 inputs, Hopper fast accumulation),
+//!   [`mma_scaled`] (block-scaled NVFP4/MXFP4/MXFP8, sm_100+; element pairs and block size checked by rustc);
 //! - control flow: `for i in a..b` / `.step_by(s)`, `while`, `if`/`else` (device or host condition), with
 //!   the assigned variables carried automatically (see [`control`]);
 //! - hints: [`assume_div_by`], [`assume_bounded`], and per-kernel `#[cutile::entry(num_worker_warps = 8,
@@ -60,6 +61,7 @@ pub mod elem;
 pub mod foreign;
 pub mod memory;
 pub mod narrow;
+pub mod scaled;
 pub mod shape;
 pub mod tensor;
 pub mod tileops;
@@ -73,12 +75,14 @@ pub use arith::{
 pub use bitcast::BitWidth;
 pub use cutile_ir::Padding;
 pub use elem::{
-    ElementType, Float, Fp8, HostConst, Int, MmaOperand, Numeric, bf16, f8e4m3fn, f8e5m2, f16, tf32,
+    BlockScaled, ElementType, Float, Fp8, HostConst, Int, MmaOperand, Numeric, bf16, f4e2m1fn,
+    f8e4m3fn, f8e5m2, f8e8m0fnu, f16, tf32,
 };
 pub use foreign::{ForeignResults, ForeignStr, ForeignValue};
 pub use memory::{
     AtomicMode, AtomicOrder, AtomicScope, GatherIndex, assume_bounded, assume_div_by,
 };
+pub use scaled::mma_scaled;
 pub use shape::{DYN, MmaShapes, ReduceAxis, S0, S1, S2, S3, S4, SameRank, Shape, Transpose};
 pub use tensor::{
     Hints, IntoIndex, Partition, Tensor, TileIndex, block_id, block_id_x, join_tokens, new_token,
