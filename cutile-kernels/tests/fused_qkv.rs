@@ -197,6 +197,23 @@ fn schedule_follows_the_token_count() {
         .unwrap();
     assert_eq!(p.kernel.name(), "fused_qkv_persistent");
     assert_eq!(p.grid, Some((t.sm_count, 1, 1)));
+    // Two heads per tile (the GEMM family's 256-wide tile at D 128), 8 worker warps: 24 head pairs.
+    let p = all
+        .iter()
+        .find(|l| l.config == "fused_qkv pair 128x64")
+        .unwrap();
+    assert_eq!(p.kernel.name(), "fused_qkv_pair");
+    assert_eq!(p.grid, Some((24, 4096 / 128, 1)));
+    assert!(format!("{:?}", p.kernel.hints()).contains("num_worker_warps_per_cta"));
+    // Only for even head counts (5 + 2·1 = 7 heads here) and D ≤ 128.
+    for (heads, d) in [(7, 128), (12, 256)] {
+        assert!(
+            fused_qkv::config::candidates(&t, 4096, heads, d, 4096)
+                .iter()
+                .all(|c| !matches!(c, QkvConfig::FusedPair { .. })),
+            "heads {heads} d {d}"
+        );
+    }
     // Decode's default split carries 8 worker warps; so do both launches of its two-launch form.
     let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
     let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();

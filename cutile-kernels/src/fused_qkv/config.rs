@@ -27,6 +27,9 @@ pub enum QkvConfig {
         /// stages for); 0 leaves tileiras's default (one block per SM: 255 registers, 96–127 KB).
         occupancy: i64,
     },
+    /// `fused_qkv_pair<BM, BK>`: [`QkvConfig::Fused`] over two heads per tile (`2·D` columns, 8
+    /// worker warps), one tile per block; even head counts and `d ≤ 128` only.
+    FusedPair { bm: i64, bk: i64 },
     /// `qkv_split_last<BM, BK>`: split-K in one launch over whole heads (`BN = D`); the last block
     /// of each tile's `splits` sums the partials (f32 scratch) and runs the epilogue, told by a
     /// per-tile counter (the stream's zeroed counter pool). `wide` and `occupancy` as for
@@ -56,6 +59,7 @@ impl Candidate for QkvConfig {
                 bk,
                 persistent: true,
             } => format!("fused_qkv persistent {bm}x{bk}"),
+            QkvConfig::FusedPair { bm, bk } => format!("fused_qkv pair {bm}x{bk}"),
             QkvConfig::SplitK {
                 bm,
                 bk,
@@ -210,6 +214,12 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
             bk: 64,
             persistent,
         });
+    }
+    if heads % 2 == 0 && d <= 128 {
+        // The GEMM family's 256-wide tile at D 128: one weight tile feeds two heads' epilogues.
+        for bm in [64, 128] {
+            all.push(QkvConfig::FusedPair { bm, bk: 64 });
+        }
     }
     if let QkvConfig::SplitK {
         bm,

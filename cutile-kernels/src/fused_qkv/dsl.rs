@@ -338,6 +338,82 @@ pub mod kernels {
         );
     }
 
+    /// [`fused_qkv`] over two heads per tile: block `(j, i)` computes rows `i·BM ..` of heads `2j` and
+    /// `2j + 1` (`D2 = 2·D` columns of `w`, the GEMM family's 256-wide tile at D 128), then runs the
+    /// epilogue of each head on its half of the accumulator. Grid `((Hq + 2·Hkv) / 2, ceil(T / BM),
+    /// 1)`; the head count must be even (a pair may straddle the q/k or k/v boundary: each half's
+    /// epilogue takes its own head's branch).
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn fused_qkv_pair<
+        E: MmaOperand<f32> + Float,
+        I: ElementType,
+        const BM: i32,
+        const BK: i32,
+        const D: i32,
+        const R: i32,
+        const HR: i32,
+        const EB: i32,
+        const D2: i32,
+    >(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S2<DYN, DYN>>,
+        bias: &Tensor<E, S1<DYN>>,
+        q_norm: &Tensor<E, S1<DYN>>,
+        k_norm: &Tensor<E, S1<DYN>>,
+        cos: &Tensor<f32, S2<DYN, DYN>>,
+        sin: &Tensor<f32, S2<DYN, DYN>>,
+        positions: &Tensor<I, S1<DYN>>,
+        index_a: &Tensor<I, S1<DYN>>,
+        index_b: &Tensor<I, S1<DYN>>,
+        eps: Scalar<f32>,
+        flags: Scalar<i32>,
+        q: &mut Tensor<E, S2<EB, D>>,
+        k_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+        v_cache: &mut Tensor<E, S4<1, 1, 1, D>>,
+    ) {
+        let (pair, tm, _) = block_id();
+        let px = x.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pw = w.partition_padded::<S2<BK, D2>>(Padding::Zero);
+        let acc = head_product::<E, BM, BK, D2>(px, pw, tm, pair, px.num_tiles(1));
+        qkv_epilogue_rows::<E, I, BM, EB, D, R, HR>(
+            acc.extract::<S2<BM, D>>(&[0, 0]),
+            tm,
+            pair * 2,
+            bias,
+            q_norm,
+            k_norm,
+            cos,
+            sin,
+            positions,
+            index_a,
+            index_b,
+            eps,
+            flags,
+            q,
+            k_cache,
+            v_cache,
+        );
+        qkv_epilogue_rows::<E, I, BM, EB, D, R, HR>(
+            acc.extract::<S2<BM, D>>(&[0, 1]),
+            tm,
+            pair * 2 + 1,
+            bias,
+            q_norm,
+            k_norm,
+            cos,
+            sin,
+            positions,
+            index_a,
+            index_b,
+            eps,
+            flags,
+            q,
+            k_cache,
+            v_cache,
+        );
+    }
+
     /// Persistent [`fused_qkv`]: launch with a fixed grid `(P, 1, 1)` (one block per SM); block `p`
     /// computes tiles `p, p + P, …` of the `ceil(T / BM) × (Hq + 2·Hkv)` tiles in row-major order
     /// (head fastest, as the GEMM family's persistent kernels), each with its epilogue.

@@ -524,7 +524,7 @@ fn scratch_elems(call: &Call, configs: &[QkvConfig]) -> i64 {
     configs
         .iter()
         .map(|c| match c {
-            QkvConfig::Fused { .. } => 0,
+            QkvConfig::Fused { .. } | QkvConfig::FusedPair { .. } => 0,
             QkvConfig::SplitK { splits, .. } | QkvConfig::SplitLast { splits, .. } => splits * tn,
             QkvConfig::Unfused => ceil_div(tn, 2),
         })
@@ -1027,6 +1027,49 @@ fn launches(
                 config: cfg.name(),
             };
             Ok(vec![partial, epilogue(splits, wide)?])
+        }
+        QkvConfig::FusedPair { bm, bk } => {
+            const EB: i32 = config::EPILOGUE_ROWS as i32;
+            let kernel = crate::op::mma_kernel!(dt, |E| index_type!(it, |I| rot_dims!(
+                d,
+                r,
+                |D, R, HR| match (D, bm, bk) {
+                    (64, 64, 64) => {
+                        Some(k::fused_qkv_pair::kernel::<E, I, 64, 64, D, R, HR, EB, 128>())
+                    }
+                    (64, 128, 64) => {
+                        Some(k::fused_qkv_pair::kernel::<E, I, 128, 64, D, R, HR, EB, 128>())
+                    }
+                    (128, 64, 64) => {
+                        Some(k::fused_qkv_pair::kernel::<E, I, 64, 64, D, R, HR, EB, 256>())
+                    }
+                    (128, 128, 64) => {
+                        Some(k::fused_qkv_pair::kernel::<E, I, 128, 64, D, R, HR, EB, 256>())
+                    }
+                    _ => None,
+                }
+            )))
+            .flatten()
+            .flatten()
+            .flatten()
+            .ok_or_else(|| no_kernel(call, cfg))?;
+            if heads % 2 != 0 {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    what: format!("`{}` needs an even head count, got {heads}", cfg.name()),
+                });
+            }
+            let mut args = vec![
+                PlannedArg::whole(slot::X, &ops[slot::X], false),
+                PlannedArg::whole(slot::W, &ops[slot::W], false),
+            ];
+            args.extend(epilogue_args(call, ops));
+            Ok(vec![PlannedLaunch {
+                kernel: widen(kernel, true),
+                args,
+                grid: Some(grid(OP, heads / 2, ceil_div(call.t, bm), 1)?),
+                config: cfg.name(),
+            }])
         }
         QkvConfig::SplitLast {
             bm,
