@@ -887,3 +887,77 @@ fn compile_four_archs() {
     .collect();
     common::compile_four_archs("compile_four_archs", common::catalog_jobs(&calls));
 }
+
+/// The folded tanh GELU (`ActConfig::folded`) is a tuner candidate of the tanh GELU's forward ops
+/// with 16-bit outputs only, on the default tile; its kernel issues fewer f32 ops per element than the
+/// default's (one `fma` for the cubic, one `exp2`, one division, no `x · sigmoid` product).
+#[test]
+fn folded_tanh_gelu_is_a_candidate_of_its_16_bit_forward_ops_only() {
+    let t = cutile_kernels::op::Target::planning(cutile::toolchain::GpuArch::Sm90);
+    let folded = |op: &str, dt: &str| -> Vec<String> {
+        let call = cutile_kernels::op::CallSpec::new(op, dt, &[&[64, 256]], false);
+        call.plan(&t, true)
+            .unwrap()
+            .launches
+            .iter()
+            .filter(|l| l.config.ends_with(" folded"))
+            .map(|l| l.config.clone())
+            .collect()
+    };
+    for op in [activation::GELU_TANH, activation::GEGLU_TANH] {
+        for dt in ["bf16", "f16"] {
+            let f = folded(op, dt);
+            assert_eq!(f.len(), 1, "{op} {dt}: {f:?}");
+        }
+        assert!(folded(op, "f32").is_empty(), "{op} f32");
+    }
+    for op in [
+        activation::GELU_TANH_BACKWARD,
+        activation::GEGLU_TANH_BACKWARD,
+        activation::GELU,
+        activation::SILU_AND_MUL,
+    ] {
+        assert!(folded(op, "bf16").is_empty(), "{op}");
+    }
+    // The folded kernel against the default on the same call.
+    let call =
+        cutile_kernels::op::CallSpec::new(activation::GELU_TANH, "bf16", &[&[64, 256]], false);
+    let planned = call.plan(&t, true).unwrap();
+    let ir = |folded: bool| {
+        let l = planned
+            .launches
+            .iter()
+            .find(|l| l.config.ends_with(" folded") == folded)
+            .unwrap();
+        // SAFETY: described operands are never launched.
+        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+        l.kernel.specialize(&args.tensor_metas()).unwrap().ir_text()
+    };
+    let math = |ir: &str| {
+        ["mulf", "addf", "subf", "negf", "fma", "divf", "exp2"]
+            .iter()
+            .map(|op| ir.matches(&format!("= {op} ")).count())
+            .sum::<usize>()
+    };
+    let (base, fold) = (ir(false), ir(true));
+    assert!(
+        math(&fold) < math(&base),
+        "folded {} >= default {}:\n{fold}",
+        math(&fold),
+        math(&base)
+    );
+    assert_eq!(fold.matches("= exp2 ").count(), 1, "{fold}");
+    assert_eq!(fold.matches("= divf ").count(), 1, "{fold}");
+    // And tileiras compiles it.
+    let l = planned
+        .launches
+        .iter()
+        .find(|l| l.config.ends_with(" folded"))
+        .unwrap();
+    // SAFETY: described operands are never launched.
+    let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+    common::compile_all_sm90(
+        "folded_tanh_gelu",
+        [("gelu_tanh_folded", l.kernel.clone(), args.tensor_metas())],
+    );
+}

@@ -13,18 +13,22 @@ use crate::op::Target;
 use crate::op::tuning::Candidate;
 
 /// A tile: `tm` rows of `bn` columns (both powers of two), moved by view loads and stores or, with
-/// `gather`, by masked pointer gathers and scatters (the kernels' `GATHER`).
+/// `gather`, by masked pointer gathers and scatters (the kernels' `GATHER`). `folded` picks the tanh
+/// GELU forward's folded math (`dsl::GELU_TANH_FOLDED`: six f32 ops instead of ten, 16-bit outputs
+/// only), a tuner candidate of those calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ActConfig {
     pub tm: i64,
     pub bn: i64,
     pub gather: bool,
+    pub folded: bool,
 }
 
 impl Candidate for ActConfig {
     fn name(&self) -> String {
         let form = if self.gather { " gather" } else { "" };
-        format!("TM={} BN={}{form}", self.tm, self.bn)
+        let math = if self.folded { " folded" } else { "" };
+        format!("TM={} BN={}{form}{math}", self.tm, self.bn)
     }
 }
 
@@ -112,6 +116,7 @@ pub fn choose(target: &Target, rows: i64, cols: i64) -> ActConfig {
         tm: tile.0,
         bn: tile.1,
         gather: true,
+        folded: false,
     }
 }
 
@@ -125,7 +130,12 @@ pub fn candidates(target: &Target, rows: i64, cols: i64) -> Vec<ActConfig> {
     let mut all = vec![default];
     for gather in forms {
         for &(tm, bn) in TILES {
-            let c = ActConfig { tm, bn, gather };
+            let c = ActConfig {
+                tm,
+                bn,
+                gather,
+                folded: false,
+            };
             // One-row tiles whatever their useful share: the small tiles won on most calls measured.
             let one_row = tm == 1 && bn <= 2048;
             if c != default && tm <= max_tm && (one_row || useful(rows, cols, (tm, bn)) >= floor) {

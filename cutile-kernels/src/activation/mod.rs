@@ -413,7 +413,7 @@ fn run<'a>(
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
     let (dt, rows, cols, aligned) = (call.dtype, call.rows, call.cols, call.aligned);
-    let candidates = config::candidates(&target, rows, cols);
+    let candidates = candidates(spec, dt, &target, rows, cols);
     let class = config::class(&target, dt, rows, cols, aligned);
     let first_output = operands.len() - spec.outputs();
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
@@ -656,14 +656,35 @@ macro_rules! tile_kernel {
 /// The same over the activation.
 macro_rules! act_kernel {
     ($k:ident, $e:ty, $act:expr, $cfg:expr) => {{
-        use dsl::{GELU_ERF, GELU_TANH, RELU, SILU};
-        match $act {
-            Activation::Silu => tile_kernel!($k, $e, SILU, $cfg),
-            Activation::GeluErf => tile_kernel!($k, $e, GELU_ERF, $cfg),
-            Activation::GeluTanh => tile_kernel!($k, $e, GELU_TANH, $cfg),
-            Activation::Relu => tile_kernel!($k, $e, RELU, $cfg),
+        use dsl::{GELU_ERF, GELU_TANH, GELU_TANH_FOLDED, RELU, SILU};
+        match ($act, $cfg.folded) {
+            (Activation::Silu, false) => tile_kernel!($k, $e, SILU, $cfg),
+            (Activation::GeluErf, false) => tile_kernel!($k, $e, GELU_ERF, $cfg),
+            (Activation::GeluTanh, false) => tile_kernel!($k, $e, GELU_TANH, $cfg),
+            (Activation::GeluTanh, true) => tile_kernel!($k, $e, GELU_TANH_FOLDED, $cfg),
+            (Activation::Relu, false) => tile_kernel!($k, $e, RELU, $cfg),
+            _ => None,
         }
     }};
+}
+
+/// Every configuration of a call the tuner may time: the family's tile and form candidates, plus, for
+/// the tanh GELU's forward ops with 16-bit outputs, the default tile with the folded math.
+fn candidates(
+    spec: &OpSpec,
+    dt: cutile_ir::ScalarType,
+    target: &Target,
+    rows: i64,
+    cols: i64,
+) -> Vec<ActConfig> {
+    let mut all = config::candidates(target, rows, cols);
+    if spec.act == Activation::GeluTanh && !spec.backward && dt != cutile_ir::ScalarType::F32 {
+        all.push(ActConfig {
+            folded: true,
+            ..all[0]
+        });
+    }
+    all
 }
 
 fn kernel(
@@ -697,7 +718,7 @@ pub fn plan(
         return Ok(Vec::new());
     };
     let configs = if all_candidates {
-        config::candidates(target, call.rows, call.cols)
+        candidates(spec, call.dtype, target, call.rows, call.cols)
     } else {
         vec![config::choose(target, call.rows, call.cols)]
     };
