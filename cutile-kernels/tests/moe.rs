@@ -714,7 +714,7 @@ fn align_rejects_bad_arguments() {
 /// each of sm_80, sm_90, sm_100 and sm_120 it supports (the Blackwell path's three from sm_100 on).
 #[test]
 fn catalog_kernels_compile_for_four_archs() {
-    use cutile::toolchain::{GpuArch, Tileiras};
+    use cutile::toolchain::GpuArch;
     let jobs = cutile_kernels::moe::compile_jobs();
     assert_eq!(jobs.len(), 36);
     let mut specialized = Vec::new();
@@ -725,16 +725,8 @@ fn catalog_kernels_compile_for_four_archs() {
             .unwrap_or_else(|e| panic!("{} {}: {e}", j.kernel, j.specialization));
         specialized.push((j, s));
     }
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(
-                std::env::var_os("CUTILE_REQUIRE_TOOLS").is_none(),
-                "CUTILE_REQUIRE_TOOLS is set but tileiras is missing: {e}"
-            );
-            eprintln!("SKIPPED: tileiras not found ({e})");
-            return;
-        }
+    let Some(tileiras) = common::tileiras("catalog_kernels_compile_for_four_archs") else {
+        return;
     };
     for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
         for (j, s) in specialized.iter().filter(|(j, _)| j.supports(arch)) {
@@ -1687,7 +1679,7 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
 
 #[test]
 fn decode_form_kernels_compile_for_four_archs() {
-    use cutile::toolchain::{GpuArch, Tileiras};
+    use cutile::toolchain::GpuArch;
     let cases = decode_form_cases();
     let mut specialized = Vec::new();
     for (name, k, metas) in &cases {
@@ -1699,16 +1691,8 @@ fn decode_form_kernels_compile_for_four_archs() {
             .unwrap_or_else(|e| panic!("{name}: {e}\n{}", s.ir_text()));
         specialized.push((name, s));
     }
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(
-                std::env::var_os("CUTILE_REQUIRE_TOOLS").is_none(),
-                "CUTILE_REQUIRE_TOOLS is set but tileiras is missing: {e}"
-            );
-            eprintln!("SKIPPED: tileiras not found ({e})");
-            return;
-        }
+    let Some(tileiras) = common::tileiras("decode_form_kernels_compile_for_four_archs") else {
+        return;
     };
     let archs: Vec<GpuArch> = match std::env::var("MOE_DECODE_ARCHS").as_deref() {
         Ok("sm_90") => vec![GpuArch::Sm90],
@@ -1728,7 +1712,7 @@ fn decode_form_kernels_compile_for_four_archs() {
 /// skips them below sm_100. They cannot run on our H200.
 #[test]
 fn blackwell_kernels_compile_for_sm100_and_sm120() {
-    use cutile::toolchain::{GpuArch, Tileiras};
+    use cutile::toolchain::GpuArch;
     let jobs = moe::blackwell_jobs();
     assert_eq!(jobs.len(), 3);
     let mut specialized = Vec::new();
@@ -1760,16 +1744,8 @@ fn blackwell_kernels_compile_for_sm100_and_sm120() {
         }
         specialized.push((j.kernel, s));
     }
-    let tileiras = match Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            assert!(
-                std::env::var_os("CUTILE_REQUIRE_TOOLS").is_none(),
-                "CUTILE_REQUIRE_TOOLS is set but tileiras is missing: {e}"
-            );
-            eprintln!("SKIPPED: tileiras not found ({e})");
-            return;
-        }
+    let Some(tileiras) = common::tileiras("blackwell_kernels_compile_for_sm100_and_sm120") else {
+        return;
     };
     for (name, s) in &specialized {
         for arch in [GpuArch::Sm100, GpuArch::Sm120] {

@@ -887,6 +887,16 @@ fn unfused(
 }
 
 /// `kernel` with [`config::WIDE_WORKERS`] worker warps when `wide`, else as it is (tileiras's default).
+/// A split-K kernel with its hints: 8 worker warps when `wide`, and an `occupancy` hint when nonzero.
+fn hinted(kernel: cutile::dsl::Kernel, wide: bool, occupancy: i64) -> cutile::dsl::Kernel {
+    let kernel = widen(kernel, wide);
+    if occupancy > 0 {
+        kernel.with_hint("default", "occupancy", occupancy as i32)
+    } else {
+        kernel
+    }
+}
+
 fn widen(kernel: cutile::dsl::Kernel, wide: bool) -> cutile::dsl::Kernel {
     if wide {
         kernel.with_hint("default", "num_worker_warps_per_cta", config::WIDE_WORKERS)
@@ -1000,10 +1010,7 @@ fn launches(
             ))
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
-            let mut kernel = widen(kernel, wide);
-            if occupancy > 0 {
-                kernel = kernel.with_hint("default", "occupancy", occupancy as i32);
-            }
+            let kernel = hinted(kernel, wide, occupancy);
             scratch(ops, slot::SCRATCH, cfg)?;
             let partial = PlannedLaunch {
                 kernel,
@@ -1095,10 +1102,7 @@ fn launches(
             .flatten()
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
-            let mut kernel = widen(kernel, wide);
-            if occupancy > 0 {
-                kernel = kernel.with_hint("default", "occupancy", occupancy as i32);
-            }
+            let kernel = hinted(kernel, wide, occupancy);
             scratch(ops, slot::SCRATCH, cfg)?;
             let counters = scratch(ops, slot::COUNTERS, cfg)?;
             let tiles = ceil_div(call.t, bm) * heads;

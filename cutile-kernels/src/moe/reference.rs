@@ -316,10 +316,15 @@ pub fn moe_dense(
     round_h: impl Fn(f32) -> f32,
 ) -> Vec<f32> {
     moe_dense_rows(x, w13, w2, ids, weights, shape, |row| {
-        for v in row.iter_mut() {
-            *v = round_h(*v);
-        }
+        round_each(row, &round_h)
     })
+}
+
+/// `round` applied to every element of `row`.
+fn round_each(row: &mut [f32], round: impl Fn(f32) -> f32) {
+    for v in row.iter_mut() {
+        *v = round(*v);
+    }
 }
 
 /// `x` as the Blackwell path (`moe::scaled`) feeds it to the block-scaled MMA: quantized to NVFP4
@@ -353,9 +358,7 @@ pub fn moe_fp4_activations(
         weights,
         (t, h, i, k),
         |row| {
-            for v in row.iter_mut() {
-                *v = round_h(*v);
-            }
+            round_each(row, &round_h);
             if let Some(q) = fp4_rows(row, 1, row.len()) {
                 row.copy_from_slice(&q);
             }

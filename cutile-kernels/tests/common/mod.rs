@@ -75,12 +75,8 @@ pub fn compile_all_sm90(
     test: &str,
     cases: impl IntoIterator<Item = (&'static str, Kernel, Vec<TensorMeta>)>,
 ) {
-    let tileiras = match cutile::toolchain::Tileiras::discover() {
-        Ok(t) => t,
-        Err(e) => {
-            cutile_testkit::skip(test, &format!("tileiras not found ({e})"));
-            return;
-        }
+    let Some(tileiras) = tileiras(test) else {
+        return;
     };
     let save = std::env::var_os("CUTILE_KERNELS_CUBINS").map(std::path::PathBuf::from);
     for (name, k, arrays) in cases {
@@ -138,6 +134,18 @@ pub fn compile_four_archs(
             let c = compile_cached(&tileiras, &s, arch)
                 .unwrap_or_else(|e| panic!("{name} {arch}: {e}"));
             assert!(!c.is_empty());
+        }
+    }
+}
+
+/// The installed tileiras, or `None` after `cutile_testkit::skip` says why (which fails `test` when
+/// `CUTILE_REQUIRE_TOOLS` is set).
+pub fn tileiras(test: &str) -> Option<cutile::toolchain::Tileiras> {
+    match cutile::toolchain::Tileiras::discover() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            cutile_testkit::skip(test, &format!("tileiras not found ({e})"));
+            None
         }
     }
 }
