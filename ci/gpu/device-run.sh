@@ -15,8 +15,9 @@
 #                                                    bench, peers and report of $OPS (a bundle from
 #                                                    `gpu-harness plan --ops $OPS`), results in
 #                                                    $OUT/quick.tar.gz (+ report.md, steps.txt); with
-#                                                    TUNE_OPS also the tuner on those ops and a second
-#                                                    bench with its picks (report-tuned.md)
+#                                                    TUNE_OPS also the tuner on those ops, the fixed
+#                                                    checks and a second bench with its picks
+#                                                    (report-tuned.md)
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -130,6 +131,10 @@ case "${1:-}" in
       # tuning cache on (same calls, so the peers above pair with both benches).
       step tune "${BUDGET_TUNE:-150}" /tmp/gh tune --bundle .gpu/q/q.bundle --out "$R/tune" --ops "$TUNE_OPS"
       mkdir -p "$R/tuned" && cp "$R/peers.json" "$R/tuned/" 2>/dev/null
+      # The picks must also pass the fixed checks (every output against the CPU reference, not only
+      # the tuner's gate on the first output).
+      step check_tuned "${BUDGET_CHECK:-40}" env CUTILE_TUNE=on CUTILE_TUNE_CACHE="$R/tune/tuning.json" \
+        /tmp/gh check --fixed --bundle .gpu/q/q.bundle --ops "$TUNE_OPS" --out "$R/tuned/check"
       step bench_tuned "${BUDGET_BENCH_TUNED:-90}" env CUTILE_TUNE=on CUTILE_TUNE_CACHE="$R/tune/tuning.json" \
         /tmp/gh bench --bundle .gpu/q/q.bundle --out "$R/tuned" --ops "$TUNE_OPS" \
         --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
