@@ -1,6 +1,6 @@
 //! The Blackwell path of the NVFP4 MoE (sm_100, sm_120): both GEMMs on the block-scaled tensor cores
 //! (`mma_scaled`: e2m1 operands, one e4m3 scale per 16 along K, f32 accumulation), with the
-//! activations quantized to NVFP4 on the fly by [`kernels::nvfp4_quantize_rows`].
+//! activations quantized to NVFP4 on the fly by [`kernels::nvfp4_quantize_rows()`].
 //!
 //! Activations get one global scale per row (`row amax / (6 · 448)`) instead of one per tensor: a
 //! row's global multiplies only that row of the product, so the GEMM applies it to its f32
