@@ -119,8 +119,8 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         .sum::<usize>();
     if skipped > 0 {
         eprintln!(
-            "skipping {skipped} (specialization, arch) pairs the arch cannot run (fp8 on sm_80: \
-             `CompileJob::supports`)"
+            "skipping {skipped} (specialization, arch) pairs the arch cannot run (fp8 on sm_80, \
+             e2m1 block-scaled kernels before sm_100: `CompileJob::supports`)"
         );
     }
     let pairs = selected_pairs(&jobs, &archs, args.subset);
