@@ -464,15 +464,15 @@ pub mod kernels {
     }
 
     /// The f32 product of rows `bi·BM ..` of `x` with columns `col·BN ..` of `w` over the `split`-th of
-    /// the grid's `z` extent of equal K-tile ranges (the split-K kernels' K loop).
+    /// `splits` equal K-tile ranges (the split-K kernels' K loop).
     fn split_product<E: MmaOperand<f32>, const BM: i32, const BK: i32, const BN: i32>(
         x: &Tensor<E, S2<DYN, DYN>>,
         w: &Tensor<E, S2<DYN, DYN>>,
         bi: Scalar<i32>,
         col: Scalar<i32>,
         split: Scalar<i32>,
+        splits: Scalar<i32>,
     ) -> Tile<f32, S2<BM, BN>> {
-        let (_, _, splits) = num_blocks();
         let px = x.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pw = w.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let k_tiles = px.num_tiles(1);
@@ -498,7 +498,8 @@ pub mod kernels {
         part: &mut Tensor<f32, S3<1, BM, BN>>,
     ) {
         let (bi, col, split) = block_id();
-        let acc = split_product::<E, BM, BK, BN>(x, w, bi, col, split);
+        let (_, _, splits) = num_blocks();
+        let acc = split_product::<E, BM, BK, BN>(x, w, bi, col, split, splits);
         // SAFETY: tile `(split, bi, col)` is written by block `(bi, col, split)` only.
         unsafe { part.store_at((split, bi, col), acc.reshape::<S3<1, BM, BN>>()) };
     }
@@ -543,7 +544,7 @@ pub mod kernels {
     ) {
         let (bi, head, split) = block_id();
         let (_, heads, splits) = num_blocks();
-        let acc = split_product::<E, BM, BK, D>(x, w, bi, head, split);
+        let acc = split_product::<E, BM, BK, D>(x, w, bi, head, split, splits);
         // SAFETY: tile `(split, bi, head)` is written by block `(bi, head, split)` only.
         unsafe { part.store_at((split, bi, head), acc.reshape::<S3<1, BM, D>>()) };
         let at = iota::<1>() + (bi * heads + head);

@@ -1036,6 +1036,12 @@ fn launches(
             Ok(vec![partial, epilogue(splits, wide)?])
         }
         QkvConfig::FusedPair { bm, bk } => {
+            if heads % 2 != 0 {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    what: format!("`{}` needs an even head count, got {heads}", cfg.name()),
+                });
+            }
             const EB: i32 = config::EPILOGUE_ROWS as i32;
             let kernel = crate::op::mma_kernel!(dt, |E| index_type!(it, |I| rot_dims!(
                 d,
@@ -1060,12 +1066,6 @@ fn launches(
             .flatten()
             .flatten()
             .ok_or_else(|| no_kernel(call, cfg))?;
-            if heads % 2 != 0 {
-                return Err(OpError::Unsupported {
-                    op: OP,
-                    what: format!("`{}` needs an even head count, got {heads}", cfg.name()),
-                });
-            }
             let mut args = vec![
                 PlannedArg::whole(slot::X, &ops[slot::X], false),
                 PlannedArg::whole(slot::W, &ops[slot::W], false),

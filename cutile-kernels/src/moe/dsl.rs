@@ -335,6 +335,19 @@ pub mod kernels {
         b.cast::<i32>() & 255i32
     }
 
+    /// Tile `(n, c)` of group `g` of a byte tensor `t: [G, N, C]` (packed NVFP4 values or e4m3
+    /// scales) in `BN x BC` tiles, zero past the edges.
+    pub fn group_tile<const BN: i32, const BC: i32>(
+        t: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        c: Scalar<i32>,
+    ) -> Tile<i8, S2<BN, BC>> {
+        t.partition_padded::<S3<1, BN, BC>>(Padding::Zero)
+            .load((g, n, c))
+            .reshape::<S2<BN, BC>>()
+    }
+
     /// The e4m3 scale codes (`0..256`) of the `BN x BK` weight tile `(n, k)` of group `g` (`s: [G, N,
     /// K/16]`, `BKS = BK/16` per row).
     pub fn scale_codes<const BN: i32, const BKS: i32>(
@@ -343,11 +356,7 @@ pub mod kernels {
         n: Scalar<i32>,
         k: Scalar<i32>,
     ) -> Tile<i32, S2<BN, BKS>> {
-        unsigned(
-            s.partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKS>>(),
-        )
+        unsigned(group_tile::<BN, BKS>(s, g, n, k))
     }
 
     /// The dequantized `BN x BK` tile of rows `n·BN..` and columns `k·BK..` of group `g` of NVFP4
@@ -361,11 +370,7 @@ pub mod kernels {
         n: Scalar<i32>,
         k: Scalar<i32>,
     ) -> Tile<f32, S2<BN, BK>> {
-        let bytes = unsigned(
-            w.partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKH>>(),
-        );
+        let bytes = unsigned(group_tile::<BN, BKH>(w, g, n, k));
         let lo = e2m1_decode(bytes & 15i32).reshape::<S3<BN, BKH, 1>>();
         let hi = e2m1_decode(bytes >> 4i32).reshape::<S3<BN, BKH, 1>>();
         let vals = cat::<2, f32, S3<BN, BKH, 1>, S3<BN, BKH, 1>, S3<BN, BKH, 2>>(lo, hi)
@@ -391,11 +396,7 @@ pub mod kernels {
         n: Scalar<i32>,
         k: Scalar<i32>,
     ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
-        let bytes = unsigned(
-            w.partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
-                .load((g, n, k))
-                .reshape::<S2<BN, BKH>>(),
-        );
+        let bytes = unsigned(group_tile::<BN, BKH>(w, g, n, k));
         let sc = scale_codes::<BN, BKS>(s, g, n, k);
         // 16 elements per scale = 8 bytes per scale in each half.
         let scale = (e4m3_decode(sc) * global)
@@ -1092,11 +1093,7 @@ pub mod kernels {
         n: Scalar<i32>,
         k: Scalar<i32>,
     ) -> (Tile<E, S2<BN, BKH>>, Tile<E, S2<BN, BKH>>) {
-        let bytes = w
-            .partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
-            .load((g, n, k))
-            .reshape::<S2<BN, BKH>>()
-            .cast::<i16>();
+        let bytes = group_tile::<BN, BKH>(w, g, n, k).cast::<i16>();
         let sc = scale_codes::<BN, BKS>(s, g, n, k);
         let scale = e4m3_folded::<E, S2<BN, BKS>>(sc)
             .reshape::<S3<BN, BKS, 1>>()

@@ -29,7 +29,7 @@ pub const TILE: (i32, i32, i32) = (128, 64, 128);
 #[cutile::module]
 pub mod kernels {
     use super::super::codec::quantize_tile;
-    use super::super::kernels::{at, block_rows, gather_rows, scatter_weighted};
+    use super::super::kernels::{at, block_rows, gather_rows, group_tile, scatter_weighted};
     use cutile::core::*;
 
     /// `x · sigmoid(x)`, the activation family's exact form.
@@ -81,17 +81,10 @@ pub mod kernels {
         n: Scalar<i32>,
         k: Scalar<i32>,
     ) -> (Tile<f4e2m1fn, S2<BN, BK>>, Tile<f8e4m3fn, S2<BN, BKS>>) {
-        let v = w
-            .partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
-            .load((e, n, k))
-            .reshape::<S2<BN, BKH>>()
-            .reinterpret::<f4e2m1fn, S2<BN, BK>>();
-        let sc = s
-            .partition_padded::<S3<1, BN, BKS>>(Padding::Zero)
-            .load((e, n, k))
-            .reshape::<S2<BN, BKS>>()
-            .bitcast::<f8e4m3fn>();
-        (v, sc)
+        (
+            group_tile::<BN, BKH>(w, e, n, k).reinterpret::<f4e2m1fn, S2<BN, BK>>(),
+            group_tile::<BN, BKS>(s, e, n, k).bitcast::<f8e4m3fn>(),
+        )
     }
 
     /// `v[rows]` of a per-row f32 vector as a `BM x BN` tile (0 where `valid` is false).
