@@ -96,17 +96,28 @@ fn schedule_follows_the_token_count() {
         let ops = fused_qkv::with_scratch(&ops, &opts, &t, false).unwrap();
         fused_qkv::plan(&ops, &opts, &t, false).unwrap()
     };
-    // Decode at hidden 4096: split-K partials + epilogue, 2 splits (each keeps 32 K tiles; the H200
-    // tuner's pick over 4, 8 and 16).
-    let p = plan(8, 0);
+    // Decode at hidden 4096, 2 splits (each keeps 32 K tiles; the H200 tuner's pick over 4, 8 and
+    // 16). T ≤ 16: the split in one launch, 128-deep K steps, 8 warps (the session 18 tuner's pick).
+    for tokens in [1, 8, 16] {
+        let p = plan(tokens, 0);
+        assert_eq!(p.len(), 1, "{tokens}");
+        assert_eq!(p[0].config, "fused_qkv split2-last 16x128 w8");
+        assert_eq!(p[0].kernel.name(), "qkv_split_last");
+        assert_eq!(p[0].grid, Some((1, 48, 2)));
+    }
+    // T 17..=32: partials over whole heads, then the epilogue kernel.
+    let p = plan(32, 0);
     assert_eq!(p.len(), 2);
-    assert_eq!(
-        p[0].config, "fused_qkv split2 16x64 n128 w8",
-        "{}",
-        p[0].config
-    );
+    assert_eq!(p[0].config, "fused_qkv split2 32x64 n128 w8");
     let (x, y, z) = p[0].grid.unwrap();
     assert_eq!(x * y * z, 48 * 2, "{:?}", p[0].grid);
+    // T 33..=64: one split, 64-column partial blocks over the whole of K (96 blocks), then the
+    // epilogue kernel.
+    let p = plan(64, 0);
+    assert_eq!(p.len(), 2);
+    assert_eq!(p[0].config, "fused_qkv split1 64x128 n64 w8");
+    assert_eq!(p[0].kernel.name(), "qkv_partial");
+    assert_eq!(p[0].grid, Some((1, 96, 1)));
     // The same split in one launch, the tuner's second candidate: whole heads, the last block of a
     // tile runs its epilogue; its last two arguments are the f32 partials [splits, T, N] and one
     // counter per (row tile, head), both written.
@@ -153,13 +164,14 @@ fn schedule_follows_the_token_count() {
             "hidden {hidden}: {c:?}"
         );
     }
-    // Prefill: one fused launch, 128-row tiles with 8 worker warps, one per block, heads fastest.
+    // Prefill: one fused launch, 128-row tiles of two heads with 8 worker warps, one per block, head
+    // pairs fastest.
     for tokens in [4096, 16384] {
         let p = plan(tokens, 0);
         assert_eq!(p.len(), 1);
-        assert_eq!(p[0].config, "fused_qkv 128x64");
-        assert_eq!(p[0].kernel.name(), "fused_qkv");
-        assert_eq!(p[0].grid, Some((48, (tokens / 128) as u32, 1)));
+        assert_eq!(p[0].config, "fused_qkv pair 128x64");
+        assert_eq!(p[0].kernel.name(), "fused_qkv_pair");
+        assert_eq!(p[0].grid, Some((24, (tokens / 128) as u32, 1)));
         let eight = cutile_ir::Attribute::i32(8);
         assert!(
             p[0].kernel
@@ -214,6 +226,15 @@ fn schedule_follows_the_token_count() {
             "heads {heads} d {d}"
         );
     }
+    // So an odd head count keeps one head per 128-row tile by default.
+    assert_eq!(
+        fused_qkv::config::choose(&t, 4096, 7, 128, 4096),
+        QkvConfig::Fused {
+            bm: 128,
+            bk: 64,
+            persistent: false
+        }
+    );
     // Decode's default split carries 8 worker warps; so do both launches of its two-launch form.
     let (ops, opts) = described(BF16, &[8, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]);
     let ops = fused_qkv::with_scratch(&ops, &opts, &t, true).unwrap();

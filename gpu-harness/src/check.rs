@@ -718,16 +718,18 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
         fused_qkv::OP => (
             (1..=4i64, prop::sample::select(vec![1i64, 4, 8])),
             (prop::sample::select(vec![64i64, 128]), any::<bool>()),
-            (dim(4096), 1..=48i64),
+            (dim(4096), 1..=48i64, any::<bool>()),
             proptest::collection::vec(any::<bool>(), 6),
             dtype,
             seed,
         )
-            .prop_map(|((hkv, ratio), (d, half), (t, h), sw, dtype, seed)| {
+            .prop_map(|((hkv, ratio), (d, half), (t, h, long), sw, dtype, seed)| {
                 let hq = hkv * ratio;
                 let n = (hq + 2 * hkv) * d;
-                // Ragged hidden sizes (zero-padded K tiles) and T within the reference's budget.
-                let hidden = h * 32 + h % 5;
+                // Ragged hidden sizes (zero-padded K tiles) and T within the reference's budget;
+                // `long` hidden sizes (4096 and up) reach the split-K decode schedules, which need
+                // 64 K tiles or more (the budget then keeps T small, as decode is).
+                let hidden = if long { 4096 } else { 0 } + h * 32 + h % 5;
                 let t = t.min((MAX_MACS / 4 / (n * hidden)).max(1));
                 let rot = if half { d / 2 } else { d };
                 Case {
@@ -1501,6 +1503,34 @@ mod tests {
         }
         let ops_seen: std::collections::HashSet<_> = a.iter().map(|c| c.op.clone()).collect();
         assert_eq!(ops_seen.len(), ops.len());
+    }
+
+    /// The fused QKV cases reach every default schedule: the one-launch split (T ≤ 16), the
+    /// two-launch split over whole heads (T 17–32), the single 64-column split (T 33–64) and the
+    /// fused kernel; each split form needs a hidden size of 4096 or more.
+    #[test]
+    fn fused_qkv_cases_reach_every_default_schedule() {
+        use cutile_kernels::fused_qkv::config::{QkvConfig, choose};
+        let target = cutile_kernels::op::Target::planning(GpuArch::Sm90);
+        let mut kinds = std::collections::BTreeSet::new();
+        for t in generate(&[fused_qkv::OP], 300, 11).expect("gen") {
+            let c = t.current();
+            let [t, hidden] = c.shapes[0][..] else {
+                panic!("{c:?}")
+            };
+            let (hq, hkv, d) = (c.shapes[1][0], c.shapes[1][1], c.shapes[1][2]);
+            kinds.insert(match choose(&target, t, hq + 2 * hkv, d, hidden) {
+                QkvConfig::SplitLast { .. } => "split-last",
+                QkvConfig::SplitK { splits: 1, .. } => "split1",
+                QkvConfig::SplitK { .. } => "split",
+                QkvConfig::Fused { .. } | QkvConfig::FusedPair { .. } => "fused",
+                QkvConfig::Unfused => "unfused",
+            });
+        }
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            ["fused", "split", "split-last", "split1"]
+        );
     }
 
     #[test]

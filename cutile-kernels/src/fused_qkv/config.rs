@@ -1,9 +1,9 @@
-//! Which schedule a fused QKV call gets: one fused kernel (prefill: many row tiles), split-K partials
-//! plus an epilogue kernel (decode: few tokens, so `ceil(T / BM)·heads` blocks would leave SMs idle
-//! while the weight streams in), or the unfused path (the catalog's separate GEMM, QK-norm, RoPE and
-//! cache-write kernels). Not yet
-//! measured on a GPU: the rules below follow the block counts and the GEMM family's measurements. With `CUTILE_TUNE=on|force` the
-//! host API times the candidates (fused and split-K; the unfused path only when asked for).
+//! Which schedule a fused QKV call gets: one fused kernel (prefill: many row tiles, one or two heads
+//! per tile), split-K partials with the epilogue in the last block or in a second kernel (decode: few
+//! tokens, so `ceil(T / BM)·heads` blocks would leave SMs idle while the weight streams in), or the
+//! unfused path (the catalog's separate GEMM, QK-norm, RoPE and cache-write kernels). The defaults
+//! ([`choose`]) come from the H200 tuner; with `CUTILE_TUNE=on|force` the host API times the candidates
+//! (fused and split-K; the unfused path only when asked for).
 
 use crate::op::tuning::Candidate;
 use crate::op::{Target, ceil_div};
@@ -135,60 +135,91 @@ pub const EPILOGUE_ROWS: i64 = 64;
 /// The fewest 64-wide K tiles a split of the default schedule keeps (2048 input features).
 pub const MIN_SPLIT_K_TILES: i64 = 32;
 
-/// The default schedule for `t` tokens, `heads = Hq + 2·Hkv`, head dimension `d` and `hidden` input
-/// features: split-K (partials, then `qkv_epilogue`) when `t ≤ 64` and the fused grid would not fill
-/// every SM twice, doubling the splits toward two blocks per SM only while each split keeps at least
-/// [`MIN_SPLIT_K_TILES`] K tiles; a call left with one split runs fused. The same split in one launch
-/// ([`QkvConfig::SplitLast`]: the last block of a tile runs its epilogue) is the tuner's second
-/// candidate; it has not run on a GPU yet (session 17 had no device time), so it is not the default. Otherwise fused, one tile per block with the heads fastest:
-/// 128-row tiles once there are at least as many of them as SMs and `d ≤ 128` (a 128 x 256 f32
-/// accumulator does not fit in registers), else 64-row tiles.
-///
-/// The split-K launches carry 8 worker warps ([`WIDE_WORKERS`]): in the H200 tuner (session 9, read
-/// L2 flush, `docs/fused_qkv.md`) the 8-warp form won or tied at T 1, 32 and 64 and the bench of the
-/// tuned winners beat the 4-warp default by 1.01–1.10× (T 1: 21.2 against 23.4 µs); none of 8 split
-/// counts, 64-column blocks, 128-deep K steps or `occupancy` 2/4 hints gained more than 3% over it.
-///
-/// The split floor is measured: the H200 tuner (session 7, `docs/fused_qkv.md`) picked 2 splits over
-/// the previous rule's 8 at hidden 4096 (T 1, 8, 32, 64: 1.21–1.39× faster), and the fused kernel over
-/// 2 and 4 splits at hidden 768 and 1000 (1.40× and 1.32×): short splits cost more in partial sums
-/// and a second launch than the extra blocks gain.
-///
-/// Why one tile per block and not persistent (`ptxas -v`, sm_90, tileiras 13.5.37, hidden 4096, Hq
-/// 32, Hkv 8, D 128, bf16): `fused_qkv` 128x64 with 8 worker warps uses 168 registers, no spills,
-/// 222 KB of shared memory; `fused_qkv_persistent` 128x64 spills 60 bytes with 8 warps (4 KB with 4).
-/// The persistent form stays a tuning candidate. Not yet measured for this op on a GPU.
-pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvConfig {
+/// The split-K rule: for `t ≤ 64` tokens whose fused grid would not fill every SM twice, the row tile
+/// and the split count, doubled toward two blocks per SM only while each split keeps at least
+/// [`MIN_SPLIT_K_TILES`] K tiles; `None` when that leaves one split (the call runs fused).
+fn split_rule(target: &Target, t: i64, heads: i64, hidden: i64) -> Option<(i64, i64)> {
+    if t > 64 {
+        return None;
+    }
     let sms = target.sm_count as i64;
     let k_tiles = ceil_div(hidden.max(1), 64);
-    if t <= 64 {
-        let bm = split_bm(t);
-        let blocks = ceil_div(t, bm) * heads;
-        if blocks < 2 * sms {
-            let mut splits = 1;
-            while blocks * splits < 2 * sms
-                && splits < MAX_SPLITS
-                && k_tiles / (2 * splits) >= MIN_SPLIT_K_TILES
-            {
-                splits *= 2;
-            }
-            if splits > 1 {
-                return QkvConfig::SplitK {
-                    bm,
-                    bk: 64,
-                    bn: d,
-                    splits,
-                    wide: true,
-                    occupancy: 0,
-                };
-            }
-        }
+    let bm = split_bm(t);
+    let blocks = ceil_div(t, bm) * heads;
+    let mut splits = 1;
+    while blocks * splits < 2 * sms
+        && splits < MAX_SPLITS
+        && k_tiles / (2 * splits) >= MIN_SPLIT_K_TILES
+    {
+        splits *= 2;
+    }
+    (splits > 1).then_some((bm, splits))
+}
+
+/// The default schedule for `t` tokens, `heads = Hq + 2·Hkv`, head dimension `d` and `hidden` input
+/// features.
+///
+/// Decode (`t ≤ 64` where [`split_rule`] splits K), by row tile:
+/// - 16 rows (`t ≤ 16`): the split in one launch ([`QkvConfig::SplitLast`]: the last block of a tile
+///   sums the partials and runs the epilogue), 128-deep K steps, 8 worker warps;
+/// - 32 rows: split-K partials over whole heads, then `qkv_epilogue`, 64-deep K steps, 8 warps;
+/// - 64 rows: no K split but 64-column partial blocks over the whole of K (twice the grid of whole
+///   heads), 128-deep K steps, 8 warps, then `qkv_epilogue`.
+///
+/// Otherwise fused, one tile per block with the heads fastest: 128-row tiles once there are at least
+/// as many of them as SMs and `d ≤ 128` (a 128 x 256 f32 accumulator does not fit in registers), two
+/// heads per tile ([`QkvConfig::FusedPair`]) where the head count is even, else 64-row tiles.
+///
+/// Measured (H200 tuner and a second bench with its picks, read L2 flush; hidden 4096, Hq 32, Hkv 8,
+/// D 128, bf16; `docs/fused_qkv.md`): in session 18 the one-launch split beat the two-launch one at
+/// T 1 and 8 (22.2 against 23.2 µs, 22.2 against 25.9), the 64-column single split beat it at T 64
+/// (25.1 against 26.7; session 16: 1.07× too), and the pair tile beat one head per tile at T 4096 and
+/// 16384 (328.9 against 365.3 µs, 1275 against 1422). At T 32 no candidate gained more than 4%.
+/// The 8-warp forms won or tied in session 9's tuner; the split floor is session 7's (2 splits over 8
+/// at hidden 4096: 1.21–1.39×; the fused kernel over 2 and 4 splits at hidden 768 and 1000: short
+/// splits cost more in partial sums than the extra blocks gain).
+///
+/// Why one tile per block and not persistent (`ptxas -v`, sm_90, tileiras 13.5.37): `fused_qkv`
+/// 128x64 with 8 worker warps uses 168 registers, no spills; `fused_qkv_persistent` 128x64 spills 60
+/// bytes with 8 warps, and the tuner timed it 3.4× slower at T 4096 (session 18).
+pub fn choose(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> QkvConfig {
+    let sms = target.sm_count as i64;
+    if let Some((bm, splits)) = split_rule(target, t, heads, hidden) {
+        return match bm {
+            16 => QkvConfig::SplitLast {
+                bm,
+                bk: 128,
+                splits,
+                wide: true,
+                occupancy: 0,
+            },
+            64 => QkvConfig::SplitK {
+                bm,
+                bk: 128,
+                bn: 64,
+                splits: 1,
+                wide: true,
+                occupancy: 0,
+            },
+            _ => QkvConfig::SplitK {
+                bm,
+                bk: 64,
+                bn: d,
+                splits,
+                wide: true,
+                occupancy: 0,
+            },
+        };
     }
     if d <= 128 && ceil_div(t, 128) * heads >= sms {
-        QkvConfig::Fused {
-            bm: 128,
-            bk: 64,
-            persistent: false,
+        if heads % 2 == 0 {
+            QkvConfig::FusedPair { bm: 128, bk: 64 }
+        } else {
+            QkvConfig::Fused {
+                bm: 128,
+                bk: 64,
+                persistent: false,
+            }
         }
     } else {
         QkvConfig::Fused {
@@ -221,23 +252,22 @@ pub fn candidates(target: &Target, t: i64, heads: i64, d: i64, hidden: i64) -> V
             all.push(QkvConfig::FusedPair { bm, bk: 64 });
         }
     }
-    if let QkvConfig::SplitK {
-        bm,
-        bk,
-        bn,
-        splits,
-        wide,
-        occupancy,
-    } = all[0]
-        && bn == d
-    {
-        // The same split in one launch (the last block of a tile runs the epilogue).
+    if let Some((bm, splits)) = split_rule(target, t, heads, hidden) {
+        // The rule's split over whole heads in both forms (two launches, and one), 8 warps.
+        all.push(QkvConfig::SplitK {
+            bm,
+            bk: 64,
+            bn: d,
+            splits,
+            wide: true,
+            occupancy: 0,
+        });
         all.push(QkvConfig::SplitLast {
             bm,
-            bk,
+            bk: 64,
             splits,
-            wide,
-            occupancy,
+            wide: true,
+            occupancy: 0,
         });
     }
     if t <= 64 {
