@@ -392,7 +392,8 @@ fn gather_form_for_every_call() {
             "{op} {x:?}: {gathers} of {}",
             all.len()
         );
-        let class = activation::config::class(&t, dt, 1, 1 << 20, aligned);
+        let default = activation::config::choose(&t, 1, 1 << 20);
+        let class = activation::config::class(&default, dt, aligned);
         assert_eq!(class.ends_with(" unaligned"), !aligned, "{class}");
     }
 }
@@ -425,8 +426,9 @@ fn tiles_follow_call_size_and_row_length() {
         assert_eq!(tile(rows, cols), want, "{rows} x {cols}");
     }
     for (rows, cols) in [(1, 100_000), (16384, 4096), (3, 33), (1000, 513)] {
-        let all = activation::config::candidates(&t, rows, cols);
-        assert_eq!(all[0], activation::config::choose(&t, rows, cols));
+        let default = activation::config::choose(&t, rows, cols);
+        let all = activation::config::candidates(default, rows, cols);
+        assert_eq!(all[0], default);
         assert!(
             all.iter()
                 .all(|c| c.tm <= (rows as u64).next_power_of_two() as i64)
@@ -886,6 +888,81 @@ fn compile_four_archs() {
     })
     .collect();
     common::compile_four_archs("compile_four_archs", common::catalog_jobs(&calls));
+}
+
+/// The tanh GELU forward with 16-bit elements takes one row of 8192 on calls of at least 64 such
+/// tiles per SM with rows that long (`config::choose_long_rows`; a contiguous call is one long row);
+/// smaller calls, short strided rows, f32, the gated form and the other activations keep the family's
+/// tile.
+#[test]
+fn tanh_gelu_takes_long_row_tiles_on_long_rows_only() {
+    let t = target();
+    let default = |op: &str, dt: &str, shape: &[i64]| {
+        let call = cutile_kernels::op::CallSpec::new(op, dt, &[shape], false);
+        let config = call.plan(&t, false).unwrap().launches[0].config.clone();
+        // Launch configs are named "<kernel> <tile>".
+        config.split_once(' ').unwrap().1.to_string()
+    };
+    // (op, dtype, shape, default)
+    let cases: &[(&str, &str, &[i64], &str)] = &[
+        (
+            activation::GELU_TANH,
+            "bf16",
+            &[16384, 8192],
+            "TM=1 BN=8192 gather",
+        ),
+        (
+            activation::GELU_TANH,
+            "f16",
+            &[8192, 16384],
+            "TM=1 BN=8192 gather",
+        ),
+        (
+            activation::GELU_TANH,
+            "bf16",
+            &[4096, 2048],
+            "TM=1 BN=2048 gather",
+        ),
+        (
+            activation::GELU_TANH,
+            "bf16",
+            &[8192, 8192],
+            "TM=1 BN=2048 gather",
+        ),
+        (
+            activation::GELU_TANH,
+            "bf16",
+            &[2, 8192],
+            "TM=1 BN=1024 gather",
+        ),
+        (
+            activation::GELU_TANH,
+            "f32",
+            &[16384, 8192],
+            "TM=1 BN=2048 gather",
+        ),
+        (
+            activation::GEGLU_TANH,
+            "bf16",
+            &[16384, 16384],
+            "TM=1 BN=2048 gather",
+        ),
+        (
+            activation::GELU,
+            "bf16",
+            &[16384, 8192],
+            "TM=1 BN=2048 gather",
+        ),
+        (
+            activation::GELU_TANH_BACKWARD,
+            "bf16",
+            &[16384, 8192],
+            "TM=1 BN=2048 gather",
+        ),
+    ];
+    for &(op, dt, shape, want) in cases {
+        assert_eq!(default(op, dt, shape), want, "{op} {dt} {shape:?}");
+    }
 }
 
 /// The folded tanh GELU (`ActConfig::folded`) is a tuner candidate of the tanh GELU's forward ops

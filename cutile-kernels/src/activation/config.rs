@@ -74,12 +74,44 @@ fn best(rows: i64, cols: i64, elems: i64) -> Option<(i64, i64)> {
         .copied()
 }
 
-/// The tuning/shape class of a call: element type, the default tile, and whether every view is
-/// aligned (which changes the kernels' layout facts and so their code).
-pub fn class(target: &Target, dtype: ScalarType, rows: i64, cols: i64, aligned: bool) -> String {
-    let c = choose(target, rows, cols);
+/// The tuning/shape class of a call whose default is `default`: element type, the default tile, and
+/// whether every view is aligned (which changes the kernels' layout facts and so their code).
+pub fn class(default: &ActConfig, dtype: ScalarType, aligned: bool) -> String {
     let unaligned = if aligned { "" } else { " unaligned" };
-    format!("{dtype} {}{unaligned}", c.name().to_lowercase())
+    format!("{dtype} {}{unaligned}", default.name().to_lowercase())
+}
+
+/// The one-row tile of the tanh GELU forward on long rows ([`choose_long_rows`]).
+pub const LONG_ROW_TILE: i64 = 8192;
+
+/// Tiles of [`LONG_ROW_TILE`] per SM from which [`choose_long_rows`] takes them.
+pub const LONG_ROW_TILES_PER_SM: i64 = 64;
+
+/// [`choose`] for the tanh GELU forward with 16-bit elements: where [`choose`] gives one row of
+/// [`TILE_ELEMS`], the (viewed) rows have at least [`LONG_ROW_TILE`] columns (a contiguous call is
+/// viewed as one row) and the call makes at least [`LONG_ROW_TILES_PER_SM`] tiles of
+/// [`LONG_ROW_TILE`] per SM, one row of [`LONG_ROW_TILE`] instead. Its ten f32 ops per element make
+/// it the one activation whose loads wait on the math at 2048. On the H200 (session 18 tuner and
+/// the bench of its pick, bf16): `[16384, 8192]` (124 tiles of 8192 per SM) took 129.4 µs at 8192
+/// against 139.7 at 2048 (session 16: 129.2 against 135.4), while `[4096, 2048]` (8 per SM) took
+/// 12.10 against 11.53 and `[1000, 1026]` 5.67 against 4.82; the threshold sits between the two
+/// sizes, where it is not measured. Every other activation won or tied at 2048 or 1024 (session 16,
+/// `docs/activation.md`).
+pub fn choose_long_rows(target: &Target, rows: i64, cols: i64) -> ActConfig {
+    let c = choose(target, rows, cols);
+    let sms = (target.sm_count as i64).max(1);
+    let tiles = rows.max(1).saturating_mul(cols.max(1)) / LONG_ROW_TILE;
+    if (c.tm, c.bn) == (1, TILE_ELEMS)
+        && cols >= LONG_ROW_TILE
+        && tiles >= LONG_ROW_TILES_PER_SM * sms
+    {
+        ActConfig {
+            bn: LONG_ROW_TILE,
+            ..c
+        }
+    } else {
+        c
+    }
 }
 
 /// The default for a `rows x cols` view, aligned or not: the gather form, with the listed tile of at
@@ -120,10 +152,9 @@ pub fn choose(target: &Target, rows: i64, cols: i64) -> ActConfig {
     }
 }
 
-/// The default first, then every listed tile with at least a quarter of its useful elements per tile
+/// `default` first, then every listed tile with at least a quarter of its useful elements per tile
 /// and every one-row tile of at most 2048, in both access forms.
-pub fn candidates(target: &Target, rows: i64, cols: i64) -> Vec<ActConfig> {
-    let default = choose(target, rows, cols);
+pub fn candidates(default: ActConfig, rows: i64, cols: i64) -> Vec<ActConfig> {
     let floor = useful(rows, cols, (default.tm, default.bn)) / 4;
     let max_tm = (rows.max(1) as u64).next_power_of_two() as i64;
     let forms = [default.gather, !default.gather];

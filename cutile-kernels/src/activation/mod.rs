@@ -414,7 +414,7 @@ fn run<'a>(
     };
     let (dt, rows, cols, aligned) = (call.dtype, call.rows, call.cols, call.aligned);
     let candidates = candidates(spec, dt, &target, rows, cols);
-    let class = config::class(&target, dt, rows, cols, aligned);
+    let class = config::class(&candidates[0], dt, aligned);
     let first_output = operands.len() - spec.outputs();
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
     // launches address only the views `Call::new` checked against their shapes and strides.
@@ -668,8 +668,30 @@ macro_rules! act_kernel {
     }};
 }
 
-/// Every configuration of a call the tuner may time: the family's tile and form candidates, plus, for
-/// the tanh GELU's forward ops with 16-bit outputs, the default tile with the folded math.
+/// Whether a call is the tanh GELU's forward with 16-bit outputs: the one that takes
+/// [`config::choose_long_rows`] and has the folded math among its candidates.
+fn tanh_gelu_16(spec: &OpSpec, dt: cutile_ir::ScalarType) -> bool {
+    spec.act == Activation::GeluTanh && !spec.backward && dt != cutile_ir::ScalarType::F32
+}
+
+/// The default configuration of a call.
+fn default_config(
+    spec: &OpSpec,
+    dt: cutile_ir::ScalarType,
+    target: &Target,
+    rows: i64,
+    cols: i64,
+) -> ActConfig {
+    if tanh_gelu_16(spec, dt) && spec.form == Form::Unary {
+        config::choose_long_rows(target, rows, cols)
+    } else {
+        config::choose(target, rows, cols)
+    }
+}
+
+/// Every configuration of a call the tuner may time, the default first: the family's tile and form
+/// candidates, plus, for the tanh GELU's forward ops with 16-bit outputs, the default tile with the
+/// folded math.
 fn candidates(
     spec: &OpSpec,
     dt: cutile_ir::ScalarType,
@@ -677,8 +699,8 @@ fn candidates(
     rows: i64,
     cols: i64,
 ) -> Vec<ActConfig> {
-    let mut all = config::candidates(target, rows, cols);
-    if spec.act == Activation::GeluTanh && !spec.backward && dt != cutile_ir::ScalarType::F32 {
+    let mut all = config::candidates(default_config(spec, dt, target, rows, cols), rows, cols);
+    if tanh_gelu_16(spec, dt) {
         all.push(ActConfig {
             folded: true,
             ..all[0]
@@ -720,7 +742,9 @@ pub fn plan(
     let configs = if all_candidates {
         candidates(spec, call.dtype, target, call.rows, call.cols)
     } else {
-        vec![config::choose(target, call.rows, call.cols)]
+        vec![default_config(
+            spec, call.dtype, target, call.rows, call.cols,
+        )]
     };
     let mut out = Vec::new();
     for c in &configs {
