@@ -281,6 +281,7 @@ pub mod kernels {
         let pk = k.partition_padded::<S4<1, BN, 1, D>>(Padding::Zero);
         let pv = v.partition_padded::<S4<1, BN, 1, D>>(Padding::Zero);
         let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
+        let qk_scale = step_scale::<SOFTCAP>(knobs);
         let off = shift + bottom_right * (len_k - len_q);
         let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, len_k, window);
         let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
@@ -290,7 +291,7 @@ pub mod kernels {
             let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
                 tq, tk, j, qt, off, len_k, knobs,
             );
-            st = safe_step(s, tv, st);
+            st = safe_step(s, tv, qk_scale, st);
         }
         for j in u_lo..u_hi {
             let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
@@ -298,7 +299,7 @@ pub mod kernels {
             let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
                 tq, tk, j, qt, off, len_k, knobs,
             );
-            st = safe_step(s, tv, st);
+            st = safe_step(s, tv, qk_scale, st);
         }
         for j in u_hi..end {
             let tk = pk.load((b, j, kvh, 0)).reshape::<S2<BN, D>>();
@@ -306,7 +307,7 @@ pub mod kernels {
             let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
                 tq, tk, j, qt, off, len_k, knobs,
             );
-            st = safe_step(s, tv, st);
+            st = safe_step(s, tv, qk_scale, st);
         }
         let (out, lse_row) = safe_finish(st);
         // SAFETY: `schedule` maps blocks one-to-one to (bh, qt): each output tile has one writer.
@@ -377,6 +378,7 @@ pub mod kernels {
                 .narrow(0, kv0, kv_rows)
                 .partition_padded::<S3<BN, 1, D>>(Padding::Zero);
             let knobs = (scale, shift, bottom_right, window, softcap, sinks_on);
+            let qk_scale = step_scale::<SOFTCAP>(knobs);
             let off = shift + bottom_right * (len_k - len_q);
             let (lo, u_lo, u_hi, end) = variant_tiles::<BM, BN, CAUSAL>(qt, off, len_k, window);
             let mut st = sink_state::<BM, D>(sinks, h, sinks_on);
@@ -386,7 +388,7 @@ pub mod kernels {
                 let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
                     tq, tk, j, qt, off, len_k, knobs,
                 );
-                st = safe_step(s, tv, st);
+                st = safe_step(s, tv, qk_scale, st);
             }
             for j in u_lo..u_hi {
                 let tk = pk.load((j, kvh, 0)).reshape::<S2<BN, D>>();
@@ -394,7 +396,7 @@ pub mod kernels {
                 let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, false>(
                     tq, tk, j, qt, off, len_k, knobs,
                 );
-                st = safe_step(s, tv, st);
+                st = safe_step(s, tv, qk_scale, st);
             }
             for j in u_hi..end {
                 let tk = pk.load((j, kvh, 0)).reshape::<S2<BN, D>>();
@@ -402,7 +404,7 @@ pub mod kernels {
                 let s = variant_scores::<E, BM, BN, D, CAUSAL, SOFTCAP, true>(
                     tq, tk, j, qt, off, len_k, knobs,
                 );
-                st = safe_step(s, tv, st);
+                st = safe_step(s, tv, qk_scale, st);
             }
             let (out, lse_row) = safe_finish(st);
             let mut os = o.narrow(0, q0, len_q);
@@ -458,8 +460,11 @@ pub mod kernels {
         (lo, u_lo, u_hi, end)
     }
 
-    /// Base-2 logits of one tile: `q kᵀ · scale · log2 e`, soft-capped when `SOFTCAP`, and when `MASK`
-    /// -inf where the key is past `len_k`, after the query's position (`CAUSAL`) or before its window.
+    /// Logits of one tile, in units that [`safe_step`] with [`step_scale`] turns into base-2 logits:
+    /// the raw `q kᵀ` (scaled inside the step's `fma`, as the dense kernel does, which saves one f32
+    /// multiply per score), or when `SOFTCAP` the soft-capped base-2 logits `cap · tanh(q kᵀ · scale /
+    /// cap) · log2 e`; when `MASK`, -inf where the key is past `len_k`, after the query's position
+    /// (`CAUSAL`) or before its window.
     #[allow(clippy::too_many_arguments)]
     fn variant_scores<
         E: MmaOperand<f32>,
@@ -483,7 +488,7 @@ pub mod kernels {
         let s = if SOFTCAP {
             (s * (scale / softcap)).tanh() * (softcap * LOG2_E)
         } else {
-            s * (scale * LOG2_E)
+            s
         };
         if MASK {
             let keys = (iota::<BN>() + j * BN)
@@ -522,17 +527,31 @@ pub mod kernels {
         )
     }
 
-    /// [`softmax_step`] on base-2 logits that may leave a row with no finite logit yet: such a row
-    /// keeps max -inf, sum and accumulator unchanged (its exponentials are taken against 0).
+    /// The factor [`safe_step`] applies to [`variant_scores`]' logits: `scale · log2 e` on raw scores,
+    /// 1 on soft-capped ones (already base-2 logits).
+    fn step_scale<const SOFTCAP: bool>(knobs: Knobs) -> Scalar<f32> {
+        let (scale, _, _, _, _, _) = knobs;
+        if SOFTCAP {
+            full::<f32, S0>(1.0f32).to_scalar()
+        } else {
+            scale * LOG2_E
+        }
+    }
+
+    /// [`softmax_step`] on logits `s` that become base-2 logits times `qk_scale` (> 0, so scaling
+    /// after the max is the same as before it) and may leave a row with no finite logit yet: such a
+    /// row keeps max -inf, sum and accumulator unchanged (its exponentials are taken against 0). The
+    /// state's max is in base-2 logits.
     fn safe_step<E: MmaOperand<f32>, const BM: i32, const BN: i32, const D: i32>(
         s: Tile<f32, S2<BM, BN>>,
         tv: Tile<E, S2<BN, D>>,
+        qk_scale: Scalar<f32>,
         st: State<BM, D>,
     ) -> State<BM, D> {
         let (m, l, acc) = st;
-        let m_new = m.max(s.amax::<1>());
+        let m_new = m.max(s.amax::<1>() * qk_scale);
         let m_use = select(m_new == f32::NEG_INFINITY, zeros::<f32, S2<BM, 1>>(), m_new);
-        let p = (s - m_use.broadcast::<S2<BM, BN>>()).exp2();
+        let p = fma(s, qk_scale, (-m_use).broadcast::<S2<BM, BN>>()).exp2();
         let alpha = (m - m_use).exp2();
         let l_new = fma(l, alpha, p.sum::<1>());
         let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<BM, D>>());

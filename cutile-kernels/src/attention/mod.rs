@@ -311,6 +311,14 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
             &[&[4, 32, 4096, 128], &[4, 32, 4096, 128]],
             causal,
         ));
+        // The varlen benchmark's dense partner at equal total tokens and equal sequence length (16
+        // sequences of 1024).
+        calls.push(c(
+            OP,
+            "bf16",
+            &[&[16, 32, 1024, 128], &[16, 32, 1024, 128]],
+            causal,
+        ));
         calls.push(c(
             OP,
             "bf16",

@@ -902,7 +902,7 @@ pub fn ragged_lengths(n: usize, total: usize) -> Vec<i64> {
 }
 
 /// The variant calls the catalog compiles and the GPU runner checks and benchmarks: few
-/// specializations (four per arch).
+/// specializations (four per arch: the varlen calls of equal and unequal lengths share theirs).
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     use crate::op::CallSpec;
     let spec = |op: &str, shapes: Vec<Vec<i64>>, causal: bool| CallSpec {
@@ -956,6 +956,19 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         spec(
             VARLEN_OP,
             vec![vec![32, 32, 128], ragged.clone(), ragged],
+            true,
+        ),
+        // Equal lengths: against the dense [16, 32, 1024, 128] call this is varlen's own cost (the
+        // packed layout and per-sequence offsets) at the same work; the ragged calls above add the
+        // partial tiles of unequal lengths.
+        spec(
+            VARLEN_OP,
+            vec![vec![32, 32, 128], vec![1024; 16], vec![1024; 16]],
+            false,
+        ),
+        spec(
+            VARLEN_OP,
+            vec![vec![32, 32, 128], vec![1024; 16], vec![1024; 16]],
             true,
         ),
     ]
