@@ -416,6 +416,7 @@ fn plain_calls_keep_the_dense_kernels_and_variants_take_the_variant_kernel() {
             window: Some(4),
             ..opts(true)
         },
+        false,
     )
     .unwrap();
     assert_eq!(p[0].kernel.name(), "attention_prefill");
@@ -869,5 +870,48 @@ fn varlen_scales_scores_inside_the_step_fma() {
         };
         assert_eq!(on_scores("fma"), 3, "causal {causal}:\n{ir}");
         assert_eq!(on_scores("mulf"), 0, "causal {causal}:\n{ir}");
+    }
+}
+
+/// The dense kernel's tuning candidates: the default 64 x 128 tile first, then 128 x 128 and 128 x 64
+/// on two warpgroups (8 worker warps, occupancy 1); each specializes and compiles for sm_90, where the
+/// tuner times them.
+#[test]
+fn dense_candidates_add_128_row_tiles_on_two_warpgroups() {
+    let t = target();
+    let call = cutile_kernels::op::CallSpec::new(
+        attention::OP,
+        "bf16",
+        &[&[4, 32, 4096, 128], &[4, 32, 4096, 128]],
+        true,
+    );
+    let planned = call.plan(&t, true).unwrap();
+    let names: Vec<_> = planned.launches.iter().map(|l| l.config.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "flash_attention BM=64 BN=128",
+            "flash_attention BM=128 BN=128 w8",
+            "flash_attention BM=128 BN=64 w8"
+        ]
+    );
+    assert_eq!(call.plan(&t, false).unwrap().launches.len(), 1);
+    let tileiras = common::tileiras("dense attention candidates");
+    for l in &planned.launches {
+        let hints = format!("{:?}", l.kernel.hints());
+        let wide = l.config.ends_with(" w8");
+        assert_eq!(hints.contains("num_worker_warps_per_cta"), wide, "{hints}");
+        let occupancy = if wide { "value: 1 }" } else { "value: 2 }" };
+        assert!(hints.contains(occupancy), "{hints}");
+        // 128 query rows per block: half the grid's query tiles.
+        let q_tiles = if l.config.contains("BM=128") { 32 } else { 64 };
+        assert_eq!(l.grid, Some((128, q_tiles, 1)), "{}", l.config);
+        // SAFETY: described operands are never launched.
+        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+        let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+        if let Some(tl) = &tileiras {
+            common::compile_cached(tl, &s, GpuArch::Sm90)
+                .unwrap_or_else(|e| panic!("{}: {e}", l.config));
+        }
     }
 }

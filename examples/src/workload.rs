@@ -822,7 +822,7 @@ impl Workload {
                     scale: None,
                     ..Default::default()
                 };
-                attention::plan(&operands, &target, &options)?
+                attention::plan(&operands, &target, &options, false)?
             }
             Layout::Strided { pad, offset } => {
                 let x = &mut operands[0];

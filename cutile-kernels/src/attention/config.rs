@@ -1,28 +1,51 @@
 //! Attention tile sizes: 64 query rows by 128 key rows with occupancy 2, for D = 64 and 128 (cuTile's
-//! 128x128 tiles spill at occupancy 2 on sm_90; 64x128 does not, 559 against 337 TF/s, anchors.md).
+//! 128x128 tiles spill at occupancy 2 on sm_90; 64x128 does not, 559 against 337 TF/s, anchors.md),
+//! and the dense kernel's tuning candidates: 128-row tiles on two warpgroups (8 worker warps, one block
+//! per SM), which share each key/value tile between 128 query rows.
 
 use crate::op::tuning::Candidate;
 
 /// Head dimensions with a kernel.
 pub const HEAD_DIMS: &[i64] = &[64, 128];
 
-/// An attention configuration.
+/// Worker warps of the wide candidates (`num_worker_warps_per_cta`): two warpgroups of 64 query rows.
+pub const WIDE_WORKERS: i32 = 8;
+
+/// An attention configuration: `bm` query rows by `bn` key rows per step; `wide` runs the tile on
+/// [`WIDE_WORKERS`] worker warps at occupancy 1 (else tileiras's default warps at occupancy 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AttentionConfig {
     pub bm: i64,
     pub bn: i64,
+    pub wide: bool,
 }
 
 impl Candidate for AttentionConfig {
     fn name(&self) -> String {
-        format!("flash_attention BM={} BN={}", self.bm, self.bn)
+        let w = if self.wide { " w8" } else { "" };
+        format!("flash_attention BM={} BN={}{w}", self.bm, self.bn)
     }
 }
 
 /// The configuration for head dimension `d`.
 pub fn choose(d: i64) -> AttentionConfig {
     let _ = d;
-    AttentionConfig { bm: 64, bn: 128 }
+    AttentionConfig {
+        bm: 64,
+        bn: 128,
+        wide: false,
+    }
+}
+
+/// The dense kernel's tuning candidates, the default first: 128 x 128 and 128 x 64 tiles on 8 worker
+/// warps at occupancy 1 (sm_90 `ptxas`, tileiras 13.5.37, bf16 D 128: 168 registers and no local
+/// memory for both, against 255 registers and 582 spill instructions for 128 x 128 on the default
+/// warps; FlashAttention-3's layout of two consumer warpgroups). On the H200 both lost to the default
+/// on every call the tuner timed (session 18: B4 H32 S4096 D128 1752 µs against 1932 and 2103,
+/// causal 1028 against 1129 and 1203), so they stay candidates for other devices.
+pub fn candidates(d: i64) -> Vec<AttentionConfig> {
+    let wide = |bm, bn| AttentionConfig { bm, bn, wide: true };
+    vec![choose(d), wide(128, 128), wide(128, 64)]
 }
 
 /// Tiles of the backward kernels (`attention_backward`): `delta_bm` query rows per block of the

@@ -99,7 +99,7 @@ pub fn attention<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let candidates = [config::choose(call.d)];
+    let candidates = config::candidates(call.d);
     let class = format!("{} D={} causal={}", call.dtype, call.d, call.causal);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`o` exclusively).
     unsafe {
@@ -224,11 +224,13 @@ impl Call {
     }
 }
 
-/// The launches of a call (`operands` = `[q, k, v, o]`).
+/// The launches of a call (`operands` = `[q, k, v, o]`): the default configuration's, or with
+/// `all_candidates` every tuning candidate's (the variant kernels have one configuration).
 pub fn plan(
     operands: &[Operand],
     target: &Target,
     options: &AttentionOptions,
+    all_candidates: bool,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
     let seq = |t: &Operand| t.shape.len().checked_sub(2).map_or(0, |i| t.shape[i]);
     if let [q, k, ..] = operands
@@ -239,6 +241,13 @@ pub fn plan(
     }
     match Call::new(operands, target, options)? {
         None => Ok(Vec::new()),
+        Some(call) if all_candidates => {
+            let mut out = Vec::new();
+            for c in config::candidates(call.d) {
+                out.extend(launches(&c, &call)?);
+            }
+            Ok(out)
+        }
         Some(call) => launches(&config::choose(call.d), &call),
     }
 }
@@ -261,8 +270,23 @@ fn launches(cfg: &AttentionConfig, call: &Call) -> Result<Vec<PlannedLaunch>, Op
     let kernel = match (four, cfg.bm, cfg.bn) {
         (false, 64, 128) => pick!(flash_attention, 64, 128),
         (true, 64, 128) => pick!(flash_attention_4d, 64, 128),
+        (false, 128, 128) => pick!(flash_attention, 128, 128),
+        (true, 128, 128) => pick!(flash_attention_4d, 128, 128),
+        (false, 128, 64) => pick!(flash_attention, 128, 64),
+        (true, 128, 64) => pick!(flash_attention_4d, 128, 64),
         _ => None,
     }
+    .map(|k| {
+        if cfg.wide {
+            k.with_hint("default", "occupancy", 1).with_hint(
+                "default",
+                "num_worker_warps_per_cta",
+                config::WIDE_WORKERS,
+            )
+        } else {
+            k
+        }
+    })
     .ok_or_else(|| OpError::Unsupported {
         op: OP,
         what: format!(

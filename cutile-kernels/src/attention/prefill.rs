@@ -304,7 +304,7 @@ pub fn plan_prefill(
             scale: options.scale,
             ..Default::default()
         };
-        return super::plan(&base, target, &plain);
+        return super::plan(&base, target, &plain, false);
     }
     let base: Vec<Operand> = ["q", "k", "v", "o"]
         .iter()

@@ -285,7 +285,7 @@ fn plan_attention(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     let [q, k] = shapes(attention::OP, spec)?;
     let operands = vec![
@@ -299,7 +299,7 @@ fn plan_attention(
         scale: None,
         ..Default::default()
     };
-    let launches = attention::plan(&operands, t, &options)?;
+    let launches = attention::plan(&operands, t, &options, all)?;
     Ok(PlannedCall { operands, launches })
 }
 
