@@ -293,15 +293,7 @@ fn the_op_is_in_the_registry() {
 // Tuning candidates.
 
 fn tile(bm: i64, hb: i64, hp: i64) -> PairsConfig {
-    PairsConfig::tile(bm, hb, hp)
-}
-
-/// `c` in each of the other forms, in [`cfg::PAIRS_FORMS`] order.
-fn forms_of(c: PairsConfig) -> Vec<PairsConfig> {
-    cfg::PAIRS_FORMS
-        .iter()
-        .map(|&(f, o)| c.with(f, o))
-        .collect()
+    PairsConfig { bm, hb, hp }
 }
 
 /// The bench call's: bf16, T 16384, 32 + 8 heads of 128, in place.
@@ -318,8 +310,8 @@ fn specializes(what: &str, launch: &PlannedLaunch, ops: &[Operand]) {
 }
 
 /// Data-driven over every even head dimension and decode- to prefill-sized token counts: the
-/// candidates start with the default tile, are distinct, are listed tiles of their form (so have a
-/// kernel), keep at least eight blocks of tokens, and a decode-sized call has only its default.
+/// candidates start with the default tile, are distinct, are listed tiles (so have a kernel), keep at
+/// least eight blocks of tokens, and a decode-sized call has only its default.
 #[test]
 fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
     let listed: std::collections::HashSet<PairsConfig> = cfg::PAIRS_TILES.iter().copied().collect();
@@ -328,12 +320,6 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
         cfg::PAIRS_TILES.len(),
         "PAIRS_TILES has repeats"
     );
-    let form_tiles: std::collections::HashSet<PairsConfig> =
-        cfg::PAIRS_FORM_TILES.iter().copied().collect();
-    assert!(
-        form_tiles.is_subset(&listed),
-        "form tiles are first-form tiles too"
-    );
     for d in (2..=cfg::MAX_D).step_by(2) {
         for tokens in [1i64, 7, 100, 1000, 4096, 16384] {
             let c = cfg::pairs_candidates(tokens, d);
@@ -341,21 +327,9 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
             assert_eq!(c[0], cfg::choose_pairs(tokens, d), "{what}: default first");
             let distinct: std::collections::HashSet<_> = c.iter().collect();
             assert_eq!(distinct.len(), c.len(), "{what}: {c:?}");
-            assert!(c.len() <= 11, "{what}: {} candidates", c.len());
+            assert!(c.len() <= 6, "{what}: {} candidates", c.len());
             for t in &c {
-                let first_form = t.with(rope::BROADCAST, 0);
-                if t.form == rope::BROADCAST && t.occupancy == 0 {
-                    assert!(listed.contains(t), "{what}: {t:?} has no kernel");
-                } else {
-                    assert!(
-                        form_tiles.contains(&first_form),
-                        "{what}: {t:?} has no kernel"
-                    );
-                    assert_eq!(
-                        first_form, c[0],
-                        "{what}: other forms only at the default tile"
-                    );
-                }
+                assert!(listed.contains(t), "{what}: {t:?} has no kernel");
                 assert_eq!(t.hp, c[0].hp, "{what}: one HP per call");
                 assert!(t.bm == 1 || tokens >= 8 * t.bm, "{what}: {t:?}");
             }
@@ -365,38 +339,27 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
         }
     }
     // Issue 14's bench call (HP 64): ~2048 pairs per block by default, then 4096, 8192 and 1024 at HB
-    // 8, 2048 and 4096 at HB 4, then the default tile in the other forms.
-    let mut want = vec![
-        tile(4, 8, 64),
-        tile(8, 8, 64),
-        tile(16, 8, 64),
-        tile(2, 8, 64),
-        tile(8, 4, 64),
-        tile(16, 4, 64),
-    ];
-    want.extend(forms_of(tile(4, 8, 64)));
-    assert_eq!(cfg::pairs_candidates(16384, 128), want);
-    assert_eq!(cfg::pairs_candidates(8, 128), [tile(1, 8, 64)]);
-    let mut want = vec![
-        tile(1, 8, 256),
-        tile(2, 8, 256),
-        tile(4, 8, 256),
-        tile(2, 4, 256),
-        tile(4, 4, 256),
-    ];
-    want.extend(forms_of(tile(1, 8, 256)));
-    assert_eq!(cfg::pairs_candidates(4096, 512), want);
-    // Names: the first form keeps the bare tile (its tuning-cache entries stay valid).
-    assert_eq!(tile(4, 8, 64).name(), "BM=4 HB=8 HP=64");
-    let names: Vec<String> = forms_of(tile(4, 8, 64)).iter().map(|c| c.name()).collect();
+    // 8, 2048 and 4096 at HB 4.
     assert_eq!(
-        names,
+        cfg::pairs_candidates(16384, 128),
         [
-            "BM=4 HB=8 HP=64 occ6",
-            "BM=4 HB=8 HP=64 direct",
-            "BM=4 HB=8 HP=64 direct occ8",
-            "BM=4 HB=8 HP=64 looped",
-            "BM=4 HB=8 HP=64 looped occ8"
+            tile(4, 8, 64),
+            tile(8, 8, 64),
+            tile(16, 8, 64),
+            tile(2, 8, 64),
+            tile(8, 4, 64),
+            tile(16, 4, 64),
+        ]
+    );
+    assert_eq!(cfg::pairs_candidates(8, 128), [tile(1, 8, 64)]);
+    assert_eq!(
+        cfg::pairs_candidates(4096, 512),
+        [
+            tile(1, 8, 256),
+            tile(2, 8, 256),
+            tile(4, 8, 256),
+            tile(2, 4, 256),
+            tile(4, 4, 256),
         ]
     );
     // The class separates styles and decode- from prefill-sized calls.
@@ -407,27 +370,18 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
 }
 
 /// Every listed tile plans through `plan_pairs` for both styles, i32 and i64 positions (the dispatch
-/// covers the list), in the first form and (the form tiles) in the others, with its grid:
-/// `ceil(T / BM)` token blocks × the q and k head groups of `HB`, or × 1 when looped.
+/// covers the list), with its grid: `ceil(T / BM)` token blocks × the q and k head groups of `HB`.
 #[test]
 fn every_listed_pair_tile_has_a_kernel() {
     let t = target();
-    let all = cfg::PAIRS_TILES
-        .iter()
-        .copied()
-        .chain(cfg::PAIRS_FORM_TILES.iter().flat_map(|&c| forms_of(c)));
-    for c in all {
+    for &c in cfg::PAIRS_TILES {
         let (tokens, hq, hk) = (1000i64, 32i64, 8i64);
         for (style, flags) in [(RopeStyle::Neox, [0, 0, 1]), (RopeStyle::Gptj, [1, 1, 0])] {
             let ops = described(F16, [tokens, hq, hk, 2 * c.hp], 2 * c.hp, flags);
             let l = rope::plan_pairs(&ops, &t, style, &c).unwrap();
             assert_eq!(l.len(), 1);
             assert!(l[0].config.ends_with(&c.name()), "{}", l[0].config);
-            let groups = if c.form == rope::LOOPED {
-                1
-            } else {
-                ceil_div(hq, c.hb) + ceil_div(hk, c.hb)
-            };
+            let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
             assert_eq!(
                 l[0].grid,
                 Some((ceil_div(tokens, c.bm) as u32, groups as u32, 1)),
@@ -438,10 +392,7 @@ fn every_listed_pair_tile_has_a_kernel() {
     // Unlisted tiles and partial rotary are typed errors.
     let ops = bench_call();
     let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &tile(3, 8, 64)).unwrap_err();
-    assert!(e.to_string().contains("BM=3 HB=8 HP=64"), "{e}");
-    let off_list = tile(8, 8, 64).with(rope::DIRECT, 0);
-    let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &off_list).unwrap_err();
-    assert!(e.to_string().contains("BM=8 HB=8 HP=64 direct"), "{e}");
+    assert!(e.to_string().contains("BM = 3"), "{e}");
     let partial = described(BF16, [64, 4, 2, 128], 64, [0, 0, 0]);
     let e = rope::plan_pairs(&partial, &t, RopeStyle::Neox, &tile(4, 8, 64)).unwrap_err();
     assert!(e.to_string().contains("rotates 64 of 128"), "{e}");
@@ -512,7 +463,7 @@ fn bench_call_candidates_compile_for_sm90() {
             (name, l.kernel.clone(), metas)
         })
         .collect();
-    assert_eq!(cases.len(), 10);
+    assert_eq!(cases.len(), 5);
     common::compile_all_sm90("rope bench_call_candidates_compile_for_sm90", cases);
 }
 

@@ -49,53 +49,17 @@ pub fn choose(op: &'static str, tokens: i64, d: i64) -> Result<RopeConfig, OpErr
     Ok(RopeConfig { bm, dp })
 }
 
-/// The full-rotary (`rot = D`) kernels' configuration: a `BM` tokens × `HB` heads × `HP` pairs tile,
-/// the kernel form (`dsl::BROADCAST`, `dsl::DIRECT` or `dsl::LOOPED`, see the DSL module docs) and
-/// the `occupancy` hint (0: tileiras's choice).
+/// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs per block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PairsConfig {
     pub bm: i64,
     pub hb: i64,
     pub hp: i64,
-    pub form: i32,
-    pub occupancy: i32,
-}
-
-impl PairsConfig {
-    /// The tile in the first form, tileiras's occupancy.
-    pub const fn tile(bm: i64, hb: i64, hp: i64) -> PairsConfig {
-        PairsConfig {
-            bm,
-            hb,
-            hp,
-            form: super::dsl::BROADCAST,
-            occupancy: 0,
-        }
-    }
-
-    /// The same tile in `form` with the `occupancy` hint.
-    pub const fn with(self, form: i32, occupancy: i32) -> PairsConfig {
-        PairsConfig {
-            form,
-            occupancy,
-            ..self
-        }
-    }
 }
 
 impl Candidate for PairsConfig {
     fn name(&self) -> String {
-        let form = match self.form {
-            super::dsl::DIRECT => " direct",
-            super::dsl::LOOPED => " looped",
-            _ => "",
-        };
-        let occ = if self.occupancy != 0 {
-            format!(" occ{}", self.occupancy)
-        } else {
-            String::new()
-        };
-        format!("BM={} HB={} HP={}{form}{occ}", self.bm, self.hb, self.hp)
+        format!("BM={} HB={} HP={}", self.bm, self.hb, self.hp)
     }
 }
 
@@ -107,23 +71,10 @@ pub const PAIRS_PER_BLOCK: i64 = 2048;
 
 /// The tuner's alternatives to the default full-rotary tile, as (pairs per block, `HB`): twice, four
 /// times and half the default's pairs at `HB` 8, and the default's and twice its pairs at `HB` 4
-/// (fewer heads, more tokens per block). On the H200 (session 13) none beat the default by more than
-/// 2% at issue 14's bench call (bf16, D 128: 80% of copy bandwidth).
+/// (fewer heads, more tokens per block). Not yet measured on a GPU; issue 14's bench call (bf16, D 128)
+/// is at 77% of copy bandwidth with the default.
 pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
     &[(4096, 8), (8192, 8), (1024, 8), (2048, 4), (4096, 4)];
-
-/// The tuner's other forms of the default tile, as (form, occupancy hint): the first form at 6 blocks
-/// per SM (80 registers; tileiras's choice is 94, 5 blocks); cos/sin gathered in the x tile's layout
-/// after the x loads, with tileiras's occupancy and at 8 blocks per SM (64 registers); the block per
-/// token tile looping over the head groups, the same two ways. (sm_90 `ptxas`: only the looped form
-/// at 8 spills.)
-pub const PAIRS_FORMS: &[(i32, i32)] = &[
-    (super::dsl::BROADCAST, 6),
-    (super::dsl::DIRECT, 0),
-    (super::dsl::DIRECT, 8),
-    (super::dsl::LOOPED, 0),
-    (super::dsl::LOOPED, 8),
-];
 
 /// Calls `$m!(ARGS.. [(BM, HB, HP), ..])` with every full-rotary tile that has a kernel: the one list
 /// [`PAIRS_TILES`] and `mod.rs`'s kernel dispatch are both generated from. Per `HP` (1..=256): the
@@ -148,28 +99,12 @@ pub(crate) use pairs_tiles;
 
 macro_rules! tile_list {
     ([$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
-        &[$(PairsConfig::tile($bm, $hb, $hp)),*]
+        &[$(PairsConfig { bm: $bm, hb: $hb, hp: $hp }),*]
     };
 }
 
-/// Every full-rotary tile the pair kernels are instantiated for in the first form (the crate's
-/// `pairs_tiles!` list).
+/// Every full-rotary tile the pair kernels are instantiated for (the crate's `pairs_tiles!` list).
 pub const PAIRS_TILES: &[PairsConfig] = pairs_tiles!(tile_list!());
-
-/// Calls `$m!(ARGS.. [(BM, HB, HP), ..])` with the tiles the other forms ([`PAIRS_FORMS`]) are
-/// instantiated for: the default tile of every `HP` (the only one they are tuned at).
-macro_rules! pairs_form_tiles {
-    ($m:ident!($($args:tt)*)) => {
-        $m!($($args)* [
-            (256, 8, 1), (128, 8, 2), (64, 8, 4), (32, 8, 8), (16, 8, 16), (8, 8, 32), (4, 8, 64),
-            (2, 8, 128), (1, 8, 256),
-        ])
-    };
-}
-pub(crate) use pairs_form_tiles;
-
-/// The tiles of [`pairs_form_tiles`], in the first form.
-pub const PAIRS_FORM_TILES: &[PairsConfig] = pairs_form_tiles!(tile_list!());
 
 /// `HP` (the power of two ≥ `d/2`) and the default's tokens per block, [`PAIRS_PER_BLOCK`] pairs at
 /// [`PAIRS_HB`] heads.
@@ -190,13 +125,17 @@ fn decode_sized(tokens: i64, full: i64) -> bool {
 pub fn choose_pairs(tokens: i64, d: i64) -> PairsConfig {
     let (hp, full) = pairs_shape(d);
     let bm = if decode_sized(tokens, full) { 1 } else { full };
-    PairsConfig::tile(bm, PAIRS_HB, hp)
+    PairsConfig {
+        bm,
+        hb: PAIRS_HB,
+        hp,
+    }
 }
 
-/// The full-rotary configurations the tuner may time, [`choose_pairs`]'s first: for a call that is
-/// not decode-sized, each of [`PAIRS_ALTERNATIVES`] that gives a whole number of tokens per block and
-/// leaves at least eight blocks of tokens (the default's own rule), then the default tile in each of
-/// [`PAIRS_FORMS`]. A decode-sized call has only its default.
+/// The full-rotary tiles the tuner may time, [`choose_pairs`]'s first: for a call that is not
+/// decode-sized, each of [`PAIRS_ALTERNATIVES`] that gives a whole number of tokens per block and
+/// leaves at least eight blocks of tokens (the default's own rule). A decode-sized call has only its
+/// default.
 pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
     let (hp, full) = pairs_shape(d);
     let default = choose_pairs(tokens, d);
@@ -206,12 +145,11 @@ pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
     }
     for &(pairs, hb) in PAIRS_ALTERNATIVES {
         let bm = pairs / (hb * hp);
-        let c = PairsConfig::tile(bm, hb, hp);
+        let c = PairsConfig { bm, hb, hp };
         if bm >= 1 && bm * hb * hp == pairs && !decode_sized(tokens, bm) && !all.contains(&c) {
             all.push(c);
         }
     }
-    all.extend(PAIRS_FORMS.iter().map(|&(f, o)| default.with(f, o)));
     all
 }
 

@@ -14,26 +14,12 @@
 //! constant of the entry, so NeoX's pair lanes `(i, i + D/2)` are contiguous runs the compiler sees as
 //! such.
 //!
-//! The pair kernels come in three forms (`FORM`, a tuner dimension): [`BROADCAST`] gathers cos/sin as
-//! `[BM, HP]` and broadcasts them over the heads (tileiras moves them through shared memory to the x
-//! tile's layout); [`DIRECT`] issues the x gathers first and gathers cos/sin straight in the x tile's
-//! `[BM, HB, HP]` layout (repeated reads of one row hit L1; no shared memory, no barrier); [`LOOPED`]
-//! is one block per token tile that gathers cos/sin once (as [`DIRECT`]) and walks every q and k head
-//! group, so the dependent positions → cos/sin loads are paid once per token tile, not once per group.
-//!
 //! A position outside `[0, max_pos)` reads `cos = sin = 0` (its rotated lanes become 0); nothing is read
 //! out of bounds. The range check runs in the index type, so an i64 position is never truncated into
 //! range.
 
 /// `flags` bit: interleaved (GPT-J) pairs instead of half-split (NeoX).
 pub const GPTJ: i32 = 1;
-
-/// `FORM` of the pair kernels: cos/sin broadcast over the heads (see the module docs).
-pub const BROADCAST: i32 = 0;
-/// `FORM` of the pair kernels: x first, cos/sin gathered in the x tile's layout.
-pub const DIRECT: i32 = 1;
-/// `FORM` of the pair kernels: one block per token tile, looping over the head groups.
-pub const LOOPED: i32 = 2;
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -95,65 +81,10 @@ pub mod kernels {
         unsafe { x_out.scatter((r, hh, lane), y.cast::<E>(), Some(ok)) };
     }
 
-    /// cos and sin of the `BM` tokens at `rows` in the `[BM, HB, HP]` pair tile (one row per token,
-    /// zero past `D/2` and for a position out of range): gathered as `[BM, HP]` and broadcast over the
-    /// heads, or with `direct` gathered in the tile's own layout.
-    #[allow(clippy::type_complexity)]
-    fn pair_cos_sin<I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
-        cos: &Tensor<f32, S2<DYN, DYN>>,
-        sin: &Tensor<f32, S2<DYN, DYN>>,
-        positions: &Tensor<I, S1<DYN>>,
-        rows: Tile<i32, S1<BM>>,
-        valid: Tile<bool, S1<BM>>,
-        direct: bool,
-    ) -> (Tile<f32, S3<BM, HB, HP>>, Tile<f32, S3<BM, HB, HP>>) {
-        let half = cos.dim(1);
-        let p = positions.gather(rows, Some(valid), 0);
-        let in_range = (p >= scalar::<I>(0).splat::<S1<BM>>())
-            & (p < cos.dim(0).cast::<I>().splat::<S1<BM>>())
-            & valid;
-        let pos = select(in_range, p.cast::<i32>(), zeros::<i32, S1<BM>>());
-        if direct {
-            let pos = pos.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
-            let i = iota::<HP>()
-                .reshape::<S3<1, 1, HP>>()
-                .broadcast::<S3<BM, HB, HP>>();
-            let ok = in_range
-                .reshape::<S3<BM, 1, 1>>()
-                .broadcast::<S3<BM, HB, HP>>()
-                & (i < half);
-            (
-                cos.gather((pos, i), Some(ok), 0.0),
-                sin.gather((pos, i), Some(ok), 0.0),
-            )
-        } else {
-            let pos = pos.reshape::<S2<BM, 1>>().broadcast::<S2<BM, HP>>();
-            let i = iota::<HP>()
-                .reshape::<S2<1, HP>>()
-                .broadcast::<S2<BM, HP>>();
-            let ok = in_range.reshape::<S2<BM, 1>>().broadcast::<S2<BM, HP>>() & (i < half);
-            let c = cos.gather((pos, i), Some(ok), 0.0);
-            let s = sin.gather((pos, i), Some(ok), 0.0);
-            (
-                c.reshape::<S3<BM, 1, HP>>().broadcast::<S3<BM, HB, HP>>(),
-                s.reshape::<S3<BM, 1, HP>>().broadcast::<S3<BM, HB, HP>>(),
-            )
-        }
-    }
-
     /// Full-rotary RoPE of the `[BM, HB]` (token, head) block at tokens `rows`, heads `h0 ..` of `x_in`
-    /// into `x_out` (see the module docs); `gptj` picks the pair lanes. cos/sin are `cs` when given
-    /// (a looped block's, read once), else gathered here after the x tile (before it with `FORM`
-    /// [`BROADCAST`], the first form's order).
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    fn rope_pairs<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const FORM: i32,
-    >(
+    /// into `x_out` (see the module docs); `gptj` picks the pair lanes.
+    #[allow(clippy::too_many_arguments)]
+    fn rope_pairs<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         x_out: &mut Tensor<E, S3<1, 1, HP>>,
         h0: Scalar<i32>,
@@ -162,17 +93,28 @@ pub mod kernels {
         cos: &Tensor<f32, S2<DYN, DYN>>,
         sin: &Tensor<f32, S2<DYN, DYN>>,
         positions: &Tensor<I, S1<DYN>>,
-        cs: Option<(Tile<f32, S3<BM, HB, HP>>, Tile<f32, S3<BM, HB, HP>>)>,
         gptj: bool,
     ) {
         let half = cos.dim(1);
-        let early = if FORM == super::BROADCAST && cs.is_none() {
-            Some(pair_cos_sin::<I, BM, HB, HP>(
-                cos, sin, positions, rows, valid, false,
-            ))
-        } else {
-            None
-        };
+        let p = positions.gather(rows, Some(valid), 0);
+        let in_range = (p >= scalar::<I>(0).splat::<S1<BM>>())
+            & (p < cos.dim(0).cast::<I>().splat::<S1<BM>>())
+            & valid;
+        let pos = select(in_range, p.cast::<i32>(), zeros::<i32, S1<BM>>())
+            .reshape::<S2<BM, 1>>()
+            .broadcast::<S2<BM, HP>>();
+        let i2 = iota::<HP>()
+            .reshape::<S2<1, HP>>()
+            .broadcast::<S2<BM, HP>>();
+        let cs_ok = in_range.reshape::<S2<BM, 1>>().broadcast::<S2<BM, HP>>() & (i2 < half);
+        let c = cos
+            .gather((pos, i2), Some(cs_ok), 0.0)
+            .reshape::<S3<BM, 1, HP>>()
+            .broadcast::<S3<BM, HB, HP>>();
+        let s = sin
+            .gather((pos, i2), Some(cs_ok), 0.0)
+            .reshape::<S3<BM, 1, HP>>()
+            .broadcast::<S3<BM, HB, HP>>();
         let r = rows.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
         let hh = (iota::<HB>() + h0)
             .reshape::<S3<1, HB, 1>>()
@@ -192,32 +134,19 @@ pub mod kernels {
         };
         let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
         let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
-        let (c, s) = match (cs, early) {
-            (Some(cs), _) | (None, Some(cs)) => cs,
-            (None, None) => pair_cos_sin::<I, BM, HB, HP>(cos, sin, positions, rows, valid, true),
-        };
         let y1 = x1 * c - x2 * s;
         let y2 = x2 * c + x1 * s;
-        // SAFETY: a block writes only heads `h0 .. h0 + HB` of its own tokens `rows`, lanes it read
-        // itself.
+        // SAFETY: block `(i, g)` writes only heads `h0 .. h0 + HB` of its own tokens `i·BM ..`, lanes it
+        // read itself.
         unsafe {
             x_out.scatter((r, hh, lo), y1.cast::<E>(), Some(ok));
             x_out.scatter((r, hh, hi), y2.cast::<E>(), Some(ok));
         }
     }
 
-    /// The body of the full-rotary entries. [`BROADCAST`] and [`DIRECT`]: block `(i, g)` rotates head
-    /// group `g` (q groups first, then k) of tokens `i·BM ..`. [`LOOPED`]: block `i` rotates every group
-    /// of its tokens with one read of cos/sin.
+    /// The body of the full-rotary entries: picks q or k and the head group from the block index.
     #[allow(clippy::too_many_arguments)]
-    fn rope_full<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const FORM: i32,
-    >(
+    fn rope_full<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -231,39 +160,8 @@ pub mod kernels {
         let gq = (q_in.dim(1) + HB - 1) / HB;
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < positions.dim(0);
-        if FORM == super::LOOPED {
-            let gk = (k_in.dim(1) + HB - 1) / HB;
-            let cs = pair_cos_sin::<I, BM, HB, HP>(cos, sin, positions, rows, valid, true);
-            for g in 0..gq {
-                rope_pairs::<E, I, BM, HB, HP, FORM>(
-                    q_in,
-                    q_out,
-                    g * HB,
-                    rows,
-                    valid,
-                    cos,
-                    sin,
-                    positions,
-                    Some(cs),
-                    gptj,
-                );
-            }
-            for g in 0..gk {
-                rope_pairs::<E, I, BM, HB, HP, FORM>(
-                    k_in,
-                    k_out,
-                    g * HB,
-                    rows,
-                    valid,
-                    cos,
-                    sin,
-                    positions,
-                    Some(cs),
-                    gptj,
-                );
-            }
-        } else if g < gq {
-            rope_pairs::<E, I, BM, HB, HP, FORM>(
+        if g < gq {
+            rope_pairs::<E, I, BM, HB, HP>(
                 q_in,
                 q_out,
                 g * HB,
@@ -272,11 +170,10 @@ pub mod kernels {
                 cos,
                 sin,
                 positions,
-                None,
                 gptj,
             );
         } else {
-            rope_pairs::<E, I, BM, HB, HP, FORM>(
+            rope_pairs::<E, I, BM, HB, HP>(
                 k_in,
                 k_out,
                 (g - gq) * HB,
@@ -285,24 +182,16 @@ pub mod kernels {
                 cos,
                 sin,
                 positions,
-                None,
                 gptj,
             );
         }
     }
 
     /// Full-rotary NeoX RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), ceil(Hq / HB) +
-    /// ceil(Hk / HB), 1)`, or `(ceil(T / BM), 1, 1)` for `FORM` [`LOOPED`].
+    /// ceil(Hk / HB), 1)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn rope_neox<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const FORM: i32,
-    >(
+    pub fn rope_neox<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -311,20 +200,13 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP, FORM>(q_in, k_in, cos, sin, positions, q_out, k_out, false);
+        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, false);
     }
 
     /// Full-rotary GPT-J RoPE of q and k in one launch; grid as [`rope_neox`].
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn rope_gptj<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const FORM: i32,
-    >(
+    pub fn rope_gptj<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -333,7 +215,7 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP, FORM>(q_in, k_in, cos, sin, positions, q_out, k_out, true);
+        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, true);
     }
 
     /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`.

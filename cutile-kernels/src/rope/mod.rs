@@ -39,7 +39,7 @@ mod dsl;
 pub mod reference;
 
 pub use config::RopeConfig;
-pub use dsl::{BROADCAST, DIRECT, LOOPED, kernels};
+pub use dsl::kernels;
 pub use reference::RopeStyle;
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
@@ -313,10 +313,8 @@ impl Call {
             OpError::Unsupported {
                 op: OP,
                 what: format!(
-                    "no {} kernel with {} positions for `{}`",
-                    self.dtype,
-                    self.index,
-                    tuning::Candidate::name(cfg)
+                    "no {} kernel with {} positions for BM = {}, HB = {}, HP = {}",
+                    self.dtype, self.index, cfg.bm, cfg.hb, cfg.hp
                 ),
             }
         })?;
@@ -326,12 +324,7 @@ impl Call {
             (slot::Q_OUT, slot::K_OUT)
         };
         let whole = |i: usize, output: bool| PlannedArg::whole(i, &operands[i], output);
-        // A looped block walks every head group itself.
-        let groups = if cfg.form == dsl::LOOPED {
-            1
-        } else {
-            ceil_div(self.hq, cfg.hb) + ceil_div(self.hk, cfg.hb)
-        };
+        let groups = ceil_div(self.hq, cfg.hb) + ceil_div(self.hk, cfg.hb);
         let name = match style {
             RopeStyle::Neox => "rope_neox",
             RopeStyle::Gptj => "rope_gptj",
@@ -352,7 +345,7 @@ impl Call {
                 groups as u32,
                 1,
             )),
-            config: format!("{name} {}", tuning::Candidate::name(cfg)),
+            config: format!("{name} BM={} HB={} HP={}", cfg.bm, cfg.hb, cfg.hp),
         })
     }
 }
@@ -454,53 +447,29 @@ impl Call {
     }
 }
 
-/// `kernels::$k::kernel::<$E, $I, BM, HB, HP, $F>()` for `$cfg`'s tile among the listed ones
-/// ([`config::pairs_tiles`], [`config::pairs_form_tiles`]).
+/// `kernels::$k::kernel::<$E, $I, BM, HB, HP>()` for `$cfg`'s tile among the listed ones
+/// ([`config::pairs_tiles`]).
 macro_rules! pairs_tile_kernel {
-    ($k:ident, $E:ty, $I:ty, $F:expr, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
+    ($k:ident, $E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
         match ($cfg.bm, $cfg.hb, $cfg.hp) {
-            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp, { $F }>()),)*
+            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp>()),)*
             _ => None,
         }
     };
 }
 
-/// The full-rotary kernel of `style` for `cfg`: in the first form one of [`config::PAIRS_TILES`], in
-/// the others one of [`config::PAIRS_FORM_TILES`]; with `cfg.occupancy` as tileiras's hint.
+/// The full-rotary kernel of `style` for `cfg`, one of [`config::PAIRS_TILES`].
 fn pairs_kernel(
     dt: ScalarType,
     it: ScalarType,
     cfg: &config::PairsConfig,
     style: RopeStyle,
 ) -> Option<cutile::dsl::Kernel> {
-    use config::{pairs_form_tiles, pairs_tiles};
-    let kernel = float_index_kernel!(dt, it, |E, I| match (style, cfg.form) {
-        (RopeStyle::Neox, dsl::BROADCAST) => {
-            pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, dsl::BROADCAST, cfg,))
-        }
-        (RopeStyle::Gptj, dsl::BROADCAST) => {
-            pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, dsl::BROADCAST, cfg,))
-        }
-        (RopeStyle::Neox, dsl::DIRECT) => {
-            pairs_form_tiles!(pairs_tile_kernel!(rope_neox, E, I, dsl::DIRECT, cfg,))
-        }
-        (RopeStyle::Gptj, dsl::DIRECT) => {
-            pairs_form_tiles!(pairs_tile_kernel!(rope_gptj, E, I, dsl::DIRECT, cfg,))
-        }
-        (RopeStyle::Neox, dsl::LOOPED) => {
-            pairs_form_tiles!(pairs_tile_kernel!(rope_neox, E, I, dsl::LOOPED, cfg,))
-        }
-        (RopeStyle::Gptj, dsl::LOOPED) => {
-            pairs_form_tiles!(pairs_tile_kernel!(rope_gptj, E, I, dsl::LOOPED, cfg,))
-        }
-        _ => None,
+    float_index_kernel!(dt, it, |E, I| match style {
+        RopeStyle::Neox => config::pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, cfg,)),
+        RopeStyle::Gptj => config::pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, cfg,)),
     })
-    .flatten()?;
-    Some(if cfg.occupancy != 0 {
-        kernel.with_hint("default", "occupancy", cfg.occupancy)
-    } else {
-        kernel
-    })
+    .flatten()
 }
 
 /// `kernels::rope::kernel::<E, I, BM, DP>()` for the listed tiles ([`config::TILES`]).
