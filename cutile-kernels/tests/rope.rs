@@ -229,13 +229,13 @@ fn full_rotary_takes_the_pair_kernels() {
     };
     let prefill = described(BF16, [16384, 32, 8, 128], 128, [0, 0, 1]);
     let l = &rope::plan(&prefill, &t, RopeStyle::Neox).unwrap()[0];
-    assert_eq!(l.config, "rope_neox BM=4 HB=8 HP=64");
-    assert_eq!(l.grid, Some((4096, 5, 1)));
+    assert_eq!(l.config, "rope_neox BM=1 HB=8 HP=64");
+    assert_eq!(l.grid, Some((16384, 5, 1)));
     assert_eq!(outs(l), [rope::slot::Q, rope::slot::K]);
     let gptj = described(F32, [77, 5, 3, 80], 80, [1, 1, 0]);
     let l = &rope::plan(&gptj, &t, RopeStyle::Gptj).unwrap()[0];
-    assert_eq!(l.config, "rope_gptj BM=4 HB=8 HP=64");
-    assert_eq!(l.grid, Some((20, 2, 1)));
+    assert_eq!(l.config, "rope_gptj BM=1 HB=8 HP=64");
+    assert_eq!(l.grid, Some((77, 2, 1)));
     assert_eq!(outs(l), [rope::slot::Q_OUT, rope::slot::K_OUT]);
     // Every even head dimension up to 512, any token count, with or without k heads, has a kernel.
     for d in [2i64, 4, 16, 40, 64, 80, 128, 256, 512] {
@@ -333,38 +333,46 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
                 assert_eq!(t.hp, c[0].hp, "{what}: one HP per call");
                 assert!(t.bm == 1 || tokens >= 8 * t.bm, "{what}: {t:?}");
             }
-            if c[0].bm == 1 && tokens < 8 * (2048 / (8 * c[0].hp)).max(1) {
+            if c[0].bm == 1 && tokens < 8 * (cfg::PAIRS_PER_BLOCK / (8 * c[0].hp)).max(4) {
                 assert_eq!(c.len(), 1, "{what}: decode-sized calls are not tuned");
             }
         }
     }
-    // Issue 14's bench call (HP 64): ~2048 pairs per block by default, then 4096, 8192 and 1024 at HB
-    // 8, 2048 and 4096 at HB 4.
+    // Issue 14's bench call (HP 64): 512 pairs per block by default (one token), then 1024 and 2048
+    // at HB 8, 512 and 1024 at HB 4 (256 pairs would be half a token).
     assert_eq!(
         cfg::pairs_candidates(16384, 128),
         [
-            tile(4, 8, 64),
-            tile(8, 8, 64),
-            tile(16, 8, 64),
+            tile(1, 8, 64),
             tile(2, 8, 64),
-            tile(8, 4, 64),
-            tile(16, 4, 64),
+            tile(4, 8, 64),
+            tile(2, 4, 64),
+            tile(4, 4, 64),
+        ]
+    );
+    // GPT-J D 64 (HP 32): 2 tokens by default, then 4, 8, 1 at HB 8, 4 and 8 at HB 4.
+    assert_eq!(
+        cfg::pairs_candidates(300, 64),
+        [
+            tile(2, 8, 32),
+            tile(4, 8, 32),
+            tile(8, 8, 32),
+            tile(1, 8, 32),
+            tile(4, 4, 32),
+            tile(8, 4, 32),
         ]
     );
     assert_eq!(cfg::pairs_candidates(8, 128), [tile(1, 8, 64)]);
     assert_eq!(
         cfg::pairs_candidates(4096, 512),
-        [
-            tile(1, 8, 256),
-            tile(2, 8, 256),
-            tile(4, 8, 256),
-            tile(2, 4, 256),
-            tile(4, 4, 256),
-        ]
+        [tile(1, 8, 256), tile(1, 4, 256)]
     );
     // The class separates styles and decode- from prefill-sized calls.
     let class = |t, style| cfg::pairs_class(BF16, style, t, 128);
-    assert_eq!(class(16384, RopeStyle::Neox), "bf16 Neox BM=4 HB=8 HP=64");
+    assert_eq!(
+        class(16384, RopeStyle::Neox),
+        "bf16 Neox BM=1 HB=8 HP=64 prefill"
+    );
     assert_ne!(class(16384, RopeStyle::Neox), class(16384, RopeStyle::Gptj));
     assert_ne!(class(16384, RopeStyle::Neox), class(8, RopeStyle::Neox));
 }
@@ -463,7 +471,7 @@ fn bench_call_candidates_compile_for_sm90() {
             (name, l.kernel.clone(), metas)
         })
         .collect();
-    assert_eq!(cases.len(), 5);
+    assert_eq!(cases.len(), 4);
     common::compile_all_sm90("rope bench_call_candidates_compile_for_sm90", cases);
 }
 

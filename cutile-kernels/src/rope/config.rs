@@ -66,15 +66,18 @@ impl Candidate for PairsConfig {
 /// Heads per full-rotary block of the default tile.
 pub const PAIRS_HB: i64 = 8;
 
-/// Pairs per block of the default full-rotary tile (prefill-sized calls).
-pub const PAIRS_PER_BLOCK: i64 = 2048;
+/// Pairs per block of the default full-rotary tile (prefill-sized calls). 512 since session 19 (2048
+/// before): on the H200 the tuner timed smaller tiles faster at both calls it measured. GPT-J D 64,
+/// T 300: 6.21 µs at 512 pairs, 9.06 at 1024, 11.90 at 2048 (more blocks for a small call: 300
+/// against 150 and 76); NeoX D 128, T 16384: 99.42 / 100.48 / 102.51 µs (registers grow with the
+/// tile: 4096 pairs took 203 µs). `docs/h200-results.md`, session 19.
+pub const PAIRS_PER_BLOCK: i64 = 512;
 
 /// The tuner's alternatives to the default full-rotary tile, as (pairs per block, `HB`): twice, four
 /// times and half the default's pairs at `HB` 8, and the default's and twice its pairs at `HB` 4
-/// (fewer heads, more tokens per block). Not yet measured on a GPU; issue 14's bench call (bf16, D 128)
-/// is at 77% of copy bandwidth with the default.
+/// (fewer heads, more tokens per block).
 pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
-    &[(4096, 8), (8192, 8), (1024, 8), (2048, 4), (4096, 4)];
+    &[(1024, 8), (2048, 8), (256, 8), (512, 4), (1024, 4)];
 
 /// Calls `$m!(ARGS.. [(BM, HB, HP), ..])` with every full-rotary tile that has a kernel: the one list
 /// [`PAIRS_TILES`] and `mod.rs`'s kernel dispatch are both generated from. Per `HP` (1..=256): the
@@ -83,15 +86,15 @@ pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
 macro_rules! pairs_tiles {
     ($m:ident!($($args:tt)*)) => {
         $m!($($args)* [
-            (256, 8, 1), (1, 8, 1), (512, 8, 1), (1024, 8, 1), (128, 8, 1), (512, 4, 1), (1024, 4, 1),
-            (128, 8, 2), (1, 8, 2), (256, 8, 2), (512, 8, 2), (64, 8, 2), (256, 4, 2), (512, 4, 2),
-            (64, 8, 4), (1, 8, 4), (128, 8, 4), (256, 8, 4), (32, 8, 4), (128, 4, 4), (256, 4, 4),
-            (32, 8, 8), (1, 8, 8), (64, 8, 8), (128, 8, 8), (16, 8, 8), (64, 4, 8), (128, 4, 8),
-            (16, 8, 16), (1, 8, 16), (32, 8, 16), (64, 8, 16), (8, 8, 16), (32, 4, 16), (64, 4, 16),
-            (8, 8, 32), (1, 8, 32), (16, 8, 32), (32, 8, 32), (4, 8, 32), (16, 4, 32), (32, 4, 32),
-            (4, 8, 64), (1, 8, 64), (8, 8, 64), (16, 8, 64), (2, 8, 64), (8, 4, 64), (16, 4, 64),
-            (2, 8, 128), (1, 8, 128), (4, 8, 128), (8, 8, 128), (4, 4, 128), (8, 4, 128),
-            (1, 8, 256), (2, 8, 256), (4, 8, 256), (2, 4, 256), (4, 4, 256),
+            (64, 8, 1), (1, 8, 1), (128, 8, 1), (256, 8, 1), (32, 8, 1), (128, 4, 1), (256, 4, 1),
+            (32, 8, 2), (1, 8, 2), (64, 8, 2), (128, 8, 2), (16, 8, 2), (64, 4, 2), (128, 4, 2),
+            (16, 8, 4), (1, 8, 4), (32, 8, 4), (64, 8, 4), (8, 8, 4), (32, 4, 4), (64, 4, 4),
+            (8, 8, 8), (1, 8, 8), (16, 8, 8), (32, 8, 8), (4, 8, 8), (16, 4, 8), (32, 4, 8),
+            (4, 8, 16), (1, 8, 16), (8, 8, 16), (16, 8, 16), (2, 8, 16), (8, 4, 16), (16, 4, 16),
+            (2, 8, 32), (1, 8, 32), (4, 8, 32), (8, 8, 32), (4, 4, 32), (8, 4, 32),
+            (1, 8, 64), (2, 8, 64), (4, 8, 64), (2, 4, 64), (4, 4, 64),
+            (1, 8, 128), (2, 8, 128), (1, 4, 128), (2, 4, 128),
+            (1, 8, 256), (1, 4, 256),
         ])
     };
 }
@@ -114,9 +117,11 @@ fn pairs_shape(d: i64) -> (i64, i64) {
 }
 
 /// Whether a call of `tokens` tokens is decode-sized for a default of `full` tokens per block: fewer
-/// than eight such blocks of tokens. It then takes one token per block (more blocks, no masked rows).
+/// than eight blocks of `max(full, 4)` tokens (so fewer than 32 tokens wherever the default is one to
+/// four tokens, as at D ≥ 64). It then takes one token per block (more blocks, no masked rows), is not
+/// tuned, and is a tuning class of its own.
 fn decode_sized(tokens: i64, full: i64) -> bool {
-    tokens < full * 8
+    tokens < full.max(4) * 8
 }
 
 /// The full-rotary tile for `tokens` tokens of head dimension `d` (even, 2..=[`MAX_D`]): `HP` the power
@@ -146,20 +151,31 @@ pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
     for &(pairs, hb) in PAIRS_ALTERNATIVES {
         let bm = pairs / (hb * hp);
         let c = PairsConfig { bm, hb, hp };
-        if bm >= 1 && bm * hb * hp == pairs && !decode_sized(tokens, bm) && !all.contains(&c) {
+        // At least eight blocks of tokens, the default's own rule.
+        if bm >= 1 && bm * hb * hp == pairs && tokens >= bm * 8 && !all.contains(&c) {
             all.push(c);
         }
     }
     all
 }
 
-/// The tuning class of a full-rotary call: element type, style and the default tile (so decode-sized
-/// and prefill-sized calls are tuned apart).
+/// The tuning class of a full-rotary call: element type, style, the default tile and whether the call
+/// is decode-sized (at `HP ≥ 64` the default tile is one token either way, and decode- and
+/// prefill-sized calls are still tuned apart).
 pub fn pairs_class(
     dtype: cutile_ir::ScalarType,
     style: super::RopeStyle,
     tokens: i64,
     d: i64,
 ) -> String {
-    format!("{dtype} {style:?} {}", choose_pairs(tokens, d).name())
+    let (_, full) = pairs_shape(d);
+    let size = if decode_sized(tokens, full) {
+        "decode"
+    } else {
+        "prefill"
+    };
+    format!(
+        "{dtype} {style:?} {} {size}",
+        choose_pairs(tokens, d).name()
+    )
 }
