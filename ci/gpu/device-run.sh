@@ -108,7 +108,9 @@ case "${1:-}" in
     for t in /tmp/x/tests/*; do
       [ -e "$t" ] || continue
       # TEST_THREADS > 1 overlaps the JIT compiles of tests split into many functions (the moe tests).
-      step "test-$(basename "$t")" "${BUDGET_TESTS:-150}" "$t" --ignored --test-threads "${TEST_THREADS:-1}" --nocapture
+      # TEST_FILTER (a libtest name filter) narrows the test binaries to some tests.
+      step "test-$(basename "$t")" "${BUDGET_TESTS:-150}" "$t" ${TEST_FILTER:+"$TEST_FILTER"} --ignored \
+        --test-threads "${TEST_THREADS:-1}" --nocapture
     done
     for b in /tmp/x/bin/*; do [ -e "$b" ] || continue; step "bin-$(basename "$b")" "${BUDGET_BINS:-200}" "$b"; done
     step moe-peer 150 python3 ci/gpu/moe_peer.py

@@ -635,7 +635,55 @@ fn host_tile_variants_compile_for_sm90() {
     }
     plan!(128, 256, 16);
     plan!(32, 64, 4);
+    macro_rules! fused {
+        ($bm:literal, $ep:literal, $er:literal) => {
+            cases.push((
+                concat!("moe_align_fused BM=", $bm, " EP=", $ep),
+                moe::kernels::moe_align_fused::kernel::<64, $bm, $ep, $er, 64>(),
+                vec![
+                    t(I32, &[512]),
+                    t(I32, &[1]),
+                    t(I32, &[64]),
+                    t(I32, &[64 * $bm]),
+                ],
+            ))
+        };
+    }
+    fused!(128, 256, 16);
+    fused!(32, 64, 4);
     common::compile_all_sm90("host_tile_variants_compile_for_sm90", cases);
+}
+
+/// The host's alignment form: one launch while chunks of 64 pairs × expert columns stay within
+/// `ALIGN_FUSED_MAX_WORK`, three past it (the measured break-even, `docs/moe.md`).
+#[test]
+fn align_form_follows_the_work_limit() {
+    use moe::host::align_in_one_launch as one;
+    // (pairs, experts, one launch): every bench decode call of the Mixtral layer, the E 128 top-8
+    // calls at T 1 / 16 (one launch) and T 64 (three), and each column width's edge.
+    for (pairs, experts, want) in [
+        (2, 8, true),
+        (32, 8, true),
+        (128, 8, true),
+        (2048, 8, true),
+        (2049, 8, false),
+        (8, 128, true),
+        (128, 128, true),
+        (256, 128, true),
+        (257, 128, false),
+        (512, 128, false),
+        (512, 64, true),
+        (513, 64, false),
+        (128, 256, true),
+        (129, 256, false),
+        (0, 8, true),
+    ] {
+        assert_eq!(
+            one(pairs, experts),
+            want,
+            "{pairs} pairs, {experts} experts"
+        );
+    }
 }
 
 #[test]
@@ -671,20 +719,37 @@ fn gpu_align_matches_reference() {
         cases.push((t, e, k, ids));
     }
     cases.push((300, 8, 1, vec![3; 300]));
+    // Both sides of the host's one-launch limit (`host::align_in_one_launch`: 4 chunks of 64 pairs at
+    // 128 experts), with a ragged last chunk on the one-launch side; every case also runs both forms
+    // explicitly below.
+    for (n, (t, e, k)) in [(32, 128, 8), (33, 128, 8), (101, 16, 5)]
+        .into_iter()
+        .enumerate()
+    {
+        let logits = common::data(t * e, 600 + n as u64);
+        let mode = RoutingMode::SoftmaxTopK { renormalize: false };
+        cases.push((t, e, k, r::route(&logits, t, e, k, mode, None).0));
+    }
     cases.push((
         40,
         4,
         2,
         (0..80).map(|p| if p % 2 == 0 { 0 } else { 3 }).collect(),
     ));
+    use moe::host::AlignForm;
     for (t, e, k, ids) in &cases {
         for bm in moe::host::ROW_BLOCKS {
-            let tids = Tensor::from_host(&d, ids, &[*t as i64, *k as i64]).unwrap();
-            let (mut so, mut ex, mut to) =
-                moe::host::aligned_buffers(&s, (*t * *k) as i64, *e as i64, bm).unwrap();
-            moe::moe_align_block_size(&s, &tids, *e as i64, bm, &mut so, &mut ex, &mut to, &mut ws)
+            // The host's pick, and each form at every size (one launch past its limit too).
+            for form in [AlignForm::Auto, AlignForm::OneLaunch, AlignForm::ThreePass] {
+                let tids = Tensor::from_host(&d, ids, &[*t as i64, *k as i64]).unwrap();
+                let (mut so, mut ex, mut to) =
+                    moe::host::aligned_buffers(&s, (*t * *k) as i64, *e as i64, bm).unwrap();
+                moe::host::moe_align_block_size_with(
+                    &s, &tids, *e as i64, bm, &mut so, &mut ex, &mut to, &mut ws, form,
+                )
                 .unwrap();
-            check_alignment(ids, *e, bm as usize, &so, &ex, &to);
+                check_alignment(ids, *e, bm as usize, &so, &ex, &to);
+            }
         }
     }
 }
@@ -716,7 +781,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::GpuArch;
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 36);
+    assert_eq!(jobs.len(), 37);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();

@@ -1637,6 +1637,111 @@ pub mod kernels {
         unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
     }
 
+    /// `moe_align_block_size` in one launch (one block) for calls of a few chunks of `BT` pairs: the
+    /// histogram of [`moe_align_hist`] summed over the chunks, the plan of [`moe_align_plan`] (`total`,
+    /// `expert_ids`, padding rows), then the placement of [`moe_align_scatter`] chunk by chunk with a
+    /// running per-expert base, so the result is the three passes' (stable by pair id). At decode the
+    /// three launches' fixed cost is most of the alignment's time. `EP = 16·ER`.
+    #[cutile::entry]
+    pub fn moe_align_fused<
+        const BT: i32,
+        const BM: i32,
+        const EP: i32,
+        const ER: i32,
+        const BB: i32,
+    >(
+        ids: &Tensor<i32, S1<DYN>>,
+        num_experts: Scalar<i32>,
+        total: &mut Tensor<i32, S1<1>>,
+        expert_ids: &mut Tensor<i32, S1<BB>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let n = ids.dim(0);
+        let pids = ids.partition_padded::<S1<BT>>(Padding::Zero);
+        let chunks = pids.num_tiles(0);
+        let experts = iota::<EP>()
+            .reshape::<S2<1, EP>>()
+            .broadcast::<S2<BT, EP>>();
+        let mut acc = zeros::<i32, S2<1, EP>>();
+        for c in 0..chunks {
+            let v = pids.load(c);
+            let valid = (iota::<BT>() + c * BT).cmp_lt(n.splat::<S1<BT>>());
+            let hot = v
+                .reshape::<S2<BT, 1>>()
+                .broadcast::<S2<BT, EP>>()
+                .cmp_eq(experts)
+                & valid.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>();
+            acc += hot.cast::<i32>().sum::<0>();
+        }
+        let cnt = acc.reshape::<S1<EP>>();
+        let padded = ((cnt + (BM - 1)) / BM) * BM;
+        let first = exclusive_scan::<EP, ER>(padded);
+        let end = first + padded;
+        total.store(padded.sum::<0>());
+        let ends = end.reshape::<S2<1, EP>>().broadcast::<S2<BB, EP>>();
+        let last = num_experts - 1i32;
+        for j in 0..(expert_ids.dim(0) + (BB - 1)) / BB {
+            let rows = ((iota::<BB>() + j * BB) * BM)
+                .reshape::<S2<BB, 1>>()
+                .broadcast::<S2<BB, EP>>();
+            let e = ends
+                .cmp_le(rows)
+                .cast::<i32>()
+                .sum::<1>()
+                .reshape::<S1<BB>>()
+                .min(last.splat::<S1<BB>>());
+            // SAFETY: the single block writes every tile of `expert_ids` once.
+            unsafe { expert_ids.store_at(j, e) };
+        }
+        let slot = iota::<BM>()
+            .reshape::<S2<1, BM>>()
+            .broadcast::<S2<EP, BM>>();
+        let filled = (first + cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        let pad = (padded - cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        // SAFETY: the padding rows of different experts are disjoint and no real pair lands there
+        // (the placement below writes rows `first[e]..first[e] + cnt[e]`).
+        unsafe {
+            sorted_ids.scatter(
+                filled + slot,
+                n.splat::<S2<EP, BM>>(),
+                Some(slot.cmp_lt(pad)),
+            )
+        };
+        let earlier = iota::<BT>()
+            .reshape::<S2<1, BT>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_lt(
+                iota::<BT>()
+                    .reshape::<S2<BT, 1>>()
+                    .broadcast::<S2<BT, BT>>(),
+            );
+        let mut base = first.reshape::<S2<1, EP>>();
+        for c in 0..chunks {
+            let v = pids.load(c);
+            let pair = iota::<BT>() + c * BT;
+            let valid = pair.cmp_lt(n.splat::<S1<BT>>());
+            let hot = v
+                .reshape::<S2<BT, 1>>()
+                .broadcast::<S2<BT, EP>>()
+                .cmp_eq(experts)
+                & valid.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>();
+            let at_base = select(hot, base.broadcast::<S2<BT, EP>>(), 0i32).sum::<1>();
+            let same = v
+                .reshape::<S2<BT, 1>>()
+                .broadcast::<S2<BT, BT>>()
+                .cmp_eq(v.reshape::<S2<1, BT>>().broadcast::<S2<BT, BT>>());
+            let rank = (same & earlier).cast::<i32>().sum::<1>();
+            let pos = (at_base + rank).reshape::<S1<BT>>();
+            // SAFETY: as `moe_align_scatter`: every valid pair gets a distinct row.
+            unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
+            base += hot.cast::<i32>().sum::<0>();
+        }
+    }
+
     /// `MODE` of `moe_route`: softmax, top-k probabilities as they are.
     pub const SOFTMAX: i32 = 0;
     /// `MODE`: softmax, top-k probabilities divided by their sum.

@@ -1133,6 +1133,31 @@ fn launch_gemm2_sorted<E: MoeElem>(
     Ok(())
 }
 
+/// How much work [`moe_align_block_size`] does in one launch (`moe_align_fused`, one block looping
+/// twice over chunks of 64 pairs): at most this many chunk × expert-column products (`EP`, the
+/// experts rounded up to 16/64/128/256). Past it the three-pass form spreads the chunks over blocks.
+/// Measured on the H200 (session 19, `nvfp4_moe`): one launch took 10.0–11.2 µs against 36.5–39.5 for
+/// three at 1–2 chunks of 16 columns, and at 128 columns 19.3 / 25.3 / 58.4 µs at 1 / 2 / 8 chunks
+/// against 37.2 / 36.8 / 43.4: about 5.6 µs per chunk there, even with three launches near 4 chunks.
+/// So 512: 32 chunks (2048 pairs) at 16 columns, 8 at 64, 4 at 128, 2 at 256.
+pub const ALIGN_FUSED_MAX_WORK: i64 = 512;
+
+/// Whether [`moe_align_block_size`] aligns `pairs` pairs over `experts` experts in one launch
+/// ([`ALIGN_FUSED_MAX_WORK`]).
+pub fn align_in_one_launch(pairs: i64, experts: i64) -> bool {
+    ceil_div(pairs.max(1), 64) * align_columns(experts) <= ALIGN_FUSED_MAX_WORK
+}
+
+/// The expert columns of the alignment kernels: `experts` rounded up to 16, 64, 128 or 256.
+fn align_columns(experts: i64) -> i64 {
+    match experts {
+        ..=16 => 16,
+        17..=64 => 64,
+        65..=128 => 128,
+        _ => 256,
+    }
+}
+
 /// `(sorted_ids, expert_ids, total)` of an aligned order.
 pub type AlignedBuffers = (Tensor<i32>, Tensor<i32>, Tensor<i32>);
 
@@ -1162,8 +1187,9 @@ pub fn aligned_buffers(
 /// (blocks at or past `total` hold `experts - 1`), `total: [1]`, exactly as
 /// [`reference::align_block_size`](super::reference::align_block_size) for the first `total` rows
 /// (rows past `total` are not written). Three launches (histogram per chunk of pairs, one block
-/// for the padded starts, expert of each block and padding rows, then the placement); nothing goes
-/// through the host. `experts <= 256`.
+/// for the padded starts, expert of each block and padding rows, then the placement), or one
+/// (`moe_align_fused`, the same passes in one block) for small calls ([`align_in_one_launch`]);
+/// nothing goes through the host. `experts <= 256`.
 #[allow(clippy::too_many_arguments)]
 pub fn moe_align_block_size<E: MoeElem>(
     stream: &Stream,
@@ -1174,6 +1200,43 @@ pub fn moe_align_block_size<E: MoeElem>(
     expert_ids: &mut Tensor<i32>,
     total: &mut Tensor<i32>,
     ws: &mut Workspace<E>,
+) -> Result<(), OpError> {
+    moe_align_block_size_with(
+        stream,
+        ids,
+        experts,
+        bm,
+        sorted_ids,
+        expert_ids,
+        total,
+        ws,
+        AlignForm::Auto,
+    )
+}
+
+/// How [`moe_align_block_size_with`] aligns: both forms give the same buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlignForm {
+    /// One launch for small calls ([`align_in_one_launch`]), three otherwise.
+    Auto,
+    /// One block, one launch (`moe_align_fused`) at any size.
+    OneLaunch,
+    /// Histogram, plan and placement as three launches over `ceil(T·k / 64)` blocks.
+    ThreePass,
+}
+
+/// [`moe_align_block_size`] in the given form (for tests and timing; results are identical).
+#[allow(clippy::too_many_arguments)]
+pub fn moe_align_block_size_with<E: MoeElem>(
+    stream: &Stream,
+    ids: &Tensor<i32>,
+    experts: i64,
+    bm: i64,
+    sorted_ids: &mut Tensor<i32>,
+    expert_ids: &mut Tensor<i32>,
+    total: &mut Tensor<i32>,
+    ws: &mut Workspace<E>,
+    form: AlignForm,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_align_block_size";
     const BT: i64 = 64;
@@ -1197,17 +1260,52 @@ pub fn moe_align_block_size<E: MoeElem>(
         });
     }
     let flat = ids.reshape(&[pairs])?;
-    let ep = match experts {
-        ..=16 => 16,
-        17..=64 => 64,
-        65..=128 => 128,
-        _ => 256,
+    let ne = experts as i32;
+    let one_launch = match form {
+        AlignForm::Auto => align_in_one_launch(pairs, experts),
+        AlignForm::OneLaunch => true,
+        AlignForm::ThreePass => false,
     };
+    if one_launch {
+        macro_rules! fused {
+            ($ep:literal, $er:literal) => {
+                match bm {
+                    16 => kernels::moe_align_fused::<64, 16, $ep, $er, 64>(
+                        &flat, ne, total, expert_ids, sorted_ids,
+                    )
+                    .grid((1, 1, 1))
+                    .launch(stream)?,
+                    32 => kernels::moe_align_fused::<64, 32, $ep, $er, 64>(
+                        &flat, ne, total, expert_ids, sorted_ids,
+                    )
+                    .grid((1, 1, 1))
+                    .launch(stream)?,
+                    64 => kernels::moe_align_fused::<64, 64, $ep, $er, 64>(
+                        &flat, ne, total, expert_ids, sorted_ids,
+                    )
+                    .grid((1, 1, 1))
+                    .launch(stream)?,
+                    _ => kernels::moe_align_fused::<64, 128, $ep, $er, 64>(
+                        &flat, ne, total, expert_ids, sorted_ids,
+                    )
+                    .grid((1, 1, 1))
+                    .launch(stream)?,
+                }
+            };
+        }
+        match experts {
+            ..=16 => fused!(16, 1),
+            17..=64 => fused!(64, 4),
+            65..=128 => fused!(128, 8),
+            _ => fused!(256, 16),
+        }
+        return Ok(());
+    }
+    let ep = align_columns(experts);
     let chunks = ceil_div(pairs, BT).max(1);
     let counts = reuse(&mut ws.counts, stream, &[chunks, ep])?;
     let start = reuse(&mut ws.start, stream, &[ep])?;
     let n = pairs as i32;
-    let ne = experts as i32;
     let grid = (u32_of(OP, chunks)?, 1, 1);
     macro_rules! go {
         ($ep:literal, $er:literal) => {{

@@ -431,6 +431,18 @@ pub fn compile_jobs() -> Vec<CompileJob> {
             meta(I32, &[p16]),
         ],
     ));
+    // The one-launch alignment of small calls (`host::align_in_one_launch`).
+    jobs.push(job(
+        "moe_align_fused",
+        "BT=64 BM=16 EP=16 ER=1 BB=64",
+        kernels::moe_align_fused::kernel::<64, 16, 16, 1, 64>(),
+        vec![
+            meta(I32, &[t * k]),
+            meta(I32, &[1]),
+            meta(I32, &[p16 / 16]),
+            meta(I32, &[p16]),
+        ],
+    ));
     jobs.push(job(
         "moe_route",
         "L=f32 MODE=sigmoid_bias BT=16 EP=64 KP=8",

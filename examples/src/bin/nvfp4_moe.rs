@@ -197,6 +197,15 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
         let align_us = time(s, &mut flush, iters, || {
             moe::moe_align_block_size(s, &tids, e, bm, so, ex, to, &mut ws)
         })?;
+        // Both alignment forms, same buffers (the host's pick above is one of them).
+        let mut align_form_us = |form| {
+            time(s, &mut flush, iters, || {
+                moe::host::moe_align_block_size_with(s, &tids, e, bm, so, ex, to, &mut ws, form)
+            })
+        };
+        let align_one_us = align_form_us(moe::host::AlignForm::OneLaunch)?;
+        let align_three_us = align_form_us(moe::host::AlignForm::ThreePass)?;
+        moe::moe_align_block_size(s, &tids, e, bm, so, ex, to, &mut ws)?;
         let routing = Routing {
             sorted_ids: so,
             expert_ids: ex,
@@ -234,7 +243,8 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
         let pct = |bytes: i64, us: f64| 100.0 * gbs(bytes, us) / COPY_GBS;
         println!(
             "| {e} | {t} | {bm} | {}{} | {} | {w4_us:.1} | {:.0} | {:.1}% | {bf_us:.1} | {:.2}x | \
-             {g1_us:.1} ({:.0}%) | {g2_us:.1} ({:.0}%) | {align_us:.1} | {comb_us:.1} | {} | {err:.2e} |",
+             {g1_us:.1} ({:.0}%) | {g2_us:.1} ({:.0}%) | {align_us:.1} ({align_one_us:.1} / {align_three_us:.1}) | \
+             {comb_us:.1} | {} | {err:.2e} |",
             form_name(form),
             if bm == picked && form == moe::host::default_form(bm, h, i) {
                 " *"
@@ -311,7 +321,8 @@ fn main() {
     );
     println!(
         "| E | T | BM | form | K splits (GEMM 2) | W4A16 layer µs | GB/s | % copy | bf16 w µs | bf16/W4 | \
-         GEMM 1 µs (% copy) | GEMM 2 µs (% copy) | align µs | combine µs | check | max err |"
+         GEMM 1 µs (% copy) | GEMM 2 µs (% copy) | align µs (one launch / three) | combine µs | check | \
+         max err |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     // NVFP4_MOE_TOKENS=1024,4096 runs other token counts (ci/gpu/moe_peer.py reads the same variable).
