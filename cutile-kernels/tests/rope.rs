@@ -377,6 +377,41 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
     assert_ne!(class(16384, RopeStyle::Neox), class(8, RopeStyle::Neox));
 }
 
+/// Small calls get a smaller default tile, so the grid keeps `MIN_BLOCKS_PER_SM` blocks per SM where
+/// a listed tile allows it; large calls and one-token tiles keep `choose_pairs`'s. The tuning list
+/// starts with that tile and keeps the 512-pair one.
+#[test]
+fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
+    let sms = 132;
+    // (tokens, d, hq, hk, BM): GPT-J D 64 T 300 (2 groups: 300 blocks at 2 tokens, 600 at 1), the
+    // same at T 4096 (enough blocks), D 32 at T 500 (4 → 2 → 1 tokens) and T 1500 (750 blocks at 4),
+    // D 8 (HP 4, 16 tokens by default; 8 is listed, 4 is not), D 128 (already one token).
+    for (tokens, d, hq, hk, bm) in [
+        (300, 64, 8, 2, 1),
+        (4096, 64, 8, 2, 2),
+        (500, 32, 8, 2, 1),
+        (1500, 32, 8, 2, 4),
+        (400, 8, 8, 0, 8),
+        (300, 128, 32, 8, 1),
+        (16384, 128, 32, 8, 1),
+    ] {
+        let c = cfg::choose_pairs_on(tokens, d, hq, hk, sms);
+        assert_eq!(c.bm, bm, "{tokens} tokens, d {d}: {c:?}");
+        assert!(cfg::PAIRS_TILES.contains(&c), "{c:?} has no kernel");
+        let list = cfg::pairs_candidates_on(tokens, d, hq, hk, sms);
+        assert_eq!(list[0], c);
+        let base = cfg::choose_pairs(tokens, d);
+        assert!(list.contains(&base), "{tokens} tokens, d {d}: {list:?}");
+        let distinct: std::collections::HashSet<_> = list.iter().collect();
+        assert_eq!(distinct.len(), list.len());
+    }
+    // Through the planner: the GPT-J bench call (T 300, D 64) takes one token per block.
+    let ops = described(BF16, [300, 8, 2, 64], 64, [1, 1, 0]);
+    let l = &rope::plan(&ops, &target(), RopeStyle::Gptj).unwrap()[0];
+    assert_eq!(l.config, "rope_gptj BM=1 HB=8 HP=32");
+    assert_eq!(l.grid, Some((300, 2, 1)));
+}
+
 /// Every listed tile plans through `plan_pairs` for both styles, i32 and i64 positions (the dispatch
 /// covers the list), with its grid: `ceil(T / BM)` token blocks × the q and k head groups of `HB`.
 #[test]
@@ -420,7 +455,8 @@ fn plan_with_all_candidates_lists_every_candidate() {
     ] {
         let q = &ops[0].shape;
         let all = rope::plan_with(&ops, &t, style, true).unwrap();
-        let want = cfg::pairs_candidates(q[0], q[2]);
+        let hk = ops[1].shape[1];
+        let want = cfg::pairs_candidates_on(q[0], q[2], q[1], hk, i64::from(t.sm_count));
         assert_eq!(all.len(), want.len());
         assert!(all.len() > 1);
         assert_eq!(

@@ -2,8 +2,8 @@
 //! holds about 2048 lanes (fewer when the call has fewer tokens); for the full-rotary pair kernels the
 //! `BM × HB × HP` tile and the candidates the tuner may time.
 
-use crate::op::OpError;
 use crate::op::tuning::Candidate;
+use crate::op::{OpError, ceil_div};
 
 /// One RoPE configuration: `BM` tokens × `DP` lanes of one head per block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -156,6 +156,38 @@ pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
             all.push(c);
         }
     }
+    all
+}
+
+/// Blocks per SM the default full-rotary grid keeps where the call allows: below it
+/// [`choose_pairs_on`] shrinks the tile. On the H200 (session 19) GPT-J D 64 T 300 (2 head groups)
+/// took 4.78 µs with one token per block (600 blocks) against 6.21 with the 512-pair tile's two (300
+/// blocks, 2.3 per SM).
+pub const MIN_BLOCKS_PER_SM: i64 = 4;
+
+/// [`choose_pairs`] for a call of `hq` + `hk` heads on `sms` SMs: the tile's `BM` halved, through
+/// listed tiles only and down to one token, while the grid would hold fewer than
+/// [`MIN_BLOCKS_PER_SM`] blocks per SM.
+pub fn choose_pairs_on(tokens: i64, d: i64, hq: i64, hk: i64, sms: i64) -> PairsConfig {
+    let mut c = choose_pairs(tokens, d);
+    let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
+    while c.bm > 1 && ceil_div(tokens, c.bm) * groups < MIN_BLOCKS_PER_SM * sms {
+        let half = PairsConfig { bm: c.bm / 2, ..c };
+        if !PAIRS_TILES.contains(&half) {
+            break;
+        }
+        c = half;
+    }
+    c
+}
+
+/// [`pairs_candidates`] with [`choose_pairs_on`]'s tile first (the 512-pair default, when it differs,
+/// stays a candidate).
+pub fn pairs_candidates_on(tokens: i64, d: i64, hq: i64, hk: i64, sms: i64) -> Vec<PairsConfig> {
+    let mut all = pairs_candidates(tokens, d);
+    let first = choose_pairs_on(tokens, d, hq, hk, sms);
+    all.retain(|c| *c != first);
+    all.insert(0, first);
     all
 }
 

@@ -162,6 +162,8 @@ struct Call {
     d: i64,
     rot: i64,
     in_place: bool,
+    /// SMs of the target (the default pair tile shrinks to fill them, `config::choose_pairs_on`).
+    sms: i64,
 }
 
 fn shape_err(what: String, left: &[i64], right: &[i64]) -> OpError {
@@ -252,6 +254,7 @@ impl Call {
             d,
             rot,
             in_place,
+            sms: i64::from(target.sm_count),
         })
     }
 
@@ -364,10 +367,15 @@ impl Call {
     /// with a head dimension the kernels take (else [`Call::plan`] reports the error).
     fn pairs_candidates(&self) -> Vec<config::PairsConfig> {
         if self.full_rotary() && self.d <= config::MAX_D {
-            config::pairs_candidates(self.tokens, self.d)
+            config::pairs_candidates_on(self.tokens, self.d, self.hq, self.hk, self.sms)
         } else {
             Vec::new()
         }
+    }
+
+    /// The default full-rotary tile of the call ([`config::choose_pairs_on`]).
+    fn pairs_default(&self) -> config::PairsConfig {
+        config::choose_pairs_on(self.tokens, self.d, self.hq, self.hk, self.sms)
     }
 
     /// The launches of the call: the default configuration's, or every tuning candidate's (default
@@ -388,7 +396,7 @@ impl Call {
         let tiles = if all_candidates {
             self.pairs_candidates()
         } else {
-            vec![config::choose_pairs(self.tokens, self.d)]
+            vec![self.pairs_default()]
         };
         tiles
             .iter()
