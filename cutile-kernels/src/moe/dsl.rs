@@ -1514,6 +1514,99 @@ pub mod kernels {
         (within + before).reshape::<S1<EP>>()
     }
 
+    /// The padded layout of an alignment from the pairs per expert `cnt: [EP]`: every expert padded to
+    /// `BM` rows, and each expert's first and end row (the exclusive and inclusive scans of the padded
+    /// counts). `EP = 16·ER`.
+    #[allow(clippy::type_complexity)]
+    fn align_layout<const BM: i32, const EP: i32, const ER: i32>(
+        cnt: Tile<i32, S1<EP>>,
+    ) -> (Tile<i32, S1<EP>>, Tile<i32, S1<EP>>, Tile<i32, S1<EP>>) {
+        let padded = ((cnt + (BM - 1)) / BM) * BM;
+        let first = exclusive_scan::<EP, ER>(padded);
+        let end = first + padded;
+        (padded, first, end)
+    }
+
+    /// The plan of an alignment (one block) from [`align_layout`]'s `padded`, `first`, `end` of the
+    /// pairs per expert `cnt`: writes `total: [1]`, the expert of every row block `expert_ids` (blocks
+    /// at or past `total` get `num_experts - 1`) and the padding rows of `sorted_ids` (value `pairs`).
+    #[allow(clippy::too_many_arguments)]
+    fn align_plan<const BM: i32, const EP: i32, const BB: i32>(
+        cnt: Tile<i32, S1<EP>>,
+        (padded, first, end): (Tile<i32, S1<EP>>, Tile<i32, S1<EP>>, Tile<i32, S1<EP>>),
+        num_experts: Scalar<i32>,
+        pairs: Scalar<i32>,
+        total: &mut Tensor<i32, S1<1>>,
+        expert_ids: &mut Tensor<i32, S1<BB>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        total.store(padded.sum::<0>());
+        let ends = end.reshape::<S2<1, EP>>().broadcast::<S2<BB, EP>>();
+        let last = num_experts - 1i32;
+        for j in 0..(expert_ids.dim(0) + (BB - 1)) / BB {
+            let rows = ((iota::<BB>() + j * BB) * BM)
+                .reshape::<S2<BB, 1>>()
+                .broadcast::<S2<BB, EP>>();
+            let e = ends
+                .cmp_le(rows)
+                .cast::<i32>()
+                .sum::<1>()
+                .reshape::<S1<BB>>()
+                .min(last.splat::<S1<BB>>());
+            // SAFETY: the single block writes every tile of `expert_ids` once.
+            unsafe { expert_ids.store_at(j, e) };
+        }
+        let slot = iota::<BM>()
+            .reshape::<S2<1, BM>>()
+            .broadcast::<S2<EP, BM>>();
+        let filled = (first + cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        let pad = (padded - cnt)
+            .reshape::<S2<EP, 1>>()
+            .broadcast::<S2<EP, BM>>();
+        // SAFETY: the padding rows of different experts are disjoint and no real pair lands there
+        // (the placement writes rows `first[e]..first[e] + cnt[e]`).
+        unsafe {
+            sorted_ids.scatter(
+                filled + slot,
+                pairs.splat::<S2<EP, BM>>(),
+                Some(slot.cmp_lt(pad)),
+            )
+        };
+    }
+
+    /// Places the `BT` pairs `pair` of one chunk (expert ids `v`, one-hot `hot: [BT, EP]`, `valid`
+    /// inside the call) at `base[e] + (pairs of e before it in the chunk)` of `sorted_ids`, `base: [1,
+    /// EP]` the first free row of every expert: stable by pair id.
+    fn place_chunk<const BT: i32, const EP: i32>(
+        v: Tile<i32, S1<BT>>,
+        hot: Tile<bool, S2<BT, EP>>,
+        pair: Tile<i32, S1<BT>>,
+        valid: Tile<bool, S1<BT>>,
+        base: Tile<i32, S2<1, EP>>,
+        sorted_ids: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let at_base = select(hot, base.broadcast::<S2<BT, EP>>(), 0i32).sum::<1>();
+        let same = v
+            .reshape::<S2<BT, 1>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_eq(v.reshape::<S2<1, BT>>().broadcast::<S2<BT, BT>>());
+        let earlier = iota::<BT>()
+            .reshape::<S2<1, BT>>()
+            .broadcast::<S2<BT, BT>>()
+            .cmp_lt(
+                iota::<BT>()
+                    .reshape::<S2<BT, 1>>()
+                    .broadcast::<S2<BT, BT>>(),
+            );
+        let rank = (same & earlier).cast::<i32>().sum::<1>();
+        let pos = (at_base + rank).reshape::<S1<BT>>();
+        // SAFETY: every valid pair gets a distinct row (its expert's rows are disjoint from the others'
+        // and ranks inside an expert are distinct).
+        unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
+    }
+
     /// `moe_align_block_size`, pass 2 of 3 (one block): sums the histogram `counts: [C, EP]`, pads
     /// every expert to `BM` rows, writes the experts' first rows `start: [EP]` (exclusive scan of the
     /// padded counts), `total: [1]`, the expert of every row block `expert_ids: [P_max / BM]` (blocks
@@ -1542,44 +1635,17 @@ pub mod kernels {
             acc += pc.load((r, 0i32)).sum::<0>();
         }
         let cnt = acc.reshape::<S1<EP>>();
-        let padded = ((cnt + (BM - 1)) / BM) * BM;
-        let first = exclusive_scan::<EP, ER>(padded);
-        let end = first + padded;
-        start.store(first);
-        total.store(padded.sum::<0>());
-        let ends = end.reshape::<S2<1, EP>>().broadcast::<S2<BB, EP>>();
-        let last = num_experts - 1i32;
-        for j in 0..(expert_ids.dim(0) + (BB - 1)) / BB {
-            let rows = ((iota::<BB>() + j * BB) * BM)
-                .reshape::<S2<BB, 1>>()
-                .broadcast::<S2<BB, EP>>();
-            let e = ends
-                .cmp_le(rows)
-                .cast::<i32>()
-                .sum::<1>()
-                .reshape::<S1<BB>>()
-                .min(last.splat::<S1<BB>>());
-            // SAFETY: the single block writes every tile of `expert_ids` once.
-            unsafe { expert_ids.store_at(j, e) };
-        }
-        let slot = iota::<BM>()
-            .reshape::<S2<1, BM>>()
-            .broadcast::<S2<EP, BM>>();
-        let filled = (first + cnt)
-            .reshape::<S2<EP, 1>>()
-            .broadcast::<S2<EP, BM>>();
-        let pad = (padded - cnt)
-            .reshape::<S2<EP, 1>>()
-            .broadcast::<S2<EP, BM>>();
-        // SAFETY: the padding rows of different experts are disjoint and no real pair lands there
-        // (pass 3 writes rows `start[e]..start[e] + cnt[e]`).
-        unsafe {
-            sorted_ids.scatter(
-                filled + slot,
-                pairs.splat::<S2<EP, BM>>(),
-                Some(slot.cmp_lt(pad)),
-            )
-        };
+        let layout = align_layout::<BM, EP, ER>(cnt);
+        start.store(layout.1);
+        align_plan::<BM, EP, BB>(
+            cnt,
+            layout,
+            num_experts,
+            pairs,
+            total,
+            expert_ids,
+            sorted_ids,
+        );
     }
 
     /// `moe_align_block_size`, pass 3 of 3: block `c` places pairs `c·BT..` of `ids: [N]` at
@@ -1617,24 +1683,7 @@ pub mod kernels {
                 .reshape::<S2<1, EP>>()
                 .broadcast::<S2<BT, EP>>(),
         );
-        let at_base = select(hot, base.broadcast::<S2<BT, EP>>(), 0i32).sum::<1>();
-        let same = v
-            .reshape::<S2<BT, 1>>()
-            .broadcast::<S2<BT, BT>>()
-            .cmp_eq(v.reshape::<S2<1, BT>>().broadcast::<S2<BT, BT>>());
-        let earlier = iota::<BT>()
-            .reshape::<S2<1, BT>>()
-            .broadcast::<S2<BT, BT>>()
-            .cmp_lt(
-                iota::<BT>()
-                    .reshape::<S2<BT, 1>>()
-                    .broadcast::<S2<BT, BT>>(),
-            );
-        let rank = (same & earlier).cast::<i32>().sum::<1>();
-        let pos = (at_base + rank).reshape::<S1<BT>>();
-        // SAFETY: every valid pair gets a distinct row (its expert's rows are disjoint from the others'
-        // and ranks inside an expert are distinct).
-        unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
+        place_chunk::<BT, EP>(v, hot, pair, valid, base, sorted_ids);
     }
 
     /// `moe_align_block_size` in one launch (one block) for calls of a few chunks of `BT` pairs: the
@@ -1674,51 +1723,9 @@ pub mod kernels {
             acc += hot.cast::<i32>().sum::<0>();
         }
         let cnt = acc.reshape::<S1<EP>>();
-        let padded = ((cnt + (BM - 1)) / BM) * BM;
-        let first = exclusive_scan::<EP, ER>(padded);
-        let end = first + padded;
-        total.store(padded.sum::<0>());
-        let ends = end.reshape::<S2<1, EP>>().broadcast::<S2<BB, EP>>();
-        let last = num_experts - 1i32;
-        for j in 0..(expert_ids.dim(0) + (BB - 1)) / BB {
-            let rows = ((iota::<BB>() + j * BB) * BM)
-                .reshape::<S2<BB, 1>>()
-                .broadcast::<S2<BB, EP>>();
-            let e = ends
-                .cmp_le(rows)
-                .cast::<i32>()
-                .sum::<1>()
-                .reshape::<S1<BB>>()
-                .min(last.splat::<S1<BB>>());
-            // SAFETY: the single block writes every tile of `expert_ids` once.
-            unsafe { expert_ids.store_at(j, e) };
-        }
-        let slot = iota::<BM>()
-            .reshape::<S2<1, BM>>()
-            .broadcast::<S2<EP, BM>>();
-        let filled = (first + cnt)
-            .reshape::<S2<EP, 1>>()
-            .broadcast::<S2<EP, BM>>();
-        let pad = (padded - cnt)
-            .reshape::<S2<EP, 1>>()
-            .broadcast::<S2<EP, BM>>();
-        // SAFETY: the padding rows of different experts are disjoint and no real pair lands there
-        // (the placement below writes rows `first[e]..first[e] + cnt[e]`).
-        unsafe {
-            sorted_ids.scatter(
-                filled + slot,
-                n.splat::<S2<EP, BM>>(),
-                Some(slot.cmp_lt(pad)),
-            )
-        };
-        let earlier = iota::<BT>()
-            .reshape::<S2<1, BT>>()
-            .broadcast::<S2<BT, BT>>()
-            .cmp_lt(
-                iota::<BT>()
-                    .reshape::<S2<BT, 1>>()
-                    .broadcast::<S2<BT, BT>>(),
-            );
+        let layout = align_layout::<BM, EP, ER>(cnt);
+        let first = layout.1;
+        align_plan::<BM, EP, BB>(cnt, layout, num_experts, n, total, expert_ids, sorted_ids);
         let mut base = first.reshape::<S2<1, EP>>();
         for c in 0..chunks {
             let v = pids.load(c);
@@ -1729,15 +1736,7 @@ pub mod kernels {
                 .broadcast::<S2<BT, EP>>()
                 .cmp_eq(experts)
                 & valid.reshape::<S2<BT, 1>>().broadcast::<S2<BT, EP>>();
-            let at_base = select(hot, base.broadcast::<S2<BT, EP>>(), 0i32).sum::<1>();
-            let same = v
-                .reshape::<S2<BT, 1>>()
-                .broadcast::<S2<BT, BT>>()
-                .cmp_eq(v.reshape::<S2<1, BT>>().broadcast::<S2<BT, BT>>());
-            let rank = (same & earlier).cast::<i32>().sum::<1>();
-            let pos = (at_base + rank).reshape::<S1<BT>>();
-            // SAFETY: as `moe_align_scatter`: every valid pair gets a distinct row.
-            unsafe { sorted_ids.scatter(pos, pair, Some(valid)) };
+            place_chunk::<BT, EP>(v, hot, pair, valid, base, sorted_ids);
             base += hot.cast::<i32>().sum::<0>();
         }
     }
