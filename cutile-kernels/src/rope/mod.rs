@@ -316,8 +316,9 @@ impl Call {
             OpError::Unsupported {
                 op: OP,
                 what: format!(
-                    "no {} kernel with {} positions for BM = {}, HB = {}, HP = {}",
-                    self.dtype, self.index, cfg.bm, cfg.hb, cfg.hp
+                    "no {} kernel with {} positions for BM = {}, HB = {}, HP = {}, {} tiles per \
+                     block, {} warps",
+                    self.dtype, self.index, cfg.bm, cfg.hb, cfg.hp, cfg.unroll, cfg.warps
                 ),
             }
         })?;
@@ -344,11 +345,11 @@ impl Call {
                 whole(k_out, true),
             ],
             grid: Some((
-                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
+                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.tokens()))?,
                 groups as u32,
                 1,
             )),
-            config: format!("{name} BM={} HB={} HP={}", cfg.bm, cfg.hb, cfg.hp),
+            config: format!("{name} {}", crate::op::tuning::Candidate::name(cfg)),
         })
     }
 }
@@ -455,29 +456,39 @@ impl Call {
     }
 }
 
-/// `kernels::$k::kernel::<$E, $I, BM, HB, HP>()` for `$cfg`'s tile among the listed ones
+/// `kernels::$k::kernel::<$E, $I, BM, HB, HP, U>()` for `$cfg`'s tile among the listed ones
 /// ([`config::pairs_tiles`]).
 macro_rules! pairs_tile_kernel {
-    ($k:ident, $E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
-        match ($cfg.bm, $cfg.hb, $cfg.hp) {
-            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp>()),)*
+    ($k:ident, $E:ty, $I:ty, $cfg:expr,
+     [$(($bm:literal, $hb:literal, $hp:literal, $u:literal)),* $(,)?]) => {
+        match ($cfg.bm, $cfg.hb, $cfg.hp, $cfg.unroll) {
+            $(($bm, $hb, $hp, $u) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp, $u>()),)*
             _ => None,
         }
     };
 }
 
-/// The full-rotary kernel of `style` for `cfg`, one of [`config::PAIRS_TILES`].
+/// The full-rotary kernel of `style` for `cfg`, whose tile is one of [`config::PAIRS_TILES`]; warps
+/// other than [`config::PAIRS_WARPS`] become the kernel's `num_worker_warps_per_cta` hint.
 fn pairs_kernel(
     dt: ScalarType,
     it: ScalarType,
     cfg: &config::PairsConfig,
     style: RopeStyle,
 ) -> Option<cutile::dsl::Kernel> {
-    float_index_kernel!(dt, it, |E, I| match style {
+    let kernel = float_index_kernel!(dt, it, |E, I| match style {
         RopeStyle::Neox => config::pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, cfg,)),
         RopeStyle::Gptj => config::pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, cfg,)),
     })
-    .flatten()
+    .flatten()?;
+    if cfg.warps == config::PAIRS_WARPS {
+        return Some(kernel);
+    }
+    // Tile IR takes a power of two in 1..=32 worker warps.
+    if !(1..=32).contains(&cfg.warps) || !(cfg.warps as u64).is_power_of_two() {
+        return None;
+    }
+    Some(kernel.with_hint("default", "num_worker_warps_per_cta", cfg.warps as i32))
 }
 
 /// `kernels::rope::kernel::<E, I, BM, DP>()` for the listed tiles ([`config::TILES`]).
