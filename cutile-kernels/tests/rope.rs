@@ -293,23 +293,7 @@ fn the_op_is_in_the_registry() {
 // Tuning candidates.
 
 fn tile(bm: i64, hb: i64, hp: i64) -> PairsConfig {
-    PairsConfig {
-        bm,
-        hb,
-        hp,
-        unroll: 1,
-        warps: cfg::PAIRS_WARPS,
-    }
-}
-
-/// `c` `unroll` times per block.
-fn unrolled(c: PairsConfig, unroll: i64) -> PairsConfig {
-    PairsConfig { unroll, ..c }
-}
-
-/// `c` on `warps` warps.
-fn on_warps(c: PairsConfig, warps: i64) -> PairsConfig {
-    PairsConfig { warps, ..c }
+    PairsConfig { bm, hb, hp }
 }
 
 /// The bench call's: bf16, T 16384, 32 + 8 heads of 128, in place.
@@ -343,12 +327,11 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
             assert_eq!(c[0], cfg::choose_pairs(tokens, d), "{what}: default first");
             let distinct: std::collections::HashSet<_> = c.iter().collect();
             assert_eq!(distinct.len(), c.len(), "{what}: {c:?}");
-            let most = 1 + cfg::PAIRS_ALTERNATIVES.len() + cfg::PAIRS_UNROLLS.len();
-            assert!(c.len() <= most, "{what}: {} candidates", c.len());
+            assert!(c.len() <= 6, "{what}: {} candidates", c.len());
             for t in &c {
-                assert!(listed.contains(&t.tile()), "{what}: {t:?} has no kernel");
+                assert!(listed.contains(t), "{what}: {t:?} has no kernel");
                 assert_eq!(t.hp, c[0].hp, "{what}: one HP per call");
-                assert!(t.tokens() == 1 || tokens >= 8 * t.tokens(), "{what}: {t:?}");
+                assert!(t.bm == 1 || tokens >= 8 * t.bm, "{what}: {t:?}");
             }
             if c[0].bm == 1 && tokens < 8 * (cfg::PAIRS_PER_BLOCK / (8 * c[0].hp)).max(4) {
                 assert_eq!(c.len(), 1, "{what}: decode-sized calls are not tuned");
@@ -356,49 +339,34 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
         }
     }
     // Issue 14's bench call (HP 64): 512 pairs per block by default (one token), then 1024 and 2048
-    // at HB 8, 512 and 1024 at HB 4 (256 pairs would be half a token), 512 and 1024 on two warps, and
-    // the default tile two and four times per block.
-    let one = tile(1, 8, 64);
+    // at HB 8, 512 and 1024 at HB 4 (256 pairs would be half a token).
     assert_eq!(
         cfg::pairs_candidates(16384, 128),
         [
-            one,
+            tile(1, 8, 64),
             tile(2, 8, 64),
             tile(4, 8, 64),
             tile(2, 4, 64),
             tile(4, 4, 64),
-            on_warps(one, 2),
-            on_warps(tile(2, 8, 64), 2),
-            unrolled(one, 2),
-            unrolled(one, 4),
         ]
     );
-    // GPT-J D 64 (HP 32): 2 tokens by default, then 4, 8, 1 at HB 8, 4 and 8 at HB 4, 2 and 4 on two
-    // warps, the default twice and four times per block.
-    let two = tile(2, 8, 32);
+    // GPT-J D 64 (HP 32): 2 tokens by default, then 4, 8, 1 at HB 8, 4 and 8 at HB 4.
     assert_eq!(
         cfg::pairs_candidates(300, 64),
         [
-            two,
+            tile(2, 8, 32),
             tile(4, 8, 32),
             tile(8, 8, 32),
             tile(1, 8, 32),
             tile(4, 4, 32),
             tile(8, 4, 32),
-            on_warps(two, 2),
-            on_warps(tile(4, 8, 32), 2),
-            unrolled(two, 2),
-            unrolled(two, 4),
         ]
     );
-    assert_eq!(cfg::pairs_candidates(8, 128), [one]);
-    // D 512 (HP 256): one token at HB 8 or 4; the unrolled tiles need 16 and 32 tokens.
-    let big = tile(1, 8, 256);
+    assert_eq!(cfg::pairs_candidates(8, 128), [tile(1, 8, 64)]);
     assert_eq!(
         cfg::pairs_candidates(4096, 512),
-        [big, tile(1, 4, 256), unrolled(big, 2), unrolled(big, 4)]
+        [tile(1, 8, 256), tile(1, 4, 256)]
     );
-
     // The class separates styles and decode- from prefill-sized calls.
     let class = |t, style| cfg::pairs_class(BF16, style, t, 128);
     assert_eq!(
@@ -429,7 +397,7 @@ fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
     ] {
         let c = cfg::choose_pairs_on(tokens, d, hq, hk, sms);
         assert_eq!(c.bm, bm, "{tokens} tokens, d {d}: {c:?}");
-        assert!(cfg::PAIRS_TILES.contains(&c.tile()), "{c:?} has no kernel");
+        assert!(cfg::PAIRS_TILES.contains(&c), "{c:?} has no kernel");
         let list = cfg::pairs_candidates_on(tokens, d, hq, hk, sms);
         assert_eq!(list[0], c);
         let base = cfg::choose_pairs(tokens, d);
@@ -459,7 +427,7 @@ fn every_listed_pair_tile_has_a_kernel() {
             let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
             assert_eq!(
                 l[0].grid,
-                Some((ceil_div(tokens, c.bm * c.unroll) as u32, groups as u32, 1)),
+                Some((ceil_div(tokens, c.bm) as u32, groups as u32, 1)),
                 "{c:?}"
             );
         }
@@ -468,15 +436,6 @@ fn every_listed_pair_tile_has_a_kernel() {
     let ops = bench_call();
     let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &tile(3, 8, 64)).unwrap_err();
     assert!(e.to_string().contains("BM = 3"), "{e}");
-    let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &unrolled(tile(2, 8, 64), 2)).unwrap_err();
-    assert!(e.to_string().contains("2 tiles per block"), "{e}");
-    let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &on_warps(tile(1, 8, 64), 3)).unwrap_err();
-    assert!(e.to_string().contains("3 warps"), "{e}");
-    // A warps candidate is the same tile's kernel with the hint, and names it.
-    let w = &rope::plan_pairs(&ops, &t, RopeStyle::Neox, &on_warps(tile(1, 8, 64), 2)).unwrap()[0];
-    assert_eq!(w.config, "rope_neox BM=1 HB=8 HP=64 W=2");
-    let hint = format!("{:?}", w.kernel.hints());
-    assert!(hint.contains("num_worker_warps_per_cta"), "{hint}");
     let partial = described(BF16, [64, 4, 2, 128], 64, [0, 0, 0]);
     let e = rope::plan_pairs(&partial, &t, RopeStyle::Neox, &tile(4, 8, 64)).unwrap_err();
     assert!(e.to_string().contains("rotates 64 of 128"), "{e}");
@@ -548,7 +507,7 @@ fn bench_call_candidates_compile_for_sm90() {
             (name, l.kernel.clone(), metas)
         })
         .collect();
-    assert_eq!(cases.len(), 8);
+    assert_eq!(cases.len(), 4);
     common::compile_all_sm90("rope bench_call_candidates_compile_for_sm90", cases);
 }
 

@@ -49,56 +49,19 @@ pub fn choose(op: &'static str, tokens: i64, d: i64) -> Result<RopeConfig, OpErr
     Ok(RopeConfig { bm, dp })
 }
 
-/// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs, `unroll` such
-/// tiles (of consecutive tokens) per block with every tile's loads issued before the stores, run by
-/// `warps` warps (the `num_worker_warps_per_cta` hint; [`PAIRS_WARPS`] adds no hint).
+/// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs per block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PairsConfig {
     pub bm: i64,
     pub hb: i64,
     pub hp: i64,
-    pub unroll: i64,
-    pub warps: i64,
-}
-
-impl PairsConfig {
-    /// Tokens per block: `BM` × `unroll`.
-    pub fn tokens(&self) -> i64 {
-        self.bm * self.unroll
-    }
-
-    /// The tile at the default warps: what [`PAIRS_TILES`] lists (the warps are a hint of the same
-    /// kernel, not an instantiation of their own).
-    pub fn tile(&self) -> PairsConfig {
-        PairsConfig {
-            warps: PAIRS_WARPS,
-            ..*self
-        }
-    }
 }
 
 impl Candidate for PairsConfig {
     fn name(&self) -> String {
-        let unroll = if self.unroll == 1 {
-            String::new()
-        } else {
-            format!(" U={}", self.unroll)
-        };
-        let warps = if self.warps == PAIRS_WARPS {
-            String::new()
-        } else {
-            format!(" W={}", self.warps)
-        };
-        format!(
-            "BM={} HB={} HP={}{unroll}{warps}",
-            self.bm, self.hb, self.hp
-        )
+        format!("BM={} HB={} HP={}", self.bm, self.hb, self.hp)
     }
 }
-
-/// Warps per full-rotary block when the kernel carries no hint (tileiras's own choice for these
-/// kernels: 128 threads on sm_90).
-pub const PAIRS_WARPS: i64 = 4;
 
 /// Heads per full-rotary block of the default tile.
 pub const PAIRS_HB: i64 = 8;
@@ -110,70 +73,36 @@ pub const PAIRS_HB: i64 = 8;
 /// tile: 4096 pairs took 203 µs). `docs/h200-results.md`, session 19.
 pub const PAIRS_PER_BLOCK: i64 = 512;
 
-/// One tuner alternative to the default full-rotary tile, by its pairs per block, `HB` and warps.
-#[derive(Debug, Clone, Copy)]
-pub struct PairsAlternative {
-    pub pairs: i64,
-    pub hb: i64,
-    pub warps: i64,
-}
+/// The tuner's alternatives to the default full-rotary tile, as (pairs per block, `HB`): twice, four
+/// times and half the default's pairs at `HB` 8, and the default's and twice its pairs at `HB` 4
+/// (fewer heads, more tokens per block).
+pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
+    &[(1024, 8), (2048, 8), (256, 8), (512, 4), (1024, 4)];
 
-const fn alt(pairs: i64, hb: i64, warps: i64) -> PairsAlternative {
-    PairsAlternative { pairs, hb, warps }
-}
-
-/// The tuner's alternatives to the default full-rotary tile: twice, four times and half the default's
-/// pairs at `HB` 8; the default's and twice its pairs at `HB` 4 (fewer heads, more tokens per tile);
-/// the default's and twice its pairs on two warps (more pairs per thread, and twice the blocks an SM
-/// holds).
-pub const PAIRS_ALTERNATIVES: &[PairsAlternative] = &[
-    alt(1024, 8, 4),
-    alt(2048, 8, 4),
-    alt(256, 8, 4),
-    alt(512, 4, 4),
-    alt(1024, 4, 4),
-    alt(512, 8, 2),
-    alt(1024, 8, 2),
-];
-
-/// The tuner also times the default tile this many times per block: every tile's loads are issued
-/// before the stores, so a thread keeps that many times the bytes in flight at the one-tile register
-/// layout (a larger tile instead makes tileiras convert layouts through shared memory).
-pub const PAIRS_UNROLLS: &[i64] = &[2, 4];
-
-/// Calls `$m!(ARGS.. [(BM, HB, HP, U), ..])` with every full-rotary tile that has a kernel (`U` tiles
-/// per block): the one list [`PAIRS_TILES`] and `mod.rs`'s kernel dispatch are both generated from.
-/// Per `HP` (1..=256): the default ([`PAIRS_PER_BLOCK`] pairs at `HB` 8), one token at `HB` 8
-/// (decode), then the single-tile [`PAIRS_ALTERNATIVES`] where they give at least one token, then the
-/// default two and four times per block.
+/// Calls `$m!(ARGS.. [(BM, HB, HP), ..])` with every full-rotary tile that has a kernel: the one list
+/// [`PAIRS_TILES`] and `mod.rs`'s kernel dispatch are both generated from. Per `HP` (1..=256): the
+/// default ([`PAIRS_PER_BLOCK`] pairs at `HB` 8), one token at `HB` 8 (decode), then
+/// [`PAIRS_ALTERNATIVES`] where they give at least one token.
 macro_rules! pairs_tiles {
     ($m:ident!($($args:tt)*)) => {
         $m!($($args)* [
-            (64, 8, 1, 1), (1, 8, 1, 1), (128, 8, 1, 1), (256, 8, 1, 1), (32, 8, 1, 1), (128, 4, 1, 1),
-            (256, 4, 1, 1), (64, 8, 1, 2), (64, 8, 1, 4),
-            (32, 8, 2, 1), (1, 8, 2, 1), (64, 8, 2, 1), (128, 8, 2, 1), (16, 8, 2, 1), (64, 4, 2, 1),
-            (128, 4, 2, 1), (32, 8, 2, 2), (32, 8, 2, 4),
-            (16, 8, 4, 1), (1, 8, 4, 1), (32, 8, 4, 1), (64, 8, 4, 1), (8, 8, 4, 1), (32, 4, 4, 1),
-            (64, 4, 4, 1), (16, 8, 4, 2), (16, 8, 4, 4),
-            (8, 8, 8, 1), (1, 8, 8, 1), (16, 8, 8, 1), (32, 8, 8, 1), (4, 8, 8, 1), (16, 4, 8, 1),
-            (32, 4, 8, 1), (8, 8, 8, 2), (8, 8, 8, 4),
-            (4, 8, 16, 1), (1, 8, 16, 1), (8, 8, 16, 1), (16, 8, 16, 1), (2, 8, 16, 1), (8, 4, 16, 1),
-            (16, 4, 16, 1), (4, 8, 16, 2), (4, 8, 16, 4),
-            (2, 8, 32, 1), (1, 8, 32, 1), (4, 8, 32, 1), (8, 8, 32, 1), (4, 4, 32, 1), (8, 4, 32, 1),
-            (2, 8, 32, 2), (2, 8, 32, 4),
-            (1, 8, 64, 1), (2, 8, 64, 1), (4, 8, 64, 1), (2, 4, 64, 1), (4, 4, 64, 1), (1, 8, 64, 2),
-            (1, 8, 64, 4),
-            (1, 8, 128, 1), (2, 8, 128, 1), (1, 4, 128, 1), (2, 4, 128, 1), (1, 8, 128, 2),
-            (1, 8, 128, 4),
-            (1, 8, 256, 1), (1, 4, 256, 1), (1, 8, 256, 2), (1, 8, 256, 4),
+            (64, 8, 1), (1, 8, 1), (128, 8, 1), (256, 8, 1), (32, 8, 1), (128, 4, 1), (256, 4, 1),
+            (32, 8, 2), (1, 8, 2), (64, 8, 2), (128, 8, 2), (16, 8, 2), (64, 4, 2), (128, 4, 2),
+            (16, 8, 4), (1, 8, 4), (32, 8, 4), (64, 8, 4), (8, 8, 4), (32, 4, 4), (64, 4, 4),
+            (8, 8, 8), (1, 8, 8), (16, 8, 8), (32, 8, 8), (4, 8, 8), (16, 4, 8), (32, 4, 8),
+            (4, 8, 16), (1, 8, 16), (8, 8, 16), (16, 8, 16), (2, 8, 16), (8, 4, 16), (16, 4, 16),
+            (2, 8, 32), (1, 8, 32), (4, 8, 32), (8, 8, 32), (4, 4, 32), (8, 4, 32),
+            (1, 8, 64), (2, 8, 64), (4, 8, 64), (2, 4, 64), (4, 4, 64),
+            (1, 8, 128), (2, 8, 128), (1, 4, 128), (2, 4, 128),
+            (1, 8, 256), (1, 4, 256),
         ])
     };
 }
 pub(crate) use pairs_tiles;
 
 macro_rules! tile_list {
-    ([$(($bm:literal, $hb:literal, $hp:literal, $u:literal)),* $(,)?]) => {
-        &[$(PairsConfig { bm: $bm, hb: $hb, hp: $hp, unroll: $u, warps: PAIRS_WARPS }),*]
+    ([$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
+        &[$(PairsConfig { bm: $bm, hb: $hb, hp: $hp }),*]
     };
 }
 
@@ -205,8 +134,6 @@ pub fn choose_pairs(tokens: i64, d: i64) -> PairsConfig {
         bm,
         hb: PAIRS_HB,
         hp,
-        unroll: 1,
-        warps: PAIRS_WARPS,
     }
 }
 
@@ -221,24 +148,11 @@ pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
     if decode_sized(tokens, full) {
         return all;
     }
-    let unrolled = PAIRS_UNROLLS
-        .iter()
-        .map(|&unroll| PairsConfig { unroll, ..default });
-    let others = PAIRS_ALTERNATIVES.iter().map(|a| PairsConfig {
-        bm: a.pairs / (a.hb * hp),
-        hb: a.hb,
-        hp,
-        unroll: 1,
-        warps: a.warps,
-    });
-    for c in others.chain(unrolled) {
-        let bm = c.bm;
-        // A listed tile of whole tokens, and at least eight blocks of tokens (the default's own rule).
-        if bm >= 1
-            && PAIRS_TILES.contains(&c.tile())
-            && tokens >= c.tokens() * 8
-            && !all.contains(&c)
-        {
+    for &(pairs, hb) in PAIRS_ALTERNATIVES {
+        let bm = pairs / (hb * hp);
+        let c = PairsConfig { bm, hb, hp };
+        // At least eight blocks of tokens, the default's own rule.
+        if bm >= 1 && bm * hb * hp == pairs && tokens >= bm * 8 && !all.contains(&c) {
             all.push(c);
         }
     }

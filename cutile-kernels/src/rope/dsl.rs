@@ -7,9 +7,9 @@
 //! lane's pair stay in one block, so in place (`q_in` and `q_out` the same memory) is safe.
 //!
 //! Full rotary (`rot = D`, the common case) takes `rope_neox` / `rope_gptj` instead: block `(i, g)` owns
-//! tokens `i·BM·U ..` of the `HB` heads `g·HB ..` (groups `0..ceil(Hq/HB)` are q, the rest k) as `U`
-//! tiles of `BM` tokens, each two `[BM, HB, HP]` tiles, the first and second lane of every rotated pair
-//! (`HP` the power of two ≥ `D/2`); all `U` tiles are loaded before the first store. cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x
+//! tokens `i·BM ..` of the `HB` heads `g·HB ..` (groups `0..ceil(Hq/HB)` are q, the rest k) as two
+//! `[BM, HB, HP]` tiles, the first and second lane of every rotated pair (`HP` the power of two ≥
+//! `D/2`). cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x
 //! element is read once, and no lane needs its partner from a second gather. The style is a host
 //! constant of the entry, so NeoX's pair lanes `(i, i + D/2)` are contiguous runs the compiler sees as
 //! such.
@@ -81,12 +81,12 @@ pub mod kernels {
         unsafe { x_out.scatter((r, hh, lane), y.cast::<E>(), Some(ok)) };
     }
 
-    /// Full-rotary RoPE of the `[BM, HB]` (token, head) tile at tokens `rows`, heads `h0 ..` of `x_in`,
-    /// up to the store: the rotated first and second lanes `(y1, y2)` of every pair, in f32 (see the
-    /// module docs); `gptj` picks the pair lanes.
+    /// Full-rotary RoPE of the `[BM, HB]` (token, head) block at tokens `rows`, heads `h0 ..` of `x_in`
+    /// into `x_out` (see the module docs); `gptj` picks the pair lanes.
     #[allow(clippy::too_many_arguments)]
-    fn pairs_rotate<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+    fn rope_pairs<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        x_out: &mut Tensor<E, S3<1, 1, HP>>,
         h0: Scalar<i32>,
         rows: Tile<i32, S1<BM>>,
         valid: Tile<bool, S1<BM>>,
@@ -94,7 +94,7 @@ pub mod kernels {
         sin: &Tensor<f32, S2<DYN, DYN>>,
         positions: &Tensor<I, S1<DYN>>,
         gptj: bool,
-    ) -> (Tile<f32, S3<BM, HB, HP>>, Tile<f32, S3<BM, HB, HP>>) {
+    ) {
         let half = cos.dim(1);
         let p = positions.gather(rows, Some(valid), 0);
         let in_range = (p >= scalar::<I>(0).splat::<S1<BM>>())
@@ -115,30 +115,6 @@ pub mod kernels {
             .gather((pos, i2), Some(cs_ok), 0.0)
             .reshape::<S3<BM, 1, HP>>()
             .broadcast::<S3<BM, HB, HP>>();
-        let (r, hh, lo, hi, ok) = pairs_lanes::<E, BM, HB, HP>(x_in, h0, rows, valid, half, gptj);
-        let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
-        let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
-        (x1 * c - x2 * s, x2 * c + x1 * s)
-    }
-
-    /// The `(token, head, first lane, second lane)` index tiles of the `[BM, HB]` tile at tokens
-    /// `rows`, heads `h0 ..` of `x` (pairs `(i, i + half)` for NeoX, `(2i, 2i + 1)` for GPT-J), and
-    /// which of its pairs exist.
-    #[allow(clippy::type_complexity)]
-    fn pairs_lanes<E: Float, const BM: i32, const HB: i32, const HP: i32>(
-        x: &Tensor<E, S3<DYN, DYN, DYN>>,
-        h0: Scalar<i32>,
-        rows: Tile<i32, S1<BM>>,
-        valid: Tile<bool, S1<BM>>,
-        half: Scalar<i32>,
-        gptj: bool,
-    ) -> (
-        Tile<i32, S3<BM, HB, HP>>,
-        Tile<i32, S3<BM, HB, HP>>,
-        Tile<i32, S3<BM, HB, HP>>,
-        Tile<i32, S3<BM, HB, HP>>,
-        Tile<bool, S3<BM, HB, HP>>,
-    ) {
         let r = rows.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
         let hh = (iota::<HB>() + h0)
             .reshape::<S3<1, HB, 1>>()
@@ -149,105 +125,28 @@ pub mod kernels {
         let ok = valid
             .reshape::<S3<BM, 1, 1>>()
             .broadcast::<S3<BM, HB, HP>>()
-            & (hh < x.dim(1))
+            & (hh < x_in.dim(1))
             & (i < half);
         let (lo, hi) = if gptj {
             (i * 2, i * 2 + 1)
         } else {
             (i, i + half)
         };
-        (r, hh, lo, hi, ok)
-    }
-
-    /// Stores [`pairs_rotate`]'s `(y1, y2)` of the tile at tokens `rows`, heads `h0 ..` into `x_out`
-    /// (`x_in` gives the head count).
-    #[allow(clippy::too_many_arguments)]
-    fn pairs_store<E: Float, const BM: i32, const HB: i32, const HP: i32>(
-        x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
-        x_out: &mut Tensor<E, S3<1, 1, HP>>,
-        h0: Scalar<i32>,
-        rows: Tile<i32, S1<BM>>,
-        valid: Tile<bool, S1<BM>>,
-        half: Scalar<i32>,
-        gptj: bool,
-        (y1, y2): (Tile<f32, S3<BM, HB, HP>>, Tile<f32, S3<BM, HB, HP>>),
-    ) {
-        let (r, hh, lo, hi, ok) = pairs_lanes::<E, BM, HB, HP>(x_in, h0, rows, valid, half, gptj);
-        // SAFETY: a block writes only heads `h0 .. h0 + HB` of its own tokens, lanes it read itself.
+        let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
+        let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
+        let y1 = x1 * c - x2 * s;
+        let y2 = x2 * c + x1 * s;
+        // SAFETY: block `(i, g)` writes only heads `h0 .. h0 + HB` of its own tokens `i·BM ..`, lanes it
+        // read itself.
         unsafe {
             x_out.scatter((r, hh, lo), y1.cast::<E>(), Some(ok));
             x_out.scatter((r, hh, hi), y2.cast::<E>(), Some(ok));
         }
     }
 
-    /// Full-rotary RoPE of the `U` tiles of `[BM, HB]` (token, head) at tokens `t0 ..`, heads `h0 ..`
-    /// of `x_in` into `x_out`: every tile's loads are issued before any store (the stores may alias
-    /// the loads in place, so the compiler could not move a later tile's loads above them), which
-    /// keeps `U` times the bytes in flight per thread at the one-tile layout.
-    #[allow(clippy::too_many_arguments)]
-    fn rope_pairs<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const U: i32,
-    >(
-        x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
-        x_out: &mut Tensor<E, S3<1, 1, HP>>,
-        h0: Scalar<i32>,
-        t0: Scalar<i32>,
-        cos: &Tensor<f32, S2<DYN, DYN>>,
-        sin: &Tensor<f32, S2<DYN, DYN>>,
-        positions: &Tensor<I, S1<DYN>>,
-        gptj: bool,
-    ) {
-        let half = cos.dim(1);
-        let t = positions.dim(0);
-        let rows_a = iota::<BM>() + t0;
-        let valid_a = rows_a < t;
-        let a =
-            pairs_rotate::<E, I, BM, HB, HP>(x_in, h0, rows_a, valid_a, cos, sin, positions, gptj);
-        if U == 1 {
-            pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_a, valid_a, half, gptj, a);
-        } else {
-            let rows_b = rows_a + BM;
-            let valid_b = rows_b < t;
-            let b = pairs_rotate::<E, I, BM, HB, HP>(
-                x_in, h0, rows_b, valid_b, cos, sin, positions, gptj,
-            );
-            if U == 2 {
-                pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_a, valid_a, half, gptj, a);
-                pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_b, valid_b, half, gptj, b);
-            } else {
-                let rows_c = rows_b + BM;
-                let valid_c = rows_c < t;
-                let c = pairs_rotate::<E, I, BM, HB, HP>(
-                    x_in, h0, rows_c, valid_c, cos, sin, positions, gptj,
-                );
-                let rows_d = rows_c + BM;
-                let valid_d = rows_d < t;
-                let d = pairs_rotate::<E, I, BM, HB, HP>(
-                    x_in, h0, rows_d, valid_d, cos, sin, positions, gptj,
-                );
-                pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_a, valid_a, half, gptj, a);
-                pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_b, valid_b, half, gptj, b);
-                pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_c, valid_c, half, gptj, c);
-                pairs_store::<E, BM, HB, HP>(x_in, x_out, h0, rows_d, valid_d, half, gptj, d);
-            }
-        }
-    }
-
     /// The body of the full-rotary entries: picks q or k and the head group from the block index.
     #[allow(clippy::too_many_arguments)]
-    fn rope_full<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const U: i32,
-    >(
+    fn rope_full<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -259,15 +158,27 @@ pub mod kernels {
     ) {
         let (bi, g, _) = block_id();
         let gq = (q_in.dim(1) + HB - 1) / HB;
-        let t0 = bi * (BM * U);
+        let rows = iota::<BM>() + bi * BM;
+        let valid = rows < positions.dim(0);
         if g < gq {
-            rope_pairs::<E, I, BM, HB, HP, U>(q_in, q_out, g * HB, t0, cos, sin, positions, gptj);
+            rope_pairs::<E, I, BM, HB, HP>(
+                q_in,
+                q_out,
+                g * HB,
+                rows,
+                valid,
+                cos,
+                sin,
+                positions,
+                gptj,
+            );
         } else {
-            rope_pairs::<E, I, BM, HB, HP, U>(
+            rope_pairs::<E, I, BM, HB, HP>(
                 k_in,
                 k_out,
                 (g - gq) * HB,
-                t0,
+                rows,
+                valid,
                 cos,
                 sin,
                 positions,
@@ -276,18 +187,11 @@ pub mod kernels {
         }
     }
 
-    /// Full-rotary NeoX RoPE of q and k in one launch, `U` (1, 2 or 4) tiles of `BM` tokens per block.
-    /// Grid explicit: `(ceil(T / (BM · U)), ceil(Hq / HB) + ceil(Hk / HB), 1)`.
+    /// Full-rotary NeoX RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), ceil(Hq / HB) +
+    /// ceil(Hk / HB), 1)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn rope_neox<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const U: i32,
-    >(
+    pub fn rope_neox<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -296,20 +200,13 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP, U>(q_in, k_in, cos, sin, positions, q_out, k_out, false);
+        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, false);
     }
 
     /// Full-rotary GPT-J RoPE of q and k in one launch; grid as [`rope_neox`].
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn rope_gptj<
-        E: Float,
-        I: ElementType,
-        const BM: i32,
-        const HB: i32,
-        const HP: i32,
-        const U: i32,
-    >(
+    pub fn rope_gptj<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -318,7 +215,7 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP, U>(q_in, k_in, cos, sin, positions, q_out, k_out, true);
+        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, true);
     }
 
     /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`.

@@ -316,9 +316,8 @@ impl Call {
             OpError::Unsupported {
                 op: OP,
                 what: format!(
-                    "no {} kernel with {} positions for BM = {}, HB = {}, HP = {}, {} tiles per \
-                     block, {} warps",
-                    self.dtype, self.index, cfg.bm, cfg.hb, cfg.hp, cfg.unroll, cfg.warps
+                    "no {} kernel with {} positions for BM = {}, HB = {}, HP = {}",
+                    self.dtype, self.index, cfg.bm, cfg.hb, cfg.hp
                 ),
             }
         })?;
@@ -345,11 +344,11 @@ impl Call {
                 whole(k_out, true),
             ],
             grid: Some((
-                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.tokens()))?,
+                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
                 groups as u32,
                 1,
             )),
-            config: format!("{name} {}", crate::op::tuning::Candidate::name(cfg)),
+            config: format!("{name} BM={} HB={} HP={}", cfg.bm, cfg.hb, cfg.hp),
         })
     }
 }
@@ -456,39 +455,29 @@ impl Call {
     }
 }
 
-/// `kernels::$k::kernel::<$E, $I, BM, HB, HP, U>()` for `$cfg`'s tile among the listed ones
+/// `kernels::$k::kernel::<$E, $I, BM, HB, HP>()` for `$cfg`'s tile among the listed ones
 /// ([`config::pairs_tiles`]).
 macro_rules! pairs_tile_kernel {
-    ($k:ident, $E:ty, $I:ty, $cfg:expr,
-     [$(($bm:literal, $hb:literal, $hp:literal, $u:literal)),* $(,)?]) => {
-        match ($cfg.bm, $cfg.hb, $cfg.hp, $cfg.unroll) {
-            $(($bm, $hb, $hp, $u) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp, $u>()),)*
+    ($k:ident, $E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
+        match ($cfg.bm, $cfg.hb, $cfg.hp) {
+            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp>()),)*
             _ => None,
         }
     };
 }
 
-/// The full-rotary kernel of `style` for `cfg`, whose tile is one of [`config::PAIRS_TILES`]; warps
-/// other than [`config::PAIRS_WARPS`] become the kernel's `num_worker_warps_per_cta` hint.
+/// The full-rotary kernel of `style` for `cfg`, one of [`config::PAIRS_TILES`].
 fn pairs_kernel(
     dt: ScalarType,
     it: ScalarType,
     cfg: &config::PairsConfig,
     style: RopeStyle,
 ) -> Option<cutile::dsl::Kernel> {
-    let kernel = float_index_kernel!(dt, it, |E, I| match style {
+    float_index_kernel!(dt, it, |E, I| match style {
         RopeStyle::Neox => config::pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, cfg,)),
         RopeStyle::Gptj => config::pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, cfg,)),
     })
-    .flatten()?;
-    if cfg.warps == config::PAIRS_WARPS {
-        return Some(kernel);
-    }
-    // Tile IR takes a power of two in 1..=32 worker warps.
-    if !(1..=32).contains(&cfg.warps) || !(cfg.warps as u64).is_power_of_two() {
-        return None;
-    }
-    Some(kernel.with_hint("default", "num_worker_warps_per_cta", cfg.warps as i32))
+    .flatten()
 }
 
 /// `kernels::rope::kernel::<E, I, BM, DP>()` for the listed tiles ([`config::TILES`]).
