@@ -1110,30 +1110,13 @@ def bench_gemm_epilogue(rec, call, dt, shapes):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
-def ce_scratch_bytes(t, h, v, esize, dw, dw_f32, chunk):
-    """Bytes of scratch `cutile_kernels::cross_entropy` takes (its `Layout::of`, sm_90 without split-K of
-    the dw product, which only small shapes take): 64 f32 stats, T f32 losses, the f32 dw accumulator
-    when a 16-bit dw spans several chunks, then one chunk's logits (row pitch V rounded up to 16)."""
-    def align(n):
-        return -(-n // 64) * 64
-    if chunk <= 0:
-        row = -(-v // 16) * 16 * esize
-        chunk = max(128, ((256 << 20) // row) // 128 * 128)
-    chunk = max(1, min(chunk, t))
-    nxt = align(64 + t)
-    if dw and not dw_f32 and -(-t // chunk) > 1:
-        nxt = align(nxt + v * h)
-    per = 4 // esize
-    return 4 * align(nxt + -(-(chunk * (-(-v // 16) * 16)) // per))
-
-
 def bench_cross_entropy(rec, call, dt, shapes, esize):
     """[[T, H], [V], [dx, dw, dw_f32, i64, sum, ignore_every?, chunk?]] (cutile_kernels::cross_entropy::
     described_call): F.cross_entropy(F.linear(x, w), target) forward and backward in torch eager."""
     (t, h), (v,) = shapes[0], shapes[1]
     sw = (shapes[2] if len(shapes) > 2 else [1, 1, 1, 1, 0]) + [8, 0]
-    want_dx, want_dw, dw_f32, _, red_sum, every, chunk = (bool(sw[0]), bool(sw[1]), bool(sw[2]), sw[3],
-                                                         bool(sw[4]), sw[5], sw[6])
+    want_dx, want_dw, dw_f32, _, red_sum, every, _ = (bool(sw[0]), bool(sw[1]), bool(sw[2]), sw[3],
+                                                     bool(sw[4]), sw[5], sw[6])
     red = "sum" if red_sum else "mean"
     x = rand([t, h], dt).requires_grad_(want_dx)
     w = rand([v, h], dt, 0.5).requires_grad_(want_dw)
@@ -1167,7 +1150,8 @@ def bench_cross_entropy(rec, call, dt, shapes, esize):
         run()
         torch.cuda.synchronize()
         peak_extra = torch.cuda.max_memory_allocated() - base
-        ours = ce_scratch_bytes(t, h, v, esize, want_dw, dw_f32, chunk)
+        # The harness writes the scratch our planner sizes for the call (bench-calls.json).
+        ours = call.get("scratch_bytes", 0)
         print(f"{call['name']}: peak memory above inputs: torch {peak_extra / 2**20:.1f} MiB, "
               f"ours (scratch, planned) {ours / 2**20:.1f} MiB; logits T x V x {esize} = "
               f"{t * v * esize / 2**20:.1f} MiB", flush=True)

@@ -1233,6 +1233,7 @@ pub fn benches() -> Vec<Workload> {
         .chain(crate::mla::bench_calls())
         .chain(epilogue_benches())
         .chain(grouped_benches())
+        .chain(cutile_kernels::cross_entropy::bench_calls())
         .map(Workload::new)
         .filter(|w| seen.insert(w.name.clone()))
         .collect()

@@ -113,6 +113,23 @@ struct BenchCall<'a> {
     shapes: &'a [Vec<i64>],
     causal: bool,
     layout: String,
+    /// The scratch bytes the host API plans for the call on an sm_90 target, for the ops whose peer
+    /// reports memory beside time (`fused_linear_cross_entropy`: `peers.py` sets it against torch's
+    /// peak); absent for the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scratch_bytes: Option<i64>,
+}
+
+/// [`BenchCall::scratch_bytes`] of `call`: the cross-entropy planner's scratch (f32 words × 4).
+fn planned_scratch_bytes(call: &cutile_kernels::op::registry::CallSpec) -> Option<i64> {
+    use cutile_kernels::cross_entropy;
+    if call.op != cross_entropy::OP {
+        return None;
+    }
+    let dt = cutile_kernels::op::registry::parse_dtype(&call.dtype)?;
+    let (ops, opts) = cross_entropy::described_call(dt, &call.shapes).ok()?;
+    let target = cutile_kernels::op::Target::planning(GpuArch::Sm90);
+    Some(cross_entropy::scratch_len(&ops, &opts, &target).ok()? * 4)
 }
 
 /// Writes the benchmark calls to `dir/bench-calls.json` (the list `peers.py --calls` times with torch
@@ -127,6 +144,7 @@ pub fn write_bench_calls(dir: &Path, ws: &[Workload]) -> Result<std::path::PathB
             shapes: &w.call.shapes,
             causal: w.call.causal,
             layout: format!("{:?}", w.layout),
+            scratch_bytes: planned_scratch_bytes(&w.call),
         })
         .collect();
     std::fs::create_dir_all(dir)?;

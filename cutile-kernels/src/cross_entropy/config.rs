@@ -1,16 +1,18 @@
 //! The fused linear + cross-entropy schedule: how many rows a chunk has and the row kernel's tile.
-//! The rules follow memory (the chunk's logits fit a scratch budget, a quarter of torch's bf16 logits
-//! at Llama-3's `T = 8192`) and the cost of the `dw` product: every chunk after the first reads and
+//! The rules follow memory (the chunk's logits fit a scratch budget, half of torch's bf16 logits at
+//! Llama-3's `T = 8192`) and the cost of the `dw` product: every chunk after the first reads and
 //! writes the whole f32 `V x H` accumulator (2.1 GB at Llama-3) around a product only `C` deep, so
 //! fewer, deeper chunks are cheaper (docs/ops.md has the count). Chunks are balanced (equal but for
 //! the 128-row rounding) and at least 128 rows, so every GEMM of a chunk fills an H200.
 
 use crate::op::ceil_div;
 
-/// Bytes of scratch the logits of one chunk may take by default (512 MiB: 2048 rows of a 128256-word
-/// bf16 vocabulary, against torch's `T x V` logits, 2 GiB in bf16 for `T = 8192`). It was 256 MiB
-/// (1024 rows, 8 chunks at `T = 8192`): 7 accumulating `dw` passes over the f32 `V x H` instead of 3.
-pub const DEFAULT_CHUNK_BYTES: i64 = 512 << 20;
+/// Bytes of scratch the logits of one chunk may take by default (1 GiB: 4096 rows of a 128256-word
+/// bf16 vocabulary, against torch's `T x V` logits, 2 GiB in bf16 for `T = 8192`, and its 6.3 GB peak
+/// for that call). On the H200 (session 20, same run, torch 40.56 ms at Llama-3 `T = 8192`): 52.94 ms
+/// at 1024 rows (7 accumulating `dw` passes over the f32 `V x H`), 46.74 at 2048 (3), 43.85 at 4096
+/// (1). It was 256 MiB, then 512 MiB (sessions 6 and 8).
+pub const DEFAULT_CHUNK_BYTES: i64 = 1 << 30;
 /// Rows of a chunk are a multiple of this (and at least this many when `T` has them).
 pub const CHUNK_ROUND: i64 = 128;
 /// Width of the reductions over `T` (`ce_count`, `ce_reduce`).

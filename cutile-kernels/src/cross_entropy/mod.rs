@@ -78,7 +78,7 @@ pub struct CeOptions {
     /// Targets equal to this contribute neither loss nor gradient (torch's default -100).
     pub ignore_index: i64,
     pub reduction: Reduction,
-    /// Rows per chunk; `None`: [`config::chunk_rows`]'s rule (512 MiB of logits, balanced chunks).
+    /// Rows per chunk; `None`: [`config::chunk_rows`]'s rule (1 GiB of logits, balanced chunks).
     pub chunk: Option<usize>,
     /// f32 `x` and `w`: run the products on tensor cores as tf32 (as [`GemmOptions::allow_tf32`]).
     pub allow_tf32: bool,
@@ -786,6 +786,23 @@ pub fn representative_calls() -> Vec<CallSpec> {
             false,
         ),
     ]
+}
+
+/// Calls the benchmark times beside [`representative_calls`]: the Llama-3 call (bf16 `[8192, 4096]`,
+/// `V = 128256`, both gradients, f32 `dw`) at a quarter and half the chunk rows the rule gives it (1024
+/// and 2048 against 4096), so one run measures the chunk budget against the same torch peer.
+pub fn bench_calls() -> Vec<CallSpec> {
+    [1024, 2048]
+        .into_iter()
+        .map(|rows| {
+            CallSpec::new(
+                OP,
+                "bf16",
+                &[&[8192, 4096], &[128256], &[1, 1, 1, 1, 0, 8, rows]],
+                false,
+            )
+        })
+        .collect()
 }
 
 /// Ragged calls the GPU runner checks (`check --fixed`; switches `[dx, dw, dw_f32, i64, sum,
