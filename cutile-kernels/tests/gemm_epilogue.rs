@@ -65,7 +65,7 @@ fn split_k_rule_follows_the_documented_examples() {
         t.sm_count, 132,
         "the examples assume an H100/H200's 132 SMs"
     );
-    let splits = |m, n, k| match epilogue::schedule(&t, BF16, m, n, k) {
+    let splits = |m, n, k| match epilogue::schedule(&t, BF16, m, n, k, false) {
         Schedule::SplitK { splits, bm, bn, .. } => {
             assert_eq!((bm, bn), (64, 128));
             splits
@@ -98,9 +98,17 @@ fn split_k_rule_follows_the_documented_examples() {
     // The direct schedule is the plain GEMM's choice; decode rows (at most 32, 16-bit) take 16- or
     // 32-row tiles, 64 columns, 128 deep, one per block, as the plain product does.
     assert_eq!(
-        epilogue::schedule(&t, BF16, 4096, 4096, 4096),
+        epilogue::schedule(&t, BF16, 4096, 4096, 4096, false),
         Schedule::Direct(gemm::config::choose(&t, BF16, 4096, 4096))
     );
+    // More than 16 tiles per SM: the plain product's persistent 128x256 tiles over 8 workers, unless
+    // the product adds a residual (one 128x128 tile per block).
+    let wide = |residual| match epilogue::schedule(&t, BF16, 8192, 8192, 8192, residual) {
+        Schedule::Direct(c) => (c.bm, c.bn, c.persistent, c.workers),
+        s => panic!("8192³: {s:?}"),
+    };
+    assert_eq!(wide(false), (128, 256, true, 8));
+    assert_eq!(wide(true), (128, 128, false, 4));
     for (m, dt, want) in [
         (1, BF16, (16, 64, 128)),
         (16, F16, (16, 64, 128)),
@@ -109,7 +117,7 @@ fn split_k_rule_follows_the_documented_examples() {
         (64, BF16, (64, 128, 64)),
         (16, F32, (64, 128, 32)),
     ] {
-        let Schedule::Direct(c) = epilogue::schedule(&t, dt, m, 8192, 8192) else {
+        let Schedule::Direct(c) = epilogue::schedule(&t, dt, m, 8192, 8192, false) else {
             panic!("{m} x 8192 x 8192 {dt}: split");
         };
         assert_eq!((c.bm, c.bn, c.bk), want, "{m} {dt}");
@@ -258,7 +266,7 @@ fn registry_ops_plan_every_epilogue() {
             let spec = CallSpec::new(op.name, "bf16", &[&[m, k], &[k, n]], false);
             let p = spec.plan(&t, false).unwrap();
             let split = matches!(
-                epilogue::schedule(&t, BF16, m, n, k),
+                epilogue::schedule(&t, BF16, m, n, k, false),
                 Schedule::SplitK { .. }
             );
             assert_eq!(p.launches.len(), 1 + split as usize, "{}", spec.label());

@@ -1162,7 +1162,8 @@ pub fn checks() -> Vec<Workload> {
 }
 
 /// Checks of the GEMM epilogue ops: every op on a ragged direct call (bf16; f16 for the f32-output
-/// ones), split-K calls (decode-like, and 1000x1023x517 in two splits), tf32, and a transposed `b`.
+/// ones), split-K calls (decode-like, and 1000x1023x517 in two splits), tf32, a product wide enough
+/// for the persistent 128x256 tiles, and a transposed `b`.
 pub fn epilogue_checks() -> Vec<Workload> {
     let mut w = Vec::new();
     for o in gemm::epilogue::OPS {
@@ -1181,6 +1182,8 @@ pub fn epilogue_checks() -> Vec<Workload> {
     w.push(c("gemm_bias_silu", "bf16", 77, 1000, 2048));
     w.push(c("gemm_f32_out", "bf16", 1000, 1023, 517));
     w.push(c("gemm_bias_gelu_tanh", "f32", 130, 250, 96));
+    // More than 16 tiles of 128x128 per SM, ragged: the persistent 128x256 tiles over 8 workers.
+    w.push(c("gemm_bias_gelu", "bf16", 4400, 8200, 72));
     w.push(Workload::with_layout(
         CallSpec::new(
             "gemm_bias_silu",

@@ -345,7 +345,7 @@ impl Layout {
             let mut need = 0;
             for k in [call.chunk, last] {
                 if let gemm::epilogue::Schedule::SplitK { splits, .. } =
-                    gemm::epilogue::schedule(target, call.dtype, call.v, call.h, k)
+                    gemm::epilogue::schedule(target, call.dtype, call.v, call.h, k, false)
                 {
                     need = need.max(gemm::epilogue::scratch_len(splits, call.v, call.h));
                 }
@@ -635,7 +635,7 @@ fn launches(
                 subs.push(acc());
             }
             if let gemm::epilogue::Schedule::SplitK { splits, .. } =
-                gemm::epilogue::schedule(target, dt, v, h, rows_n)
+                gemm::epilogue::schedule(target, dt, v, h, rows_n, spec.residual)
             {
                 let n = gemm::epilogue::scratch_len(splits, v, h);
                 subs.push(sub(ops, slot::SCRATCH, layout.partials, &[n], &[1]));

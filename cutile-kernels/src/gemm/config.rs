@@ -137,6 +137,24 @@ pub fn choose_direct(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Gemm
     cfg
 }
 
+/// The single-launch configuration of a product with an epilogue (`gemm::epilogue`): without a
+/// residual, the plain product's ([`choose_product`]: persistent 128x256 tiles over 8 worker warps
+/// where a 16-bit product has more than 16 128x128 tiles per SM); with one, [`choose_direct`]'s (a
+/// 128x256 tile's f32 residual would need as many registers again as its accumulator).
+pub fn choose_epilogue(
+    target: &Target,
+    dtype: ScalarType,
+    m: i64,
+    n: i64,
+    residual: bool,
+) -> GemmConfig {
+    if residual {
+        choose_direct(target, dtype, m, n)
+    } else {
+        choose_product(target, dtype, m, n)
+    }
+}
+
 /// The K depth of a stage: 64 elements of 16 bits, 32 of f32.
 fn depth(dtype: ScalarType) -> i64 {
     if dtype == ScalarType::F32 { 32 } else { 64 }

@@ -8,7 +8,7 @@
 //! - residual: `[m, n]`, `c`'s element type, any strides, added after the activation.
 //!
 //! Schedule ([`schedule`]): one `gemm_epilogue` launch (persistent or one tile per block, as
-//! [`super::config::choose_direct`]), or split-K when the output has fewer 64x128 tiles than the device has
+//! [`super::config::choose_epilogue`]), or split-K when the output has fewer 64x128 tiles than the device has
 //! SMs and K is deep: `gemm_partial` writes `S` f32 partial tiles into scratch ([`crate::op::scratch`],
 //! `[S, m, n]`), then `gemm_reduce` sums them in a fixed order (deterministic, no atomics) and applies
 //! the epilogue. Operands are read as they are (no packing of unaligned rows, as `bmm`).
@@ -237,10 +237,18 @@ pub fn intensity(m: i64, n: i64, k: i64, elem_bytes: i64) -> f64 {
 /// has at least 8 tiles of depth, and the product is compute-bound ([`MIN_SPLIT_INTENSITY`]); the
 /// number of splits is the smallest power of two giving at least two blocks per SM, at most
 /// [`MAX_SPLITS`], with every split keeping at least 4 K tiles. Otherwise the single-launch
-/// configuration of [`config::choose_direct`]. Examples on 132 SMs (bf16, 64-deep tiles):
-/// `512 x 512 x 65536` → 32 tiles, intensity 255, 16 splits; `16 x 8192 x 8192` (intensity 16) and
-/// `128 x 8192 x 8192` (128 tiles) → direct; `4096³` → direct.
-pub fn schedule(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> Schedule {
+/// configuration of [`config::choose_epilogue`] (whether the product adds a `residual` picks it).
+/// Examples on 132 SMs (bf16, 64-deep tiles): `512 x 512 x 65536` → 32 tiles, intensity 255, 16
+/// splits; `16 x 8192 x 8192` (intensity 16) and `128 x 8192 x 8192` (128 tiles) → direct; `4096³` →
+/// direct.
+pub fn schedule(
+    target: &Target,
+    dtype: ScalarType,
+    m: i64,
+    n: i64,
+    k: i64,
+    residual: bool,
+) -> Schedule {
     let (bm, bn) = (64, 128);
     let bk = if dtype == ScalarType::F32 { 32 } else { 64 };
     let tiles = ceil_div(m, bm) * ceil_div(n, bn);
@@ -256,7 +264,7 @@ pub fn schedule(target: &Target, dtype: ScalarType, m: i64, n: i64, k: i64) -> S
             return Schedule::SplitK { bm, bn, bk, splits };
         }
     }
-    Schedule::Direct(config::choose_direct(target, dtype, m, n))
+    Schedule::Direct(config::choose_epilogue(target, dtype, m, n, residual))
 }
 
 /// Row pitch of a partial tile plane (a multiple of 16 f32, so rows are 64-byte aligned).
@@ -399,7 +407,14 @@ pub fn gemm_epilogue<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    if let Schedule::SplitK { splits, .. } = schedule(&target, call.dtype, call.m, call.n, call.k) {
+    if let Schedule::SplitK { splits, .. } = schedule(
+        &target,
+        call.dtype,
+        call.m,
+        call.n,
+        call.k,
+        call.residual.is_some(),
+    ) {
         operands.push(crate::op::scratch::scratch(
             stream,
             "partials",
@@ -425,8 +440,14 @@ pub fn with_scratch(
     let any = GemmOptions { allow_tf32: true };
     if let Some(call) = Call::new(operands, target, spec, &any)?
         && call.scratch.is_none()
-        && let Schedule::SplitK { splits, .. } =
-            schedule(target, call.dtype, call.m, call.n, call.k)
+        && let Schedule::SplitK { splits, .. } = schedule(
+            target,
+            call.dtype,
+            call.m,
+            call.n,
+            call.k,
+            call.residual.is_some(),
+        )
     {
         out.push(Operand::described(
             "partials",
@@ -460,10 +481,11 @@ pub fn plan_epilogue_with(
     let Some(call) = Call::new(operands, target, spec, options)? else {
         return Ok(Vec::new());
     };
-    let sched = match schedule(target, call.dtype, call.m, call.n, call.k) {
-        Schedule::SplitK { .. } if !allow_split => {
-            Schedule::Direct(config::choose_direct(target, call.dtype, call.m, call.n))
-        }
+    let residual = call.residual.is_some();
+    let sched = match schedule(target, call.dtype, call.m, call.n, call.k, residual) {
+        Schedule::SplitK { .. } if !allow_split => Schedule::Direct(config::choose_epilogue(
+            target, call.dtype, call.m, call.n, residual,
+        )),
         s => s,
     };
     let ops = &call.ops;
@@ -513,11 +535,16 @@ pub fn plan_epilogue_with(
                 ],
                 grid: Some((crate::op::grid_rows(OP, blocks)?, 1, 1)),
                 config: format!(
-                    "gemm_epilogue {}x{}x{}{}",
+                    "gemm_epilogue {}x{}x{}{}{}",
                     cfg.bm,
                     cfg.bn,
                     cfg.bk,
-                    if cfg.persistent { " persistent" } else { "" }
+                    if cfg.persistent { " persistent" } else { "" },
+                    if cfg.workers == 4 {
+                        String::new()
+                    } else {
+                        format!(" w{}", cfg.workers)
+                    }
                 ),
             }])
         }
@@ -694,6 +721,7 @@ fn direct_kernel(
     macro_rules! tiles {
         ($k:ident, $E:ty, $M:ty, $O:ty, $A:expr, $F:expr) => {
             match (cfg.bm, cfg.bn, cfg.bk) {
+                (128, 256, 64) => Some(k::$k::kernel::<$E, $M, $O, $O, 128, 256, 64, $A, $F>()),
                 (128, 128, 64) => Some(k::$k::kernel::<$E, $M, $O, $O, 128, 128, 64, $A, $F>()),
                 (64, 128, 64) => Some(k::$k::kernel::<$E, $M, $O, $O, 64, 128, 64, $A, $F>()),
                 (128, 128, 32) => Some(k::$k::kernel::<$E, $M, $O, $O, 128, 128, 32, $A, $F>()),
@@ -716,6 +744,13 @@ fn direct_kernel(
         .flatten()
         .flatten()
         .flatten()
+        .map(|kernel| {
+            if cfg.workers == 4 {
+                kernel
+            } else {
+                kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers)
+            }
+        })
         .ok_or_else(|| {
             unsupported(format!(
                 "no {dtype} → {out} epilogue kernel for {}x{}x{} (act {act}, flags {flags}); \
