@@ -65,7 +65,7 @@ fn split_k_rule_follows_the_documented_examples() {
         t.sm_count, 132,
         "the examples assume an H100/H200's 132 SMs"
     );
-    let splits = |m, n, k| match epilogue::schedule(&t, BF16, m, n, k, false) {
+    let splits = |m, n, k| match epilogue::schedule(&t, BF16, m, n, k, &EpilogueSpec::default()) {
         Schedule::SplitK { splits, bm, bn, .. } => {
             assert_eq!((bm, bn), (64, 128));
             splits
@@ -98,17 +98,27 @@ fn split_k_rule_follows_the_documented_examples() {
     // The direct schedule is the plain GEMM's choice; decode rows (at most 32, 16-bit) take 16- or
     // 32-row tiles, 64 columns, 128 deep, one per block, as the plain product does.
     assert_eq!(
-        epilogue::schedule(&t, BF16, 4096, 4096, 4096, false),
+        epilogue::schedule(&t, BF16, 4096, 4096, 4096, &EpilogueSpec::default()),
         Schedule::Direct(gemm::config::choose(&t, BF16, 4096, 4096))
     );
     // More than 16 tiles per SM: the plain product's persistent 128x256 tiles over 8 workers, unless
-    // the product adds a residual (one 128x128 tile per block).
-    let wide = |residual| match epilogue::schedule(&t, BF16, 8192, 8192, 8192, residual) {
-        Schedule::Direct(c) => (c.bm, c.bn, c.persistent, c.workers),
-        s => panic!("8192³: {s:?}"),
+    // a residual comes after a bias or an activation (one 128x128 tile per block); a residual alone
+    // starts the accumulator and keeps the wide tiles.
+    let wide = |bias, residual| {
+        let spec = EpilogueSpec {
+            bias,
+            residual,
+            ..EpilogueSpec::default()
+        };
+        match epilogue::schedule(&t, BF16, 8192, 8192, 8192, &spec) {
+            Schedule::Direct(c) => (c.bm, c.bn, c.persistent, c.workers),
+            s => panic!("8192³: {s:?}"),
+        }
     };
-    assert_eq!(wide(false), (128, 256, true, 8));
-    assert_eq!(wide(true), (128, 128, false, 4));
+    assert_eq!(wide(false, false), (128, 256, true, 8));
+    assert_eq!(wide(true, false), (128, 256, true, 8));
+    assert_eq!(wide(false, true), (128, 256, true, 8));
+    assert_eq!(wide(true, true), (128, 128, false, 4));
     for (m, dt, want) in [
         (1, BF16, (16, 64, 128)),
         (16, F16, (16, 64, 128)),
@@ -117,7 +127,9 @@ fn split_k_rule_follows_the_documented_examples() {
         (64, BF16, (64, 128, 64)),
         (16, F32, (64, 128, 32)),
     ] {
-        let Schedule::Direct(c) = epilogue::schedule(&t, dt, m, 8192, 8192, false) else {
+        let Schedule::Direct(c) =
+            epilogue::schedule(&t, dt, m, 8192, 8192, &EpilogueSpec::default())
+        else {
             panic!("{m} x 8192 x 8192 {dt}: split");
         };
         assert_eq!((c.bm, c.bn, c.bk), want, "{m} {dt}");
@@ -266,7 +278,7 @@ fn registry_ops_plan_every_epilogue() {
             let spec = CallSpec::new(op.name, "bf16", &[&[m, k], &[k, n]], false);
             let p = spec.plan(&t, false).unwrap();
             let split = matches!(
-                epilogue::schedule(&t, BF16, m, n, k, false),
+                epilogue::schedule(&t, BF16, m, n, k, &EpilogueSpec::default()),
                 Schedule::SplitK { .. }
             );
             assert_eq!(p.launches.len(), 1 + split as usize, "{}", spec.label());

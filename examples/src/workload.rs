@@ -1182,8 +1182,10 @@ pub fn epilogue_checks() -> Vec<Workload> {
     w.push(c("gemm_bias_silu", "bf16", 77, 1000, 2048));
     w.push(c("gemm_f32_out", "bf16", 1000, 1023, 517));
     w.push(c("gemm_bias_gelu_tanh", "f32", 130, 250, 96));
-    // More than 16 tiles of 128x128 per SM, ragged: the persistent 128x256 tiles over 8 workers.
+    // More than 16 tiles of 128x128 per SM, ragged: the persistent 128x256 tiles over 8 workers, with
+    // a bias and activation, and with a residual alone (the accumulator starts from it).
     w.push(c("gemm_bias_gelu", "bf16", 4400, 8200, 72));
+    w.push(c("gemm_residual", "bf16", 4400, 8200, 72));
     w.push(Workload::with_layout(
         CallSpec::new(
             "gemm_bias_silu",
@@ -1205,6 +1207,7 @@ pub fn epilogue_benches() -> Vec<CallSpec> {
     let mut v = vec![
         c("gemm_bias_gelu", 4096, 4096, 4096),
         c("gemm_bias_gelu", 8192, 8192, 8192),
+        c("gemm_residual", 8192, 8192, 8192),
         c("gemm_bias_gelu_residual", 4096, 4096, 4096),
         c(gemm::epilogue::GEMM_SPLITK, 512, 512, 65536),
         c(gemm::OP, 512, 512, 65536),

@@ -344,9 +344,14 @@ impl Layout {
             let last = call.t - (call.chunks() - 1) * call.chunk;
             let mut need = 0;
             for k in [call.chunk, last] {
-                if let gemm::epilogue::Schedule::SplitK { splits, .. } =
-                    gemm::epilogue::schedule(target, call.dtype, call.v, call.h, k, false)
-                {
+                if let gemm::epilogue::Schedule::SplitK { splits, .. } = gemm::epilogue::schedule(
+                    target,
+                    call.dtype,
+                    call.v,
+                    call.h,
+                    k,
+                    &EpilogueSpec::default(),
+                ) {
                     need = need.max(gemm::epilogue::scratch_len(splits, call.v, call.h));
                 }
             }
@@ -635,7 +640,7 @@ fn launches(
                 subs.push(acc());
             }
             if let gemm::epilogue::Schedule::SplitK { splits, .. } =
-                gemm::epilogue::schedule(target, dt, v, h, rows_n, spec.residual)
+                gemm::epilogue::schedule(target, dt, v, h, rows_n, &spec)
             {
                 let n = gemm::epilogue::scratch_len(splits, v, h);
                 subs.push(sub(ops, slot::SCRATCH, layout.partials, &[n], &[1]));

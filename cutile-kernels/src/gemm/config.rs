@@ -137,18 +137,20 @@ pub fn choose_direct(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Gemm
     cfg
 }
 
-/// The single-launch configuration of a product with an epilogue (`gemm::epilogue`): without a
-/// residual, the plain product's ([`choose_product`]: persistent 128x256 tiles over 8 worker warps
-/// where a 16-bit product has more than 16 128x128 tiles per SM); with one, [`choose_direct`]'s (a
-/// 128x256 tile's f32 residual would need as many registers again as its accumulator).
+/// The single-launch configuration of a product with an epilogue (`gemm::epilogue`): the plain
+/// product's ([`choose_product`]: persistent 128x256 tiles over 8 worker warps where a 16-bit product
+/// has more than 16 128x128 tiles per SM), unless a residual is added in registers of its own
+/// (`residual_apart`, after a bias or an activation): then [`choose_direct`]'s (a 128x256 tile's f32
+/// residual would need as many registers again as its accumulator). A residual alone is the
+/// accumulator's starting value and costs none.
 pub fn choose_epilogue(
     target: &Target,
     dtype: ScalarType,
     m: i64,
     n: i64,
-    residual: bool,
+    residual_apart: bool,
 ) -> GemmConfig {
-    if residual {
+    if residual_apart {
         choose_direct(target, dtype, m, n)
     } else {
         choose_product(target, dtype, m, n)

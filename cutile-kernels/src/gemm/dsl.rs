@@ -23,6 +23,14 @@ pub const EPI_RESIDUAL: i32 = 2;
 /// `ACT` of the epilogue kernels: no activation.
 pub const ACT_NONE: i32 = -1;
 
+/// Whether the epilogue kernels start the accumulator from the residual tile instead of adding it
+/// after the product: when the residual is the whole epilogue (no bias, no activation), `a @ b +
+/// residual` is the same sum, and the residual then needs no registers of its own beside the
+/// accumulator's (so such a product can take the 128x256 tiles, `config::choose_epilogue`).
+pub fn residual_in_accumulator(act: i32, flags: i32) -> bool {
+    flags == EPI_RESIDUAL && act == ACT_NONE
+}
+
 /// The epilogue on an f32 accumulator tile: bias, then the activation (`exact`: no approximate exp or
 /// division, for f32 outputs). The residual is added by [`finish_tile`], after this.
 pub fn epilogue_math<S: Shape>(
@@ -41,7 +49,8 @@ pub fn epilogue_math<S: Shape>(
     y
 }
 
-/// The epilogue of tile `(tm, tn)`: `act(acc + bias) + residual` in f32, cast to `O`.
+/// The epilogue of tile `(tm, tn)`: `act(acc + bias) + residual` in f32, cast to `O` (the residual
+/// not again when `acc` started from it: `in_acc`, [`residual_in_accumulator`]).
 #[allow(clippy::too_many_arguments)]
 pub fn finish_tile<
     E: ElementType,
@@ -57,6 +66,7 @@ pub fn finish_tile<
     tn: Scalar<i32>,
     bias: &Tensor<E, S2<DYN, DYN>>,
     residual: &Tensor<R, S2<DYN, DYN>>,
+    in_acc: bool,
 ) -> Tile<O, S2<BM, BN>> {
     let b = ((FLAGS & EPI_BIAS) != 0).then(|| {
         bias.partition_padded::<S2<1, BN>>(Padding::Zero)
@@ -66,7 +76,7 @@ pub fn finish_tile<
     });
     let exact = O::SCALAR == cutile_ir::ScalarType::F32;
     let mut y = epilogue_math(acc, b, ACT, exact);
-    if (FLAGS & EPI_RESIDUAL) != 0 {
+    if (FLAGS & EPI_RESIDUAL) != 0 && !in_acc {
         y += residual
             .partition_padded::<S2<BM, BN>>(Padding::Zero)
             .load((tm, tn))
@@ -123,7 +133,25 @@ pub mod kernels {
         tn: Scalar<i32>,
         k_tiles: Scalar<i32>,
     ) -> Tile<f32, S2<BM, BN>> {
-        let mut acc = zeros::<f32, S2<BM, BN>>();
+        tile_product_from::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, zeros::<f32, S2<BM, BN>>())
+    }
+
+    /// `init` plus the `(tm, tn)` tile of `a @ b` ([`tile_product`] from zeros).
+    fn tile_product_from<
+        E: ElementType,
+        M: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+    >(
+        pa: Partition<E, S2<BM, BK>>,
+        pb: Partition<E, S2<BK, BN>>,
+        tm: Scalar<i32>,
+        tn: Scalar<i32>,
+        k_tiles: Scalar<i32>,
+        init: Tile<f32, S2<BM, BN>>,
+    ) -> Tile<f32, S2<BM, BN>> {
+        let mut acc = init;
         for k in 0..k_tiles {
             acc = mma(
                 pa.load((tm, k)).cast::<M>(),
@@ -226,6 +254,29 @@ pub mod kernels {
         dst.store(t);
     }
 
+    /// The epilogue kernels' starting accumulator for tile `(tm, tn)`: the residual tile where it is
+    /// the whole epilogue ([`super::residual_in_accumulator`]), else zeros.
+    fn epilogue_init<
+        R: ElementType,
+        const BM: i32,
+        const BN: i32,
+        const ACT: i32,
+        const FLAGS: i32,
+    >(
+        residual: &Tensor<R, S2<DYN, DYN>>,
+        tm: Scalar<i32>,
+        tn: Scalar<i32>,
+    ) -> Tile<f32, S2<BM, BN>> {
+        if super::residual_in_accumulator(ACT, FLAGS) {
+            residual
+                .partition_padded::<S2<BM, BN>>(Padding::Zero)
+                .load((tm, tn))
+                .cast::<f32>()
+        } else {
+            zeros::<f32, S2<BM, BN>>()
+        }
+    }
+
     /// `c = act(a @ b + bias) + residual` (see the module docs), persistent: block `p` computes output
     /// tiles `p, p + grid, …` in the order of [`super::grouped_tile`] (a grid of one block per tile makes it
     /// one tile per block). `bias` is the
@@ -258,9 +309,12 @@ pub mod kernels {
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);
-            let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
-            let out =
-                super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
+            let init = epilogue_init::<R, BM, BN, ACT, FLAGS>(residual, tm, tn);
+            let acc = tile_product_from::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, init);
+            let in_acc = super::residual_in_accumulator(ACT, FLAGS);
+            let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(
+                acc, tm, tn, bias, residual, in_acc,
+            );
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
             unsafe { c.store_at((tm, tn), out) };
         }
@@ -293,8 +347,11 @@ pub mod kernels {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let (tm, tn) = super::grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
-        let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
-        let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
+        let init = epilogue_init::<R, BM, BN, ACT, FLAGS>(residual, tm, tn);
+        let acc = tile_product_from::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1), init);
+        let in_acc = super::residual_in_accumulator(ACT, FLAGS);
+        let out =
+            super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual, in_acc);
         // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.
         unsafe { c.store_at((tm, tn), out) };
     }
@@ -358,7 +415,8 @@ pub mod kernels {
         for s in 0..part.dim(0) {
             acc += pp.load((s, tm, tn)).reshape::<S2<BM, BN>>();
         }
-        let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual);
+        let out =
+            super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual, false);
         c.store(out);
     }
 }

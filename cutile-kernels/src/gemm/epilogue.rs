@@ -62,6 +62,13 @@ impl EpilogueSpec {
     fn flags(&self) -> i32 {
         (if self.bias { EPI_BIAS } else { 0 }) | (if self.residual { EPI_RESIDUAL } else { 0 })
     }
+
+    /// Whether the residual is added after the product in registers of its own: with a bias or an
+    /// activation. A residual alone is where the kernels start the accumulator
+    /// (`dsl::residual_in_accumulator`).
+    pub fn residual_apart(&self) -> bool {
+        self.residual && !super::dsl::residual_in_accumulator(self.activation.code(), self.flags())
+    }
 }
 
 /// The epilogue of a [`gemm_epilogue`] call: the optional bias and residual tensors and the activation.
@@ -237,7 +244,8 @@ pub fn intensity(m: i64, n: i64, k: i64, elem_bytes: i64) -> f64 {
 /// has at least 8 tiles of depth, and the product is compute-bound ([`MIN_SPLIT_INTENSITY`]); the
 /// number of splits is the smallest power of two giving at least two blocks per SM, at most
 /// [`MAX_SPLITS`], with every split keeping at least 4 K tiles. Otherwise the single-launch
-/// configuration of [`config::choose_epilogue`] (whether the product adds a `residual` picks it).
+/// configuration of [`config::choose_epilogue`] (whether `spec`'s residual needs registers of its own
+/// picks it: [`EpilogueSpec::residual_apart`]).
 /// Examples on 132 SMs (bf16, 64-deep tiles): `512 x 512 x 65536` → 32 tiles, intensity 255, 16
 /// splits; `16 x 8192 x 8192` (intensity 16) and `128 x 8192 x 8192` (128 tiles) → direct; `4096³` →
 /// direct.
@@ -247,7 +255,7 @@ pub fn schedule(
     m: i64,
     n: i64,
     k: i64,
-    residual: bool,
+    spec: &EpilogueSpec,
 ) -> Schedule {
     let (bm, bn) = (64, 128);
     let bk = if dtype == ScalarType::F32 { 32 } else { 64 };
@@ -264,7 +272,13 @@ pub fn schedule(
             return Schedule::SplitK { bm, bn, bk, splits };
         }
     }
-    Schedule::Direct(config::choose_epilogue(target, dtype, m, n, residual))
+    Schedule::Direct(config::choose_epilogue(
+        target,
+        dtype,
+        m,
+        n,
+        spec.residual_apart(),
+    ))
 }
 
 /// Row pitch of a partial tile plane (a multiple of 16 f32, so rows are 64-byte aligned).
@@ -407,14 +421,9 @@ pub fn gemm_epilogue<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    if let Schedule::SplitK { splits, .. } = schedule(
-        &target,
-        call.dtype,
-        call.m,
-        call.n,
-        call.k,
-        call.residual.is_some(),
-    ) {
+    if let Schedule::SplitK { splits, .. } =
+        schedule(&target, call.dtype, call.m, call.n, call.k, &call.spec)
+    {
         operands.push(crate::op::scratch::scratch(
             stream,
             "partials",
@@ -440,14 +449,8 @@ pub fn with_scratch(
     let any = GemmOptions { allow_tf32: true };
     if let Some(call) = Call::new(operands, target, spec, &any)?
         && call.scratch.is_none()
-        && let Schedule::SplitK { splits, .. } = schedule(
-            target,
-            call.dtype,
-            call.m,
-            call.n,
-            call.k,
-            call.residual.is_some(),
-        )
+        && let Schedule::SplitK { splits, .. } =
+            schedule(target, call.dtype, call.m, call.n, call.k, &call.spec)
     {
         out.push(Operand::described(
             "partials",
@@ -481,10 +484,13 @@ pub fn plan_epilogue_with(
     let Some(call) = Call::new(operands, target, spec, options)? else {
         return Ok(Vec::new());
     };
-    let residual = call.residual.is_some();
-    let sched = match schedule(target, call.dtype, call.m, call.n, call.k, residual) {
+    let sched = match schedule(target, call.dtype, call.m, call.n, call.k, &call.spec) {
         Schedule::SplitK { .. } if !allow_split => Schedule::Direct(config::choose_epilogue(
-            target, call.dtype, call.m, call.n, residual,
+            target,
+            call.dtype,
+            call.m,
+            call.n,
+            call.spec.residual_apart(),
         )),
         s => s,
     };
