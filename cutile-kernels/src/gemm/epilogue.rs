@@ -5,11 +5,12 @@
 //!
 //! - bias: `[n]`, the inputs' element type (as `F.linear`), broadcast over rows;
 //! - activation: [`Activation`] (GELU erf/tanh, SiLU) on `a @ b + bias`;
-//! - residual: `[m, n]`, `c`'s element type, any strides, added after the activation.
+//! - residual: `[m, n]`, `c`'s element type, any strides, added after the activation (without a bias
+//!   or an activation, the single-launch kernels start the accumulator from it instead).
 //!
 //! Schedule ([`schedule`]): one `gemm_epilogue` launch (persistent or one tile per block, as
-//! [`super::config::choose_epilogue`]), or split-K when the output has fewer 64x128 tiles than the device has
-//! SMs and K is deep: `gemm_partial` writes `S` f32 partial tiles into scratch ([`crate::op::scratch`],
+//! [`super::config::choose_epilogue`]), or split-K when the output has fewer 64x128 tiles than the
+//! device has SMs and K is deep: `gemm_partial` writes `S` f32 partial tiles into scratch ([`crate::op::scratch`],
 //! `[S, m, n]`), then `gemm_reduce` sums them in a fixed order (deterministic, no atomics) and applies
 //! the epilogue. Operands are read as they are (no packing of unaligned rows, as `bmm`).
 //!
