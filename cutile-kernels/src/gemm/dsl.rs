@@ -118,26 +118,10 @@ pub fn k_tiles<const BK: i32>(k: Scalar<i32>) -> Scalar<i32> {
 pub mod kernels {
     use cutile::core::*;
 
-    /// `Σ_k a[tm, k] @ b[k, tn]` over the first `k_tiles` K tiles, multiplied as `M` with f32
-    /// accumulation: the K loop of every single-range product kernel here.
+    /// `init + Σ_k a[tm, k] @ b[k, tn]` over the first `k_tiles` K tiles, multiplied as `M` with f32
+    /// accumulation: the K loop of every single-range product kernel here (`init` zeros, or the
+    /// epilogue kernels' residual, [`epilogue_tile`]).
     fn tile_product<
-        E: ElementType,
-        M: MmaOperand<f32>,
-        const BM: i32,
-        const BN: i32,
-        const BK: i32,
-    >(
-        pa: Partition<E, S2<BM, BK>>,
-        pb: Partition<E, S2<BK, BN>>,
-        tm: Scalar<i32>,
-        tn: Scalar<i32>,
-        k_tiles: Scalar<i32>,
-    ) -> Tile<f32, S2<BM, BN>> {
-        tile_product_from::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, zeros::<f32, S2<BM, BN>>())
-    }
-
-    /// `init` plus the `(tm, tn)` tile of `a @ b` ([`tile_product`] from zeros).
-    fn tile_product_from<
         E: ElementType,
         M: MmaOperand<f32>,
         const BM: i32,
@@ -175,7 +159,9 @@ pub mod kernels {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let (tm, tn) = super::grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
-        let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1));
+        let k_tiles = pa.num_tiles(1);
+        let zero = zeros::<f32, S2<BM, BN>>();
+        let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, zero);
         // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.
         unsafe { c.store_at((tm, tn), acc.cast::<E>()) };
     }
@@ -230,7 +216,8 @@ pub mod kernels {
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);
-            let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles);
+            let zero = zeros::<f32, S2<BM, BN>>();
+            let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, zero);
             // SAFETY: tile indices `p + i·grid` are distinct across blocks, so no two blocks write the
             // same output tile.
             unsafe { c.store_at((tm, tn), acc.cast::<E>()) };
@@ -254,27 +241,40 @@ pub mod kernels {
         dst.store(t);
     }
 
-    /// The epilogue kernels' starting accumulator for tile `(tm, tn)`: the residual tile where it is
-    /// the whole epilogue ([`super::residual_in_accumulator`]), else zeros.
-    fn epilogue_init<
+    /// Output tile `(tm, tn)` of the epilogue kernels: the product over `k_tiles` K tiles, then
+    /// [`super::finish_tile`]. Where the residual is the whole epilogue
+    /// ([`super::residual_in_accumulator`]) the accumulator starts from it instead of zeros.
+    #[allow(clippy::too_many_arguments)]
+    fn epilogue_tile<
+        E: ElementType,
+        M: MmaOperand<f32>,
+        O: ElementType,
         R: ElementType,
         const BM: i32,
         const BN: i32,
+        const BK: i32,
         const ACT: i32,
         const FLAGS: i32,
     >(
-        residual: &Tensor<R, S2<DYN, DYN>>,
+        pa: Partition<E, S2<BM, BK>>,
+        pb: Partition<E, S2<BK, BN>>,
         tm: Scalar<i32>,
         tn: Scalar<i32>,
-    ) -> Tile<f32, S2<BM, BN>> {
-        if super::residual_in_accumulator(ACT, FLAGS) {
+        k_tiles: Scalar<i32>,
+        bias: &Tensor<E, S2<DYN, DYN>>,
+        residual: &Tensor<R, S2<DYN, DYN>>,
+    ) -> Tile<O, S2<BM, BN>> {
+        let in_acc = super::residual_in_accumulator(ACT, FLAGS);
+        let init = if in_acc {
             residual
                 .partition_padded::<S2<BM, BN>>(Padding::Zero)
                 .load((tm, tn))
                 .cast::<f32>()
         } else {
             zeros::<f32, S2<BM, BN>>()
-        }
+        };
+        let acc = tile_product::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, init);
+        super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual, in_acc)
     }
 
     /// `c = act(a @ b + bias) + residual` (see the module docs), persistent: block `p` computes output
@@ -309,11 +309,8 @@ pub mod kernels {
         let (nblocks, _, _) = num_blocks();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = super::grouped_tile(tile, tiles_m, tiles_n, group);
-            let init = epilogue_init::<R, BM, BN, ACT, FLAGS>(residual, tm, tn);
-            let acc = tile_product_from::<E, M, BM, BN, BK>(pa, pb, tm, tn, k_tiles, init);
-            let in_acc = super::residual_in_accumulator(ACT, FLAGS);
-            let out = super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(
-                acc, tm, tn, bias, residual, in_acc,
+            let out = epilogue_tile::<E, M, O, R, BM, BN, BK, ACT, FLAGS>(
+                pa, pb, tm, tn, k_tiles, bias, residual,
             );
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
             unsafe { c.store_at((tm, tn), out) };
@@ -347,11 +344,10 @@ pub mod kernels {
         let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
         let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
         let (tm, tn) = super::grouped_tile(block_id_x(), pa.num_tiles(0), pb.num_tiles(1), group);
-        let init = epilogue_init::<R, BM, BN, ACT, FLAGS>(residual, tm, tn);
-        let acc = tile_product_from::<E, M, BM, BN, BK>(pa, pb, tm, tn, pa.num_tiles(1), init);
-        let in_acc = super::residual_in_accumulator(ACT, FLAGS);
-        let out =
-            super::finish_tile::<E, O, R, BM, BN, ACT, FLAGS>(acc, tm, tn, bias, residual, in_acc);
+        let k_tiles = pa.num_tiles(1);
+        let out = epilogue_tile::<E, M, O, R, BM, BN, BK, ACT, FLAGS>(
+            pa, pb, tm, tn, k_tiles, bias, residual,
+        );
         // SAFETY: `grouped_tile` is a bijection of block ids onto the tiles of `c`.
         unsafe { c.store_at((tm, tn), out) };
     }
