@@ -137,23 +137,44 @@ pub fn choose_direct(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Gemm
     cfg
 }
 
+/// Where an epilogue product's residual goes (`gemm::epilogue::EpilogueSpec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResidualAt {
+    /// No residual.
+    None,
+    /// The accumulator starts from it (a residual alone: `dsl::residual_in_accumulator`).
+    Accumulator,
+    /// Added after the product in registers of its own (after a bias or an activation).
+    Apart,
+}
+
 /// The single-launch configuration of a product with an epilogue (`gemm::epilogue`): the plain
 /// product's ([`choose_product`]: persistent 128x256 tiles over 8 worker warps where a 16-bit product
-/// has more than 16 128x128 tiles per SM), unless a residual is added in registers of its own
-/// (`residual_apart`, after a bias or an activation): then [`choose_direct`]'s (a 128x256 tile's f32
-/// residual would need as many registers again as its accumulator). A residual alone is the
-/// accumulator's starting value and costs none.
+/// has more than 16 128x128 tiles per SM), except:
+/// - a residual added apart: [`choose_direct`]'s (a 128x256 tile's f32 residual would need as many
+///   registers again as its accumulator);
+/// - a residual that starts the accumulator: 128x128 instead of 128x256 tiles, still persistent over
+///   8 worker warps. From tileiras 13.5.37's sm_90 SASS: with the 128x256 tile and an accumulator
+///   loaded before the K loop, every K step waits for its own `wgmma`s to finish (`WARPGROUP.DEPBAR.LE
+///   gsb0, 0x0`) before the next is issued; at 128x128 over 8 warps the K loop keeps one step in
+///   flight (`0x1`), as the zero-started 128x256 product does (`docs/toolchain-findings.md`).
 pub fn choose_epilogue(
     target: &Target,
     dtype: ScalarType,
     m: i64,
     n: i64,
-    residual_apart: bool,
+    residual: ResidualAt,
 ) -> GemmConfig {
-    if residual_apart {
-        choose_direct(target, dtype, m, n)
-    } else {
-        choose_product(target, dtype, m, n)
+    match residual {
+        ResidualAt::Apart => choose_direct(target, dtype, m, n),
+        ResidualAt::None => choose_product(target, dtype, m, n),
+        ResidualAt::Accumulator => {
+            let mut cfg = choose_product(target, dtype, m, n);
+            if cfg.persistent && cfg.bn == 256 {
+                cfg.bn = 128;
+            }
+            cfg
+        }
     }
 }
 

@@ -64,11 +64,17 @@ impl EpilogueSpec {
         (if self.bias { EPI_BIAS } else { 0 }) | (if self.residual { EPI_RESIDUAL } else { 0 })
     }
 
-    /// Whether the residual is added after the product in registers of its own: with a bias or an
-    /// activation. A residual alone is where the kernels start the accumulator
-    /// (`dsl::residual_in_accumulator`).
-    pub fn residual_apart(&self) -> bool {
-        self.residual && !super::dsl::residual_in_accumulator(self.activation.code(), self.flags())
+    /// Where the residual goes: nowhere; the accumulator's start when it is the whole epilogue
+    /// (`dsl::residual_in_accumulator`); else apart, added after the product in registers of its own
+    /// (after a bias or an activation).
+    pub fn residual_at(&self) -> config::ResidualAt {
+        if !self.residual {
+            config::ResidualAt::None
+        } else if super::dsl::residual_in_accumulator(self.activation.code(), self.flags()) {
+            config::ResidualAt::Accumulator
+        } else {
+            config::ResidualAt::Apart
+        }
     }
 }
 
@@ -245,8 +251,8 @@ pub fn intensity(m: i64, n: i64, k: i64, elem_bytes: i64) -> f64 {
 /// has at least 8 tiles of depth, and the product is compute-bound ([`MIN_SPLIT_INTENSITY`]); the
 /// number of splits is the smallest power of two giving at least two blocks per SM, at most
 /// [`MAX_SPLITS`], with every split keeping at least 4 K tiles. Otherwise the single-launch
-/// configuration of [`config::choose_epilogue`] (whether `spec`'s residual needs registers of its own
-/// picks it: [`EpilogueSpec::residual_apart`]).
+/// configuration of [`config::choose_epilogue`] (where `spec`'s residual goes picks it:
+/// [`EpilogueSpec::residual_at`]).
 /// Examples on 132 SMs (bf16, 64-deep tiles): `512 x 512 x 65536` → 32 tiles, intensity 255, 16
 /// splits; `16 x 8192 x 8192` (intensity 16) and `128 x 8192 x 8192` (128 tiles) → direct; `4096³` →
 /// direct.
@@ -278,7 +284,7 @@ pub fn schedule(
         dtype,
         m,
         n,
-        spec.residual_apart(),
+        spec.residual_at(),
     ))
 }
 
@@ -491,7 +497,7 @@ pub fn plan_epilogue_with(
             call.dtype,
             call.m,
             call.n,
-            call.spec.residual_apart(),
+            call.spec.residual_at(),
         )),
         s => s,
     };
