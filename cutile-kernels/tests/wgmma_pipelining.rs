@@ -1,0 +1,160 @@
+//! Which sm_90 K loops keep a `wgmma` group in flight. tileiras 13.5.37 decides per kernel whether a K
+//! step waits for its own tensor-core work before the next is issued (`wgmma.wait_group 0` after every
+//! commit: the tensor cores idle while each step's operands are waited for) or keeps one step in flight
+//! (`wgmma.wait_group 1`), and nothing in the Tile IR says which (`docs/toolchain-findings.md`,
+//! "Serialized wgmma K loops"). Schedule rules rely on it: the GEMM family's persistent 128x256 product,
+//! the 128x128 tiles of a product whose accumulator starts from the residual (`gemm::config::
+//! choose_epilogue`). This test compiles those kernels through a `ptxas` wrapper that keeps the PTX
+//! tileiras hands it, and checks each against the table: a tileiras update or a kernel change that
+//! flips one fails here, so the rule that depends on it is looked at again.
+
+// Test code: an unwrap is an assertion.
+#![allow(clippy::unwrap_used)]
+
+#[allow(dead_code)]
+mod common;
+
+use cutile::toolchain::Tileiras;
+use cutile_kernels::op::CallSpec;
+
+/// `(call, all candidates, launch whose specialization contains this, whether its K loop keeps a
+/// wgmma group in flight)`.
+fn cases() -> Vec<(CallSpec, bool, &'static str, bool)> {
+    let gemm = |op: &str, m, n, k| CallSpec::new(op, "bf16", &[&[m, k], &[k, n]], false);
+    let qkv = CallSpec::new(
+        "fused_qkv",
+        "bf16",
+        &[&[4096, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]],
+        false,
+    );
+    let ce = CallSpec::new(
+        "fused_linear_cross_entropy",
+        "bf16",
+        &[&[8192, 4096], &[128256]],
+        false,
+    );
+    vec![
+        // The plain product's defaults at 4096³ and 8192³.
+        (
+            gemm("gemm", 4096, 4096, 4096),
+            false,
+            "gemm_persistent 128x128x64",
+            true,
+        ),
+        (
+            gemm("gemm", 8192, 8192, 8192),
+            false,
+            "gemm_persistent 128x256x64 w8",
+            true,
+        ),
+        // A residual alone starts the accumulator: 128x128 over 8 warps keeps the overlap (the 128x256
+        // tile with a loaded accumulator serialized every K step).
+        (
+            gemm("gemm_residual", 8192, 8192, 8192),
+            false,
+            "gemm_epilogue 128x128x64 persistent w8",
+            true,
+        ),
+        (ce.clone(), false, "chunk 0 dw", true),
+        (ce, false, "chunk 1 dw", true),
+        // The fused QKV kernels: one pair tile per block keeps the overlap; the persistent tuning
+        // candidate's epilogue reads `cos[positions]` and scatters into the cache (addresses that
+        // depend on loaded values), and its K loop is serialized.
+        (qkv.clone(), false, "fused_qkv pair 128x64", true),
+        (qkv, true, "fused_qkv persistent 128x64", false),
+    ]
+}
+
+/// The K loop keeps one group in flight: the PTX waits for all but the newest group somewhere
+/// (`wgmma.wait_group.sync.aligned 1;`, tileiras puts a tab before the count).
+fn pipelined(ptx: &str) -> bool {
+    ptx.split("wgmma.wait_group.sync.aligned")
+        .skip(1)
+        .any(|rest| rest.trim_start().starts_with("1;"))
+}
+
+/// A `CUDA_HOME` for tileiras whose `bin/ptxas` copies the PTX it is given to `$PTX_OUT` and runs the
+/// real one (`$REAL_PTXAS`); `lib` and `nvvm` are the toolchain's own.
+fn wrapped_cuda_home(tileiras: &Tileiras, dir: &std::path::Path) -> std::path::PathBuf {
+    let bin = tileiras
+        .path()
+        .parent()
+        .expect("tileiras sits in a bin folder");
+    let root = bin.parent().expect("the toolchain root above bin");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    for sub in ["lib", "nvvm"] {
+        std::os::unix::fs::symlink(root.join(sub), dir.join(sub)).unwrap();
+    }
+    let script = dir.join("bin/ptxas");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.ptx) cp \"$a\" \"$PTX_OUT\";; esac; done\n\
+         exec \"$REAL_PTXAS\" \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin.join("ptxas")
+}
+
+#[test]
+fn sm90_k_loops_keep_a_wgmma_group_in_flight_where_the_schedules_expect_it() {
+    let Some(tileiras) = common::tileiras("wgmma_pipelining") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path();
+    let home = tmp.join("cuda");
+    let real_ptxas = wrapped_cuda_home(&tileiras, &home);
+    let version = cutile::dsl::bytecode_version_for(&tileiras);
+    let mut wrong = Vec::new();
+    for (i, (call, all, launch, want)) in cases().into_iter().enumerate() {
+        let jobs = cutile_kernels::catalog::dsl_jobs(std::slice::from_ref(&call), all)
+            .unwrap_or_else(|e| panic!("{}: {e}", call.label()));
+        let job = jobs
+            .iter()
+            .find(|j| j.specialization.contains(launch))
+            .unwrap_or_else(|| panic!("{}: no launch `{launch}`", call.label()));
+        let (kernel, metas) = job.dsl_spec().unwrap();
+        let bytecode = kernel.specialize(metas).unwrap().bytecode(version).unwrap();
+        let (bc, ptx) = (
+            tmp.join(format!("{i}.tilebc")),
+            tmp.join(format!("{i}.ptx")),
+        );
+        std::fs::write(&bc, &bytecode).unwrap();
+        let out = std::process::Command::new(tileiras.path())
+            .arg("--gpu-name=sm_90")
+            .arg("-o")
+            .arg(tmp.join(format!("{i}.cubin")))
+            .arg(&bc)
+            .env("CUDA_HOME", &home)
+            .env("REAL_PTXAS", &real_ptxas)
+            .env("PTX_OUT", &ptx)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{launch}: tileiras failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&ptx)
+            .unwrap_or_else(|e| panic!("{launch}: tileiras ran no ptxas through CUDA_HOME ({e})"));
+        assert!(
+            text.contains("wgmma.mma_async"),
+            "{launch}: no wgmma in the PTX"
+        );
+        if pipelined(&text) != want {
+            wrong.push(format!(
+                "{} / {}: expected {}",
+                call.label(),
+                job.specialization,
+                if want {
+                    "one wgmma group in flight"
+                } else {
+                    "every K step waiting for its own wgmma"
+                }
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
