@@ -17,7 +17,9 @@
 #                                                    $OUT/quick.tar.gz (+ report.md, steps.txt); with
 #                                                    TUNE_OPS also the tuner on those ops, the fixed
 #                                                    checks and a second bench with its picks
-#                                                    (report-tuned.md)
+#                                                    (report-tuned.md); with LAUNCH_OPS also
+#                                                    every launch of those calls timed in place
+#                                                    (launches.md, `gpu-harness launches`)
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -128,6 +130,12 @@ case "${1:-}" in
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
     step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
     step report 10 /tmp/gh report "$R"
+    if [ -n "${LAUNCH_OPS:-}" ]; then
+      # Every launch of those ops' calls timed in place (`gpu-harness launches`).
+      step launches "${BUDGET_LAUNCHES:-90}" /tmp/gh launches --bundle .gpu/q/q.bundle --out "$R/launches" \
+        --ops "$LAUNCH_OPS" --iterations "${LAUNCH_ITERATIONS:-20}"
+      cp "$R/launches/launches.md" "$R/" 2>/dev/null
+    fi
     if [ -n "${TUNE_OPS:-}" ]; then
       # The tuner's winners against the defaults in the same call: tune, then bench again with the
       # tuning cache on (same calls, so the peers above pair with both benches).
@@ -148,7 +156,7 @@ case "${1:-}" in
     # The device tool brings back only a few files: everything but criterion's folders in one tarball,
     # and the report beside it.
     tar -czf /tmp/quick.tar.gz --exclude=./criterion -C "$R" .
-    find "$R" -mindepth 1 -maxdepth 1 ! -name report.md ! -name report-tuned.md ! -name steps.txt -exec rm -rf {} +
+    find "$R" -mindepth 1 -maxdepth 1 ! -name report.md ! -name report-tuned.md ! -name launches.md ! -name steps.txt -exec rm -rf {} +
     mv /tmp/quick.tar.gz "$R/"
     ;;
   python)

@@ -27,6 +27,9 @@
 //! `tune --bundle B --out DIR [--ops ..]` makes each benchmark call once with `CUTILE_TUNE=force`
 //! (see [`tune`]) and prints default, winner and speed-up per call.
 //!
+//! `launches --bundle B --out DIR [--ops ..]` times every launch of each benchmark call in place
+//! (captured once, replayed with an event after each launch; [`launches`]).
+//!
 //! `tp --out DIR` runs the tensor-parallel block over the node's GPUs through NCCL ([`tp`],
 //! `docs/multi-gpu.md`).
 //!
@@ -38,6 +41,7 @@ pub mod bench;
 pub mod check;
 pub mod first;
 pub mod host;
+pub mod launches;
 pub mod merge;
 pub mod plan;
 pub mod progress;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use gpu_harness::{bench, check, first, merge, plan, run, tp, tune, validate};
+use gpu_harness::{bench, check, first, launches, merge, plan, run, tp, tune, validate};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -67,6 +67,20 @@ enum Command {
         /// Most runs spent shrinking one failure.
         #[arg(long, default_value_t = 64)]
         shrink_steps: usize,
+    },
+    /// GPU: the in-situ time of every launch of each benchmark call (captured once, replayed back to
+    /// back with a CUDA event after each launch, behind bench's L2 flush); launches.json and
+    /// launches.md under --out.
+    Launches {
+        #[arg(long)]
+        bundle: Option<PathBuf>,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, value_delimiter = ',')]
+        ops: Vec<String>,
+        /// Timed replays per call (after one untimed).
+        #[arg(long, default_value_t = 20)]
+        iterations: usize,
     },
     /// GPU: criterion benchmarks (CUDA-event measurement) of every representative call; writes
     /// `bench.json` and `bench-calls.json` (for ci/gpu/peers.py) under --out.
@@ -271,6 +285,17 @@ fn main() -> ExitCode {
                 shrink_steps,
             })
         }
+        Command::Launches {
+            bundle,
+            out,
+            ops,
+            iterations,
+        } => launches::run(&launches::LaunchesArgs {
+            bundle,
+            out,
+            ops,
+            iterations,
+        }),
         Command::Bench {
             bundle,
             out,
