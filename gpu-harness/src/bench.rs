@@ -302,6 +302,18 @@ fn bench_one(
     row_of(w, means, flushed)
 }
 
+/// The benchmark calls of `ops` (all when empty), split into those the harness can make and those
+/// whose op it cannot yet (`check::COVERED`).
+pub fn workloads(ops: &[String]) -> (Vec<Workload>, Vec<Workload>) {
+    let mut ws = benches();
+    if !ops.is_empty() {
+        let names: Vec<&str> = ops.iter().map(String::as_str).collect();
+        ws = of_ops(ws, &names);
+    }
+    ws.into_iter()
+        .partition(|w| crate::check::COVERED.contains(&w.op()))
+}
+
 pub fn run(a: &BenchArgs) -> Result<ExitCode, BoxError> {
     let Some((device, stream)) = cutile_examples::gpu_or_skip("gpu-harness bench")? else {
         return Ok(ExitCode::from(3));
@@ -310,15 +322,7 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, BoxError> {
         bundle::register(Bundle::open(b)?);
     }
     std::fs::create_dir_all(&a.out)?;
-    let mut ws = benches();
-    if !a.ops.is_empty() {
-        let names: Vec<&str> = a.ops.iter().map(String::as_str).collect();
-        ws = of_ops(ws, &names);
-    }
-    let (skip, keep): (Vec<Workload>, Vec<Workload>) = ws
-        .into_iter()
-        .partition(|w| !crate::check::COVERED.contains(&w.op()));
-    let ws = keep;
+    let (ws, skip) = workloads(&a.ops);
     for w in &skip {
         println!("NOT COVERED (no workload inputs/host call yet): {}", w.name);
     }

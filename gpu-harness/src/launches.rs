@@ -19,7 +19,7 @@ use cutile::bundle::{self, Bundle};
 use cutile::runtime::timing::{FLUSH_BYTES, L2Flush};
 use cutile::runtime::{Device, Event, Stream};
 use cutile_examples::run::{After, Owned, call, instantiate};
-use cutile_examples::workload::{Workload, benches, of_ops};
+use cutile_examples::workload::Workload;
 use serde::Serialize;
 
 use crate::BoxError;
@@ -172,18 +172,11 @@ pub fn run(a: &LaunchesArgs) -> Result<ExitCode, BoxError> {
         bundle::register(Bundle::open(b)?);
     }
     std::fs::create_dir_all(&a.out)?;
-    let mut ws = benches();
-    if !a.ops.is_empty() {
-        let names: Vec<&str> = a.ops.iter().map(String::as_str).collect();
-        ws = of_ops(ws, &names);
-    }
+    let (ws, _) = crate::bench::workloads(&a.ops);
     let mut flush = L2Flush::new(&device, FLUSH_BYTES)?;
     let mut calls = Vec::new();
     let mut errors = 0;
-    for w in ws
-        .iter()
-        .filter(|w| crate::check::COVERED.contains(&w.op()))
-    {
+    for w in &ws {
         let c = crate::guarded(|| measure(&device, &stream, w, &mut flush, a.iterations.max(1)))
             .unwrap_or_else(|e| {
                 errors += 1;
