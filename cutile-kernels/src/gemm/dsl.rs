@@ -26,7 +26,8 @@ pub const ACT_NONE: i32 = -1;
 /// Whether the epilogue kernels start the accumulator from the residual tile instead of adding it
 /// after the product: when the residual is the whole epilogue (no bias, no activation), `a @ b +
 /// residual` is the same sum, and the residual then needs no registers of its own beside the
-/// accumulator's (so such a product can take the 128x256 tiles, `config::choose_epilogue`).
+/// accumulator's (so such a product takes the persistent 8-warp schedule, on 128x128 tiles:
+/// `config::choose_epilogue`).
 pub fn residual_in_accumulator(act: i32, flags: i32) -> bool {
     flags == EPI_RESIDUAL && act == ACT_NONE
 }
