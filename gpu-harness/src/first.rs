@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cutile::bundle::{self, Bundle};
 use cutile::cache::{DEFAULT_MAX_DISK_BYTES, DiskCache, KernelCache};
 use cutile::launch::key_toolchain_version;
+use cutile::runtime::timing::Stats;
 use cutile::runtime::{Device, Stream};
 use cutile::toolchain::GpuArch;
 use cutile_examples::run::{After, call, instantiate};
@@ -139,15 +140,6 @@ fn spawn_child(
         .map_err(|e| format!("first-launch child printed {line:?}: {e}"))?)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Parent: `reps` children per case and mode.
 pub fn measure(
     device: &Device,
@@ -167,7 +159,8 @@ pub fn measure(
             for _ in 0..reps {
                 runs.push(spawn_child(name, mode, bundle_path, disk.path())?);
             }
-            let ms = |f: &dyn Fn(&ChildTimes) -> f64| median(runs.iter().map(f).collect());
+            let ms =
+                |f: &dyn Fn(&ChildTimes) -> f64| Stats::of(runs.iter().map(f).collect()).median_us;
             let launch = |t: &ChildTimes| t.done_us.saturating_sub(t.data_us) as f64 / 1e3;
             let before_data = |t: &ChildTimes| t.device_us.saturating_sub(t.t0_us) as f64 / 1e3;
             out.push(FirstLaunch {

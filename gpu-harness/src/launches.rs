@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cutile::bundle::{self, Bundle};
-use cutile::runtime::timing::{FLUSH_BYTES, L2Flush};
+use cutile::runtime::timing::{FLUSH_BYTES, L2Flush, Stats};
 use cutile::runtime::{Device, Event, Stream};
 use cutile_examples::run::{After, Owned, call, instantiate};
 use cutile_examples::workload::Workload;
@@ -50,19 +50,6 @@ pub struct CallLaunches {
     pub launches: Vec<LaunchTime>,
     /// Why the call was not measured (then `launches` is empty).
     pub error: Option<String>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Captures `w`'s launches and replays them `iterations` times (plus one untimed).
@@ -117,14 +104,14 @@ fn measure(
     }
     Ok(CallLaunches {
         call: w.name.clone(),
-        total_median_us: median(totals),
+        total_median_us: Stats::of(totals).median_us,
         launches: steps
             .iter()
             .zip(per_launch)
             .map(|((_, l), times)| LaunchTime {
                 kernel: l.kernel.name().to_string(),
                 config: l.config.clone(),
-                median_us: median(times),
+                median_us: Stats::of(times).median_us,
             })
             .collect(),
         error: None,
@@ -215,13 +202,6 @@ pub fn run(a: &LaunchesArgs) -> Result<ExitCode, BoxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_even_and_empty_lists() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(Vec::new()).is_nan());
-    }
 
     #[test]
     fn the_table_lists_each_launch_and_says_why_a_call_was_not_measured() {
