@@ -388,12 +388,25 @@ fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_pr
         forms(32, 4096, 192),
         vec![Form::Rows, Form::RowsBits, Form::Decode { bn: 64, bk: 128 }]
     );
-    for bm in [64, 128] {
-        assert_eq!(
-            forms(bm, 4096, 14336),
-            vec![Form::Rows, Form::RowsBits, Form::Sorted]
-        );
-    }
+    assert_eq!(
+        forms(64, 4096, 14336),
+        vec![Form::Rows, Form::RowsBits, Form::Sorted]
+    );
+    // Row block 128 also runs the in-kernel decode form, in both K steps, where 128 divides H.
+    assert_eq!(
+        forms(128, 4096, 14336),
+        vec![
+            Form::Rows,
+            Form::RowsBits,
+            Form::Sorted,
+            Form::InKernel { bk: 128 },
+            Form::InKernel { bk: 256 }
+        ]
+    );
+    assert_eq!(
+        forms(128, 192, 64),
+        vec![Form::Rows, Form::RowsBits, Form::Sorted]
+    );
     // Mixtral: every decode tile; H or I not a multiple of 128: only the 64-row tiles.
     assert_eq!(forms(16, 4096, 14336).len(), 2 + DECODE_TILES.len());
     assert_eq!(
@@ -781,7 +794,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::GpuArch;
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 37);
+    assert_eq!(jobs.len(), 41);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1144,6 +1157,27 @@ fn layer_runs() -> Vec<Run> {
         ((300, 128, 8, 128, 128), 64, false, Form::Sorted),
         ((37, 8, 2, 256, 128), 128, true, Form::RowsBits),
         ((300, 128, 8, 128, 128), 128, false, Form::RowsBits),
+        // The in-kernel decode form in both K steps: a hot expert, 128 experts top-8, and K ragged
+        // against the step in both GEMMs (H 384 over 256-deep steps, I 192 below one step).
+        ((37, 8, 2, 256, 128), 128, true, Form::InKernel { bk: 256 }),
+        (
+            (300, 128, 8, 128, 128),
+            128,
+            false,
+            Form::InKernel { bk: 128 },
+        ),
+        (
+            (129, 8, 2, 384, 192),
+            128,
+            false,
+            Form::InKernel { bk: 256 },
+        ),
+        (
+            (129, 8, 2, 384, 192),
+            128,
+            false,
+            Form::InKernel { bk: 128 },
+        ),
     ];
     for (n, (shape, bm, force, form)) in forced.into_iter().enumerate() {
         for nvfp4 in [true, false] {
@@ -1156,6 +1190,10 @@ fn layer_runs() -> Vec<Run> {
     v.push(Run {
         form: Some(Form::Sorted),
         ..run(Act::F16, (200, 8, 2, 128, 64), 128, true, true, 42)
+    });
+    v.push(Run {
+        form: Some(Form::InKernel { bk: 128 }),
+        ..run(Act::F16, (200, 8, 2, 128, 64), 128, true, true, 43)
     });
     v
 }
@@ -1368,13 +1406,13 @@ gpu_layer_tests!(
 );
 
 /// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, 84 + 7
-/// decode-form runs) plus the 11 layer runs in forms the host does not pick and the 9 decode-form
+/// decode-form runs) plus the 20 layer runs in forms the host does not pick and the 9 decode-form
 /// runs at row block 32, each run in exactly one test, no test without runs, and every run in a form its
 /// row block can take.
 #[test]
 fn gpu_runs_are_split_without_loss() {
     let (layer, decode) = (layer_runs(), decode_runs());
-    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 5 * 2 + 1);
+    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 9 * 2 + 2);
     assert_eq!(decode.len(), 7 * 6 * 2 + 6 + 1 + 2 * 2 * 2 + 1);
     let all = gpu_runs();
     assert_eq!(all.len(), layer.len() + decode.len());
@@ -1628,7 +1666,8 @@ fn w4a16_gemms_read_weights_through_views() {
         );
         // The rows forms' GEMM 1 gathers `x` (two loads: even and odd columns); the decode form's
         // reads the permuted rows through a view; GEMM 2 reads the routed weights by pointer.
-        let decode = j.kernel.ends_with("_t") || j.kernel.ends_with("_t8");
+        let decode =
+            j.kernel.ends_with("_t") || j.kernel.ends_with("_t8") || j.kernel.ends_with("_p8");
         let want_ptr = match (j.kernel.starts_with("moe_gemm1"), decode) {
             (true, false) => 2,
             (true, true) => 0,
@@ -1734,6 +1773,49 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
     forms!(bf16, BF16, 128, 256, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
     forms!(f16, F16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
     forms!(f16, F16, 128, 256, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
+    // The in-kernel decode prefill form (row block 128) in f16, both K steps (bf16 is in the
+    // catalog): GEMM 1 over W13 and its scales viewed as `[E, 2, I, ·]`.
+    let p128 = r::max_padded((tt * k) as usize, e as usize, 128) as i64;
+    let g1p = vec![
+        t(F16, &[p128, h]),
+        t(I8, &[e, 2, i, h / 2]),
+        t(I8, &[e, 2, i, h / 16]),
+        t(F32, &[e]),
+        t(I32, &[p128 / 128]),
+        t(I32, &[1]),
+        t(F16, &[p128, i]),
+    ];
+    let g2p = vec![
+        t(F16, &[p128, i]),
+        t(I8, &[e, h, i / 2]),
+        t(I8, &[e, h, i / 16]),
+        t(F32, &[e]),
+        t(I32, &[p128]),
+        t(I32, &[p128 / 128]),
+        t(I32, &[1]),
+        t(F32, &[tt * k]),
+        t(F32, &[tt * k, h]),
+    ];
+    cases.push((
+        "moe_gemm1_w4a16_p8 f16 BT=128 BN=64 BK=256".into(),
+        moe::kernels::moe_gemm1_w4a16_p8::kernel::<f16, 128, 64, 128, 256, 128, 16, 32, 64>(),
+        g1p.clone(),
+    ));
+    cases.push((
+        "moe_gemm1_w4a16_p8 f16 BT=128 BN=64 BK=128".into(),
+        moe::kernels::moe_gemm1_w4a16_p8::kernel::<f16, 128, 64, 128, 128, 64, 8, 16, 32>(),
+        g1p,
+    ));
+    cases.push((
+        "moe_gemm2_w4a16_p8 f16 BT=128 BN=128 BK=256".into(),
+        moe::kernels::moe_gemm2_w4a16_p8::kernel::<f16, 128, 128, 256, 128, 16, 32, 64>(),
+        g2p.clone(),
+    ));
+    cases.push((
+        "moe_gemm2_w4a16_p8 f16 BT=128 BN=128 BK=128".into(),
+        moe::kernels::moe_gemm2_w4a16_p8::kernel::<f16, 128, 128, 128, 64, 8, 16, 32>(),
+        g2p,
+    ));
     cases.push((
         "moe_silu_reduce bf16 BR=16 BC=64".into(),
         moe::kernels::moe_silu_reduce::kernel::<bf16, 16, 64>(),

@@ -259,6 +259,54 @@ pub mod words {
             .load((g, n, k))
             .reinterpret::<i32, S2<BN, KW>>();
         let sc = super::kernels::scale_codes::<BN, BKS>(s, g, n, k);
+        decode_quarters::<E, BN, BKS, KW, KQ>(words, sc)
+    }
+
+    /// [`dequant_quarters`] of the gate and up rows of column tile `n` stacked into one tile: `w:
+    /// [G, 2, I, K/2]` bytes and `s: [G, 2, I, K/16]` scales (W13 viewed with its gate and up halves
+    /// as a dimension), rows `0..BN` of the result gate rows `n·BN..`, rows `BN..BN2` (`BN2 = 2·BN`)
+    /// the same up rows. One `BN2`-row MMA operand instead of two keeps one accumulator.
+    #[allow(clippy::too_many_arguments)]
+    pub fn dequant_quarters_stacked<
+        E: Numeric + BitWidth<Bits = W16>,
+        const BN: i32,
+        const BN2: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const KW: i32,
+        const KQ: i32,
+    >(
+        w: &Tensor<i8, S4<DYN, DYN, DYN, DYN>>,
+        s: &Tensor<i8, S4<DYN, DYN, DYN, DYN>>,
+        g: Scalar<i32>,
+        n: Scalar<i32>,
+        k: Scalar<i32>,
+    ) -> [Tile<E, S2<BN2, KQ>>; 4] {
+        let zero = scalar::<i32>(0i32);
+        let words = w
+            .partition_padded::<S4<1, 2, BN, BKH>>(Padding::Zero)
+            .load((g, zero, n, k))
+            .reinterpret::<i32, S2<BN2, KW>>();
+        let sc = super::kernels::unsigned(
+            s.partition_padded::<S4<1, 2, BN, BKS>>(Padding::Zero)
+                .load((g, zero, n, k))
+                .reshape::<S2<BN2, BKS>>(),
+        );
+        decode_quarters::<E, BN2, BKS, KW, KQ>(words, sc)
+    }
+
+    /// The four quarters of a weight tile from its words (`BN x KW`, 8 nibbles each) and its e4m3
+    /// scale codes (`BN x BKS`, `0..256`), as [`dequant_quarters`] returns them.
+    pub fn decode_quarters<
+        E: Numeric + BitWidth<Bits = W16>,
+        const BN: i32,
+        const BKS: i32,
+        const KW: i32,
+        const KQ: i32,
+    >(
+        words: Tile<i32, S2<BN, KW>>,
+        sc: Tile<i32, S2<BN, BKS>>,
+    ) -> [Tile<E, S2<BN, KQ>>; 4] {
         // 16 weights per scale: 2 words, so 4 elements of a quarter row.
         let scale = super::codec::e4m3_folded::<E, S2<BN, BKS>>(sc)
             .reshape::<S3<BN, BKS, 1>>()
@@ -1342,9 +1390,9 @@ pub mod kernels {
         total: &Tensor<i32, S1<DYN>>,
         weights: &Tensor<f32, S1<DYN>>,
         splits: Scalar<i32>,
+        (b, n, sp): (Scalar<i32>, Scalar<i32>, Scalar<i32>),
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
-        let (b, n, sp) = block_id();
         if b * BT < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
             let ge = at(global, e) * FOLD_UNDO;
@@ -1399,7 +1447,17 @@ pub mod kernels {
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
         moe_gemm2_w4a16_t_body::<E, BT, BN, BK, BKH, BKS, KW, KQ>(
-            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+            h,
+            w,
+            s,
+            global,
+            sorted_ids,
+            expert_ids,
+            total,
+            weights,
+            splits,
+            block_id(),
+            y,
         );
     }
 
@@ -1428,7 +1486,109 @@ pub mod kernels {
         y: &mut Tensor<f32, S2<DYN, DYN>>,
     ) {
         moe_gemm2_w4a16_t_body::<E, BT, BN, BK, BKH, BKS, KW, KQ>(
-            h, w, s, global, sorted_ids, expert_ids, total, weights, splits, y,
+            h,
+            w,
+            s,
+            global,
+            sorted_ids,
+            expert_ids,
+            total,
+            weights,
+            splits,
+            block_id(),
+            y,
+        );
+    }
+
+    /// Grouped GEMM 1 of the in-kernel prefill form ([`crate::moe::host::Form::InKernel`], row
+    /// block `BT` = 128): the decode form's product with the gate and up rows of column tile `n`
+    /// stacked into one `BN2 = 2·BN` row weight operand (`w: [E, 2, I, H/2]`, `s: [E, 2, I, H/16]`,
+    /// [`words::dequant_quarters_stacked`]), so one `BN2 x BT` accumulator holds both (two
+    /// accumulators of `BN x BT` at `BT` = 128 spilled 944 bytes per thread on sm_90). Grid `(I / BN,
+    /// P / BT)`, column tiles fastest: the blocks in flight share a few row blocks of `xs` and their
+    /// experts' weights in L2. No split-K (the prefill grid is wide).
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm1_w4a16_p8<
+        E: MmaOperand<f32> + Float + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BN2: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const KW: i32,
+        const KQ: i32,
+    >(
+        xs: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S4<DYN, DYN, DYN, DYN>>,
+        s: &Tensor<i8, S4<DYN, DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        h: &mut Tensor<E, S2<BT, BN>>,
+    ) {
+        let (n, b, _) = block_id();
+        if b * BT < at(total, scalar::<i32>(0i32)) {
+            let e = at(expert_ids, b);
+            let ge = at(global, e) * FOLD_UNDO;
+            let px = xs.partition_padded::<S2<BT, BK>>(Padding::Zero);
+            let mut acc = zeros::<f32, S2<BN2, BT>>();
+            for k in 0..px.num_tiles(1) {
+                let [a0, a1, a2, a3] = words::quarters::<E, BT, BK, KW, KQ>(px.load((b, k)));
+                let [w0, w1, w2, w3] =
+                    words::dequant_quarters_stacked::<E, BN, BN2, BKH, BKS, KW, KQ>(w, s, e, n, k);
+                acc = mma(w3, a3, mma(w2, a2, mma(w1, a1, mma(w0, a0, acc))));
+            }
+            let halves = (acc * ge).transpose().reshape::<S3<BT, 2, BN>>();
+            let gate = halves
+                .extract::<S3<BT, 1, BN>>(&[0, 0, 0])
+                .reshape::<S2<BT, BN>>();
+            let up = halves
+                .extract::<S3<BT, 1, BN>>(&[0, 1, 0])
+                .reshape::<S2<BT, BN>>();
+            // SAFETY: block `(n, b)` writes only tile `(b, n)`.
+            unsafe { h.store_at((b, n), (silu(gate) * up).cast::<E>()) };
+        }
+    }
+
+    /// Grouped GEMM 2 of the in-kernel prefill form: `moe_gemm2_w4a16_t8`'s product and epilogue
+    /// (one split) on grid `(H / BN, P / BT)`, column tiles fastest as in `moe_gemm1_w4a16_p8`.
+    #[cutile::entry(num_worker_warps = 8)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_w4a16_p8<
+        E: MmaOperand<f32> + Numeric + BitWidth<Bits = bitcast::width::W16>,
+        const BT: i32,
+        const BN: i32,
+        const BK: i32,
+        const BKH: i32,
+        const BKS: i32,
+        const KW: i32,
+        const KQ: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        s: &Tensor<i8, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        weights: &Tensor<f32, S1<DYN>>,
+        y: &mut Tensor<f32, S2<DYN, DYN>>,
+    ) {
+        let (n, b, _) = block_id();
+        moe_gemm2_w4a16_t_body::<E, BT, BN, BK, BKH, BKS, KW, KQ>(
+            h,
+            w,
+            s,
+            global,
+            sorted_ids,
+            expert_ids,
+            total,
+            weights,
+            scalar::<i32>(1i32),
+            (b, n, scalar::<i32>(0i32)),
+            y,
         );
     }
 

@@ -249,10 +249,28 @@ pub enum Form {
     /// into the [`Workspace`] (`E · 2I · H` elements of the activation type, W13's then W2's in the
     /// same buffer), a cost amortized over a prefill's many rows per expert and not over a decode's.
     Sorted,
+    /// The prefill form without the dequantized copy, row block 128 where 128 divides `H`: `x`'s
+    /// rows permuted into the aligned order (`moe_permute`), then the decode form's swapped product
+    /// and word decode at 128 rows per block (the weights on the MMA's M side as register operands,
+    /// the rows on its N side through views), `bk` of K per step, 8 worker warps, no split-K, grids
+    /// with the column tiles fastest so the blocks in flight share a few row blocks and their
+    /// experts' weights in L2. GEMM 1 (`moe_gemm1_w4a16_p8`) stacks the gate and up rows of 64
+    /// columns of `h` into one 128-row operand; GEMM 2 (`moe_gemm2_w4a16_p8`) takes 128 columns of
+    /// `y`. Each expert's weights are decoded once per row block that uses it instead of once per
+    /// call, and never written out: the trade against [`Form::Sorted`] where experts get few row
+    /// blocks each (many experts, e.g. 128 experts top-8 at T = 4096: two blocks per expert).
+    /// Dense weights need no decode, so with them this form runs [`Form::Sorted`]'s kernels.
+    InKernel {
+        /// K per step: 128 or 256.
+        bk: i64,
+    },
 }
 
 /// The row blocks [`Form::Sorted`] has kernels for.
 pub const SORTED_ROW_BLOCKS: [i64; 2] = [64, 128];
+
+/// The K steps of [`Form::InKernel`] (row block 128).
+pub const IN_KERNEL_BK: [i64; 2] = [128, 256];
 
 /// The `(bn, bk)` tiles of the decode form the layer has kernels for.
 pub const DECODE_TILES: [(i64, i64); 4] = [(64, 128), (128, 128), (64, 256), (128, 256)];
@@ -268,6 +286,9 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
     let mut v = vec![Form::Rows, Form::RowsBits];
     if SORTED_ROW_BLOCKS.contains(&bm) {
         v.push(Form::Sorted);
+    }
+    if bm == 128 && h % 128 == 0 {
+        v.extend(IN_KERNEL_BK.map(|bk| Form::InKernel { bk }));
     }
     let tiles: &[(i64, i64)] = match bm {
         16 => &DECODE_TILES,
@@ -335,7 +356,8 @@ pub struct Workspace<E: MoeElem> {
 struct Scratch<E: MoeElem> {
     /// The decode form's split-K partial sums of GEMM 1.
     part: Option<Tensor<f32>>,
-    /// [`Form::Sorted`] and [`Form::Decode`]: `x`'s rows in the aligned order, `[P, H]`.
+    /// [`Form::Sorted`], [`Form::InKernel`] and [`Form::Decode`]: `x`'s rows in the aligned order,
+    /// `[P, H]`.
     xs: Option<Tensor<E>>,
     /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights, `[E · 2I · H]` flat (W13's,
     /// then W2's in the first `E · H · I`).
@@ -503,7 +525,7 @@ fn check_layer<E: MoeElem>(
             k_splits(sms, blocks_est * (h / bn), ceil_div(i, bk)),
             k_splits(sms, blocks_est * (i / bn), ceil_div(h, bk)),
         ),
-        Form::Sorted => (1, 1),
+        Form::Sorted | Form::InKernel { .. } => (1, 1),
     };
     Ok(Dims {
         form,
@@ -635,6 +657,9 @@ fn launch_gemm1<E: MoeElem>(
             return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, scratch);
         }
         Form::Sorted => return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch),
+        Form::InKernel { bk } => {
+            return launch_gemm1_in_kernel(stream, x, weights, r, d, bk, h, scratch);
+        }
         Form::Rows | Form::RowsBits => {}
     }
     let ((bn, bk), _) = gemm_tiles(d.bm, d.h, d.i);
@@ -712,6 +737,9 @@ fn launch_gemm2<E: MoeElem>(
             return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk), y);
         }
         Form::Sorted => return launch_gemm2_sorted(stream, h, weights, r, d, y, &mut scratch.wd),
+        Form::InKernel { bk } => {
+            return launch_gemm2_in_kernel(stream, h, weights, r, d, bk, y, scratch);
+        }
         Form::Rows | Form::RowsBits => {}
     }
     let (_, (bn, bk)) = gemm_tiles(d.bm, d.h, d.i);
@@ -1129,6 +1157,105 @@ fn launch_gemm2_sorted<E: MoeElem>(
         (128, _) => go!(128, 64),
         (_, 128) => go!(64, 128),
         _ => go!(64, 64),
+    }
+    Ok(())
+}
+
+/// GEMM 1 in [`Form::InKernel`]: `moe_permute` of `x` into `scratch.xs`, then `moe_gemm1_w4a16_p8`
+/// on grid `(I / 64, P / 128)` over W13 and its scales viewed as `[E, 2, I, ·]` (gate and up rows of
+/// a column tile stacked). Dense weights run [`launch_gemm1_sorted`].
+#[allow(clippy::too_many_arguments)]
+fn launch_gemm1_in_kernel<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    bk: i64,
+    h: &mut Tensor<E>,
+    scratch: &mut Scratch<E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    let Weights::Nvfp4 { w13, s13, g13, .. } = weights else {
+        return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch);
+    };
+    let xs = permute_rows(stream, x, r, d, &mut scratch.xs)?;
+    let experts = w13.shape()[0];
+    let w = w13.reshape(&[experts, 2, d.i, d.h / 2])?;
+    let s = s13.reshape(&[experts, 2, d.i, d.h / 16])?;
+    let grid = (u32_of(OP, d.i / 64)?, u32_of(OP, d.p / 128)?, 1);
+    macro_rules! go {
+        ($bk:literal) => {
+            kernels::moe_gemm1_w4a16_p8::<
+                E,
+                128,
+                64,
+                128,
+                $bk,
+                { $bk / 2 },
+                { $bk / 16 },
+                { $bk / 8 },
+                { $bk / 4 },
+            >(xs, &w, &s, *g13, r.expert_ids, r.total, h)
+            .grid(grid)
+            .launch(stream)?
+        };
+    }
+    match bk {
+        128 => go!(128),
+        _ => go!(256),
+    }
+    Ok(())
+}
+
+/// GEMM 2 in [`Form::InKernel`]: `moe_gemm2_w4a16_p8` on grid `(H / 128, P / 128)`. Dense weights
+/// run [`launch_gemm2_sorted`].
+#[allow(clippy::too_many_arguments)]
+fn launch_gemm2_in_kernel<E: MoeElem>(
+    stream: &Stream,
+    h: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    bk: i64,
+    y: &mut Tensor<f32>,
+    scratch: &mut Scratch<E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_layer";
+    let Weights::Nvfp4 { w2, s2, g2, .. } = weights else {
+        return launch_gemm2_sorted(stream, h, weights, r, d, y, &mut scratch.wd);
+    };
+    let wflat = r.weights.reshape(&[d.t * d.k])?;
+    let grid = (u32_of(OP, d.h / 128)?, u32_of(OP, d.p / 128)?, 1);
+    macro_rules! go {
+        ($bk:literal) => {
+            kernels::moe_gemm2_w4a16_p8::<
+                E,
+                128,
+                128,
+                $bk,
+                { $bk / 2 },
+                { $bk / 16 },
+                { $bk / 8 },
+                { $bk / 4 },
+            >(
+                h,
+                *w2,
+                *s2,
+                *g2,
+                r.sorted_ids,
+                r.expert_ids,
+                r.total,
+                &wflat,
+                y,
+            )
+            .grid(grid)
+            .launch(stream)?
+        };
+    }
+    match bk {
+        128 => go!(128),
+        _ => go!(256),
     }
     Ok(())
 }

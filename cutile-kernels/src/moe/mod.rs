@@ -55,7 +55,8 @@ fn meta(dt: ScalarType, shape: &[i64]) -> TensorMeta {
 /// path's three ([`blackwell_jobs`], sm_100 and newer only); before them (the 9 kernels at the
 /// 64-row tiles, the W4A16 ones with the bit-pattern decode; the decode form's W4A16 GEMMs at
 /// 128 x 256 over 8 warps (the default) and 64 x 128, its dense peers, and GEMM 1's split-K reduce; the
-/// 128-row 8-warp GEMMs, W4A16 and dense; the three alignment passes, so every entry of `dsl.rs` is
+/// in-kernel decode prefill form's two GEMMs in both K steps; the 128-row 8-warp GEMMs, W4A16 and
+/// dense; the three alignment passes, so every entry of `dsl.rs` is
 /// compiled), compiled for
 /// sm_80, sm_90, sm_100 and sm_120 by `cargo xtask kernels`. Shapes: a small MoE layer (T = 256,
 /// H = 1024, I = 512, E = 8, top-2, P_max = 1024 rows of 64).
@@ -231,6 +232,45 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         kernels::moe_gemm2_w4a16_t8::kernel::<bf16, 32, 128, 256, 128, 16, 32, 64>(),
         g2d(32, true),
     ));
+    // The in-kernel decode prefill form (row block 128, 8 worker warps) in both K steps: GEMM 1 with
+    // the gate and up rows of 64 columns stacked (W13 and its scales viewed as `[E, 2, I, ·]`), GEMM 2
+    // on 128 columns.
+    let p128 = padded(128);
+    let g1p = || {
+        vec![
+            meta(BF16, &[p128, h]),
+            meta(I8, &[e, 2, i, h / 2]),
+            meta(I8, &[e, 2, i, h / 16]),
+            meta(F32, &[e]),
+            meta(I32, &[p128 / 128]),
+            meta(I32, &[1]),
+            meta(BF16, &[p128, i]),
+        ]
+    };
+    jobs.push(job(
+        "moe_gemm1_w4a16_p8",
+        "E=bf16 BT=128 BN=64 BK=256",
+        kernels::moe_gemm1_w4a16_p8::kernel::<bf16, 128, 64, 128, 256, 128, 16, 32, 64>(),
+        g1p(),
+    ));
+    jobs.push(job(
+        "moe_gemm1_w4a16_p8",
+        "E=bf16 BT=128 BN=64 BK=128",
+        kernels::moe_gemm1_w4a16_p8::kernel::<bf16, 128, 64, 128, 128, 64, 8, 16, 32>(),
+        g1p(),
+    ));
+    jobs.push(job(
+        "moe_gemm2_w4a16_p8",
+        "E=bf16 BT=128 BN=128 BK=256",
+        kernels::moe_gemm2_w4a16_p8::kernel::<bf16, 128, 128, 256, 128, 16, 32, 64>(),
+        g2d(128, true),
+    ));
+    jobs.push(job(
+        "moe_gemm2_w4a16_p8",
+        "E=bf16 BT=128 BN=128 BK=128",
+        kernels::moe_gemm2_w4a16_p8::kernel::<bf16, 128, 128, 128, 64, 8, 16, 32>(),
+        g2d(128, true),
+    ));
     // The decode form's 64-row tiles (the default where 128 does not divide H or I) and its
     // bf16-weight peers, which the sweep and `Workspace::form` run.
     jobs.push(job(
@@ -259,7 +299,6 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     ));
     // The prefill row block (128 rows, `host::gemm_tiles`: GEMM 1 64 x 64, GEMM 2 128 x 64) over 8
     // worker warps, W4A16 and dense.
-    let p128 = crate::moe::reference::max_padded((t * k) as usize, e as usize, 128) as i64;
     let ids128 = || {
         vec![
             meta(I32, &[p128]),

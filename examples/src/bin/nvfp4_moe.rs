@@ -12,7 +12,8 @@
 //! one markdown table row per (layer, T, row block, form).
 //! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) every
 //! decode-form tile at row blocks 16 and 32 (`host::DECODE_TILES`, `host::DECODE_TILES_32`); for
-//! prefill every form (both rows forms and the sorted form) at the host's block and at 64.
+//! prefill every form (both rows forms, the sorted form and, at row block 128, the in-kernel decode
+//! form in both K steps) at the host's block and at 64.
 //! `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
@@ -95,6 +96,7 @@ fn form_name(f: moe::host::Form) -> String {
         moe::host::Form::RowsBits => "rows (bit decode)".into(),
         moe::host::Form::Decode { bn, bk } => format!("decode BN={bn} BK={bk}"),
         moe::host::Form::Sorted => "sorted (permuted rows, persistent, dequantized once)".into(),
+        moe::host::Form::InKernel { bk } => format!("in-kernel decode BT=128 BK={bk}"),
     }
 }
 
