@@ -358,19 +358,35 @@ fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_pr
     use moe::host::{DECODE_TILES, Form, default_form, forms};
     assert_eq!(
         default_form(16, 4096, 14336),
-        Form::Decode { bn: 128, bk: 256 }
+        Form::Decode {
+            bn: 128,
+            bk: 256,
+            occupancy: 0
+        }
     );
     assert_eq!(
         default_form(16, 4096, 192),
-        Form::Decode { bn: 64, bk: 128 }
+        Form::Decode {
+            bn: 64,
+            bk: 128,
+            occupancy: 0
+        }
     );
     assert_eq!(
         default_form(32, 4096, 14336),
-        Form::Decode { bn: 128, bk: 256 }
+        Form::Decode {
+            bn: 128,
+            bk: 256,
+            occupancy: 0
+        }
     );
     assert_eq!(
         default_form(32, 4096, 192),
-        Form::Decode { bn: 64, bk: 128 }
+        Form::Decode {
+            bn: 64,
+            bk: 128,
+            occupancy: 0
+        }
     );
     assert_eq!(default_form(64, 4096, 14336), Form::RowsBits);
     assert_eq!(default_form(128, 4096, 14336), Form::Sorted);
@@ -380,13 +396,39 @@ fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_pr
         vec![
             Form::Rows,
             Form::RowsBits,
-            Form::Decode { bn: 64, bk: 128 },
-            Form::Decode { bn: 128, bk: 256 }
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 0
+            },
+            Form::Decode {
+                bn: 128,
+                bk: 256,
+                occupancy: 0
+            },
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 2
+            }
         ]
     );
     assert_eq!(
         forms(32, 4096, 192),
-        vec![Form::Rows, Form::RowsBits, Form::Decode { bn: 64, bk: 128 }]
+        vec![
+            Form::Rows,
+            Form::RowsBits,
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 0
+            },
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 2
+            }
+        ]
     );
     assert_eq!(
         forms(64, 4096, 14336),
@@ -414,8 +456,31 @@ fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_pr
         vec![
             Form::Rows,
             Form::RowsBits,
-            Form::Decode { bn: 64, bk: 128 },
-            Form::Decode { bn: 64, bk: 256 }
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 0
+            },
+            Form::Decode {
+                bn: 64,
+                bk: 256,
+                occupancy: 0
+            },
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 2
+            },
+            Form::Decode {
+                bn: 64,
+                bk: 256,
+                occupancy: 2
+            },
+            Form::Decode {
+                bn: 64,
+                bk: 128,
+                occupancy: 3
+            }
         ]
     );
     assert!(forms(16, 4096, 14336).contains(&default_form(16, 4096, 14336)));
@@ -1306,7 +1371,11 @@ fn decode_runs() -> Vec<Run> {
             true,
             true,
             85,
-            Some(moe::host::Form::Decode { bn: 128, bk: 256 }),
+            Some(moe::host::Form::Decode {
+                bn: 128,
+                bk: 256,
+                occupancy: 0,
+            }),
         )
     });
     for form in moe::host::forms(16, 256, 256) {
@@ -1405,15 +1474,15 @@ gpu_layer_tests!(
     gpu_moe_decode_f16,
 );
 
-/// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, 84 + 7
-/// decode-form runs) plus the 20 layer runs in forms the host does not pick and the 9 decode-form
-/// runs at row block 32, each run in exactly one test, no test without runs, and every run in a form its
-/// row block can take.
+/// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, and the
+/// decode-form runs: 126 + 11 since the occupancy tiles) plus the 20 layer runs in forms the host does
+/// not pick and the 13 decode-form runs at row block 32, each run in exactly one test, no test without
+/// runs, and every run in a form its row block can take.
 #[test]
 fn gpu_runs_are_split_without_loss() {
     let (layer, decode) = (layer_runs(), decode_runs());
     assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 9 * 2 + 2);
-    assert_eq!(decode.len(), 7 * 6 * 2 + 6 + 1 + 2 * 2 * 2 + 1);
+    assert_eq!(decode.len(), 7 * 9 * 2 + 9 + 1 + 2 * 3 * 2 + 1);
     let all = gpu_runs();
     assert_eq!(all.len(), layer.len() + decode.len());
     for (n, r) in all.iter().enumerate() {
@@ -1723,12 +1792,24 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
         v.push(t(F32, &[tt * k * 2, h]));
         v
     };
+    // The tile's four kernels (W4A16 and dense, both GEMMs), with the `occupancy` hint when `$occ`
+    // is not 0 (the host's `Form::Decode::occupancy`).
     macro_rules! forms {
-        ($ty:ty, $el:expr, $bn:literal, $bk:literal, $w1:ident, $w2:ident) => {{
-            let tag = format!("{} BT=16 BN={} BK={}", stringify!($ty), $bn, $bk);
+        ($ty:ty, $el:expr, $bn:literal, $bk:literal, $w1:ident, $w2:ident) => {
+            forms!($ty, $el, $bn, $bk, $w1, $w2, 0)
+        };
+        ($ty:ty, $el:expr, $bn:literal, $bk:literal, $w1:ident, $w2:ident, $occ:literal) => {{
+            let tag = format!("{} BT=16 BN={} BK={} o{}", stringify!($ty), $bn, $bk, $occ);
+            let hinted = |k: cutile::dsl::Kernel| {
+                if $occ > 0 {
+                    k.with_hint("default", "occupancy", $occ)
+                } else {
+                    k
+                }
+            };
             cases.push((
                 format!("{} {tag}", stringify!($w1)),
-                moe::kernels::$w1::kernel::<
+                hinted(moe::kernels::$w1::kernel::<
                     $ty,
                     16,
                     $bn,
@@ -1737,12 +1818,12 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
                     { $bk / 16 },
                     { $bk / 8 },
                     { $bk / 4 },
-                >(),
+                >()),
                 g1($el, true),
             ));
             cases.push((
                 format!("{} {tag}", stringify!($w2)),
-                moe::kernels::$w2::kernel::<
+                hinted(moe::kernels::$w2::kernel::<
                     $ty,
                     16,
                     $bn,
@@ -1751,26 +1832,30 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
                     { $bk / 16 },
                     { $bk / 8 },
                     { $bk / 4 },
-                >(),
+                >()),
                 g2($el, true),
             ));
             cases.push((
                 format!("moe_gemm1_dense_t {tag}"),
-                moe::kernels::moe_gemm1_dense_t::kernel::<$ty, 16, $bn, $bk>(),
+                hinted(moe::kernels::moe_gemm1_dense_t::kernel::<$ty, 16, $bn, $bk>()),
                 g1($el, false),
             ));
             cases.push((
                 format!("moe_gemm2_dense_t {tag}"),
-                moe::kernels::moe_gemm2_dense_t::kernel::<$ty, 16, $bn, $bk>(),
+                hinted(moe::kernels::moe_gemm2_dense_t::kernel::<$ty, 16, $bn, $bk>()),
                 g2($el, false),
             ));
         }};
     }
-    // Every (BN, BK) of `host::DECODE_TILES` in bf16 (BN 128 with 8 worker warps), two in f16.
+    // Every (BN, BK, occupancy) of `host::DECODE_TILES` in bf16 (BN 128 with 8 worker warps), two in
+    // f16.
     forms!(bf16, BF16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
     forms!(bf16, BF16, 128, 128, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
     forms!(bf16, BF16, 64, 256, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
     forms!(bf16, BF16, 128, 256, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
+    forms!(bf16, BF16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t, 2);
+    forms!(bf16, BF16, 64, 256, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t, 2);
+    forms!(bf16, BF16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t, 3);
     forms!(f16, F16, 64, 128, moe_gemm1_w4a16_t, moe_gemm2_w4a16_t);
     forms!(f16, F16, 128, 256, moe_gemm1_w4a16_t8, moe_gemm2_w4a16_t8);
     // The in-kernel decode prefill form (row block 128) in f16, both K steps (bf16 is in the

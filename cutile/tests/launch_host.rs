@@ -559,3 +559,40 @@ fn a_bundle_made_with_tileiras_serves_a_machine_without_it() {
     let err = cutile::launch::resolve_cubin(&cache, &set, &p100, Err(&missing)).unwrap_err();
     assert!(err.to_string().contains("--arch sm_100"), "{err}");
 }
+
+/// `Launch::hint` puts the hint on the kernel for every architecture, keeps the compile options, and
+/// gives the hinted specialization a cache key of its own (the bytecode carries the hint).
+#[test]
+fn launch_hint_reaches_the_kernel_and_the_key() {
+    use cutile::launch::{CompileOptions, Launch};
+    let options = CompileOptions::default();
+    let (plain, _) = Launch::new(kernels::vadd::kernel::<f32, 1024>())
+        .options(options.clone())
+        .into_parts();
+    let (hinted, _) = Launch::new(kernels::vadd::kernel::<f32, 1024>())
+        .options(options)
+        .hint("occupancy", 3)
+        .into_parts();
+    let default = |l: &Launcher| {
+        l.kernel()
+            .hints()
+            .by_arch
+            .iter()
+            .find(|(arch, _)| arch == "default")
+            .map(|(_, kv)| kv.clone())
+            .unwrap_or_default()
+    };
+    assert!(default(&plain).iter().all(|(k, _)| k != "occupancy"));
+    assert!(
+        default(&hinted)
+            .iter()
+            .any(|(k, v)| k == "occupancy" && *v == cutile_ir::Attribute::i32(3)),
+        "{:?}",
+        hinted.kernel().hints()
+    );
+    assert_eq!(plain.options(), hinted.options());
+    let descs = [t_in(F32, &[4096]), t_in(F32, &[4096]), t_out(F32, &[4096])];
+    let (a, b) = (args(&descs), args(&descs));
+    let (p, q) = (plan(&plain, &a).unwrap(), plan(&hinted, &b).unwrap());
+    assert_ne!(p.key, q.key);
+}

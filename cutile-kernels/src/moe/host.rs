@@ -240,6 +240,11 @@ pub enum Form {
         bn: i64,
         /// K per step: 128 or 256.
         bk: i64,
+        /// CTAs per SM that tileiras sizes registers and stages for (the `occupancy` hint; 0: no
+        /// hint, one CTA per SM at these tiles). The 4-warp tiles (`bn` 64) take 2 or 3: sm_90 puts
+        /// them in 128 or 80 registers without spills, so independent CTAs hide each other's decode
+        /// and `wgmma` waits, where one CTA of 255 registers per SM (no hint) has only its own warps.
+        occupancy: i64,
     },
     /// The prefill form, row blocks 64 and 128: the rows of `x` gathered once into the aligned
     /// order (`moe_permute`), then two persistent GEMMs over the used row blocks only (read off
@@ -272,11 +277,22 @@ pub const SORTED_ROW_BLOCKS: [i64; 2] = [64, 128];
 /// The K steps of [`Form::InKernel`] (row block 128).
 pub const IN_KERNEL_BK: [i64; 2] = [128, 256];
 
-/// The `(bn, bk)` tiles of the decode form the layer has kernels for.
-pub const DECODE_TILES: [(i64, i64); 4] = [(64, 128), (128, 128), (64, 256), (128, 256)];
+/// The `(bn, bk, occupancy)` tiles of the decode form the layer has kernels for: the four tiles
+/// without a hint, and the 4-warp ones at 2 (BK 128 and 256) and 3 CTAs per SM (BK 128: at 256 its
+/// sm_90 build spills 304 bytes).
+pub const DECODE_TILES: [(i64, i64, i64); 7] = [
+    (64, 128, 0),
+    (128, 128, 0),
+    (64, 256, 0),
+    (128, 256, 0),
+    (64, 128, 2),
+    (64, 256, 2),
+    (64, 128, 3),
+];
 
-/// The `(bn, bk)` tiles of the decode form at row block 32 (the two defaults of row block 16).
-pub const DECODE_TILES_32: [(i64, i64); 2] = [(64, 128), (128, 256)];
+/// The `(bn, bk, occupancy)` tiles of the decode form at row block 32: the two defaults of row block
+/// 16 and the 4-warp one at 2 CTAs per SM (at 3 its sm_90 build spills 144 bytes).
+pub const DECODE_TILES_32: [(i64, i64, i64); 3] = [(64, 128, 0), (128, 256, 0), (64, 128, 2)];
 
 /// The forms a layer with row block `bm`, `H = h`, `I = i` can run: [`Form::Rows`] and
 /// [`Form::RowsBits`] always; [`Form::Sorted`] for the row blocks of [`SORTED_ROW_BLOCKS`]; for
@@ -290,7 +306,7 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
     if bm == 128 && h % 128 == 0 {
         v.extend(IN_KERNEL_BK.map(|bk| Form::InKernel { bk }));
     }
-    let tiles: &[(i64, i64)] = match bm {
+    let tiles: &[(i64, i64, i64)] = match bm {
         16 => &DECODE_TILES,
         32 => &DECODE_TILES_32,
         _ => &[],
@@ -298,8 +314,8 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
     v.extend(
         tiles
             .iter()
-            .filter(|(bn, _)| h % bn == 0 && i % bn == 0)
-            .map(|&(bn, bk)| Form::Decode { bn, bk }),
+            .filter(|(bn, _, _)| h % bn == 0 && i % bn == 0)
+            .map(|&(bn, bk, occupancy)| Form::Decode { bn, bk, occupancy }),
     );
     v
 }
@@ -315,8 +331,16 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
 pub fn default_form(bm: i64, h: i64, i: i64) -> Form {
     match bm {
         128 => Form::Sorted,
-        16 | 32 if h % 128 == 0 && i % 128 == 0 => Form::Decode { bn: 128, bk: 256 },
-        16 | 32 => Form::Decode { bn: 64, bk: 128 },
+        16 | 32 if h % 128 == 0 && i % 128 == 0 => Form::Decode {
+            bn: 128,
+            bk: 256,
+            occupancy: 0,
+        },
+        16 | 32 => Form::Decode {
+            bn: 64,
+            bk: 128,
+            occupancy: 0,
+        },
         _ => Form::RowsBits,
     }
 }
@@ -521,10 +545,16 @@ fn check_layer<E: MoeElem>(
             let (_, (bn2, bk2)) = gemm_tiles(bm, h, i);
             (k_splits(sms, blocks_est * (h / bn2), ceil_div(i, bk2)), 1)
         }
-        Form::Decode { bn, bk } => (
-            k_splits(sms, blocks_est * (h / bn), ceil_div(i, bk)),
-            k_splits(sms, blocks_est * (i / bn), ceil_div(h, bk)),
-        ),
+        Form::Decode {
+            bn, bk, occupancy, ..
+        } => {
+            // A wave is `occupancy` CTAs per SM.
+            let slots = sms * occupancy.max(1);
+            (
+                k_splits(slots, blocks_est * (h / bn), ceil_div(i, bk)),
+                k_splits(slots, blocks_est * (i / bn), ceil_div(h, bk)),
+            )
+        }
         Form::Sorted | Form::InKernel { .. } => (1, 1),
     };
     Ok(Dims {
@@ -653,8 +683,8 @@ fn launch_gemm1<E: MoeElem>(
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
     match d.form {
-        Form::Decode { bn, bk } => {
-            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk), h, scratch);
+        Form::Decode { bn, bk, occupancy } => {
+            return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk, occupancy), h, scratch);
         }
         Form::Sorted => return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch),
         Form::InKernel { bk } => {
@@ -733,8 +763,8 @@ fn launch_gemm2<E: MoeElem>(
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
     match d.form {
-        Form::Decode { bn, bk } => {
-            return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk), y);
+        Form::Decode { bn, bk, occupancy } => {
+            return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk, occupancy), y);
         }
         Form::Sorted => return launch_gemm2_sorted(stream, h, weights, r, d, y, &mut scratch.wd),
         Form::InKernel { bk } => {
@@ -841,6 +871,21 @@ fn permute_rows<'a, E: MoeElem>(
     Ok(xs)
 }
 
+/// The decode form's `occupancy` on a launch: the tileiras hint when it is not 0 (0 leaves the
+/// kernel as it is, so its cache entries and bundles stay those of the unhinted kernel).
+trait BlocksPerSm {
+    fn blocks_per_sm(self, occupancy: i64) -> Self;
+}
+
+impl BlocksPerSm for cutile::launch::Launch<'_> {
+    fn blocks_per_sm(self, occupancy: i64) -> Self {
+        match i32::try_from(occupancy) {
+            Ok(n) if n > 0 => self.hint("occupancy", n),
+            _ => self,
+        }
+    }
+}
+
 /// GEMM 1 in the decode form (row block 16 or 32): grid `(P / bm, I / bn, splits1)`; with several K
 /// splits the partial sums go to `part: [splits1 · P, 2I]` f32 and `moe_silu_reduce` writes `h`.
 #[allow(clippy::too_many_arguments)]
@@ -850,7 +895,7 @@ fn launch_gemm1_decode<E: MoeElem>(
     weights: &Weights<'_, E>,
     r: &Routing<'_>,
     d: Dims,
-    (bn, bk): (i64, i64),
+    (bn, bk, occupancy): (i64, i64, i64),
     h: &mut Tensor<E>,
     scratch: &mut Scratch<E>,
 ) -> Result<(), OpError> {
@@ -884,6 +929,7 @@ fn launch_gemm1_decode<E: MoeElem>(
                         { $bk / 4 },
                     >(xs, *w13, *s13, *g13, r.expert_ids, r.total, splits, h, pt)
                     .grid(grid)
+                    .blocks_per_sm(occupancy)
                     .launch(stream)?
                 }
                 Weights::Dense { w13, .. } => kernels::moe_gemm1_dense_t::<E, $bt, $bn, $bk>(
@@ -896,6 +942,7 @@ fn launch_gemm1_decode<E: MoeElem>(
                     pt,
                 )
                 .grid(grid)
+                .blocks_per_sm(occupancy)
                 .launch(stream)?,
             }
         };
@@ -921,7 +968,7 @@ fn launch_gemm2_decode<E: MoeElem>(
     weights: &Weights<'_, E>,
     r: &Routing<'_>,
     d: Dims,
-    (bn, bk): (i64, i64),
+    (bn, bk, occupancy): (i64, i64, i64),
     y: &mut Tensor<f32>,
 ) -> Result<(), OpError> {
     const OP: &str = "moe_layer";
@@ -957,6 +1004,7 @@ fn launch_gemm2_decode<E: MoeElem>(
                     y,
                 )
                 .grid(grid)
+                .blocks_per_sm(occupancy)
                 .launch(stream)?,
                 Weights::Dense { w2, .. } => kernels::moe_gemm2_dense_t::<E, $bt, $bn, $bk>(
                     h,
@@ -969,6 +1017,7 @@ fn launch_gemm2_decode<E: MoeElem>(
                     y,
                 )
                 .grid(grid)
+                .blocks_per_sm(occupancy)
                 .launch(stream)?,
             }
         };

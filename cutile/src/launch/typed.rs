@@ -82,6 +82,19 @@ impl<'a> Launch<'a> {
         self
     }
 
+    /// Compile with the optimization hint `key = value` for every architecture (`occupancy`,
+    /// `num_worker_warps_per_cta`, …; see [`Kernel::with_hint`]). The hint is part of the kernel's
+    /// identity, so the hinted specialization is cached apart from the plain one.
+    pub fn hint(mut self, key: &str, value: i32) -> Self {
+        let kernel = self
+            .launcher
+            .kernel()
+            .clone()
+            .with_hint("default", key, value);
+        self.launcher = Launcher::with_options(kernel, self.launcher.options());
+        self
+    }
+
     /// The launcher and the arguments, for callers that drive [`Launcher`] themselves.
     pub fn into_parts(self) -> (Launcher, LaunchArgs<'a>) {
         (self.launcher, self.args)

@@ -94,7 +94,14 @@ fn form_name(f: moe::host::Form) -> String {
     match f {
         moe::host::Form::Rows => "rows (f32 decode)".into(),
         moe::host::Form::RowsBits => "rows (bit decode)".into(),
-        moe::host::Form::Decode { bn, bk } => format!("decode BN={bn} BK={bk}"),
+        moe::host::Form::Decode {
+            bn,
+            bk,
+            occupancy: 0,
+        } => format!("decode BN={bn} BK={bk}"),
+        moe::host::Form::Decode { bn, bk, occupancy } => {
+            format!("decode BN={bn} BK={bk} o{occupancy}")
+        }
         moe::host::Form::Sorted => "sorted (permuted rows, persistent, dequantized once)".into(),
         moe::host::Form::InKernel { bk } => format!("in-kernel decode BT=128 BK={bk}"),
     }
