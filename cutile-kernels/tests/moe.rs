@@ -434,13 +434,27 @@ fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_pr
         forms(64, 4096, 14336),
         vec![Form::Rows, Form::RowsBits, Form::Sorted]
     );
-    // Row block 128 also runs the in-kernel decode form, in both K steps, where 128 divides H.
+    // Row block 128 also runs the staged sorted form at the tile widths dividing H, and the
+    // in-kernel decode form in both K steps where 128 divides H.
     assert_eq!(
         forms(128, 4096, 14336),
         vec![
             Form::Rows,
             Form::RowsBits,
             Form::Sorted,
+            Form::SortedStaged { bn: 128 },
+            Form::SortedStaged { bn: 256 },
+            Form::InKernel { bk: 128 },
+            Form::InKernel { bk: 256 }
+        ]
+    );
+    assert_eq!(
+        forms(128, 384, 192),
+        vec![
+            Form::Rows,
+            Form::RowsBits,
+            Form::Sorted,
+            Form::SortedStaged { bn: 128 },
             Form::InKernel { bk: 128 },
             Form::InKernel { bk: 256 }
         ]
@@ -859,7 +873,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::GpuArch;
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 41);
+    assert_eq!(jobs.len(), 45);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1243,6 +1257,26 @@ fn layer_runs() -> Vec<Run> {
             false,
             Form::InKernel { bk: 128 },
         ),
+        // The staged sorted form at both tile widths: a hot expert, 128 experts top-8 (the slots
+        // of a token in different row blocks), and H 384 (three 128-wide tiles).
+        (
+            (37, 8, 2, 256, 128),
+            128,
+            true,
+            Form::SortedStaged { bn: 256 },
+        ),
+        (
+            (300, 128, 8, 128, 128),
+            128,
+            false,
+            Form::SortedStaged { bn: 128 },
+        ),
+        (
+            (129, 8, 2, 384, 192),
+            128,
+            false,
+            Form::SortedStaged { bn: 128 },
+        ),
     ];
     for (n, (shape, bm, force, form)) in forced.into_iter().enumerate() {
         for nvfp4 in [true, false] {
@@ -1259,6 +1293,10 @@ fn layer_runs() -> Vec<Run> {
     v.push(Run {
         form: Some(Form::InKernel { bk: 128 }),
         ..run(Act::F16, (200, 8, 2, 128, 64), 128, true, true, 43)
+    });
+    v.push(Run {
+        form: Some(Form::SortedStaged { bn: 128 }),
+        ..run(Act::F16, (200, 8, 2, 128, 64), 128, true, true, 44)
     });
     v
 }
@@ -1475,13 +1513,13 @@ gpu_layer_tests!(
 );
 
 /// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, and the
-/// decode-form runs: 126 + 11 since the occupancy tiles) plus the 20 layer runs in forms the host does
+/// decode-form runs: 126 + 11 since the occupancy tiles) plus the 27 layer runs in forms the host does
 /// not pick and the 13 decode-form runs at row block 32, each run in exactly one test, no test without
 /// runs, and every run in a form its row block can take.
 #[test]
 fn gpu_runs_are_split_without_loss() {
     let (layer, decode) = (layer_runs(), decode_runs());
-    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 9 * 2 + 2);
+    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 12 * 2 + 3);
     assert_eq!(decode.len(), 7 * 9 * 2 + 9 + 1 + 2 * 3 * 2 + 1);
     let all = gpu_runs();
     assert_eq!(all.len(), layer.len() + decode.len());
@@ -1900,6 +1938,39 @@ fn decode_form_cases() -> Vec<(String, cutile::dsl::Kernel, Vec<cutile::dsl::Ten
         "moe_gemm2_w4a16_p8 f16 BT=128 BN=128 BK=128".into(),
         moe::kernels::moe_gemm2_w4a16_p8::kernel::<f16, 128, 128, 128, 64, 8, 16, 32>(),
         g2p,
+    ));
+    // The staged sorted form's GEMM 2 and combine in f16 (bf16 is in the catalog).
+    let staged = vec![
+        t(F16, &[p128, i]),
+        t(F16, &[e, h, i]),
+        t(F32, &[e]),
+        t(I32, &[p128 / 128]),
+        t(I32, &[1]),
+        t(F32, &[p128, h]),
+    ];
+    cases.push((
+        "moe_gemm2_staged f16 BM=128 BN=128 FOLD=1".into(),
+        moe::kernels::moe_gemm2_staged::kernel::<f16, 128, 128, 64, 1>(),
+        staged.clone(),
+    ));
+    cases.push((
+        "moe_gemm2_staged f16 BM=128 BN=256 FOLD=0 w8".into(),
+        moe::kernels::moe_gemm2_staged::kernel::<f16, 128, 256, 64, 0>().with_hint(
+            "default",
+            "num_worker_warps_per_cta",
+            8,
+        ),
+        staged,
+    ));
+    cases.push((
+        "moe_combine_staged f16 BT=8 BH=512".into(),
+        moe::kernels::moe_combine_staged::kernel::<f16, 8, 512>(),
+        vec![
+            t(F32, &[p128, h]),
+            t(I32, &[tt, k]),
+            t(F32, &[tt, k]),
+            t(F16, &[tt, h]),
+        ],
     ));
     cases.push((
         "moe_silu_reduce bf16 BR=16 BC=64".into(),

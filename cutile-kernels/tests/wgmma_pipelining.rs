@@ -4,7 +4,7 @@
 //! (`wgmma.wait_group 1`), and nothing in the Tile IR says which (`docs/toolchain-findings.md`,
 //! "Serialized wgmma K loops"). Schedule rules rely on it: the GEMM family's persistent 128x256 product,
 //! the 128x128 tiles of a product whose accumulator starts from the residual (`gemm::config::
-//! choose_epilogue`). This test compiles those kernels through a `ptxas` wrapper that keeps the PTX
+//! choose_epilogue`), the MoE staged GEMM 2 (`moe::host::Form::SortedStaged`). This test compiles those kernels through a `ptxas` wrapper that keeps the PTX
 //! tileiras hands it, and checks each against the table: a tileiras update or a kernel change that
 //! flips one fails here, so the rule that depends on it is looked at again.
 
@@ -15,11 +15,40 @@
 mod common;
 
 use cutile::toolchain::Tileiras;
+use cutile_kernels::catalog::CompileJob;
 use cutile_kernels::op::CallSpec;
 
-/// `(call, all candidates, launch whose specialization contains this, whether its K loop keeps a
-/// wgmma group in flight)`.
-fn cases() -> Vec<(CallSpec, bool, &'static str, bool)> {
+/// Where a case's kernel comes from: the launches of a registry call (with every tuning candidate,
+/// or the defaults only), or the MoE family's catalog specializations (its GEMMs are host functions,
+/// not registry ops).
+#[derive(Clone)]
+enum Source {
+    Call(CallSpec, bool),
+    Moe,
+}
+
+impl Source {
+    fn label(&self) -> String {
+        match self {
+            Source::Call(call, _) => call.label(),
+            Source::Moe => "moe catalog".into(),
+        }
+    }
+
+    fn jobs(&self) -> Vec<CompileJob> {
+        match self {
+            Source::Call(call, all) => {
+                cutile_kernels::catalog::dsl_jobs(std::slice::from_ref(call), *all)
+                    .unwrap_or_else(|e| panic!("{}: {e}", call.label()))
+            }
+            Source::Moe => cutile_kernels::moe::compile_jobs(),
+        }
+    }
+}
+
+/// `(source, launch whose "kernel specialization" contains this, whether its K loop keeps a wgmma
+/// group in flight)`.
+fn cases() -> Vec<(Source, &'static str, bool)> {
     let gemm = |op: &str, m, n, k| CallSpec::new(op, "bf16", &[&[m, k], &[k, n]], false);
     let qkv = CallSpec::new(
         "fused_qkv",
@@ -36,32 +65,43 @@ fn cases() -> Vec<(CallSpec, bool, &'static str, bool)> {
     vec![
         // The plain product's defaults at 4096³ and 8192³.
         (
-            gemm("gemm", 4096, 4096, 4096),
-            false,
+            Source::Call(gemm("gemm", 4096, 4096, 4096), false),
             "gemm_persistent 128x128x64",
             true,
         ),
         (
-            gemm("gemm", 8192, 8192, 8192),
-            false,
+            Source::Call(gemm("gemm", 8192, 8192, 8192), false),
             "gemm_persistent 128x256x64 w8",
             true,
         ),
         // A residual alone starts the accumulator: 128x128 over 8 warps keeps the overlap (the 128x256
         // tile with a loaded accumulator serialized every K step).
         (
-            gemm("gemm_residual", 8192, 8192, 8192),
-            false,
+            Source::Call(gemm("gemm_residual", 8192, 8192, 8192), false),
             "gemm_epilogue 128x128x64 persistent w8",
             true,
         ),
-        (ce.clone(), false, "chunk 0 dw", true),
-        (ce, false, "chunk 1 dw", true),
+        (Source::Call(ce.clone(), false), "chunk 0 dw", true),
+        (Source::Call(ce, false), "chunk 1 dw", true),
         // The fused QKV kernels: one pair tile per block keeps the overlap; the persistent tuning
         // candidate's epilogue reads `cos[positions]` and scatters into the cache (addresses that
         // depend on loaded values), and its K loop is serialized.
-        (qkv.clone(), false, "fused_qkv pair 128x64", true),
-        (qkv, true, "fused_qkv persistent 128x64", false),
+        (
+            Source::Call(qkv.clone(), false),
+            "fused_qkv pair 128x64",
+            true,
+        ),
+        (
+            Source::Call(qkv, true),
+            "fused_qkv persistent 128x64",
+            false,
+        ),
+        // MoE GEMM 2 of the sorted prefill form: the scattered epilogue (rows to `y[sorted_ids[r]]`,
+        // routed weights gathered by pair) serializes the K loop; the staged form's tile store keeps
+        // the overlap at both of its tiles (`host::Form::SortedStaged`).
+        (Source::Moe, "moe_gemm2_sorted E=bf16 BM=128 BN=64", false),
+        (Source::Moe, "moe_gemm2_staged E=bf16 BM=128 BN=128", true),
+        (Source::Moe, "moe_gemm2_staged E=bf16 BM=128 BN=256", true),
     ]
 }
 
@@ -108,13 +148,15 @@ fn sm90_k_loops_keep_a_wgmma_group_in_flight_where_the_schedules_expect_it() {
     let real_ptxas = wrapped_cuda_home(&tileiras, &home);
     let version = cutile::dsl::bytecode_version_for(&tileiras);
     let mut wrong = Vec::new();
-    for (i, (call, all, launch, want)) in cases().into_iter().enumerate() {
-        let jobs = cutile_kernels::catalog::dsl_jobs(std::slice::from_ref(&call), all)
-            .unwrap_or_else(|e| panic!("{}: {e}", call.label()));
+    for (i, (source, launch, want)) in cases().into_iter().enumerate() {
+        let jobs = source.jobs();
         let job = jobs
             .iter()
-            .find(|j| j.specialization.contains(launch))
-            .unwrap_or_else(|| panic!("{}: no launch `{launch}`", call.label()));
+            .find(|j| {
+                j.specialization.contains(launch)
+                    || format!("{} {}", j.kernel, j.specialization).contains(launch)
+            })
+            .unwrap_or_else(|| panic!("{}: no launch `{launch}`", source.label()));
         let (kernel, metas) = job.dsl_spec().unwrap();
         let bytecode = kernel.specialize(metas).unwrap().bytecode(version).unwrap();
         let (bc, ptx) = (
@@ -146,7 +188,7 @@ fn sm90_k_loops_keep_a_wgmma_group_in_flight_where_the_schedules_expect_it() {
         if pipelined(&text) != want {
             wrong.push(format!(
                 "{} / {}: expected {}",
-                call.label(),
+                source.label(),
                 job.specialization,
                 if want {
                     "one wgmma group in flight"

@@ -32,8 +32,8 @@ pub mod grouped;
 pub mod reference;
 
 pub use config::GemmConfig;
-pub use dsl::grouped_tile;
 pub use dsl::kernels;
+pub use dsl::{grouped_tile, k_tiles};
 pub use dsl_fp8::kernels as fp8_kernels;
 pub use epilogue::{Activation, EpilogueSpec, GemmEpilogue, gemm_epilogue};
 pub use fp8::{Fp8Format, Fp8Options, Fp8Scales, gemm_fp8, gemm_fp8_with};

@@ -1125,6 +1125,72 @@ pub mod kernels {
         }
     }
 
+    /// Grouped GEMM 2 of the staged sorted form: `moe_gemm2_sorted`'s persistent product in grouped
+    /// order, but tile `(tm, tn)` is stored as it is into `ys: [P, H]` f32, in the aligned order and
+    /// without the routed weight; `moe_combine_staged` applies the weights and returns the rows to
+    /// token order. A scattered epilogue (rows to `y[sorted_ids[r]]`, the weights gathered by pair)
+    /// makes tileiras 13.5.37 wait for every K step's `wgmma`s (sm_90 SASS, persistent or one tile
+    /// per block alike); with the tile store the K loop keeps one step in flight.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn moe_gemm2_staged<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const FOLD: i32,
+    >(
+        h: &Tensor<E, S2<DYN, DYN>>,
+        w: &Tensor<E, S3<DYN, DYN, DYN>>,
+        global: &Tensor<f32, S1<DYN>>,
+        expert_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        group: Scalar<i32>,
+        ys: &mut Tensor<f32, S2<BM, BN>>,
+    ) {
+        let ph = h.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pw = w.partition_padded::<S3<1, BN, BK>>(Padding::Zero);
+        let tiles_m = at(total, scalar::<i32>(0i32)) / BM;
+        let tiles_n = ys.dim(1) / BN;
+        let k_tiles = crate::gemm::k_tiles::<BK>(h.dim(1));
+        let (nblocks, _, _) = num_blocks();
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let (tm, tn) = crate::gemm::grouped_tile(tile, tiles_m, tiles_n, group);
+            let e = at(expert_ids, tm);
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for k in 0..k_tiles {
+                let wt = pw.load((e, tn, k)).reshape::<S2<BN, BK>>();
+                acc = mma(ph.load((tm, k)), wt.transpose(), acc);
+            }
+            let acc = if FOLD == 1 {
+                acc * (at(global, e) * FOLD_UNDO)
+            } else {
+                acc
+            };
+            // SAFETY: `grouped_tile` maps the tile indices `p + i·grid` one to one onto distinct
+            // tiles, so no two blocks (or iterations) write the same tile.
+            unsafe { ys.store_at((tm, tn), acc) };
+        }
+    }
+
+    /// The aligned position of every pair: `pos[sorted_ids[r]] = r` for the rows `r < total` that
+    /// hold a real pair (`sorted_ids[r] < pairs`, `pairs` = `pos`'s length); padding rows and rows past
+    /// `total` write nothing. Grid `(P / BM)`.
+    #[cutile::entry]
+    pub fn moe_positions<const BM: i32>(
+        sorted_ids: &Tensor<i32, S1<DYN>>,
+        total: &Tensor<i32, S1<DYN>>,
+        pos: &mut Tensor<i32, S1<DYN>>,
+    ) {
+        let (b, _, _) = block_id();
+        let rows = iota::<BM>() + b * BM;
+        let ids = sorted_ids.partition_padded::<S1<BM>>(Padding::Zero).load(b);
+        let used = rows < at(total, scalar::<i32>(0i32));
+        let valid = used & ids.cmp_lt(pos.dim(0).splat::<S1<BM>>());
+        // SAFETY: every real pair id occurs once among the first `total` rows of the aligned order.
+        unsafe { pos.scatter(ids, rows, Some(valid)) };
+    }
+
     /// The decode form's weight tile: like [`dequant_halves`] (even and odd K elements, `BN x BKH`
     /// each) but decoded by [`e2m1_bits`] and [`e4m3_folded`]: per element four `i16` ops and one
     /// multiplication in `E`, no conversion. The tiles hold `e2m1 · e4m3 · 2^-7` exactly; the caller
@@ -1957,6 +2023,36 @@ pub mod kernels {
                 weights.store(picked);
             }
         }
+    }
+
+    /// The combine of the staged sorted form: `out[t, c] = Σ_j w[t, j] · ys[pos[t, j], c]` in slot
+    /// order `j = 0..k` (`ys: [P, H]` f32 in the aligned order from `moe_gemm2_staged`, `pos: [T, k]`
+    /// from `moe_positions`, `w: [T, k]` the routed weights). Grid = tiles of `out`.
+    #[cutile::entry]
+    pub fn moe_combine_staged<E: Float, const BT: i32, const BH: i32>(
+        ys: &Tensor<f32, S2<DYN, DYN>>,
+        pos: &Tensor<i32, S2<DYN, DYN>>,
+        w: &Tensor<f32, S2<DYN, DYN>>,
+        out: &mut Tensor<E, S2<BT, BH>>,
+    ) {
+        let (t, c, _) = block_id();
+        let pp = pos.partition_padded::<S2<BT, 1>>(Padding::Zero);
+        let pw = w.partition_padded::<S2<BT, 1>>(Padding::Zero);
+        let real = (iota::<BT>() + t * BT)
+            .cmp_lt(pos.dim(0).splat::<S1<BT>>())
+            .reshape::<S2<BT, 1>>()
+            .broadcast::<S2<BT, BH>>();
+        let cols = (iota::<BH>() + c * BH)
+            .reshape::<S2<1, BH>>()
+            .broadcast::<S2<BT, BH>>();
+        let mask = real & cols.cmp_lt(ys.dim(1).splat::<S2<BT, BH>>());
+        let mut acc = zeros::<f32, S2<BT, BH>>();
+        for j in 0..pos.dim(1) {
+            let rows = pp.load((t, j)).broadcast::<S2<BT, BH>>();
+            let wj = pw.load((t, j)).broadcast::<S2<BT, BH>>();
+            acc += ys.gather((rows, cols), Some(mask), 0.0f32) * wj;
+        }
+        out.store(acc.cast::<E>());
     }
 
     /// The deterministic top-k combine: `out[t, c] = Σ_j y[t, j, c]` in slot order `j = 0..k`

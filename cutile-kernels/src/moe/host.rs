@@ -269,6 +269,17 @@ pub enum Form {
         /// K per step: 128 or 256.
         bk: i64,
     },
+    /// [`Form::Sorted`] with GEMM 2's tiles stored as they are into `y: [P, H]` f32 in the aligned
+    /// order (`moe_gemm2_staged`, persistent, grouped order; row block 128 only), and the combine
+    /// applying the routed weights while it gathers each pair's row back through the pair's aligned
+    /// position (`moe_positions`, `moe_combine_staged`). `moe_gemm2_sorted` scatters rows to
+    /// `y[sorted_ids[r]]` with the routed weights gathered by pair, and with that epilogue tileiras
+    /// 13.5.37 waits for every K step's `wgmma`s (sm_90 SASS); with the tile store the K loop keeps a
+    /// step in flight, and wider tiles fit (the scattered `128 x 128` spilled).
+    SortedStaged {
+        /// Columns per tile: 128 (4 worker warps) or 256 (8), dividing `H`.
+        bn: i64,
+    },
 }
 
 /// The row blocks [`Form::Sorted`] has kernels for.
@@ -276,6 +287,9 @@ pub const SORTED_ROW_BLOCKS: [i64; 2] = [64, 128];
 
 /// The K steps of [`Form::InKernel`] (row block 128).
 pub const IN_KERNEL_BK: [i64; 2] = [128, 256];
+
+/// The tile widths of [`Form::SortedStaged`] (row block 128).
+pub const STAGED_BN: [i64; 2] = [128, 256];
 
 /// The `(bn, bk, occupancy)` tiles of the decode form the layer has kernels for: the four tiles
 /// without a hint, and the 4-warp ones at 2 (BK 128 and 256) and 3 CTAs per SM (BK 128: at 256 its
@@ -302,6 +316,14 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
     let mut v = vec![Form::Rows, Form::RowsBits];
     if SORTED_ROW_BLOCKS.contains(&bm) {
         v.push(Form::Sorted);
+    }
+    if bm == 128 {
+        v.extend(
+            STAGED_BN
+                .into_iter()
+                .filter(|bn| h % bn == 0)
+                .map(|bn| Form::SortedStaged { bn }),
+        );
     }
     if bm == 128 && h % 128 == 0 {
         v.extend(IN_KERNEL_BK.map(|bk| Form::InKernel { bk }));
@@ -355,7 +377,7 @@ pub fn gemm2_out_shape<E: MoeElem>(
     form: Option<Form>,
 ) -> Result<[i64; 2], OpError> {
     let d = check_layer("moe_gemm2", x, weights, routing, None, form)?;
-    Ok([d.t * d.k * d.splits, d.h])
+    Ok([d.y_rows(), d.h])
 }
 
 /// Device buffers an aligned layer reuses from call to call (the intermediates `h: [P, I]` and
@@ -386,6 +408,8 @@ struct Scratch<E: MoeElem> {
     /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights, `[E · 2I · H]` flat (W13's,
     /// then W2's in the first `E · H · I`).
     wd: Option<Tensor<E>>,
+    /// [`Form::SortedStaged`]: each pair's row in the aligned order, `[T, k]`.
+    pos: Option<Tensor<i32>>,
 }
 
 impl<E: MoeElem> Default for Workspace<E> {
@@ -400,6 +424,7 @@ impl<E: MoeElem> Default for Workspace<E> {
                 part: None,
                 xs: None,
                 wd: None,
+                pos: None,
             },
         }
     }
@@ -432,6 +457,17 @@ struct Dims {
     /// The form and GEMM 1's K splits (1 in [`Form::Rows`]).
     form: Form,
     splits1: i64,
+}
+
+impl Dims {
+    /// The rows of GEMM 2's f32 output: `P` in the aligned order for [`Form::SortedStaged`], else
+    /// `T·k·S` (pair-major, one row per K split).
+    fn y_rows(&self) -> i64 {
+        match self.form {
+            Form::SortedStaged { .. } => self.p,
+            _ => self.t * self.k * self.splits,
+        }
+    }
 }
 
 /// Every shape check of a layer call, in one place: `x`, the weights of either kind, the routing and
@@ -555,7 +591,7 @@ fn check_layer<E: MoeElem>(
                 k_splits(slots, blocks_est * (i / bn), ceil_div(h, bk)),
             )
         }
-        Form::Sorted | Form::InKernel { .. } => (1, 1),
+        Form::Sorted | Form::SortedStaged { .. } | Form::InKernel { .. } => (1, 1),
     };
     Ok(Dims {
         form,
@@ -599,8 +635,11 @@ pub fn moe_layer_in<E: MoeElem>(
     }
     let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
     launch_gemm1(stream, x, weights, routing, d, h, &mut ws.scratch)?;
-    let y = reuse(&mut ws.y, stream, &[d.t * d.k * d.splits, d.h])?;
+    let y = reuse(&mut ws.y, stream, &[d.y_rows(), d.h])?;
     launch_gemm2(stream, h, weights, routing, d, y, &mut ws.scratch)?;
+    if let Form::SortedStaged { .. } = d.form {
+        return combine_staged(stream, y, routing, d, out, &mut ws.scratch.pos);
+    }
     let y3 = y.reshape(&[d.t, d.k * d.splits, d.h])?;
     kernels::moe_combine::<E, 8, 512>(&y3, out).launch(stream)?;
     Ok(())
@@ -638,7 +677,7 @@ pub fn moe_gemm2<E: MoeElem>(
 ) -> Result<(), OpError> {
     let d = check_layer("moe_gemm2", x, weights, routing, None, ws.form)?;
     expect("moe_gemm2", "h", h.shape(), &[d.p, d.i])?;
-    expect("moe_gemm2", "y", y.shape(), &[d.t * d.k * d.splits, d.h])?;
+    expect("moe_gemm2", "y", y.shape(), &[d.y_rows(), d.h])?;
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
@@ -672,6 +711,34 @@ pub fn moe_combine<E: MoeElem>(
     Ok(())
 }
 
+/// The combine of [`Form::SortedStaged`] alone (for timing the stages): `out[t] = Σ_j w[t, j] ·
+/// y[pos(t, j)]` in slot order, `y: [P, H]` f32 as [`moe_gemm2`] writes it in that form (the aligned
+/// order, no routed weight), `pos(t, j)` the aligned row of pair `(t, j)` (computed here, in `ws`).
+pub fn moe_combine_staged<E: MoeElem>(
+    stream: &Stream,
+    x: &Tensor<E>,
+    y: &Tensor<f32>,
+    weights: &Weights<'_, E>,
+    routing: &Routing<'_>,
+    out: &mut Tensor<E>,
+    ws: &mut Workspace<E>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_combine";
+    let form = ws.form.unwrap_or(Form::SortedStaged { bn: 128 });
+    if !matches!(form, Form::SortedStaged { .. }) {
+        return Err(OpError::Unsupported {
+            op: OP,
+            what: format!("the staged combine after a {form:?} GEMM 2 (use `moe_combine`)"),
+        });
+    }
+    let d = check_layer(OP, x, weights, routing, Some(out.shape()), Some(form))?;
+    expect(OP, "y", y.shape(), &[d.y_rows(), d.h])?;
+    if d.t == 0 || d.p == 0 {
+        return Ok(());
+    }
+    combine_staged(stream, y, routing, d, out, &mut ws.scratch.pos)
+}
+
 fn launch_gemm1<E: MoeElem>(
     stream: &Stream,
     x: &Tensor<E>,
@@ -686,7 +753,9 @@ fn launch_gemm1<E: MoeElem>(
         Form::Decode { bn, bk, occupancy } => {
             return launch_gemm1_decode(stream, x, weights, r, d, (bn, bk, occupancy), h, scratch);
         }
-        Form::Sorted => return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch),
+        Form::Sorted | Form::SortedStaged { .. } => {
+            return launch_gemm1_sorted(stream, x, weights, r, d, h, scratch);
+        }
         Form::InKernel { bk } => {
             return launch_gemm1_in_kernel(stream, x, weights, r, d, bk, h, scratch);
         }
@@ -767,6 +836,9 @@ fn launch_gemm2<E: MoeElem>(
             return launch_gemm2_decode(stream, h, weights, r, d, (bn, bk, occupancy), y);
         }
         Form::Sorted => return launch_gemm2_sorted(stream, h, weights, r, d, y, &mut scratch.wd),
+        Form::SortedStaged { bn } => {
+            return launch_gemm2_staged(stream, h, weights, r, d, bn, y, &mut scratch.wd);
+        }
         Form::InKernel { bk } => {
             return launch_gemm2_in_kernel(stream, h, weights, r, d, bk, y, scratch);
         }
@@ -1306,6 +1378,67 @@ fn launch_gemm2_in_kernel<E: MoeElem>(
         128 => go!(128),
         _ => go!(256),
     }
+    Ok(())
+}
+
+/// GEMM 2 in [`Form::SortedStaged`]: NVFP4 weights dequantized into `wd`, then `moe_gemm2_staged`
+/// storing `128 x bn` tiles of `y: [P, H]` in the aligned order (`bn` 256 over 8 worker warps).
+#[allow(clippy::too_many_arguments)]
+fn launch_gemm2_staged<E: MoeElem>(
+    stream: &Stream,
+    h: &Tensor<E>,
+    weights: &Weights<'_, E>,
+    r: &Routing<'_>,
+    d: Dims,
+    bn: i64,
+    y: &mut Tensor<f32>,
+    wd: &mut Option<Tensor<E>>,
+) -> Result<(), OpError> {
+    let (w2, global, fold) = sorted_operands(stream, weights, r, d, true, wd)?;
+    let grid = sorted_grid(h.device(), d, d.h / bn)?;
+    macro_rules! go {
+        ($bn:literal, $fold:literal) => {
+            kernels::moe_gemm2_staged::<E, 128, $bn, 64, $fold>(
+                h,
+                &w2,
+                &global,
+                r.expert_ids,
+                r.total,
+                SORTED_GROUP,
+                y,
+            )
+            .grid(grid)
+        };
+    }
+    let launch = match (bn, fold) {
+        (256, true) => go!(256, 1).hint("num_worker_warps_per_cta", 8),
+        (256, false) => go!(256, 0).hint("num_worker_warps_per_cta", 8),
+        (_, true) => go!(128, 1),
+        (_, false) => go!(128, 0),
+    };
+    launch.launch(stream)?;
+    Ok(())
+}
+
+/// The combine of [`Form::SortedStaged`]: `moe_positions` writes each pair's aligned row into `pos`
+/// (`[T, k]`), then `moe_combine_staged` sums `w[t, j] · y[pos[t, j]]` over the slots in order.
+fn combine_staged<E: MoeElem>(
+    stream: &Stream,
+    y: &Tensor<f32>,
+    r: &Routing<'_>,
+    d: Dims,
+    out: &mut Tensor<E>,
+    pos: &mut Option<Tensor<i32>>,
+) -> Result<(), OpError> {
+    const OP: &str = "moe_combine";
+    const BM: i64 = 256;
+    let pos = reuse(pos, stream, &[d.t * d.k])?;
+    kernels::moe_positions::<256>(r.sorted_ids, r.total, &mut *pos)
+        .grid((u32_of(OP, ceil_div(d.p, BM))?, 1, 1))
+        .launch(stream)?;
+    let pos2 = pos.reshape(&[d.t, d.k])?;
+    let w2 = r.weights.reshape(&[d.t, d.k])?;
+    kernels::moe_combine_staged::<E, 8, 512>(y, &pos2, &w2, out).launch(stream)?;
     Ok(())
 }
 

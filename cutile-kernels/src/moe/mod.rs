@@ -429,6 +429,51 @@ pub fn compile_jobs() -> Vec<CompileJob> {
         kernels::moe_gemm2_sorted::kernel::<bf16, 64, 128, 64, 0>(),
         sorted2(p, p / 64),
     ));
+    // The staged sorted form: GEMM 2's tiles stored in the aligned order (128 x 128 at row block
+    // 128, 64 x 128 at 64), the pairs' aligned positions, and the combine that gathers them back.
+    let staged2 = |p: i64, blocks: i64| {
+        vec![
+            meta(BF16, &[p, i]),
+            meta(BF16, &[e, h, i]),
+            meta(F32, &[e]),
+            meta(I32, &[blocks]),
+            meta(I32, &[1]),
+            meta(F32, &[p, h]),
+        ]
+    };
+    jobs.push(job(
+        "moe_gemm2_staged",
+        "E=bf16 BM=128 BN=128 BK=64 FOLD=1",
+        kernels::moe_gemm2_staged::kernel::<bf16, 128, 128, 64, 1>(),
+        staged2(p128, p128 / 128),
+    ));
+    jobs.push(job(
+        "moe_gemm2_staged",
+        "E=bf16 BM=128 BN=256 BK=64 FOLD=0 w8",
+        kernels::moe_gemm2_staged::kernel::<bf16, 128, 256, 64, 0>().with_hint(
+            "default",
+            "num_worker_warps_per_cta",
+            8,
+        ),
+        staged2(p128, p128 / 128),
+    ));
+    jobs.push(job(
+        "moe_positions",
+        "BM=256",
+        kernels::moe_positions::kernel::<256>(),
+        vec![meta(I32, &[p128]), meta(I32, &[1]), meta(I32, &[t * k])],
+    ));
+    jobs.push(job(
+        "moe_combine_staged",
+        "E=bf16 BT=8 BH=512",
+        kernels::moe_combine_staged::kernel::<bf16, 8, 512>(),
+        vec![
+            meta(F32, &[p128, h]),
+            meta(I32, &[t, k]),
+            meta(F32, &[t, k]),
+            meta(BF16, &[t, h]),
+        ],
+    ));
     jobs.push(job(
         "moe_silu_reduce",
         "E=bf16 BR=16 BC=64",

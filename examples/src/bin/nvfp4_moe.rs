@@ -12,8 +12,8 @@
 //! one markdown table row per (layer, T, row block, form).
 //! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) every
 //! decode-form tile at row blocks 16 and 32 (`host::DECODE_TILES`, `host::DECODE_TILES_32`); for
-//! prefill every form (both rows forms, the sorted form and, at row block 128, the in-kernel decode
-//! form in both K steps) at the host's block and at 64.
+//! prefill every form (both rows forms, the sorted form and, at row block 128, the staged sorted form
+//! at both tile widths and the in-kernel decode form in both K steps) at the host's block and at 64.
 //! `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
@@ -104,6 +104,9 @@ fn form_name(f: moe::host::Form) -> String {
         }
         moe::host::Form::Sorted => "sorted (permuted rows, persistent, dequantized once)".into(),
         moe::host::Form::InKernel { bk } => format!("in-kernel decode BT=128 BK={bk}"),
+        moe::host::Form::SortedStaged { bn } => {
+            format!("sorted, GEMM 2 staged 128x{bn} (tile stores, gathering combine)")
+        }
     }
 }
 
@@ -235,7 +238,11 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
             moe::host::moe_gemm2(s, &x, &hb, &w4, &routing, &mut y, &mut ws)
         })?;
         let comb_us = time(s, &mut flush, iters, || {
-            moe::host::moe_combine(s, &y, ys[0] / t, &mut out)
+            if let moe::host::Form::SortedStaged { .. } = form {
+                moe::host::moe_combine_staged(s, &x, &y, &w4, &routing, &mut out, &mut ws)
+            } else {
+                moe::host::moe_combine(s, &y, ys[0] / t, &mut out)
+            }
         })?;
         let w4_us = time(s, &mut flush, iters, || {
             moe::moe_layer_in(s, &x, &w4, &routing, &mut out, &mut ws)
