@@ -1,15 +1,19 @@
 //! Attention decode without a GPU, and on one when present:
 //!
-//! - every launch of every representative call specializes, verifies and, with tileiras, compiles for
-//!   sm_90 (each kernel also for sm_80, sm_100 and sm_120);
+//! - every launch of every representative call (every tuning candidate, the one-launch
+//!   `decode_split_last` among them) specializes, verifies and, with tileiras, compiles for sm_90 (each
+//!   kernel also for sm_80, sm_100 and sm_120);
 //! - bad calls are typed errors naming the cause; an empty batch plans nothing; the split count follows
 //!   the SM count and the cache capacity, one split skips the combine;
+//! - the one-launch split is a tuning candidate (never the default): one launch with the per-`(b,
+//!   kvh)` counters, whose atomic is acq_rel at device scope in the IR;
 //! - CPU reference: equals dense attention on the gathered keys (contiguous and paged, GQA, the causal
 //!   rule of speculative queries), a length of 0 gives zeros and LSE −inf, paged equals contiguous on
 //!   the same data, and LSE-merging references of disjoint key ranges gives the whole (the combine's
 //!   rule);
 //! - GPU (ignored without `--include-ignored`, skipped without a GPU): ragged calls through the host API,
-//!   both caches, split and not, unused cache entries and pages filled with NaN, against the reference.
+//!   both caches, split and not, two launches and one, unused cache entries and pages filled with NaN,
+//!   against the reference.
 
 #![allow(clippy::unwrap_used)]
 
@@ -88,8 +92,13 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
             }
         }
     }
-    // The calls cover the three kernels.
-    for k in ["decode_partial", "decode_combine", "decode_direct"] {
+    // The calls (with their tuning candidates) cover the four kernels.
+    for k in [
+        "decode_partial",
+        "decode_combine",
+        "decode_direct",
+        "decode_split_last",
+    ] {
         assert!(kernels.contains(k), "{k} not covered: {kernels:?}");
     }
     // The catalog (compiled for four archs in CI) gets a handful of specializations.
@@ -191,24 +200,64 @@ fn splits_follow_the_sm_count_and_the_capacity() {
 }
 
 /// The tuner's candidates: the table's first, then more and fewer splits with at least 128 keys
-/// each, for contiguous caches also the 128-key tile, and a bundle planned for a tuning run holds the
-/// kernels of every candidate.
+/// each, for contiguous caches also the 128-key tile, then the one-launch twin of each that splits,
+/// and a bundle planned for a tuning run holds the kernels of every candidate.
 #[test]
 fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     let (ops, paged) = described(OP, BF16, &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
     let cfg = decode::config_of(&ops, paged, &target(), &DecodeOptions::default())
         .unwrap()
         .unwrap();
-    // A paged cache: the split count only.
+    // The table never merges in one launch.
+    assert!(!cfg.one_launch, "{cfg:?}");
+    // A paged cache: the split count only, then the one-launch twins in the same order.
     let cands = decode::config::candidates(cfg, 32768, false);
     assert_eq!(cands[0], cfg);
-    let splits: Vec<i64> = cands.iter().map(|c| c.splits).collect();
-    assert_eq!(splits, [16, 32, 64, 8]);
-    // A contiguous one: also the 128-key tile at 16 and 32 splits.
+    let splits: Vec<(i64, bool)> = cands.iter().map(|c| (c.splits, c.one_launch)).collect();
+    assert_eq!(
+        splits,
+        [
+            (16, false),
+            (32, false),
+            (64, false),
+            (8, false),
+            (16, true),
+            (32, true),
+            (64, true),
+            (8, true)
+        ]
+    );
+    for (two, one) in cands[..4].iter().zip(&cands[4..]) {
+        assert_eq!(
+            decode::config::DecodeConfig {
+                one_launch: false,
+                ..*one
+            },
+            *two
+        );
+        assert_eq!(one.name(), format!("{} last", two.name()));
+    }
+    // A contiguous one: also the 128-key tile at 16 and 32 splits, before the six twins.
     let wide = decode::config::candidates(cfg, 32768, true);
-    assert_eq!(wide[..4], cands[..]);
-    let tiles: Vec<(i64, i64, i64)> = wide[4..].iter().map(|c| (c.bn, c.pb, c.splits)).collect();
-    assert_eq!(tiles, [(128, 128, 16), (128, 128, 32)]);
+    assert_eq!(wide.len(), 12);
+    assert_eq!(wide[..4], cands[..4]);
+    let tiles: Vec<(i64, i64, i64, bool)> = wide[4..]
+        .iter()
+        .map(|c| (c.bn, c.pb, c.splits, c.one_launch))
+        .collect();
+    assert_eq!(
+        tiles,
+        [
+            (128, 128, 16, false),
+            (128, 128, 32, false),
+            (64, 64, 16, true),
+            (64, 64, 32, true),
+            (64, 64, 64, true),
+            (64, 64, 8, true),
+            (128, 128, 16, true),
+            (128, 128, 32, true)
+        ]
+    );
     for c in &wide {
         assert_eq!(c.m, cfg.m);
         assert!(c.chunk >= 128 && c.chunk % c.bn == 0, "{c:?}");
@@ -233,6 +282,7 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
             pb: 64,
             splits: 2,
             chunk: 256,
+            one_launch: false,
         },
         300,
         true,
@@ -241,6 +291,17 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
         short.iter().all(|c| c.splits == 1 || c.chunk >= 128),
         "{short:?}"
     );
+    // Pages under the key tile: every candidate keeps the page-sized loads of the table's choice.
+    let paged16 = decode::config::DecodeConfig { pb: 16, ..cfg };
+    let small = decode::config::candidates(paged16, 32768, false);
+    assert_eq!(small.len(), 8);
+    assert!(small.iter().all(|c| (c.bn, c.pb) == (64, 16)), "{small:?}");
+    // Its one split gets no twin (nothing to merge); the two splits get one.
+    assert!(
+        short.iter().all(|c| !c.one_launch || c.splits > 1),
+        "{short:?}"
+    );
+    assert!(short.iter().any(|c| c.one_launch), "{short:?}");
     // Tuning plans: one direct call (B = 64) also gets the split kernels of its candidates.
     let spec = cutile_kernels::op::CallSpec::new(
         OP,
@@ -260,6 +321,153 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     let all = names(true);
     assert!(all.contains(&"decode_partial".to_string()), "{all:?}");
     assert!(all.contains(&"decode_combine".to_string()), "{all:?}");
+    assert!(all.contains(&"decode_split_last".to_string()), "{all:?}");
+}
+
+/// The argument of a planned launch as (operand, shape, output), for tensor arguments.
+fn tensor_arg(a: &cutile_kernels::op::PlannedArg) -> (usize, Vec<i64>, bool) {
+    match a {
+        cutile_kernels::op::PlannedArg::Tensor {
+            operand,
+            shape,
+            output,
+            ..
+        } => (*operand, shape.clone(), *output),
+        other => panic!("not a tensor: {other:?}"),
+    }
+}
+
+/// The one-launch split: planned only for the tuner (or when forced), as one `decode_split_last`
+/// launch over the splits' grid whose last three arguments are the partials and one counter per `(b,
+/// kvh)`; without the counters the call is a typed error.
+#[test]
+fn one_launch_split_is_a_tuning_candidate_with_per_head_counters() {
+    let t = target();
+    let (ops, paged) = described(OP, BF16, &[&[2, 32, 1, 128], &[2, 8, 4096, 128]]);
+    // The default: partials then combine, and no counters described.
+    let opts = DecodeOptions::default();
+    let plain = decode::with_scratch(&ops, paged, &t, &opts).unwrap();
+    assert_eq!(plain.len(), slot::SCRATCH + 1);
+    let p = decode::plan(&plain, paged, &t, &opts).unwrap();
+    let names: Vec<&str> = p.iter().map(|l| l.kernel.name()).collect();
+    assert_eq!(names, ["decode_partial", "decode_combine"]);
+    assert!(!p[0].config.ends_with(" last"), "{}", p[0].config);
+    // A tuning bundle: the counters follow the scratch, one per (b, kvh); each one-launch twin is a
+    // single launch with the two-launch twin's grid.
+    let tuned = decode::with_scratch_for(&ops, paged, &t, &opts, true).unwrap();
+    assert_eq!(tuned.len(), slot::COUNTERS + 1);
+    assert_eq!(tuned[slot::COUNTERS].dtype, I32);
+    assert_eq!(tuned[slot::COUNTERS].shape, [16]);
+    let all = decode::plan_all(&tuned, paged, &t, &opts, true).unwrap();
+    let last: Vec<_> = all
+        .iter()
+        .filter(|l| l.kernel.name() == "decode_split_last")
+        .collect();
+    let partials = all
+        .iter()
+        .filter(|l| l.kernel.name() == "decode_partial")
+        .count();
+    assert_eq!(last.len(), partials, "a twin per split candidate");
+    for l in &last {
+        assert!(l.config.ends_with(" last"), "{}", l.config);
+        let twin = all
+            .iter()
+            .find(|p| {
+                p.kernel.name() == "decode_partial" && l.config == format!("{} last", p.config)
+            })
+            .unwrap_or_else(|| panic!("no two-launch twin of {}", l.config));
+        assert_eq!(l.grid, twin.grid);
+        let (_, _, splits) = l.grid.unwrap();
+        assert!(splits > 1, "{}", l.config);
+        let tail: Vec<_> = l.args[l.args.len() - 3..].iter().map(tensor_arg).collect();
+        let m = twin.args.len();
+        let want: Vec<_> = twin.args[m - 2..].iter().map(tensor_arg).collect();
+        assert_eq!(
+            tail[..2],
+            want[..],
+            "{}: the partials as decode_partial's",
+            l.config
+        );
+        assert_eq!(tail[2], (slot::COUNTERS, vec![16], true), "{}", l.config);
+        // o and lse are written by the same launch.
+        let outs: Vec<_> = l.args[l.args.len() - 5..l.args.len() - 3]
+            .iter()
+            .map(tensor_arg)
+            .collect();
+        assert_eq!(outs[0].0, slot::O);
+        assert_eq!(outs[1].0, slot::LSE);
+        assert!(outs.iter().all(|o| o.2));
+    }
+    // Forced: one launch; with one split the direct kernel (nothing to merge).
+    let forced = DecodeOptions {
+        one_launch: true,
+        ..Default::default()
+    };
+    let ops1 = decode::with_scratch(&ops, paged, &t, &forced).unwrap();
+    let p = decode::plan(&ops1, paged, &t, &forced).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].kernel.name(), "decode_split_last");
+    assert_eq!(p[0].grid, Some((2, 8, 8)));
+    assert!(p[0].config.ends_with("splits=8 last"), "{}", p[0].config);
+    let one_split = DecodeOptions {
+        splits: Some(1),
+        one_launch: true,
+        ..Default::default()
+    };
+    let p = decode::plan(&ops, paged, &t, &one_split).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].kernel.name(), "decode_direct");
+    assert!(!p[0].config.ends_with(" last"), "{}", p[0].config);
+    // Paged: the same kernel over the paged cache.
+    let (pops, pp) = described(
+        OP_PAGED,
+        BF16,
+        &[&[2, 32, 1, 128], &[600, 16, 8, 128], &[2, 256]],
+    );
+    let pops = decode::with_scratch(&pops, pp, &t, &forced).unwrap();
+    let p = decode::plan(&pops, pp, &t, &forced).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].kernel.name(), "decode_split_last");
+    assert!(p[0].config.contains("pages=4x16"), "{}", p[0].config);
+    // Without the counters (the scratch alone), or too few of them: a typed error naming them.
+    let no_counters = &ops1[..slot::COUNTERS];
+    let e = plan_err(no_counters, paged, &forced);
+    assert!(e.to_string().contains("counters"), "{e}");
+    let mut few = ops1.clone();
+    few[slot::COUNTERS].shape = vec![15];
+    let e = plan_err(&few, paged, &forced);
+    assert!(e.to_string().contains("16 i32 counters"), "{e}");
+}
+
+/// The one-launch kernel's counter: one atomic add, acq_rel at device scope (the partial stores
+/// stay before it, the last block's loads of the partials after it).
+#[test]
+fn one_launch_counter_is_an_acq_rel_device_atomic() {
+    let (call, paged) = described(OP, BF16, &[&[2, 32, 1, 128], &[2, 8, 4096, 128]]);
+    let ir = |opts: &DecodeOptions| {
+        let ops = decode::with_scratch(&call, paged, &target(), opts).unwrap();
+        let p = decode::plan(&ops, paged, &target(), opts).unwrap();
+        // SAFETY: described operands are never launched.
+        let args = unsafe { cutile_kernels::op::describe(&p[0], &ops) };
+        let s = p[0].kernel.specialize(&args.tensor_metas()).unwrap();
+        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5).unwrap();
+        (p[0].kernel.name().to_string(), s.ir_text())
+    };
+    let (name, text) = ir(&DecodeOptions {
+        one_launch: true,
+        ..Default::default()
+    });
+    assert_eq!(name, "decode_split_last");
+    let atomics: Vec<&str> = text.lines().filter(|l| l.contains("atomic_rmw")).collect();
+    assert_eq!(atomics.len(), 1, "{text}");
+    // e.g. `atomic_rmw_tko acq_rel device %p, add, %v, %mask token=%t`.
+    for want in ["atomic_rmw_tko acq_rel device ", ", add, "] {
+        assert!(atomics[0].contains(want), "{want}: {}", atomics[0]);
+    }
+    // The two-launch partial kernel has none.
+    let (name, text) = ir(&DecodeOptions::default());
+    assert_eq!(name, "decode_partial");
+    assert!(!text.contains("atomic_rmw"), "{text}");
 }
 
 #[test]
@@ -710,7 +918,15 @@ fn gpu_decode_matches_the_reference() {
         let (tpk, tpv) = (up(&pk, &pshape), up(&pv, &pshape));
         let tt = Tensor::from_host(&dev, &table, &[b as i64, per as i64]).unwrap();
         for paged in [false, true] {
-            for splits in [None, Some(1), Some(7)] {
+            // The one-launch runs share the stream's counters: each finds them as the previous
+            // one left them (reset), so a counter left non-zero would fail a later run.
+            for (splits, one_launch) in [
+                (None, false),
+                (Some(1), false),
+                (Some(7), false),
+                (Some(7), true),
+                (None, true),
+            ] {
                 let mut o = Tensor::<bf16>::zeros(&dev, &qshape).unwrap();
                 let mut l = Tensor::<f32>::zeros(&dev, &qshape[..3]).unwrap();
                 let cache = if paged {
@@ -725,6 +941,7 @@ fn gpu_decode_matches_the_reference() {
                 let opts = DecodeOptions {
                     scale: None,
                     splits,
+                    one_launch,
                 };
                 decode::decode(&stream, &tq, &cache, &tl, &opts, &mut o, Some(&mut l))
                     .unwrap()
@@ -734,13 +951,13 @@ fn gpu_decode_matches_the_reference() {
                 let err = common::max_abs_err(&got, &want_o);
                 assert!(
                     err < 2e-2,
-                    "sq {sq} paged {paged} splits {splits:?}: o err {err}"
+                    "sq {sq} paged {paged} splits {splits:?} one launch {one_launch}: o err {err}"
                 );
                 let gl = l.to_host().unwrap();
                 for (g, w) in gl.iter().zip(&want_l) {
                     assert!(
                         (g == w) || (g - w).abs() < 1e-2,
-                        "sq {sq} paged {paged} splits {splits:?}: lse {g} vs {w}"
+                        "sq {sq} paged {paged} splits {splits:?} one launch {one_launch}: lse {g} vs {w}"
                     );
                 }
             }

@@ -1,5 +1,6 @@
 //! Decode configuration: the padded query rows `M` of a block, the key tile `BN` (and the rows of each of
-//! its loads, a page for small pages), and the split count.
+//! its loads, a page for small pages), the split count, and whether the splits are merged in the same
+//! launch (a tuning candidate only: the table never picks it).
 //!
 //! Decode is bound by reading the cache, so the rule is to fill the SMs once: `B · Hkv` blocks are
 //! multiplied by splits of the key range up to one wave, `⌊SMs / (B · Hkv)⌋` splits (one block per
@@ -48,13 +49,18 @@ pub struct DecodeConfig {
     pub splits: i64,
     /// Keys per split (a multiple of `bn`).
     pub chunk: i64,
+    /// Merge the split partials in the split launch (`decode_split_last`: the last block of a `(b,
+    /// kvh)` to finish merges them) instead of a second `decode_combine` launch, whose cost dominates
+    /// at short caches. Only with `splits > 1`; [`choose`] never sets it, [`candidates`] times it.
+    pub one_launch: bool,
 }
 
 impl DecodeConfig {
-    /// The configuration in words, e.g. `decode M=16 BN=64 splits=8`.
+    /// The configuration in words, e.g. `attention_decode M=16 BN=64 splits=8`, with ` last` when the
+    /// splits are merged in the same launch.
     pub fn name(&self) -> String {
         format!(
-            "attention_decode M={} BN={}{} splits={}",
+            "attention_decode M={} BN={}{} splits={}{}",
             self.m,
             self.bn,
             if self.pb < self.bn {
@@ -62,7 +68,8 @@ impl DecodeConfig {
             } else {
                 String::new()
             },
-            self.splits
+            self.splits,
+            if self.one_launch { " last" } else { "" }
         )
     }
 }
@@ -98,6 +105,7 @@ pub fn choose(
         pb,
         splits,
         chunk,
+        one_launch: false,
     }
 }
 
@@ -131,9 +139,11 @@ fn split_into(capacity: i64, want: i64, bn: i64) -> Option<(i64, i64)> {
 /// [`MIN_TUNED_KEYS_PER_SPLIT`] keys per split (a multiple of the key tile) and at most
 /// [`MAX_TUNED_SPLITS`] splits; with `wide` (a contiguous cache, at most 32 query rows) also the
 /// [`WIDE_KEY_TILE`]-key tile at the default's and twice its splits (half the loop trips per split,
-/// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile).
-/// Kernels are the default's, plus `decode_partial`/`decode_combine` or `decode_direct` where the
-/// split count crosses 1, and the wide tile's.
+/// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile). After
+/// those, in the same order, the one-launch twin of each that splits (`one_launch`: the combine
+/// launch is a large share of a short cache's time, H200 B 1 × 1k keys 15.6 µs against cuDNN's
+/// 11.2). Kernels are the default's, plus `decode_partial`/`decode_combine` or `decode_direct` where
+/// the split count crosses 1, the wide tile's, and `decode_split_last` for the twins.
 pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<DecodeConfig> {
     let cap = capacity.max(1);
     let mut out = vec![default];
@@ -141,9 +151,12 @@ pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<Decod
         if let Some((chunk, splits)) = split_into(cap, want, bn) {
             let c = DecodeConfig {
                 bn,
-                pb: bn,
+                // The default's key tile keeps its page loads (a 64-row load from a 16-token page
+                // would read past the page); the wide tile only runs with whole-tile loads.
+                pb: if bn == default.bn { default.pb } else { bn },
                 splits,
                 chunk,
+                one_launch: false,
                 ..default
             };
             if !out.contains(&c) {
@@ -157,6 +170,19 @@ pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<Decod
     if wide && default.m <= 32 && default.pb == default.bn {
         for want in [default.splits, default.splits * 2] {
             push(WIDE_KEY_TILE, want);
+        }
+    }
+    let twins: Vec<DecodeConfig> = out
+        .iter()
+        .filter(|c| c.splits > 1)
+        .map(|c| DecodeConfig {
+            one_launch: true,
+            ..*c
+        })
+        .collect();
+    for t in twins {
+        if !out.contains(&t) {
+            out.push(t);
         }
     }
     out

@@ -22,12 +22,17 @@
 //! `block_table[b, p / block_size]`); `PAGED` picks the layout, contiguous calls pass any i32 matrix as
 //! the (unread) block table.
 //!
-//! Three kernels share the loop ([`attend`]):
+//! Three kernels share the loop ([`attend`]), and the two that merge splits share the merge
+//! ([`merge_splits`]):
 //! - `decode_partial`: split `s` writes its normalized partial output (f32) and its natural-log LSE
 //!   into tile `(b·Hkv + kvh, s)` of `part_o: [B·Hkv, splits, M, D]` / `part_lse: [B·Hkv, splits, M]`;
 //!   an empty split writes zeros and −inf. Grid `(B, Hkv, splits)`.
 //! - `decode_combine`: merges the splits of `(b, kvh)` LSE-weighted and scatters `o` and `lse`. Grid
 //!   `(B, Hkv, 1)`.
+//! - `decode_split_last`: both in one launch: each split writes its partial as `decode_partial` and
+//!   counts itself in on counter `b·Hkv + kvh` (acq_rel, device scope); the split that counts last
+//!   merges the `(b, kvh)` partials as `decode_combine` and resets the counter. Grid `(B, Hkv,
+//!   splits)`.
 //! - `decode_direct`: one split; writes `o` and `lse` itself. Grid `(B, Hkv, 1)`.
 //!
 //! A query that sees no key (`len = 0`, or `len < Sq`) gets an output of zeros and LSE −inf.
@@ -422,27 +427,20 @@ pub mod kernels {
         store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
     }
 
-    /// Merge the splits of `(b, kvh)`: `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s − max lse)`,
-    /// `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). `q` gives the shapes only.
-    /// Grid explicit: `(B, Hkv, 1)`.
-    #[cutile::entry]
-    pub fn decode_combine<E: Float, const M: i32, const D: i32>(
-        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
-        part_o: &Tensor<f32, S4<DYN, DYN, M, D>>,
-        part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
-        o: &mut Tensor<E, S4<1, 1, 1, D>>,
-        lse: &mut Tensor<f32, S3<1, 1, 1>>,
-    ) {
-        let (b, kvh, _) = block_id();
-        let (_, hkv, _) = num_blocks();
-        let bh = b * hkv + kvh;
-        let group = q.dim(1) / hkv;
-        let po = part_o.partition::<S4<1, 1, M, D>>();
-        let pl = part_lse.partition::<S3<1, 1, M>>();
+    /// The LSE-weighted merge of the `splits` partials of row block `bh = b·Hkv + kvh`, in split order
+    /// (the same sums whichever block runs it): `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s −
+    /// max lse)`, `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). Returns `(o,
+    /// lse)` rows for [`store_rows`].
+    fn merge_splits<const M: i32, const D: i32>(
+        po: Partition<f32, S4<1, 1, M, D>>,
+        pl: Partition<f32, S3<1, 1, M>>,
+        bh: Scalar<i32>,
+        splits: Scalar<i32>,
+    ) -> (Tile<f32, S2<M, D>>, Tile<f32, S2<M, 1>>) {
         let mut m = full::<f32, S2<M, 1>>(f32::NEG_INFINITY);
         let mut l = zeros::<f32, S2<M, 1>>();
         let mut acc = zeros::<f32, S2<M, D>>();
-        for s in 0..part_o.dim(1) {
+        for s in 0..splits {
             let ls = pl.load((bh, s, 0)).reshape::<S2<M, 1>>();
             let os = po.load((bh, s, 0, 0)).reshape::<S2<M, D>>();
             let m_new = m.max(ls);
@@ -455,7 +453,104 @@ pub mod kernels {
         }
         let seen = (l > 0.0f32).broadcast::<S2<M, D>>();
         let out = select(seen, acc / l.broadcast::<S2<M, D>>(), 0.0f32);
-        let lse_rows = m + l.ln();
+        (out, m + l.ln())
+    }
+
+    /// Merge the splits of `(b, kvh)` ([`merge_splits`]) and scatter `o` and `lse`. `q` gives the
+    /// shapes only. Grid explicit: `(B, Hkv, 1)`.
+    #[cutile::entry]
+    pub fn decode_combine<E: Float, const M: i32, const D: i32>(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        part_o: &Tensor<f32, S4<DYN, DYN, M, D>>,
+        part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
+        o: &mut Tensor<E, S4<1, 1, 1, D>>,
+        lse: &mut Tensor<f32, S3<1, 1, 1>>,
+    ) {
+        let (b, kvh, _) = block_id();
+        let (_, hkv, _) = num_blocks();
+        let group = q.dim(1) / hkv;
+        let (out, lse_rows) = merge_splits::<M, D>(
+            part_o.partition::<S4<1, 1, M, D>>(),
+            part_lse.partition::<S3<1, 1, M>>(),
+            b * hkv + kvh,
+            part_o.dim(1),
+        );
         store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
+    }
+
+    /// Split-KV decode in one launch: block `(b, kvh, split)` writes its partial as `decode_partial`
+    /// does (tile `(b·Hkv + kvh, split)` of `part_o` / `part_lse`), then adds one to `counters[b·Hkv +
+    /// kvh]` with acq_rel ordering at device scope (the partial stores stay before it, every later
+    /// access after it, `Tensor::atomic_with`). The block that reads `splits − 1` is the last of its
+    /// `(b, kvh)`: every other partial is visible to it, so it resets the counter for the next launch,
+    /// merges the `splits` partials in split order ([`merge_splits`]) and scatters `o` and `lse`.
+    /// `counters` must be zero at launch (the host's counter pool is zeroed once; every launch leaves
+    /// it zero). Grid explicit: `(B, Hkv, splits)`; `chunk` as for `decode_partial`.
+    #[cutile::entry]
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_split_last<
+        E: MmaOperand<f32> + Float,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+        const PB: i32,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        seq_lens: &Tensor<i32, S1<DYN>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        scale: Scalar<f32>,
+        chunk: Scalar<i32>,
+        o: &mut Tensor<E, S4<1, 1, 1, D>>,
+        lse: &mut Tensor<f32, S3<1, 1, 1>>,
+        part_o: &mut Tensor<f32, S4<1, 1, M, D>>,
+        part_lse: &mut Tensor<f32, S3<1, 1, M>>,
+        counters: &mut Tensor<i32, S1<1>>,
+    ) {
+        let (b, kvh, split) = block_id();
+        let (_, hkv, splits) = num_blocks();
+        let st = attend::<E, M, BN, D, PAGED, PB>(
+            q,
+            k,
+            v,
+            seq_lens,
+            block_table,
+            scale,
+            chunk,
+            b,
+            kvh,
+            split,
+        );
+        let (out, lse_s) = finish::<M, D>(st);
+        let bh = b * hkv + kvh;
+        // SAFETY: tile (b·Hkv + kvh, split) is written by block (b, kvh, split) only.
+        unsafe {
+            part_o.store_at((bh, split, 0, 0), out.reshape::<S4<1, 1, M, D>>());
+            part_lse.store_at((bh, split, 0), lse_s.reshape::<S3<1, 1, M>>());
+        }
+        let at = iota::<1>() + bh;
+        let (seen, _) = counters.atomic_with(
+            AtomicMode::Add,
+            at,
+            full::<i32, S1<1>>(1),
+            None,
+            AtomicOrder::AcqRel,
+            AtomicScope::Device,
+        );
+        if seen.reshape::<S0>().to_scalar() == splits - 1 {
+            // SAFETY: every other block of (b, kvh) has counted itself in; no block touches the
+            // counter again in this launch.
+            unsafe { counters.scatter(at, zeros::<i32, S1<1>>(), None) };
+            let (merged, lse_rows) = merge_splits::<M, D>(
+                part_o.partition::<S4<1, 1, M, D>>(),
+                part_lse.partition::<S3<1, 1, M>>(),
+                bh,
+                splits,
+            );
+            let group = q.dim(1) / hkv;
+            store_rows::<E, M, D>(merged, lse_rows, b, kvh, group, q.dim(2), o, lse);
+        }
     }
 }

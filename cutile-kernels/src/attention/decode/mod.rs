@@ -1,9 +1,11 @@
 //! Attention decode: a few query tokens per sequence (1, or 2–8 for speculative decoding) against a
 //! KV cache, contiguous `[B, Hkv, S_max, D]` or paged `[blocks, block_size, Hkv, D]` (vLLM) with a
 //! block table, per-sequence lengths on the device, split over the keys (flash-decoding) with an
-//! LSE-weighted combine.
+//! LSE-weighted combine (a second launch, or in the same launch by the last split of a sequence's KV
+//! head: a tuning candidate).
 //!
-//! - `dsl`: the kernels (split partials, combine, one-split direct);
+//! - `dsl`: the kernels (split partials, combine, the one-launch split with its combine, one-split
+//!   direct);
 //! - [`config`]: the query tile, key tile and split count of a call;
 //! - [`reference`]: the CPU reference;
 //! - [`plan`]: the launches of a call, without a device; [`decode`]: the op.
@@ -51,6 +53,9 @@ pub mod slot {
     pub const LSE: usize = 6;
     /// f32 scratch of the split partials (only when the call splits).
     pub const SCRATCH: usize = 7;
+    /// i32 counters of the one-launch split (`decode_split_last`), one per `(b, kvh)`, zero between
+    /// launches (the stream's counter pool; only when a configuration merges in the same launch).
+    pub const COUNTERS: usize = 8;
     /// Operands without scratch.
     pub const COUNT: usize = 7;
 }
@@ -88,6 +93,10 @@ pub struct DecodeOptions {
     /// Splits of the key range; `None` chooses from the SM count and the cache capacity
     /// ([`config::choose`]). Clamped to `1..=`[`config::MAX_SPLITS`].
     pub splits: Option<u32>,
+    /// Merge the splits in the split launch (`decode_split_last`) instead of a second launch; ignored
+    /// when the call runs one split. Not a default (not yet timed on a GPU): tests force it; a forced
+    /// configuration is never tuned.
+    pub one_launch: bool,
 }
 
 /// `o = softmax(q kᵀ · scale) v` per sequence over its first `seq_lens[b]` cached keys, queued on
@@ -164,6 +173,10 @@ pub fn decode<'a>(
             l.device = s.device;
         }
         operands.push(s);
+        let n = call.counters_for(&configs);
+        if n > 0 {
+            operands.push(crate::op::scratch::counters(stream, "counters", n)?);
+        }
     }
     let op = if paged { OP_PAGED } else { OP };
     // SAFETY: the operands are the caller's tensors, borrowed for 'a (o and lse exclusively), and the
@@ -358,7 +371,7 @@ impl Call {
                 "a cache of {capacity} keys per sequence exceeds i32"
             )));
         }
-        let cfg = config::choose(
+        let mut cfg = config::choose(
             target,
             rows,
             b * hkv,
@@ -366,6 +379,7 @@ impl Call {
             block_size,
             options.splits.map(i64::from),
         );
+        cfg.one_launch = options.one_launch && cfg.splits > 1;
         if b > i64::from(u16::MAX) * 1024 || hkv > i64::from(u16::MAX) {
             return Err(unsupported(format!(
                 "grid of {b} x {hkv} blocks is too large"
@@ -393,10 +407,10 @@ impl Call {
     }
 
     /// The configurations to consider: the table's, and with `all` (tuning on, or a plan for a
-    /// tuning run's bundle) the split counts the tuner times ([`config::candidates`]); a forced split
-    /// count is never tuned.
+    /// tuning run's bundle) the split counts and one-launch twins the tuner times
+    /// ([`config::candidates`]); a forced split count or one-launch merge is never tuned.
     fn configs(&self, all: bool, options: &DecodeOptions) -> Vec<DecodeConfig> {
-        if all && options.splits.is_none() {
+        if all && options.splits.is_none() && !options.one_launch {
             config::candidates(self.cfg, self.capacity, !self.paged)
         } else {
             vec![self.cfg]
@@ -412,7 +426,16 @@ impl Call {
             .unwrap_or(0)
     }
 
-    /// The tuning class: everything but the split count.
+    /// i32 counters any of `configs` needs: one per `(b, kvh)` for a one-launch split.
+    fn counters_for(&self, configs: &[DecodeConfig]) -> i64 {
+        if configs.iter().any(|c| c.one_launch && c.splits > 1) {
+            self.b * self.hkv
+        } else {
+            0
+        }
+    }
+
+    /// The tuning class: everything but the split count (and the one-launch merge).
     fn class(&self) -> String {
         format!(
             "{} b{} hkv{} m{} d{} cap{} pb{}",
@@ -569,6 +592,38 @@ impl Call {
             },
             other => other,
         };
+        if c.one_launch {
+            let kernel = if self.paged {
+                pick!(decode_split_last, true)
+            } else {
+                pick!(decode_split_last, false)
+            }
+            .ok_or_else(missing)?;
+            let n = operands
+                .get(slot::COUNTERS)
+                .filter(|n| n.dtype == ScalarType::I32)
+                .map_or(0, Operand::numel);
+            if n < bh {
+                return Err(unsupported(format!(
+                    "`{}` merges in one launch and needs {bh} i32 counters after the scratch \
+                     operand (use `decode::with_scratch`), got {n}",
+                    c.name()
+                )));
+            }
+            let counters = PlannedArg::Tensor {
+                operand: slot::COUNTERS,
+                output: true,
+                shape: vec![bh],
+                strides: vec![1],
+                offset: 0,
+            };
+            return Ok(vec![PlannedLaunch {
+                kernel,
+                args: [inputs, outputs, vec![part_o, part_lse, counters]].concat(),
+                grid: Some(grid(c.splits)?),
+                config: c.name(),
+            }]);
+        }
         let partial = if self.paged {
             pick!(decode_partial, true)
         } else {
@@ -614,7 +669,7 @@ impl Call {
 }
 
 /// `operands` (a call's [`slot::COUNT`] tensors) followed by a described f32 scratch big enough for the
-/// split partials when the call splits.
+/// split partials when the call splits, and the described counters when it merges in one launch.
 pub fn with_scratch(
     operands: &[Operand],
     paged: bool,
@@ -634,7 +689,8 @@ pub fn with_scratch_for(
 ) -> Result<Vec<Operand>, OpError> {
     let mut out = operands.to_vec();
     if let Some(call) = Call::new(operands, paged, target, options)? {
-        let elems = call.scratch_for(&call.configs(all, options));
+        let configs = call.configs(all, options);
+        let elems = call.scratch_for(&configs);
         if elems > 0 {
             out.truncate(slot::COUNT);
             out.push(Operand::described(
@@ -643,13 +699,23 @@ pub fn with_scratch_for(
                 ScalarType::F32,
                 &[elems],
             ));
+            let n = call.counters_for(&configs);
+            if n > 0 {
+                out.push(Operand::described(
+                    "counters",
+                    slot::COUNTERS,
+                    ScalarType::I32,
+                    &[n],
+                ));
+            }
         }
     }
     Ok(out)
 }
 
 /// The launches of a call over `operands` ([`with_scratch`]'s list): one `decode_direct` launch, or
-/// `decode_partial` then `decode_combine` when the keys are split.
+/// `decode_partial` then `decode_combine` when the keys are split, or one `decode_split_last` launch
+/// when they are split and merged in the same launch.
 pub fn plan(
     operands: &[Operand],
     paged: bool,
