@@ -442,7 +442,7 @@ fn one_launch_split_is_a_tuning_candidate_with_per_head_counters() {
 /// The one-launch kernel's counter: one atomic add, acq_rel at device scope (the partial stores
 /// stay before it, the last block's loads of the partials after it).
 #[test]
-fn one_launch_counter_is_an_acq_rel_device_atomic() {
+fn one_launch_counter_is_an_acq_rel_device_atomic_over_plain_accesses() {
     let (call, paged) = described(OP, BF16, &[&[2, 32, 1, 128], &[2, 8, 4096, 128]]);
     let ir = |opts: &DecodeOptions| {
         let ops = decode::with_scratch(&call, paged, &target(), opts).unwrap();
@@ -464,6 +464,15 @@ fn one_launch_counter_is_an_acq_rel_device_atomic() {
     for want in ["atomic_rmw_tko acq_rel device ", ", add, "] {
         assert!(atomics[0].contains(want), "{want}: {}", atomics[0]);
     }
+    // The partials cross blocks by plain accesses only (the release/acquire does not order the TMA's
+    // asynchronous proxy): their two stores and the merge's two loads say `allow_tma = false`.
+    let plain = |op: &str| {
+        text.lines()
+            .filter(|l| l.contains(op) && l.contains("allow_tma = false"))
+            .count()
+    };
+    assert_eq!(plain("store_view_tko"), 2, "{text}");
+    assert_eq!(plain("load_view_tko"), 2, "{text}");
     // The two-launch partial kernel has none.
     let (name, text) = ir(&DecodeOptions::default());
     assert_eq!(name, "decode_partial");

@@ -545,8 +545,17 @@ pub mod kernels {
         let (bi, head, split) = block_id();
         let (_, heads, splits) = num_blocks();
         let acc = split_product::<E, BM, BK, D>(x, w, bi, head, split, splits);
+        // The partials cross blocks only through the counter's release/acquire, which orders plain
+        // loads and stores, not the TMA's asynchronous proxy (that needs a proxy fence the DSL does
+        // not emit): plain stores here and plain loads in the last block.
         // SAFETY: tile `(split, bi, head)` is written by block `(bi, head, split)` only.
-        unsafe { part.store_at((split, bi, head), acc.reshape::<S3<1, BM, D>>()) };
+        unsafe {
+            part.store_at_with(
+                (split, bi, head),
+                acc.reshape::<S3<1, BM, D>>(),
+                Hints::NO_TMA,
+            )
+        };
         let at = iota::<1>() + (bi * heads + head);
         let (seen, _) = counters.atomic_with(
             AtomicMode::Add,
@@ -560,7 +569,9 @@ pub mod kernels {
             let pp = part.partition_padded::<S3<1, BM, D>>(Padding::Zero);
             let mut sum = zeros::<f32, S2<BM, D>>();
             for s in 0..splits {
-                sum += pp.load((s, bi, head)).reshape::<S2<BM, D>>();
+                sum += pp
+                    .load_with((s, bi, head), Hints::NO_TMA)
+                    .reshape::<S2<BM, D>>();
             }
             // SAFETY: every other block of this tile has counted itself in; no block touches the
             // counter again in this launch.

@@ -29,10 +29,10 @@
 //!   an empty split writes zeros and −inf. Grid `(B, Hkv, splits)`.
 //! - `decode_combine`: merges the splits of `(b, kvh)` LSE-weighted and scatters `o` and `lse`. Grid
 //!   `(B, Hkv, 1)`.
-//! - `decode_split_last`: both in one launch: each split writes its partial as `decode_partial` and
-//!   counts itself in on counter `b·Hkv + kvh` (acq_rel, device scope); the split that counts last
-//!   merges the `(b, kvh)` partials as `decode_combine` and resets the counter. Grid `(B, Hkv,
-//!   splits)`.
+//! - `decode_split_last`: both in one launch: each split writes its partial to `decode_partial`'s
+//!   tiles (plain stores, no TMA) and counts itself in on counter `b·Hkv + kvh` (acq_rel, device
+//!   scope); the split that counts last merges the `(b, kvh)` partials as `decode_combine` (plain
+//!   loads) and resets the counter. Grid `(B, Hkv, splits)`.
 //! - `decode_direct`: one split; writes `o` and `lse` itself. Grid `(B, Hkv, 1)`.
 //!
 //! A query that sees no key (`len = 0`, or `len < Sq`) gets an output of zeros and LSE −inf.
@@ -430,19 +430,20 @@ pub mod kernels {
     /// The LSE-weighted merge of the `splits` partials of row block `bh = b·Hkv + kvh`, in split order
     /// (the same sums whichever block runs it): `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s −
     /// max lse)`, `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). Returns `(o,
-    /// lse)` rows for [`store_rows`].
+    /// lse)` rows for [`store_rows`]. `hints` go on the partial loads.
     fn merge_splits<const M: i32, const D: i32>(
         po: Partition<f32, S4<1, 1, M, D>>,
         pl: Partition<f32, S3<1, 1, M>>,
         bh: Scalar<i32>,
         splits: Scalar<i32>,
+        hints: Hints,
     ) -> (Tile<f32, S2<M, D>>, Tile<f32, S2<M, 1>>) {
         let mut m = full::<f32, S2<M, 1>>(f32::NEG_INFINITY);
         let mut l = zeros::<f32, S2<M, 1>>();
         let mut acc = zeros::<f32, S2<M, D>>();
         for s in 0..splits {
-            let ls = pl.load((bh, s, 0)).reshape::<S2<M, 1>>();
-            let os = po.load((bh, s, 0, 0)).reshape::<S2<M, D>>();
+            let ls = pl.load_with((bh, s, 0), hints).reshape::<S2<M, 1>>();
+            let os = po.load_with((bh, s, 0, 0), hints).reshape::<S2<M, D>>();
             let m_new = m.max(ls);
             let m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
             let alpha = ((m - m_ref) * LOG2_E).exp2_ftz();
@@ -474,11 +475,12 @@ pub mod kernels {
             part_lse.partition::<S3<1, 1, M>>(),
             b * hkv + kvh,
             part_o.dim(1),
+            Hints::default(),
         );
         store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
     }
 
-    /// Split-KV decode in one launch: block `(b, kvh, split)` writes its partial as `decode_partial`
+    /// Split-KV decode in one launch: block `(b, kvh, split)` writes its partial like `decode_partial`
     /// does (tile `(b·Hkv + kvh, split)` of `part_o` / `part_lse`), then adds one to `counters[b·Hkv +
     /// kvh]` with acq_rel ordering at device scope (the partial stores stay before it, every later
     /// access after it, `Tensor::atomic_with`). The block that reads `splits − 1` is the last of its
@@ -525,10 +527,22 @@ pub mod kernels {
         );
         let (out, lse_s) = finish::<M, D>(st);
         let bh = b * hkv + kvh;
+        // The partials cross blocks through the counter's release/acquire, which orders ordinary
+        // loads and stores: plain (not TMA) stores here and loads in the merge, so no access goes
+        // through the asynchronous proxy, which that ordering alone does not cover (a TMA access
+        // would also need a proxy fence, which the DSL does not emit).
         // SAFETY: tile (b·Hkv + kvh, split) is written by block (b, kvh, split) only.
         unsafe {
-            part_o.store_at((bh, split, 0, 0), out.reshape::<S4<1, 1, M, D>>());
-            part_lse.store_at((bh, split, 0), lse_s.reshape::<S3<1, 1, M>>());
+            part_o.store_at_with(
+                (bh, split, 0, 0),
+                out.reshape::<S4<1, 1, M, D>>(),
+                Hints::NO_TMA,
+            );
+            part_lse.store_at_with(
+                (bh, split, 0),
+                lse_s.reshape::<S3<1, 1, M>>(),
+                Hints::NO_TMA,
+            );
         }
         let at = iota::<1>() + bh;
         let (seen, _) = counters.atomic_with(
@@ -548,6 +562,7 @@ pub mod kernels {
                 part_lse.partition::<S3<1, 1, M>>(),
                 bh,
                 splits,
+                Hints::NO_TMA,
             );
             let group = q.dim(1) / hkv;
             store_rows::<E, M, D>(merged, lse_rows, b, kvh, group, q.dim(2), o, lse);
