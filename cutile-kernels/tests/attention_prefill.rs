@@ -874,10 +874,11 @@ fn varlen_scales_scores_inside_the_step_fma() {
 }
 
 /// The dense kernel's tuning candidates: the default 64 x 128 tile first, then 128 x 128 and 128 x 64
-/// on two warpgroups (8 worker warps, occupancy 1); each specializes and compiles for sm_90, where the
+/// on two warpgroups (8 worker warps, occupancy 1), then the overlap twins of the default and of the
+/// wide 128 x 128 tile (the `_overlap` kernels); each specializes and compiles for sm_90, where the
 /// tuner times them.
 #[test]
-fn dense_candidates_add_128_row_tiles_on_two_warpgroups() {
+fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
     let t = target();
     let call = cutile_kernels::op::CallSpec::new(
         attention::OP,
@@ -892,14 +893,23 @@ fn dense_candidates_add_128_row_tiles_on_two_warpgroups() {
         [
             "flash_attention BM=64 BN=128",
             "flash_attention BM=128 BN=128 w8",
-            "flash_attention BM=128 BN=64 w8"
+            "flash_attention BM=128 BN=64 w8",
+            "flash_attention BM=64 BN=128 overlap",
+            "flash_attention BM=128 BN=128 w8 overlap"
         ]
     );
     assert_eq!(call.plan(&t, false).unwrap().launches.len(), 1);
     let tileiras = common::tileiras("dense attention candidates");
     for l in &planned.launches {
         let hints = format!("{:?}", l.kernel.hints());
-        let wide = l.config.ends_with(" w8");
+        let wide = l.config.contains(" w8");
+        let overlap = l.config.ends_with(" overlap");
+        assert_eq!(
+            l.kernel.name().ends_with("_overlap"),
+            overlap,
+            "{}",
+            l.config
+        );
         assert_eq!(hints.contains("num_worker_warps_per_cta"), wide, "{hints}");
         let occupancy = if wide { "value: 1 }" } else { "value: 2 }" };
         assert!(hints.contains(occupancy), "{hints}");

@@ -12,18 +12,21 @@ pub const HEAD_DIMS: &[i64] = &[64, 128];
 pub const WIDE_WORKERS: i32 = 8;
 
 /// An attention configuration: `bm` query rows by `bn` key rows per step; `wide` runs the tile on
-/// [`WIDE_WORKERS`] worker warps at occupancy 1 (else tileiras's default warps at occupancy 2).
+/// [`WIDE_WORKERS`] worker warps at occupancy 1 (else tileiras's default warps at occupancy 2);
+/// `overlap` issues the next key tile's scores before this tile's softmax (the `_overlap` kernels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AttentionConfig {
     pub bm: i64,
     pub bn: i64,
     pub wide: bool,
+    pub overlap: bool,
 }
 
 impl Candidate for AttentionConfig {
     fn name(&self) -> String {
         let w = if self.wide { " w8" } else { "" };
-        format!("flash_attention BM={} BN={}{w}", self.bm, self.bn)
+        let o = if self.overlap { " overlap" } else { "" };
+        format!("flash_attention BM={} BN={}{w}{o}", self.bm, self.bn)
     }
 }
 
@@ -34,6 +37,7 @@ pub fn choose(d: i64) -> AttentionConfig {
         bm: 64,
         bn: 128,
         wide: false,
+        overlap: false,
     }
 }
 
@@ -42,10 +46,27 @@ pub fn choose(d: i64) -> AttentionConfig {
 /// memory for both, against 255 registers and 582 spill instructions for 128 x 128 on the default
 /// warps; FlashAttention-3's layout of two consumer warpgroups). On the H200 both lost to the default
 /// on every call the tuner timed (session 18: B4 H32 S4096 D128 1752 µs against 1932 and 2103,
-/// causal 1028 against 1129 and 1203), so they stay candidates for other devices.
+/// causal 1028 against 1129 and 1203), so they stay candidates for other devices. Then the overlap
+/// twins of the default and of the wide 128 x 128 tile (session 22, not yet timed): sm_90, bf16 D 128,
+/// 128 registers and no local memory for 64 x 128 at occupancy 2, with 115,816 B of shared memory
+/// (against 83,040 without overlap: twice that plus the 1 KB each block reserves is 208 B over the
+/// SM's 228 KB, so two blocks may not fit an SM, which the timing will show); 168 registers, no
+/// local memory and 132,200 B for the wide tile (one block per SM).
 pub fn candidates(d: i64) -> Vec<AttentionConfig> {
-    let wide = |bm, bn| AttentionConfig { bm, bn, wide: true };
-    vec![choose(d), wide(128, 128), wide(128, 64)]
+    let wide = |bm, bn| AttentionConfig {
+        bm,
+        bn,
+        wide: true,
+        overlap: false,
+    };
+    let overlap = |c: AttentionConfig| AttentionConfig { overlap: true, ..c };
+    vec![
+        choose(d),
+        wide(128, 128),
+        wide(128, 64),
+        overlap(choose(d)),
+        overlap(wide(128, 128)),
+    ]
 }
 
 /// Tiles of the backward kernels (`attention_backward`): `delta_bm` query rows per block of the

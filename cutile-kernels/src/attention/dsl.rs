@@ -19,7 +19,8 @@
 //!
 //! Layouts: [`kernels::flash_attention`] takes `[batch·heads, seq, D]` arrays, [`kernels::flash_attention_4d`]
 //! `[batch, heads, seq, D]` ones (any strides, so `[batch, seq, heads, D]` storage works through a strided
-//! view) with grouped-query attention (fewer K/V heads).
+//! view) with grouped-query attention (fewer K/V heads). Their `_overlap` twins issue the next key tile's
+//! scores before this tile's softmax (tuning candidates; see `key_loop`).
 
 /// The kernels, written in the DSL.
 #[cutile::module]
@@ -55,29 +56,57 @@ pub mod kernels {
         scale: Scalar<f32>,
         o: &mut Tensor<E, S3<1, BM, D>>,
     ) {
+        dense_3d::<E, BM, BN, D, CAUSAL, false>(q, k, v, scale, o);
+    }
+
+    /// [`flash_attention`] with the next key tile's scores computed before this tile's softmax
+    /// ([`key_loop`]'s `OVERLAP`): a tuning candidate (`AttentionConfig::overlap`).
+    #[cutile::entry(occupancy = 2)]
+    pub fn flash_attention_overlap<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+    >(
+        q: &Tensor<E, S3<DYN, DYN, D>>,
+        k: &Tensor<E, S3<DYN, DYN, D>>,
+        v: &Tensor<E, S3<DYN, DYN, D>>,
+        scale: Scalar<f32>,
+        o: &mut Tensor<E, S3<1, BM, D>>,
+    ) {
+        dense_3d::<E, BM, BN, D, CAUSAL, true>(q, k, v, scale, o);
+    }
+
+    /// The body of [`flash_attention`] and [`flash_attention_overlap`].
+    fn dense_3d<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+        const OVERLAP: bool,
+    >(
+        q: &Tensor<E, S3<DYN, DYN, D>>,
+        k: &Tensor<E, S3<DYN, DYN, D>>,
+        v: &Tensor<E, S3<DYN, DYN, D>>,
+        scale: Scalar<f32>,
+        o: &mut Tensor<E, S3<1, BM, D>>,
+    ) {
         let (bh, qt) = schedule::<BM, CAUSAL>(q.dim(1));
         let tq = q
             .load_tile_padded::<S3<1, BM, D>>((bh, qt, 0), Padding::Zero)
             .reshape::<S2<BM, D>>();
         let pk = k.partition_padded::<S3<1, BN, D>>(Padding::Zero);
         let pv = v.partition_padded::<S3<1, BN, D>>(Padding::Zero);
-        let qk_scale = scale * LOG2_E;
-        let seq_k = k.dim(1);
-        let (full, end) = key_tiles::<BM, BN, CAUSAL>(qt, seq_k);
-        let mut st = init_state::<BM, D>();
-        for j in 0..full {
-            let tk = pk.load((bh, j, 0)).reshape::<S2<BN, D>>();
-            let tv = pv.load((bh, j, 0)).reshape::<S2<BN, D>>();
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
-            st = softmax_step(s, tv, qk_scale, st);
-        }
-        for j in full..end {
-            let tk = pk.load((bh, j, 0)).reshape::<S2<BN, D>>();
-            let tv = pv.load((bh, j, 0)).reshape::<S2<BN, D>>();
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
-            let s = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
-            st = softmax_step(s, tv, qk_scale, st);
-        }
+        let st = key_loop::<E, BM, BN, D, CAUSAL, OVERLAP>(
+            tq,
+            |j| pk.load((bh, j, 0)).reshape::<S2<BN, D>>(),
+            |j| pv.load((bh, j, 0)).reshape::<S2<BN, D>>(),
+            qt,
+            k.dim(1),
+            scale * LOG2_E,
+        );
         let out = finish(st).cast::<E>().reshape::<S3<1, BM, D>>();
         // SAFETY: `schedule` maps blocks one-to-one to (bh, qt): each output tile has one writer.
         unsafe { o.store_at((bh, qt, 0), out) };
@@ -104,6 +133,43 @@ pub mod kernels {
         scale: Scalar<f32>,
         o: &mut Tensor<E, S4<1, 1, BM, D>>,
     ) {
+        dense_4d::<E, BM, BN, D, CAUSAL, false>(q, k, v, scale, o);
+    }
+
+    /// [`flash_attention_4d`] with the next key tile's scores computed before this tile's softmax
+    /// ([`key_loop`]'s `OVERLAP`): a tuning candidate (`AttentionConfig::overlap`).
+    #[cutile::entry(occupancy = 2)]
+    pub fn flash_attention_4d_overlap<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        scale: Scalar<f32>,
+        o: &mut Tensor<E, S4<1, 1, BM, D>>,
+    ) {
+        dense_4d::<E, BM, BN, D, CAUSAL, true>(q, k, v, scale, o);
+    }
+
+    /// The body of [`flash_attention_4d`] and [`flash_attention_4d_overlap`].
+    fn dense_4d<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+        const OVERLAP: bool,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        scale: Scalar<f32>,
+        o: &mut Tensor<E, S4<1, 1, BM, D>>,
+    ) {
         let (bh, qt) = schedule::<BM, CAUSAL>(q.dim(2));
         let heads = q.dim(1);
         let b = bh / heads;
@@ -114,26 +180,77 @@ pub mod kernels {
             .reshape::<S2<BM, D>>();
         let pk = k.partition_padded::<S4<1, 1, BN, D>>(Padding::Zero);
         let pv = v.partition_padded::<S4<1, 1, BN, D>>(Padding::Zero);
-        let qk_scale = scale * LOG2_E;
-        let seq_k = k.dim(2);
-        let (full, end) = key_tiles::<BM, BN, CAUSAL>(qt, seq_k);
-        let mut st = init_state::<BM, D>();
-        for j in 0..full {
-            let tk = pk.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
-            let tv = pv.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
-            st = softmax_step(s, tv, qk_scale, st);
-        }
-        for j in full..end {
-            let tk = pk.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
-            let tv = pv.load((b, kvh, j, 0)).reshape::<S2<BN, D>>();
-            let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
-            let s = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
-            st = softmax_step(s, tv, qk_scale, st);
-        }
+        let st = key_loop::<E, BM, BN, D, CAUSAL, OVERLAP>(
+            tq,
+            |j| pk.load((b, kvh, j, 0)).reshape::<S2<BN, D>>(),
+            |j| pv.load((b, kvh, j, 0)).reshape::<S2<BN, D>>(),
+            qt,
+            k.dim(2),
+            scale * LOG2_E,
+        );
         let out = finish(st).cast::<E>().reshape::<S4<1, 1, BM, D>>();
         // SAFETY: `schedule` maps blocks one-to-one to (bh, qt): each output tile has one writer.
         unsafe { o.store_at((b, h, qt, 0), out) };
+    }
+
+    /// The key loop of the dense kernels over the tiles of [`key_tiles`]: unmasked `[0, full)`, then
+    /// masked `[full, end)`; `key(j)` / `value(j)` load key / value tile `j`. Without `OVERLAP` each
+    /// step computes its scores, then folds them in ([`softmax_step`]), and the scores' `wgmma`s are
+    /// waited for before the softmax starts. With `OVERLAP` the scores of tile `j + 1` are issued
+    /// before tile `j`'s softmax (carried to the next step), so the tensor cores compute them while
+    /// the warps run the exponentials: in sm_90 SASS (tileiras 13.5.37) the next tile's
+    /// `HGMMA`s interleave with this tile's `MUFU.EX2`s, where the plain loop waits between them
+    /// (FlashAttention-3's intra-warpgroup overlap). It costs one more score tile in registers and
+    /// one wasted score product per block (tile `end`, a padded or unused tile).
+    fn key_loop<
+        E: MmaOperand<f32>,
+        const BM: i32,
+        const BN: i32,
+        const D: i32,
+        const CAUSAL: bool,
+        const OVERLAP: bool,
+    >(
+        tq: Tile<E, S2<BM, D>>,
+        key: impl Fn(Scalar<i32>) -> Tile<E, S2<BN, D>>,
+        value: impl Fn(Scalar<i32>) -> Tile<E, S2<BN, D>>,
+        qt: Scalar<i32>,
+        seq_k: Scalar<i32>,
+        qk_scale: Scalar<f32>,
+    ) -> State<BM, D> {
+        let (full, end) = key_tiles::<BM, BN, CAUSAL>(qt, seq_k);
+        let mut st = init_state::<BM, D>();
+        if OVERLAP {
+            let tk = key(scalar::<i32>(0i32));
+            let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+            for j in 0..full {
+                let tk = key(j + 1i32);
+                let s_next = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+                st = softmax_step(s, value(j), qk_scale, st);
+                s = s_next;
+            }
+            for j in full..end {
+                let tk = key(j + 1i32);
+                let s_next = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+                let masked = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
+                st = softmax_step(masked, value(j), qk_scale, st);
+                s = s_next;
+            }
+        } else {
+            for j in 0..full {
+                let tk = key(j);
+                let tv = value(j);
+                let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+                st = softmax_step(s, tv, qk_scale, st);
+            }
+            for j in full..end {
+                let tk = key(j);
+                let tv = value(j);
+                let s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
+                let s = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
+                st = softmax_step(s, tv, qk_scale, st);
+            }
+        }
+        st
     }
 
     /// This block's (batch·head, query tile): the linear block id, head-major and query tiles in order

@@ -267,13 +267,17 @@ fn launches(cfg: &AttentionConfig, call: &Call) -> Result<Vec<PlannedLaunch>, Op
             .flatten()
         };
     }
-    let kernel = match (four, cfg.bm, cfg.bn) {
-        (false, 64, 128) => pick!(flash_attention, 64, 128),
-        (true, 64, 128) => pick!(flash_attention_4d, 64, 128),
-        (false, 128, 128) => pick!(flash_attention, 128, 128),
-        (true, 128, 128) => pick!(flash_attention_4d, 128, 128),
-        (false, 128, 64) => pick!(flash_attention, 128, 64),
-        (true, 128, 64) => pick!(flash_attention_4d, 128, 64),
+    let kernel = match (four, cfg.overlap, cfg.bm, cfg.bn) {
+        (false, false, 64, 128) => pick!(flash_attention, 64, 128),
+        (true, false, 64, 128) => pick!(flash_attention_4d, 64, 128),
+        (false, false, 128, 128) => pick!(flash_attention, 128, 128),
+        (true, false, 128, 128) => pick!(flash_attention_4d, 128, 128),
+        (false, false, 128, 64) => pick!(flash_attention, 128, 64),
+        (true, false, 128, 64) => pick!(flash_attention_4d, 128, 64),
+        (false, true, 64, 128) => pick!(flash_attention_overlap, 64, 128),
+        (true, true, 64, 128) => pick!(flash_attention_4d_overlap, 64, 128),
+        (false, true, 128, 128) => pick!(flash_attention_overlap, 128, 128),
+        (true, true, 128, 128) => pick!(flash_attention_4d_overlap, 128, 128),
         _ => None,
     }
     .map(|k| {
