@@ -33,6 +33,7 @@ pub const PAGED: i32 = 8;
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
+    use crate::op::arrival;
     use cutile::core::*;
 
     /// NeoX RoPE of the first `R = 2·HR` lanes of every row: `(x1, x2) → (x1·c − x2·s, x2·c + x1·s)`
@@ -556,16 +557,8 @@ pub mod kernels {
                 Hints::NO_TMA,
             )
         };
-        let at = iota::<1>() + (bi * heads + head);
-        let (seen, _) = counters.atomic_with(
-            AtomicMode::Add,
-            at,
-            full::<i32, S1<1>>(1),
-            None,
-            AtomicOrder::AcqRel,
-            AtomicScope::Device,
-        );
-        if seen.reshape::<S0>().to_scalar() == splits - 1 {
+        let tile = bi * heads + head;
+        if arrival::count_in(counters, tile) == splits - 1 {
             let pp = part.partition_padded::<S3<1, BM, D>>(Padding::Zero);
             let mut sum = zeros::<f32, S2<BM, D>>();
             for s in 0..splits {
@@ -573,9 +566,7 @@ pub mod kernels {
                     .load_with((s, bi, head), Hints::NO_TMA)
                     .reshape::<S2<BM, D>>();
             }
-            // SAFETY: every other block of this tile has counted itself in; no block touches the
-            // counter again in this launch.
-            unsafe { counters.scatter(at, zeros::<i32, S1<1>>(), None) };
+            arrival::reset(counters, tile);
             qkv_epilogue_tile::<E, I, BM, D, R, HR>(
                 sum, bi, head, bias, q_norm, k_norm, cos, sin, positions, index_a, index_b, eps,
                 flags, q, k_cache, v_cache,

@@ -7,7 +7,8 @@
 //! - [`PlannedLaunch`]: one kernel launch decided by a family's planner, and [`execute`], which queues
 //!   a plan on the caller's stream and returns one [`Pending`](cutile::launch::Pending) guard;
 //! - [`scratch`]: per-stream device scratch for intermediate results that are no user tensor (appended
-//!   to a call's operands, described when planning without a device);
+//!   to a call's operands, described when planning without a device), and [`arrival`], the in-kernel
+//!   side of its counter pool;
 //! - [`tuning`]: the bridge from a family's candidate list to [`cutile::tune`];
 //! - [`capture`]: recording the plans a call would queue instead of queuing them (for replay);
 //! - [`registry`]: every op by name, with the calls it can plan from a [`CallSpec`], for AOT bundles
@@ -17,6 +18,7 @@
 //! configuration, emit launches) → [`execute`]. Planning never touches the device, so the same function
 //! serves launches, AOT bundles and coverage tests.
 
+pub mod arrival;
 pub mod capture;
 mod dispatch;
 mod error;

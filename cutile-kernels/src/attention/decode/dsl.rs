@@ -41,6 +41,7 @@
 #[cutile::module]
 pub mod kernels {
     use crate::attention::online::{State, finish, softmax_step};
+    use crate::op::arrival;
     use cutile::core::*;
 
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
@@ -544,19 +545,8 @@ pub mod kernels {
                 Hints::NO_TMA,
             );
         }
-        let at = iota::<1>() + bh;
-        let (seen, _) = counters.atomic_with(
-            AtomicMode::Add,
-            at,
-            full::<i32, S1<1>>(1),
-            None,
-            AtomicOrder::AcqRel,
-            AtomicScope::Device,
-        );
-        if seen.reshape::<S0>().to_scalar() == splits - 1 {
-            // SAFETY: every other block of (b, kvh) has counted itself in; no block touches the
-            // counter again in this launch.
-            unsafe { counters.scatter(at, zeros::<i32, S1<1>>(), None) };
+        if arrival::count_in(counters, bh) == splits - 1 {
+            arrival::reset(counters, bh);
             let (merged, lse_rows) = merge_splits::<M, D>(
                 part_o.partition::<S4<1, 1, M, D>>(),
                 part_lse.partition::<S3<1, 1, M>>(),
