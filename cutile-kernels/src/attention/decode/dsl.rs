@@ -365,6 +365,43 @@ pub mod kernels {
         part_o: &mut Tensor<f32, S4<1, 1, M, D>>,
         part_lse: &mut Tensor<f32, S3<1, 1, M>>,
     ) {
+        split_partial::<E, M, BN, D, PAGED, PB>(
+            q,
+            k,
+            v,
+            seq_lens,
+            block_table,
+            scale,
+            chunk,
+            part_o,
+            part_lse,
+            Hints::default(),
+        );
+    }
+
+    /// This block's split `(b, kvh, split)` of the keys: its normalized output and LSE stored into
+    /// tile `(b·Hkv + kvh, split)` of `part_o` / `part_lse` with `hints`. Returns `(b, kvh, b·Hkv +
+    /// kvh)`. Shared by `decode_partial` and `decode_split_last`.
+    #[allow(clippy::too_many_arguments)]
+    fn split_partial<
+        E: MmaOperand<f32>,
+        const M: i32,
+        const BN: i32,
+        const D: i32,
+        const PAGED: bool,
+        const PB: i32,
+    >(
+        q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        k: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        v: &Tensor<E, S4<DYN, DYN, DYN, D>>,
+        seq_lens: &Tensor<i32, S1<DYN>>,
+        block_table: &Tensor<i32, S2<DYN, DYN>>,
+        scale: Scalar<f32>,
+        chunk: Scalar<i32>,
+        part_o: &mut Tensor<f32, S4<1, 1, M, D>>,
+        part_lse: &mut Tensor<f32, S3<1, 1, M>>,
+        hints: Hints,
+    ) -> (Scalar<i32>, Scalar<i32>, Scalar<i32>) {
         let (b, kvh, split) = block_id();
         let (_, hkv, _) = num_blocks();
         let st = attend::<E, M, BN, D, PAGED, PB>(
@@ -383,9 +420,10 @@ pub mod kernels {
         let bh = b * hkv + kvh;
         // SAFETY: tile (b·Hkv + kvh, split) is written by block (b, kvh, split) only.
         unsafe {
-            part_o.store_at((bh, split, 0, 0), out.reshape::<S4<1, 1, M, D>>());
-            part_lse.store_at((bh, split, 0), lse.reshape::<S3<1, 1, M>>());
+            part_o.store_at_with((bh, split, 0, 0), out.reshape::<S4<1, 1, M, D>>(), hints);
+            part_lse.store_at_with((bh, split, 0), lse.reshape::<S3<1, 1, M>>(), hints);
         }
+        (b, kvh, bh)
     }
 
     /// The whole key range in one block per `(b, kvh)`: writes `o: [B, Hq, Sq, D]` and `lse: [B, Hq,
@@ -512,9 +550,12 @@ pub mod kernels {
         part_lse: &mut Tensor<f32, S3<1, 1, M>>,
         counters: &mut Tensor<i32, S1<1>>,
     ) {
-        let (b, kvh, split) = block_id();
         let (_, hkv, splits) = num_blocks();
-        let st = attend::<E, M, BN, D, PAGED, PB>(
+        // The partials cross blocks through the counter's release/acquire, which orders ordinary
+        // loads and stores: plain (not TMA) stores here and loads in the merge, so no access goes
+        // through the asynchronous proxy, which that ordering alone does not cover (a TMA access
+        // would also need a proxy fence, which the DSL does not emit).
+        let (b, kvh, bh) = split_partial::<E, M, BN, D, PAGED, PB>(
             q,
             k,
             v,
@@ -522,29 +563,10 @@ pub mod kernels {
             block_table,
             scale,
             chunk,
-            b,
-            kvh,
-            split,
+            part_o,
+            part_lse,
+            Hints::NO_TMA,
         );
-        let (out, lse_s) = finish::<M, D>(st);
-        let bh = b * hkv + kvh;
-        // The partials cross blocks through the counter's release/acquire, which orders ordinary
-        // loads and stores: plain (not TMA) stores here and loads in the merge, so no access goes
-        // through the asynchronous proxy, which that ordering alone does not cover (a TMA access
-        // would also need a proxy fence, which the DSL does not emit).
-        // SAFETY: tile (b·Hkv + kvh, split) is written by block (b, kvh, split) only.
-        unsafe {
-            part_o.store_at_with(
-                (bh, split, 0, 0),
-                out.reshape::<S4<1, 1, M, D>>(),
-                Hints::NO_TMA,
-            );
-            part_lse.store_at_with(
-                (bh, split, 0),
-                lse_s.reshape::<S3<1, 1, M>>(),
-                Hints::NO_TMA,
-            );
-        }
         if arrival::count_in(counters, bh) == splits - 1 {
             arrival::reset(counters, bh);
             let (merged, lse_rows) = merge_splits::<M, D>(
