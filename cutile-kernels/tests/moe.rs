@@ -389,7 +389,11 @@ fn host_runs_the_decode_form_for_row_blocks_16_and_32_and_the_sorted_form_for_pr
         }
     );
     assert_eq!(default_form(64, 4096, 14336), Form::RowsBits);
-    assert_eq!(default_form(128, 4096, 14336), Form::Sorted);
+    assert_eq!(
+        default_form(128, 4096, 14336),
+        Form::SortedStaged { bn: 128 }
+    );
+    assert_eq!(default_form(128, 2048, 768), Form::SortedStaged { bn: 128 });
     assert_eq!(default_form(128, 192, 64), Form::Sorted);
     assert_eq!(
         forms(32, 4096, 14336),
@@ -1227,13 +1231,16 @@ fn layer_runs() -> Vec<Run> {
     v.push(run(Act::F16, (37, 8, 2, 256, 128), 16, true, true, 40));
     v.push(run(Act::F16, (5, 8, 2, 128, 64), 128, false, false, 41));
     // The forms the host does not pick at these row blocks: the sorted form at 64 (both GEMM 2
-    // tiles: H 128 takes 64 x 128, H 192 64 x 64) and the rows form with the bit decode at 128 (the
-    // default there before the sorted form), W4A16 and dense; the sorted form in f16.
+    // tiles: H 128 takes 64 x 128, H 192 64 x 64), the scattered sorted form at 128 where H takes the
+    // staged one (the default there before it), and the rows form with the bit decode at 128 (the
+    // default before the sorted form), W4A16 and dense; the sorted form in f16.
     use moe::host::Form;
     let forced = [
         ((37, 8, 2, 256, 128), 64, true, Form::Sorted),
         ((129, 8, 2, 192, 192), 64, false, Form::Sorted),
         ((300, 128, 8, 128, 128), 64, false, Form::Sorted),
+        ((37, 8, 2, 256, 128), 128, true, Form::Sorted),
+        ((300, 128, 8, 128, 128), 128, false, Form::Sorted),
         ((37, 8, 2, 256, 128), 128, true, Form::RowsBits),
         ((300, 128, 8, 128, 128), 128, false, Form::RowsBits),
         // The in-kernel decode form in both K steps: a hot expert, 128 experts top-8, and K ragged
@@ -1513,13 +1520,13 @@ gpu_layer_tests!(
 );
 
 /// The split GPU layer tests keep every run of the two tests they replace (64 + 2 layer runs, and the
-/// decode-form runs: 126 + 11 since the occupancy tiles) plus the 27 layer runs in forms the host does
+/// decode-form runs: 126 + 11 since the occupancy tiles) plus the 31 layer runs in forms the host does
 /// not pick and the 13 decode-form runs at row block 32, each run in exactly one test, no test without
 /// runs, and every run in a form its row block can take.
 #[test]
 fn gpu_runs_are_split_without_loss() {
     let (layer, decode) = (layer_runs(), decode_runs());
-    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 12 * 2 + 3);
+    assert_eq!(layer.len(), 8 * 4 * 2 + 2 + 14 * 2 + 3);
     assert_eq!(decode.len(), 7 * 9 * 2 + 9 + 1 + 2 * 3 * 2 + 1);
     let all = gpu_runs();
     assert_eq!(all.len(), layer.len() + decode.len());

@@ -47,11 +47,13 @@ pub fn choose(d: i64) -> AttentionConfig {
 /// warps; FlashAttention-3's layout of two consumer warpgroups). On the H200 both lost to the default
 /// on every call the tuner timed (session 18: B4 H32 S4096 D128 1752 µs against 1932 and 2103,
 /// causal 1028 against 1129 and 1203), so they stay candidates for other devices. Then the overlap
-/// twins of the default and of the wide 128 x 128 tile (session 22, not yet timed): sm_90, bf16 D 128,
-/// 128 registers and no local memory for 64 x 128 at occupancy 2, with 115,816 B of shared memory
-/// (against 83,040 without overlap: twice that plus the 1 KB each block reserves is 208 B over the
-/// SM's 228 KB, so two blocks may not fit an SM, which the timing will show); 168 registers, no
-/// local memory and 132,200 B for the wide tile (one block per SM).
+/// twins of the default and of the wide 128 x 128 tile (session 22): sm_90, bf16 D 128, 128 registers
+/// and no local memory for 64 x 128 at occupancy 2, with 115,816 B of shared memory (against 83,040
+/// without overlap: twice that plus the 1 KB each block reserves is 208 B over the SM's 228 KB, so
+/// two blocks may not fit an SM); 168 registers, no local memory and 132,200 B for the wide tile (one
+/// block per SM). On the H200 (session 23's tuner) both lost at B4 H32 S4096 D128: 1880 and 1993 µs
+/// against the default's 1792, causal 1088 and 1234 against 1048; at the small calls the 64 x 128
+/// twin came within 1-2% either way (e.g. f16 B2 H8 777 causal 25.7 against 26.2 µs).
 pub fn candidates(d: i64) -> Vec<AttentionConfig> {
     let wide = |bm, bn| AttentionConfig {
         bm,

@@ -244,6 +244,8 @@ pub enum Form {
         /// hint, one CTA per SM at these tiles). The 4-warp tiles (`bn` 64) take 2 or 3: sm_90 puts
         /// them in 128 or 80 registers without spills, so independent CTAs hide each other's decode
         /// and `wgmma` waits, where one CTA of 255 registers per SM (no hint) has only its own warps.
+        /// Not picked: on the H200 (session 23, Mixtral) the best of them, BN 64 BK 256 at 2 CTAs,
+        /// took 222.8 and 599.8 µs at T = 1 and 16 against 211.7 and 564.4 for 128 x 256 without it.
         occupancy: i64,
     },
     /// The prefill form, row blocks 64 and 128: the rows of `x` gathered once into the aligned
@@ -265,6 +267,9 @@ pub enum Form {
     /// call, and never written out: the trade against [`Form::Sorted`] where experts get few row
     /// blocks each (many experts, e.g. 128 experts top-8 at T = 4096: two blocks per expert).
     /// Dense weights need no decode, so with them this form runs [`Form::Sorted`]'s kernels.
+    /// Not picked: on the H200 (session 23, T = 4096) it ran slower than [`Form::Sorted`]'s
+    /// dequantize-then-GEMM at both layers, 2153 against 1737 µs (128 experts top-8, BK 256) and
+    /// 13548 against 7869 µs (Mixtral), GEMM 1 alone 1293 against 944 µs at 128 experts.
     InKernel {
         /// K per step: 128 or 256.
         bk: i64,
@@ -348,10 +353,15 @@ pub fn forms(bm: i64, h: i64, i: i64) -> Vec<Form> {
 /// session 11 with the word decode, where 128 x 256 was the fastest of the four tiles at every
 /// Mixtral and E 128 decode row, e.g. T = 16: 585.6 µs against 699.8-868.8); [`Form::Sorted`] for row
 /// block 128 (prefill: the rows forms' gathered activations and row-major block order ran Mixtral T =
-/// 4096 at 0.075× torch's cuBLAS loop on the H200, session 9); [`Form::RowsBits`] for 64 (fewer ops
-/// per weight than [`Form::Rows`]; an estimate).
+/// 4096 at 0.075× torch's cuBLAS loop on the H200, session 9), staged with 128-wide GEMM 2 tiles
+/// ([`Form::SortedStaged`]) when 128 divides `H`: session 23 on the H200, T = 4096, GEMM 2 took 1864
+/// µs staged against 3551 scattered (Mixtral) and 454 against 705 (128 experts top-8), the layer 6234
+/// against 7869 and 1575 against 1737 µs; 128-wide tiles ran GEMM 2 faster than 256-wide ones at
+/// both layers (1864 / 1963, 454 / 466 µs); [`Form::RowsBits`] for 64 (fewer ops per weight than
+/// [`Form::Rows`]; an estimate).
 pub fn default_form(bm: i64, h: i64, i: i64) -> Form {
     match bm {
+        128 if h % 128 == 0 => Form::SortedStaged { bn: 128 },
         128 => Form::Sorted,
         16 | 32 if h % 128 == 0 && i % 128 == 0 => Form::Decode {
             bn: 128,

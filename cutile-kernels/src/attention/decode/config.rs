@@ -142,7 +142,10 @@ fn split_into(capacity: i64, want: i64, bn: i64) -> Option<(i64, i64)> {
 /// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile). After
 /// those, in the same order, the one-launch twin of each that splits (`one_launch`: the combine
 /// launch is a large share of a short cache's time, H200 B 1 × 1k keys 15.6 µs against cuDNN's
-/// 11.2). Kernels are the default's, plus `decode_partial`/`decode_combine` or `decode_direct` where
+/// 11.2). On the H200 (session 23's tuner) the twins won no call by more than 1%: the tuner's best
+/// at B 1 × 1k was the 128-key tile at 8 splits with the combine launch (14.5 µs, against 15.2 for
+/// the default's twin and 16.0 for the default), and at 16 or more splits the one-launch merge ran
+/// slower (B 1 × 8k, 16 splits: 27.5 against 25.4 µs). Kernels are the default's, plus `decode_partial`/`decode_combine` or `decode_direct` where
 /// the split count crosses 1, the wide tile's, and `decode_split_last` for the twins.
 pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<DecodeConfig> {
     let cap = capacity.max(1);
