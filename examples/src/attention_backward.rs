@@ -12,7 +12,7 @@
 //! are recomputed by the dQ kernel), which the convention does not count.
 
 use cutile::launch::Pending;
-use cutile::runtime::timing::{L2Flush, Stats, time_device};
+use cutile::runtime::timing::{L2Flush, Stats};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_kernels::attention::{self, AttentionOptions, Extras};
 use cutile_kernels::op::CallSpec;
@@ -211,13 +211,13 @@ fn run_typed<T: DeviceElement>(
     let outs = vec![down(&inst.dq)?, down(&inst.dk)?, down(&inst.dv)?];
     let stats = match timing {
         None => None,
-        Some((iters, flush)) => Some(time_device(
+        Some((iters, flush)) => Some(crate::launch_times::time_call(
             stream,
             5,
             iters,
             flush,
             || -> Result<(), BoxError> {
-                // Left queued: `time_device` waits for its end event before the next call, and
+                // Left queued: `time_call` waits for its end event before the next call, and
                 // `inst` outlives the timing.
                 std::mem::forget(call(stream, &mut inst)?);
                 Ok(())

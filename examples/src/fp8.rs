@@ -172,13 +172,13 @@ pub fn run(
     let got: Vec<f32> = c.to_host()?.into_iter().map(f32::from).collect();
     let stats = match timing {
         None => None,
-        Some((iters, flush)) => Some(cutile::runtime::timing::time_device(
+        Some((iters, flush)) => Some(crate::launch_times::time_call(
             stream,
             5,
             iters,
             flush,
             || -> Result<(), BoxError> {
-                // Left queued: `time_device` waits for its end event before the next call, and the
+                // Left queued: `time_call` waits for its end event before the next call, and the
                 // tensors outlive the timing.
                 std::mem::forget(fp8::gemm_fp8_with(
                     stream, &ta, &tb, &options, &scales, &mut c,

@@ -7,6 +7,8 @@
 //!   and the launcher plans a bundle needs for it); the check and benchmark lists;
 //! - [`run`]: calling the family's host op on device tensors ([`run::call`]), the correctness check
 //!   against the reference and the CUDA-event benchmark of the call;
+//! - [`launch_times`]: the in-situ time of each launch of a call (`gpu-harness launches`), and the
+//!   timing of the families that own their tensors ([`launch_times::time_call`]);
 //! - timing: in `cutile::runtime::timing` (events, medians, the L2 flush).
 //!
 //! No kernel, tile, variant or grid is chosen here: the host API chooses (each family's `config.rs`).
@@ -21,6 +23,7 @@ pub mod data;
 pub mod decode;
 pub mod fp8;
 pub mod fused_qkv;
+pub mod launch_times;
 pub mod mla;
 pub mod run;
 pub mod transformer;

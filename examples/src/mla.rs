@@ -338,13 +338,13 @@ fn run_typed<T: DeviceElement>(
     let outs = vec![o, inst.lse.to_host()?];
     let stats = match timing {
         None => None,
-        Some((iters, flush)) => Some(cutile::runtime::timing::time_device(
+        Some((iters, flush)) => Some(crate::launch_times::time_call(
             stream,
             5,
             iters,
             flush,
             || -> Result<(), BoxError> {
-                // Left queued: `time_device` waits for its end event before the next call, and
+                // Left queued: `time_call` waits for its end event before the next call, and
                 // `inst` outlives the timing.
                 std::mem::forget(call(stream, &mut inst)?);
                 Ok(())

@@ -23,7 +23,7 @@
 //!   gradients the switches ask for, `dx` and `dw` (f32 or the element type), compared at the element
 //!   type's tolerance (the logits are stored in it, as torch's `F.linear` output).
 
-use cutile::runtime::timing::{L2Flush, Stats, time_device};
+use cutile::runtime::timing::{L2Flush, Stats};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_ir::ScalarType;
 use cutile_kernels::norm::backward::{self as norm_bwd, LAYER_NORM_BACKWARD, RMS_NORM_BACKWARD};
@@ -778,9 +778,13 @@ fn run_typed<T: DeviceElement>(
         .collect::<Result<Vec<_>, _>>()?;
     let stats = match timing {
         None => None,
-        Some((iters, flush)) => Some(time_device(stream, 5, iters, flush, || {
-            call(stream, w, &mut d, false)
-        })?),
+        Some((iters, flush)) => Some(crate::launch_times::time_call(
+            stream,
+            5,
+            iters,
+            flush,
+            || call(stream, w, &mut d, false),
+        )?),
     };
     stream.synchronize()?;
     Ok((outs, stats))

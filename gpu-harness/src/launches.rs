@@ -2,22 +2,22 @@
 //!
 //! The GPU machine has no Nsight Systems, and Nsight Compute times kernels one at a time (caches
 //! flushed, the clocks of an otherwise idle GPU), so a multi-launch call's kernels measured there can
-//! sum to less than `bench` measures for the call. Here each call's launches are captured once
-//! (`cutile_kernels::op::capture::capture`: planned by the host API, not queued), then replayed back to back on
-//! one stream, one `op::execute` per launch, with a CUDA event before the first and after each, behind
-//! the same L2 flush `bench` queues. Per launch: the median over the replays of the time between its
-//! events (its kernel plus any gap before it), and the call's median total. Results go to
-//! `launches.json` and `launches.md` under `--out`.
-//!
-//! Only calls whose host API queues its work through `op::execute` alone can be replayed (the others,
-//! `cutile_examples::run::Owned` families, are listed as not measured).
+//! sum to less than `bench` measures for the call. Here each call's launches are captured once and
+//! replayed back to back behind the same L2 flush `bench` queues (`cutile_examples::launch_times`).
+//! A call through `run::instantiate` is captured here; a family that owns its tensors
+//! (`run::Owned`, e.g. fused linear + cross-entropy) is run as `bench` runs it, inside
+//! `launch_times::per_launch`, and its timing helper captures and replays the call while its tensors
+//! are alive, after timing it whole: `bench`'s figure beside the replay's total shows work the capture
+//! missed (queued other than through `op::execute`). Results go to `launches.json` and `launches.md`
+//! under `--out`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cutile::bundle::{self, Bundle};
-use cutile::runtime::timing::{FLUSH_BYTES, L2Flush, Stats};
-use cutile::runtime::{Device, Event, Stream};
+use cutile::runtime::timing::{FLUSH_BYTES, L2Flush};
+use cutile::runtime::{Device, Stream};
+use cutile_examples::launch_times::{self, LaunchTime, Replayed};
 use cutile_examples::run::{After, Owned, call, instantiate};
 use cutile_examples::workload::Workload;
 use serde::Serialize;
@@ -34,22 +34,29 @@ pub struct LaunchesArgs {
     pub iterations: usize,
 }
 
-/// One launch of a call: its kernel, the configuration the host chose and its median time.
-#[derive(Debug, Clone, Serialize)]
-pub struct LaunchTime {
-    pub kernel: String,
-    pub config: String,
-    pub median_us: f64,
-}
-
 /// One call's launches, in queue order, and the median of their sum.
 #[derive(Debug, Clone, Serialize)]
 pub struct CallLaunches {
     pub call: String,
     pub total_median_us: f64,
+    /// The same call timed whole as `bench` times it (owned families only): a total well below it
+    /// means the replay misses work the call queues other than through `op::execute`.
+    pub timed_median_us: Option<f64>,
     pub launches: Vec<LaunchTime>,
     /// Why the call was not measured (then `launches` is empty).
     pub error: Option<String>,
+}
+
+impl CallLaunches {
+    fn of(w: &Workload, r: Replayed) -> CallLaunches {
+        CallLaunches {
+            call: w.name.clone(),
+            total_median_us: r.total.median_us,
+            timed_median_us: r.timed.map(|t| t.median_us),
+            launches: r.launches,
+            error: None,
+        }
+    }
 }
 
 /// Captures `w`'s launches and replays them `iterations` times (plus one untimed).
@@ -60,62 +67,22 @@ fn measure(
     flush: &mut L2Flush,
     iterations: usize,
 ) -> Result<CallLaunches, BoxError> {
-    if Owned::of(w).is_some() {
-        return Err("its family owns its tensors and times itself (not replayable here)".into());
+    if let Some(owned) = Owned::of(w) {
+        let inputs = w.inputs()?;
+        let (result, replayed) = launch_times::per_launch(|| {
+            owned.run(device, stream, w, &inputs, Some((iterations, Some(flush))))
+        });
+        result?;
+        let replayed = replayed.ok_or("the family's run timed nothing through time_call")??;
+        return Ok(CallLaunches::of(w, replayed));
     }
     let mut inst = instantiate(device, w, false)?;
     // Loads the modules outside the measurement.
     call(stream, w, &mut inst, After::Wait)?;
-    let (result, captured) =
-        cutile_kernels::op::capture::capture(|| call(stream, w, &mut inst, After::Detach));
-    result?;
-    let steps: Vec<_> = captured
-        .iter()
-        .flat_map(|c| c.launches.iter().map(move |l| (&c.operands, l)))
-        .collect();
-    if steps.is_empty() {
-        return Err("the call queued nothing through op::execute".into());
-    }
-    let events = (0..=steps.len())
-        .map(|_| Event::new(device))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut per_launch = vec![Vec::with_capacity(iterations); steps.len()];
-    let mut totals = Vec::with_capacity(iterations);
-    for it in 0..=iterations {
-        flush.enqueue(stream)?;
-        events[0].record(stream)?;
-        for (i, (operands, launch)) in steps.iter().enumerate() {
-            // SAFETY: the operands are the instance's tensors and the stream's scratch, alive until
-            // the synchronization below; the guard is forgotten (its drop would wait), as `After::Detach`.
-            let pending = unsafe {
-                cutile_kernels::op::execute(stream, operands, std::slice::from_ref(launch))
-            }?;
-            std::mem::forget(pending);
-            events[i + 1].record(stream)?;
-        }
-        stream.synchronize()?;
-        if it == 0 {
-            continue;
-        }
-        for (i, times) in per_launch.iter_mut().enumerate() {
-            times.push(events[i].elapsed_ms(&events[i + 1])? as f64 * 1e3);
-        }
-        totals.push(events[0].elapsed_ms(&events[steps.len()])? as f64 * 1e3);
-    }
-    Ok(CallLaunches {
-        call: w.name.clone(),
-        total_median_us: Stats::of(totals).median_us,
-        launches: steps
-            .iter()
-            .zip(per_launch)
-            .map(|((_, l), times)| LaunchTime {
-                kernel: l.kernel.name().to_string(),
-                config: l.config.clone(),
-                median_us: Stats::of(times).median_us,
-            })
-            .collect(),
-        error: None,
-    })
+    let replayed = launch_times::capture_and_replay(stream, Some(flush), iterations, || {
+        call(stream, w, &mut inst, After::Detach)
+    })?;
+    Ok(CallLaunches::of(w, replayed))
 }
 
 fn markdown(calls: &[CallLaunches]) -> String {
@@ -135,9 +102,13 @@ fn markdown(calls: &[CallLaunches]) -> String {
         }
         let sum: f64 = c.launches.iter().map(|l| l.median_us).sum();
         s += &format!(
-            "\nsum of the medians {sum:.2} µs; median of the totals {:.2} µs\n",
+            "\nsum of the medians {sum:.2} µs; median of the totals {:.2} µs",
             c.total_median_us
         );
+        if let Some(t) = c.timed_median_us {
+            s += &format!("; the call timed whole {t:.2} µs");
+        }
+        s += "\n";
     }
     s
 }
@@ -170,6 +141,7 @@ pub fn run(a: &LaunchesArgs) -> Result<ExitCode, BoxError> {
                 CallLaunches {
                     call: w.name.clone(),
                     total_median_us: f64::NAN,
+                    timed_median_us: None,
                     launches: Vec::new(),
                     error: Some(e.to_string()),
                 }
@@ -178,10 +150,13 @@ pub fn run(a: &LaunchesArgs) -> Result<ExitCode, BoxError> {
             Some(e) => println!("{}: not measured: {e}", c.call),
             None => {
                 println!(
-                    "{}: {:.2} µs in {} launches",
+                    "{}: {:.2} µs in {} launches{}",
                     c.call,
                     c.total_median_us,
-                    c.launches.len()
+                    c.launches.len(),
+                    c.timed_median_us
+                        .map(|t| format!(" (timed whole: {t:.2} µs)"))
+                        .unwrap_or_default()
                 );
                 for l in &c.launches {
                     println!("    {:>10.2} µs  {} ({})", l.median_us, l.kernel, l.config);
@@ -209,6 +184,7 @@ mod tests {
             CallLaunches {
                 call: "gemm bf16 [8, 8] [8, 8]".into(),
                 total_median_us: 12.5,
+                timed_median_us: None,
                 launches: vec![
                     LaunchTime {
                         kernel: "gemm".into(),
@@ -226,14 +202,23 @@ mod tests {
             CallLaunches {
                 call: "fused_qkv".into(),
                 total_median_us: f64::NAN,
+                timed_median_us: None,
                 launches: Vec::new(),
                 error: Some("owned".into()),
             },
         ];
+        let mut owned = calls[0].clone();
+        owned.call = "fused_linear_cross_entropy".into();
+        owned.timed_median_us = Some(14.0);
+        let calls = [calls[0].clone(), calls[1].clone(), owned];
         let md = markdown(&calls);
         assert!(md.contains("| 1 | copy_tiles | pack | 2.00 |"), "{md}");
         assert!(
-            md.contains("sum of the medians 12.00 µs; median of the totals 12.50 µs"),
+            md.contains("sum of the medians 12.00 µs; median of the totals 12.50 µs\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("median of the totals 12.50 µs; the call timed whole 14.00 µs\n"),
             "{md}"
         );
         assert!(md.contains("## fused_qkv\n\nnot measured: owned"), "{md}");
