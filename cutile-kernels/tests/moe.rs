@@ -7,7 +7,8 @@
 //!   alignment of (token, expert) pairs to GEMM row blocks, and the dense MoE reference on tiny shapes;
 //! - the catalog's kernels compile for sm_80, sm_90, sm_100 and sm_120;
 //! - on a GPU (ignored without `--include-ignored`, skipped without a device): quantize and dequantize
-//!   bit-exact against the CPU reference (bf16, f16, ragged rows), and MoE layers (W4A16 and dense)
+//!   bit-exact against the CPU reference (bf16, f16, ragged rows), every folded-dequantization kernel
+//!   against it and bit-exact against each other, and MoE layers (W4A16 and dense)
 //!   against the reference: ragged T, 4 to 128 experts, top-1/2/8, an empty expert, one expert taking
 //!   every token, at every row block and in every decode-form tile, split over 16 `gpu_moe_layer_*` /
 //!   `gpu_moe_decode_*` tests (one per row block and weight kind, one per decode shape) so their JIT
@@ -877,7 +878,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::GpuArch;
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 45);
+    assert_eq!(jobs.len(), 49);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -949,6 +950,32 @@ fn quantize_case<E: MoeElem>(s: &Stream, g: usize, rows: usize, k: usize, seed: 
             "element {i}: {a} != {b}"
         );
     }
+    // The folded dequantization (`e2m1 · e4m3 · 2^-7`, the sorted forms' copy) by every kernel:
+    // the reference's value over `global · 2^7`, and every kernel's bits those of the first.
+    let mut first: Option<Vec<f32>> = None;
+    for kernel in moe::host::DEQUANT_KERNELS {
+        let mut yf = Tensor::<E>::zeros(d, &[gi, ri, ki]).unwrap();
+        moe::host::nvfp4_dequantize_folded(s, &tw, &ts, &mut yf, kernel).unwrap();
+        let got = from_e::<E>(&yf.to_host().unwrap());
+        let per_group = rows * k;
+        for (i, (a, b)) in got.iter().zip(&want_y).enumerate() {
+            // `want_y` is rounded to `E` (half an ulp: 2^-9 relative in bf16, 2^-25 absolute among
+            // f16 subnormals); the product here is not.
+            let v = a * 128.0 * want.global[i / per_group];
+            assert!(
+                (v - b).abs() <= 2f32.powi(-8) * b.abs() + 2f32.powi(-24),
+                "{kernel:?} element {i}: {v} != {b}"
+            );
+        }
+        match &first {
+            None => first = Some(got),
+            Some(f) => {
+                for (i, (a, b)) in got.iter().zip(f).enumerate() {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{kernel:?} element {i}");
+                }
+            }
+        }
+    }
 }
 
 #[test]
@@ -960,6 +987,8 @@ fn gpu_quantize_dequantize_bit_exact() {
     quantize_case::<bf16>(&s, 1, 1, 256, 1);
     quantize_case::<bf16>(&s, 3, 37, 512, 2);
     quantize_case::<f16>(&s, 2, 50, 768, 3);
+    // More scale groups than one block of `DequantKernel::Groups` holds, ragged at the end.
+    quantize_case::<bf16>(&s, 2, 333, 1024, 4);
 }
 
 /// One layer case: `t` tokens, `e` experts, top-`k`, `h x i`; `force` routes every token's first

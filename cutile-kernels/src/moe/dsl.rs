@@ -535,6 +535,44 @@ pub mod kernels {
         unsafe { y.store_at((g, n, k), t.reshape::<S3<1, BN, BK>>()) };
     }
 
+    /// [`nvfp4_dequantize_folded`] for bf16 over scale groups: `w` viewed as `[rows, 8]` bytes and
+    /// `s` as `[rows]` e4m3 codes (one row = the 16 weights of one scale, any `[G, N, K]` flattened),
+    /// `y` as `[rows, 16]` bf16; block `p` writes rows `p·R..`. Each byte becomes one 32-bit word of
+    /// both its bf16 results, the low nibble's in the low half, read as two bf16 by
+    /// [`Tile::reinterpret`], instead of the folded kernel's `cat` of even and odd columns, and the
+    /// grid is one dimension over any tensor. A nibble is decoded into the high half of an `f32` (a
+    /// bf16 is the top 16 bits of the `f32` of the same value) and scaled in `f32`; the product has
+    /// at most 6 significant bits (`e2m1 · e4m3 · 2^-7`, normal in bf16), so dropping the low 16
+    /// bits is exact: the folded kernel's values, bit for bit. sm_90 (tileiras 13.5.37): the store
+    /// still goes through a shared-memory relayout, 25.6 KB per block at `R` 256 (the folded kernel's
+    /// `64 x 128` tile 33.8 KB for twice the output), 50 KB at 1024; which runs nearer copy bandwidth
+    /// is the `nvfp4_moe` example's measurement.
+    #[cutile::entry]
+    pub fn nvfp4_dequantize_groups<const R: i32>(
+        w: &Tensor<i8, S2<DYN, 8>>,
+        s: &Tensor<i8, S1<DYN>>,
+        y: &mut Tensor<bf16, S2<R, 16>>,
+    ) {
+        let p = block_id().0;
+        let zero = scalar::<i32>(0i32);
+        let b = unsigned(
+            w.partition_padded::<S2<R, 8>>(Padding::Zero)
+                .load((p, zero)),
+        );
+        let sc = unsigned(s.partition_padded::<S1<R>>(Padding::Zero).load(p));
+        let scale = (e4m3_decode(sc) * 2f32.powi(119))
+            .reshape::<S2<R, 1>>()
+            .broadcast::<S2<R, 8>>();
+        // Nibble sign to bit 31, magnitude bits to 22..25 (the bf16 pattern of `e2m1_bits`, 16 up).
+        let sign = -2147483648i32;
+        let mag = 7i32 << 22;
+        let lo = (((b << 28) & sign) | ((b << 22) & mag)).bitcast::<f32>() * scale;
+        let hi = (((b << 24) & sign) | ((b << 18) & mag)).bitcast::<f32>() * scale;
+        let word = ((lo.bitcast::<i32>() >> 16) & 65535i32) | (hi.bitcast::<i32>() & -65536i32);
+        // SAFETY: block `p` writes only row tile `p`.
+        unsafe { y.store_at((p, zero), word.reinterpret::<bf16, S2<R, 16>>()) };
+    }
+
     /// Per-tile absolute maxima of `x: [G, R, K]`: block `(p, g)` writes `part[g, p]`, the maximum of
     /// `|x|` over its `BR x BK` tile (row-major over the tiles of one group).
     #[cutile::entry]

@@ -9,7 +9,7 @@
 //! load). These are not yet planned ops over `op::scratch` (see `docs/moe.md`).
 
 use cutile::core::{BitWidth, Float, MmaOperand};
-use cutile::runtime::{DeviceElement, Stream, Tensor, TensorView};
+use cutile::runtime::{DeviceElement, Stream, Tensor, TensorView, TensorViewMut};
 
 use super::kernels;
 use super::reference::BLOCK;
@@ -19,9 +19,80 @@ use crate::op::{OpError, ceil_div};
 pub trait MoeElem:
     Float + MmaOperand<f32> + DeviceElement + BitWidth<Bits = cutile::core::bitcast::width::W16>
 {
+    /// [`DequantKernel::Groups`] of `w: [.., K/2]`, `s: [.., K/16]` into `y` (contiguous, `16 ·
+    /// s.numel()` elements); `Ok(false)` where the type has no such kernel (f16), so the caller
+    /// takes [`DequantKernel::Tiles`].
+    fn dequantize_groups(
+        _stream: &Stream,
+        _w: &TensorView<'_, i8>,
+        _s: &TensorView<'_, i8>,
+        _y: &mut TensorViewMut<'_, Self>,
+        _rows: i64,
+    ) -> Result<bool, OpError> {
+        Ok(false)
+    }
 }
-impl MoeElem for half::bf16 {}
+impl MoeElem for half::bf16 {
+    fn dequantize_groups(
+        stream: &Stream,
+        w: &TensorView<'_, i8>,
+        s: &TensorView<'_, i8>,
+        y: &mut TensorViewMut<'_, Self>,
+        rows: i64,
+    ) -> Result<bool, OpError> {
+        const OP: &str = "nvfp4_dequantize_folded";
+        let groups = s.numel();
+        let mut y = y.reborrow().reshape(&[groups, 16])?;
+        let (w, s) = (w.reshape(&[groups, 8])?, s.reshape(&[groups])?);
+        let grid = (u32_of(OP, ceil_div(groups, rows))?, 1, 1);
+        match rows {
+            128 => kernels::nvfp4_dequantize_groups::<128>(&w, &s, &mut y)
+                .grid(grid)
+                .launch(stream)?,
+            256 => kernels::nvfp4_dequantize_groups::<256>(&w, &s, &mut y)
+                .grid(grid)
+                .launch(stream)?,
+            512 => kernels::nvfp4_dequantize_groups::<512>(&w, &s, &mut y)
+                .grid(grid)
+                .launch(stream)?,
+            1024 => kernels::nvfp4_dequantize_groups::<1024>(&w, &s, &mut y)
+                .grid(grid)
+                .launch(stream)?,
+            _ => {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    what: format!("{rows} scale groups per block (128, 256, 512 or 1024)"),
+                });
+            }
+        }
+        Ok(true)
+    }
+}
 impl MoeElem for half::f16 {}
+
+/// The kernel that writes the folded bf16/f16 copy of NVFP4 weights ([`Form::Sorted`] and its staged
+/// twin; [`nvfp4_dequantize_folded`]): `Tiles`, `64 x 128` tiles of `[G, N, K]` with the even and odd
+/// columns interleaved by a relayout; `Groups { rows }`, bf16 only (f16 takes `Tiles`), the weights
+/// flattened into scale groups of 16 and each byte decoded into one word of two bf16, `rows` groups
+/// (128, 256, 512 or 1024) per block. Same values bit for bit; which one runs nearer copy bandwidth is a
+/// device measurement (`nvfp4_moe` times both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DequantKernel {
+    Tiles,
+    Groups { rows: i64 },
+}
+
+/// The kernel [`moe_layer`] dequantizes with unless [`Workspace::dequant`] names another.
+pub const DEFAULT_DEQUANT: DequantKernel = DequantKernel::Tiles;
+
+/// The dequantization kernels the `nvfp4_moe` example times against each other.
+pub const DEQUANT_KERNELS: [DequantKernel; 5] = [
+    DequantKernel::Tiles,
+    DequantKernel::Groups { rows: 128 },
+    DequantKernel::Groups { rows: 256 },
+    DequantKernel::Groups { rows: 512 },
+    DequantKernel::Groups { rows: 1024 },
+];
 
 /// The row block of [`moe_layer`]'s callers before the host picked it ([`row_block`]); any of
 /// [`ROW_BLOCKS`] works.
@@ -399,11 +470,22 @@ pub struct Workspace<E: MoeElem> {
     /// The form to run instead of the host's pick ([`default_form`]); a form the routing's row block
     /// cannot run ([`forms`]) is refused with a typed error. For sweeps and tests.
     pub form: Option<Form>,
+    /// The kernel that dequantizes NVFP4 weights for the sorted forms instead of
+    /// [`DEFAULT_DEQUANT`]. For sweeps and tests.
+    pub dequant: Option<DequantKernel>,
     h: Option<Tensor<E>>,
     y: Option<Tensor<f32>>,
     counts: Option<Tensor<i32>>,
     start: Option<Tensor<i32>>,
     scratch: Scratch<E>,
+}
+
+/// The sorted forms' dequantized NVFP4 weights: `[E · 2I · H]` flat (W13's, then W2's in the first
+/// `E · H · I`), and the kernel that writes them (the call's [`Workspace::dequant`]).
+#[derive(Debug)]
+struct Dequantized<E: MoeElem> {
+    buf: Option<Tensor<E>>,
+    kernel: DequantKernel,
 }
 
 /// The workspace buffers the GEMM launches (re)allocate as a form needs them, a field apart from `h`
@@ -415,9 +497,8 @@ struct Scratch<E: MoeElem> {
     /// [`Form::Sorted`], [`Form::InKernel`] and [`Form::Decode`]: `x`'s rows in the aligned order,
     /// `[P, H]`.
     xs: Option<Tensor<E>>,
-    /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights, `[E · 2I · H]` flat (W13's,
-    /// then W2's in the first `E · H · I`).
-    wd: Option<Tensor<E>>,
+    /// [`Form::Sorted`] with NVFP4 weights: the dequantized weights and the kernel that writes them.
+    wd: Dequantized<E>,
     /// [`Form::SortedStaged`]: each pair's row in the aligned order, `[T, k]`.
     pos: Option<Tensor<i32>>,
 }
@@ -426,6 +507,7 @@ impl<E: MoeElem> Default for Workspace<E> {
     fn default() -> Self {
         Workspace {
             form: None,
+            dequant: None,
             h: None,
             y: None,
             counts: None,
@@ -433,7 +515,10 @@ impl<E: MoeElem> Default for Workspace<E> {
             scratch: Scratch {
                 part: None,
                 xs: None,
-                wd: None,
+                wd: Dequantized {
+                    buf: None,
+                    kernel: DEFAULT_DEQUANT,
+                },
                 pos: None,
             },
         }
@@ -644,6 +729,7 @@ pub fn moe_layer_in<E: MoeElem>(
         return Ok(());
     }
     let h = reuse(&mut ws.h, stream, &[d.p, d.i])?;
+    ws.scratch.wd.kernel = ws.dequant.unwrap_or(DEFAULT_DEQUANT);
     launch_gemm1(stream, x, weights, routing, d, h, &mut ws.scratch)?;
     let y = reuse(&mut ws.y, stream, &[d.y_rows(), d.h])?;
     launch_gemm2(stream, h, weights, routing, d, y, &mut ws.scratch)?;
@@ -670,6 +756,7 @@ pub fn moe_gemm1<E: MoeElem>(
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
+    ws.scratch.wd.kernel = ws.dequant.unwrap_or(DEFAULT_DEQUANT);
     launch_gemm1(stream, x, weights, routing, d, h, &mut ws.scratch)
 }
 
@@ -691,6 +778,7 @@ pub fn moe_gemm2<E: MoeElem>(
     if d.t == 0 || d.p == 0 {
         return Ok(());
     }
+    ws.scratch.wd.kernel = ws.dequant.unwrap_or(DEFAULT_DEQUANT);
     launch_gemm2(stream, h, weights, routing, d, y, &mut ws.scratch)
 }
 
@@ -1136,28 +1224,81 @@ fn sorted_grid(
 /// N, K]`.
 fn dequantized<'w, E: MoeElem>(
     stream: &Stream,
-    wd: &'w mut Option<Tensor<E>>,
+    wd: &'w mut Dequantized<E>,
     d: Dims,
     experts: i64,
     (w, s): (&Tensor<i8>, &Tensor<i8>),
     n: i64,
     k: i64,
 ) -> Result<TensorView<'w, E>, OpError> {
-    const OP: &str = "moe_layer";
-    let buf = reuse(wd, stream, &[experts * 2 * d.i * d.h])?;
+    let kernel = wd.kernel;
+    let buf = reuse(&mut wd.buf, stream, &[experts * 2 * d.i * d.h])?;
     {
         let mut y = buf
             .slice_mut(0, 0..experts * n * k)?
             .reshape(&[experts, n, k])?;
-        let tiles = ceil_div(n, DBN) * ceil_div(k, DBK);
-        kernels::nvfp4_dequantize_folded::<E, 64, 128, 64, 8>(w, s, &mut y)
-            .grid((u32_of(OP, tiles)?, u32_of(OP, experts)?, 1))
-            .launch(stream)?;
+        launch_dequant_folded(stream, &w.view(), &s.view(), &mut y, kernel)?;
     }
     let view = buf
         .slice(0, 0..experts * n * k)?
         .reshape(&[experts, n, k])?;
     Ok(view)
+}
+
+/// The folded dequantization (`e2m1 · e4m3 · 2^-7`, exact in `E`) of `w: [G, N, K/2]`, `s: [G, N,
+/// K/16]` into `y: [G, N, K]` (contiguous) by `kernel` (f16 always by `Tiles`).
+fn launch_dequant_folded<E: MoeElem>(
+    stream: &Stream,
+    w: &TensorView<'_, i8>,
+    s: &TensorView<'_, i8>,
+    y: &mut TensorViewMut<'_, E>,
+    kernel: DequantKernel,
+) -> Result<(), OpError> {
+    const OP: &str = "nvfp4_dequantize_folded";
+    if let DequantKernel::Groups { rows } = kernel
+        && E::dequantize_groups(stream, w, s, y, rows)?
+    {
+        return Ok(());
+    }
+    let (g, n, k) = (y.shape()[0], y.shape()[1], y.shape()[2]);
+    let tiles = ceil_div(n, DBN) * ceil_div(k, DBK);
+    kernels::nvfp4_dequantize_folded::<E, 64, 128, 64, 8>(w, s, y)
+        .grid((u32_of(OP, tiles)?, u32_of(OP, g)?, 1))
+        .launch(stream)?;
+    Ok(())
+}
+
+/// The folded dequantization the sorted prefill forms run once per call: `y: [G, N, K]` ←
+/// `e2m1 · e4m3 · 2^-7` of `w: [G, N, K/2]`, `s: [G, N, K/16]` (exact in `E`; the value is `y ·
+/// global · 2^7`), by `kernel` (f16 always by [`DequantKernel::Tiles`]). For timing the kernels
+/// against each other and testing them; [`moe_layer`] calls it itself.
+pub fn nvfp4_dequantize_folded<E: MoeElem>(
+    stream: &Stream,
+    w: &Tensor<i8>,
+    s: &Tensor<i8>,
+    y: &mut Tensor<E>,
+    kernel: DequantKernel,
+) -> Result<(), OpError> {
+    const OP: &str = "nvfp4_dequantize_folded";
+    let sh = y.shape().to_vec();
+    if sh.len() != 3 {
+        return Err(OpError::Rank {
+            op: OP,
+            arg: "y",
+            expected: "3 ([groups, rows, K])".into(),
+            shape: sh,
+        });
+    }
+    let (g, n, k) = (sh[0], sh[1], sh[2]);
+    if k % (2 * BLOCK as i64) != 0 {
+        return Err(shape_err(OP, "K must be a multiple of 32", &[k], &[32]));
+    }
+    expect(OP, "w", w.shape(), &[g, n, k / 2])?;
+    expect(OP, "s", s.shape(), &[g, n, k / BLOCK as i64])?;
+    if g * n * k == 0 {
+        return Ok(());
+    }
+    launch_dequant_folded(stream, &w.view(), &s.view(), &mut y.view_mut(), kernel)
 }
 
 /// The weights (`[E, N, K]`) and per-expert `global` a [`Form::Sorted`] GEMM reads (GEMM 2's with
@@ -1170,7 +1311,7 @@ fn sorted_operands<'a, E: MoeElem>(
     r: &Routing<'a>,
     d: Dims,
     gemm2: bool,
-    wd: &'a mut Option<Tensor<E>>,
+    wd: &'a mut Dequantized<E>,
 ) -> Result<(TensorView<'a, E>, TensorView<'a, f32>, bool), OpError> {
     Ok(match *weights {
         Weights::Dense { w13, w2 } => {
@@ -1250,7 +1391,7 @@ fn launch_gemm2_sorted<E: MoeElem>(
     r: &Routing<'_>,
     d: Dims,
     y: &mut Tensor<f32>,
-    wd: &mut Option<Tensor<E>>,
+    wd: &mut Dequantized<E>,
 ) -> Result<(), OpError> {
     let (w2, global, fold) = sorted_operands(stream, weights, r, d, true, wd)?;
     let wflat = r.weights.reshape(&[d.t * d.k])?;
@@ -1402,7 +1543,7 @@ fn launch_gemm2_staged<E: MoeElem>(
     d: Dims,
     bn: i64,
     y: &mut Tensor<f32>,
-    wd: &mut Option<Tensor<E>>,
+    wd: &mut Dequantized<E>,
 ) -> Result<(), OpError> {
     let (w2, global, fold) = sorted_operands(stream, weights, r, d, true, wd)?;
     let grid = sorted_grid(h.device(), d, d.h / bn)?;

@@ -13,7 +13,11 @@
 //! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) every
 //! decode-form tile at row blocks 16 and 32 (`host::DECODE_TILES`, `host::DECODE_TILES_32`); for
 //! prefill every form (both rows forms, the sorted form and, at row block 128, the staged sorted form
-//! at both tile widths and the in-kernel decode form in both K steps) at the host's block and at 64.
+//! at both tile widths and the in-kernel decode form in both K steps) at the host's block and at 64;
+//! `NVFP4_MOE_SWEEP=sorted` only the sorted forms at prefill (the rows and in-kernel forms lost by
+//! 1.2-13x in session 23 and take most of the sweep's time). With the sweep, the prefill default's
+//! row also times each kernel of `host::DEQUANT_KERNELS` alone and in the layer, beside a device
+//! copy of the bf16 W13 (`| dequant |` rows).
 //! `NVFP4_MOE_BUDGET_S` (default 110) bounds the wall time: candidates past it print as skipped. Prints `skipped` and exits 0 without a GPU.
 
 use cutile::runtime::{Device, Stream, Tensor};
@@ -21,6 +25,14 @@ use cutile_kernels::moe::{self, Routing, Weights, Workspace, reference as r};
 use half::bf16;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// `NVFP4_MOE_SWEEP`: unset, `sorted` (the sorted forms only at prefill), anything else (every form).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    Off,
+    Sorted,
+    All,
+}
 
 struct Layer {
     e: i64,
@@ -90,6 +102,53 @@ impl Budget {
     }
 }
 
+/// The sorted forms' per-call dequantization by each kernel (`DEQUANT_KERNELS`): W13 and W2 alone
+/// (bytes read and written ÷ time) and the layer with it (`layer`), beside a device copy of the
+/// bf16 W13 (read and written ÷ time), the bandwidth a memory-bound pass can reach in this run.
+fn dequant_rows(
+    s: &Stream,
+    flush: &mut cutile::runtime::timing::L2Flush,
+    iters: usize,
+    (q13, s13, q2, s2): (&Tensor<i8>, &Tensor<i8>, &Tensor<i8>, &Tensor<i8>),
+    d13: &Tensor<bf16>,
+    mut layer: impl FnMut(
+        &mut cutile::runtime::timing::L2Flush,
+        &mut Workspace<bf16>,
+        moe::host::DequantKernel,
+    ) -> Res<f64>,
+    ws: &mut Workspace<bf16>,
+) -> Res<()> {
+    let d = s.device();
+    let mut y13 = Tensor::<bf16>::zeros(d, d13.shape())?;
+    let sh2 = [q2.shape()[0], q2.shape()[1], 2 * q2.shape()[2]];
+    let mut y2 = Tensor::<bf16>::zeros(d, &sh2)?;
+    let bytes = |q: &Tensor<i8>, sc: &Tensor<i8>, y: &Tensor<bf16>| {
+        (q.numel() + sc.numel() + 2 * y.numel()) as f64
+    };
+    let gbs = |b: f64, us: f64| b / (us * 1e-6) / 1e9;
+    let copy_us = time(s, flush, iters, || Ok(y13.copy_from(&d13.view())?))?;
+    println!(
+        "| dequant | device copy of bf16 W13 ({:.2} GB read + written) | {copy_us:.1} µs | {:.0} GB/s |",
+        4.0 * d13.numel() as f64 / 1e9,
+        gbs(4.0 * d13.numel() as f64, copy_us)
+    );
+    for kernel in moe::host::DEQUANT_KERNELS {
+        let u13 = time(s, flush, iters, || {
+            moe::host::nvfp4_dequantize_folded(s, q13, s13, &mut y13, kernel)
+        })?;
+        let u2 = time(s, flush, iters, || {
+            moe::host::nvfp4_dequantize_folded(s, q2, s2, &mut y2, kernel)
+        })?;
+        let layer_us = layer(flush, ws, kernel)?;
+        println!(
+            "| dequant | {kernel:?} | W13 {u13:.1} µs ({:.0} GB/s) | W2 {u2:.1} µs ({:.0} GB/s) | layer {layer_us:.1} µs |",
+            gbs(bytes(q13, s13, &y13), u13),
+            gbs(bytes(q2, s2, &y2), u2),
+        );
+    }
+    Ok(())
+}
+
 fn form_name(f: moe::host::Form) -> String {
     match f {
         moe::host::Form::Rows => "rows (f32 decode)".into(),
@@ -110,7 +169,9 @@ fn form_name(f: moe::host::Form) -> String {
     }
 }
 
-fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -> Res<()> {
+fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: Sweep, budget: &Budget) -> Res<()> {
+    let sweep_forms = sweep;
+    let sweep = sweep != Sweep::Off;
     let d = s.device();
     let (e, h, i, k) = (l.e, l.h, l.i, l.k);
     let w13 = Tensor::<bf16>::random_uniform(d, &[e, 2 * i, h], -0.05, 0.05, seed)?;
@@ -141,7 +202,15 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
         };
         for bm in bms {
             for f in moe::host::forms(bm, h, i) {
-                let wanted = !decode || matches!(f, moe::host::Form::Decode { .. });
+                let wanted = if decode {
+                    matches!(f, moe::host::Form::Decode { .. })
+                } else {
+                    sweep_forms == Sweep::All
+                        || matches!(
+                            f,
+                            moe::host::Form::Sorted | moe::host::Form::SortedStaged { .. }
+                        )
+                };
                 if wanted && !cands.contains(&(bm, f)) {
                     cands.push((bm, f));
                 }
@@ -277,6 +346,32 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: bool, budget: &Budget) -
             pct(b2, g2_us),
             if ok { "ok" } else { "MISMATCH" },
         );
+        if sweep
+            && t > 64
+            && bm == picked
+            && form == moe::host::default_form(bm, h, i)
+            && matches!(
+                form,
+                moe::host::Form::Sorted | moe::host::Form::SortedStaged { .. }
+            )
+        {
+            dequant_rows(
+                s,
+                &mut flush,
+                iters,
+                (&q13, &s13, &q2, &s2),
+                &d13,
+                |fl, ws, dq| {
+                    ws.dequant = Some(dq);
+                    let r = time(s, fl, iters, || {
+                        moe::moe_layer_in(s, &x, &w4, &routing, &mut out, ws)
+                    });
+                    ws.dequant = None;
+                    r
+                },
+                &mut ws,
+            )?;
+        }
         if t == 1 && bm == picked && form == moe::host::default_form(bm, h, i) {
             println!(
                 "| E={e} H={h} I={i}: NVFP4 weights {:.1} MiB vs bf16 {:.1} MiB; {hit} experts hit at T=1 |",
@@ -324,7 +419,11 @@ fn main() {
         },
     ];
     // NVFP4_MOE_SWEEP=1 times other row blocks and forms, not only the host's pick (see `run`).
-    let sweep = std::env::var_os("NVFP4_MOE_SWEEP").is_some();
+    let sweep = match std::env::var("NVFP4_MOE_SWEEP").as_deref() {
+        Err(_) => Sweep::Off,
+        Ok("sorted") => Sweep::Sorted,
+        Ok(_) => Sweep::All,
+    };
     let budget = Budget {
         start: std::time::Instant::now(),
         limit_s: std::env::var("NVFP4_MOE_BUDGET_S")
