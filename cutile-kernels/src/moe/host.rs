@@ -173,6 +173,31 @@ pub fn nvfp4_quantize<E: MoeElem>(
     Ok(())
 }
 
+/// `(G, N, K)` of a dequantization into `y: [G, N, K]` from NVFP4 `w: [G, N, K/2]`, `s: [G, N, K/16]`
+/// (`K` a multiple of 32), or the typed error naming the argument that does not fit.
+fn dequant_dims(
+    op: &'static str,
+    w: &Tensor<i8>,
+    s: &Tensor<i8>,
+    y: &[i64],
+) -> Result<(i64, i64, i64), OpError> {
+    if y.len() != 3 {
+        return Err(OpError::Rank {
+            op,
+            arg: "y",
+            expected: "3 ([groups, rows, K])".into(),
+            shape: y.to_vec(),
+        });
+    }
+    let (g, n, k) = (y[0], y[1], y[2]);
+    if k % (2 * BLOCK as i64) != 0 {
+        return Err(shape_err(op, "K must be a multiple of 32", &[k], &[32]));
+    }
+    expect(op, "w", w.shape(), &[g, n, k / 2])?;
+    expect(op, "s", s.shape(), &[g, n, k / BLOCK as i64])?;
+    Ok((g, n, k))
+}
+
 /// Dequantizes NVFP4 `w: [G, N, K/2]`, `s: [G, N, K/16]`, `global: [G]` into `y: [G, N, K]`.
 pub fn nvfp4_dequantize<E: MoeElem>(
     stream: &Stream,
@@ -182,21 +207,7 @@ pub fn nvfp4_dequantize<E: MoeElem>(
     y: &mut Tensor<E>,
 ) -> Result<(), OpError> {
     const OP: &str = "nvfp4_dequantize";
-    let sh = y.shape().to_vec();
-    if sh.len() != 3 {
-        return Err(OpError::Rank {
-            op: OP,
-            arg: "y",
-            expected: "3 ([groups, rows, K])".into(),
-            shape: sh,
-        });
-    }
-    let (g, n, k) = (sh[0], sh[1], sh[2]);
-    if k % (2 * BLOCK as i64) != 0 {
-        return Err(shape_err(OP, "K must be a multiple of 32", &[k], &[32]));
-    }
-    expect(OP, "w", w.shape(), &[g, n, k / 2])?;
-    expect(OP, "s", s.shape(), &[g, n, k / BLOCK as i64])?;
+    let (g, n, k) = dequant_dims(OP, w, s, y.shape())?;
     expect(OP, "global", global.shape(), &[g])?;
     if g * n * k == 0 {
         return Ok(());
@@ -1271,7 +1282,7 @@ fn launch_dequant_folded<E: MoeElem>(
 /// The folded dequantization the sorted prefill forms run once per call: `y: [G, N, K]` ←
 /// `e2m1 · e4m3 · 2^-7` of `w: [G, N, K/2]`, `s: [G, N, K/16]` (exact in `E`; the value is `y ·
 /// global · 2^7`), by `kernel` (f16 always by [`DequantKernel::Tiles`]). For timing the kernels
-/// against each other and testing them; [`moe_layer`] calls it itself.
+/// against each other and testing them; [`moe_layer`] runs the same launch on its workspace.
 pub fn nvfp4_dequantize_folded<E: MoeElem>(
     stream: &Stream,
     w: &Tensor<i8>,
@@ -1280,21 +1291,7 @@ pub fn nvfp4_dequantize_folded<E: MoeElem>(
     kernel: DequantKernel,
 ) -> Result<(), OpError> {
     const OP: &str = "nvfp4_dequantize_folded";
-    let sh = y.shape().to_vec();
-    if sh.len() != 3 {
-        return Err(OpError::Rank {
-            op: OP,
-            arg: "y",
-            expected: "3 ([groups, rows, K])".into(),
-            shape: sh,
-        });
-    }
-    let (g, n, k) = (sh[0], sh[1], sh[2]);
-    if k % (2 * BLOCK as i64) != 0 {
-        return Err(shape_err(OP, "K must be a multiple of 32", &[k], &[32]));
-    }
-    expect(OP, "w", w.shape(), &[g, n, k / 2])?;
-    expect(OP, "s", s.shape(), &[g, n, k / BLOCK as i64])?;
+    let (g, n, k) = dequant_dims(OP, w, s, y.shape())?;
     if g * n * k == 0 {
         return Ok(());
     }
