@@ -535,34 +535,40 @@ pub mod kernels {
         unsafe { y.store_at((g, n, k), t.reshape::<S3<1, BN, BK>>()) };
     }
 
-    /// [`nvfp4_dequantize_folded`] for bf16 over scale groups: `w` viewed as `[rows, 8]` bytes and
-    /// `s` as `[rows]` e4m3 codes (one row = the 16 weights of one scale, any `[G, N, K]` flattened),
-    /// `y` as `[rows, 16]` bf16; block `p` writes rows `p·R..`. Each byte becomes one 32-bit word of
-    /// both its bf16 results, the low nibble's in the low half, read as two bf16 by
-    /// [`Tile::reinterpret`], instead of the folded kernel's `cat` of even and odd columns, and the
-    /// grid is one dimension over any tensor. A nibble is decoded into the high half of an `f32` (a
-    /// bf16 is the top 16 bits of the `f32` of the same value) and scaled in `f32`; the product has
-    /// at most 6 significant bits (`e2m1 · e4m3 · 2^-7`, normal in bf16), so dropping the low 16
-    /// bits is exact: the folded kernel's values, bit for bit. sm_90 (tileiras 13.5.37): the store
-    /// still goes through a shared-memory relayout, 25.6 KB per block at `R` 256 (the folded kernel's
-    /// `64 x 128` tile 33.8 KB for twice the output), 50 KB at 1024; which runs nearer copy bandwidth
-    /// is the `nvfp4_moe` example's measurement.
+    /// [`nvfp4_dequantize_folded`] for bf16 over half scale groups: `w` viewed as `[2·groups, 4]`
+    /// bytes (8 weights per row), `s` as `[groups]` e4m3 codes (one group = the 16 weights of one
+    /// scale, any `[G, N, K]` flattened), `y` as `[2·groups, 8]` bf16; block `p` writes half groups
+    /// `p·H..`. Each byte becomes one 32-bit word of both its bf16 results, the low nibble's in the
+    /// low half, read as two bf16 by [`Tile::reinterpret`], instead of the folded kernel's `cat` of
+    /// even and odd columns, and the grid is one dimension over any tensor. A nibble is decoded into
+    /// the high half of an `f32` (a bf16 is the top 16 bits of the `f32` of the same value) and scaled
+    /// in `f32`; the product has at most 6 significant bits (`e2m1 · e4m3 · 2^-7`, normal in bf16), so
+    /// dropping the low 16 bits is exact: the folded kernel's values, bit for bit.
+    ///
+    /// Why half groups, and the scale gathered at the weights' shape: a thread then holds 4 bytes
+    /// and writes the 16 bytes they become, the layout tileiras picks for a coalesced 16-byte store,
+    /// and its scale comes from a load of that same shape (`half >> 1`, one byte per half group, from
+    /// L1). sm_90 (tileiras 13.5.37): no shared memory, one `LDG.E` and one `LDG.E.U8` in and one
+    /// `STG.E.128` out per half group. Whole groups (`[groups, 8]` bytes, the scale a `[groups]` tile
+    /// broadcast along the row) went through shared memory twice, for the scale's broadcast and for
+    /// the 32-byte rows' store (25.6 KB per block of 256 groups).
     #[cutile::entry]
-    pub fn nvfp4_dequantize_groups<const R: i32>(
-        w: &Tensor<i8, S2<DYN, 8>>,
+    pub fn nvfp4_dequantize_groups<const H: i32>(
+        w: &Tensor<i8, S2<DYN, 4>>,
         s: &Tensor<i8, S1<DYN>>,
-        y: &mut Tensor<bf16, S2<R, 16>>,
+        y: &mut Tensor<bf16, S2<H, 8>>,
     ) {
         let p = block_id().0;
         let zero = scalar::<i32>(0i32);
         let b = unsigned(
-            w.partition_padded::<S2<R, 8>>(Padding::Zero)
+            w.partition_padded::<S2<H, 4>>(Padding::Zero)
                 .load((p, zero)),
         );
-        let sc = unsigned(s.partition_padded::<S1<R>>(Padding::Zero).load(p));
-        let scale = (e4m3_decode(sc) * 2f32.powi(119))
-            .reshape::<S2<R, 1>>()
-            .broadcast::<S2<R, 8>>();
+        let half = (iota::<H>() + p * H)
+            .reshape::<S2<H, 1>>()
+            .broadcast::<S2<H, 4>>();
+        // Past the last group the gather's bounds mask reads 0 (those rows are not stored).
+        let scale = e4m3_decode(unsigned(s.gather(half >> 1i32, None, 0i32))) * 2f32.powi(119);
         // Nibble sign to bit 31, magnitude bits to 22..25 (the bf16 pattern of `e2m1_bits`, 16 up).
         let sign = -2147483648i32;
         let mag = 7i32 << 22;
@@ -570,7 +576,7 @@ pub mod kernels {
         let hi = (((b << 24) & sign) | ((b << 18) & mag)).bitcast::<f32>() * scale;
         let word = ((lo.bitcast::<i32>() >> 16) & 65535i32) | (hi.bitcast::<i32>() & -65536i32);
         // SAFETY: block `p` writes only row tile `p`.
-        unsafe { y.store_at((p, zero), word.reinterpret::<bf16, S2<R, 16>>()) };
+        unsafe { y.store_at((p, zero), word.reinterpret::<bf16, S2<H, 8>>()) };
     }
 
     /// Per-tile absolute maxima of `x: [G, R, K]`: block `(p, g)` writes `part[g, p]`, the maximum of

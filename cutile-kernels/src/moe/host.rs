@@ -20,8 +20,8 @@ pub trait MoeElem:
     Float + MmaOperand<f32> + DeviceElement + BitWidth<Bits = cutile::core::bitcast::width::W16>
 {
     /// [`DequantKernel::Groups`] of `w: [.., K/2]`, `s: [.., K/16]` into `y` (contiguous, `16 ·
-    /// s.numel()` elements); `Ok(false)` where the type has no such kernel (f16), so the caller
-    /// takes [`DequantKernel::Tiles`].
+    /// s.numel()` elements); `Ok(false)` where the type has no such kernel (f16) or the tensor has
+    /// 2^30 scale groups or more, so the caller takes [`DequantKernel::Tiles`].
     fn dequantize_groups(
         _stream: &Stream,
         _w: &TensorView<'_, i8>,
@@ -42,20 +42,25 @@ impl MoeElem for half::bf16 {
     ) -> Result<bool, OpError> {
         const OP: &str = "nvfp4_dequantize_folded";
         let groups = s.numel();
-        let mut y = y.reborrow().reshape(&[groups, 16])?;
-        let (w, s) = (w.reshape(&[groups, 8])?, s.reshape(&[groups])?);
-        let grid = (u32_of(OP, ceil_div(groups, rows))?, 1, 1);
+        let halves = 2 * groups;
+        // The kernel indexes half groups in i32; larger tensors take `Tiles` (per-expert indices).
+        if halves > i64::from(i32::MAX) {
+            return Ok(false);
+        }
+        let mut y = y.reborrow().reshape(&[halves, 8])?;
+        let (w, s) = (w.reshape(&[halves, 4])?, s.reshape(&[groups])?);
+        let grid = (u32_of(OP, ceil_div(halves, 2 * rows))?, 1, 1);
         match rows {
-            128 => kernels::nvfp4_dequantize_groups::<128>(&w, &s, &mut y)
+            128 => kernels::nvfp4_dequantize_groups::<256>(&w, &s, &mut y)
                 .grid(grid)
                 .launch(stream)?,
-            256 => kernels::nvfp4_dequantize_groups::<256>(&w, &s, &mut y)
+            256 => kernels::nvfp4_dequantize_groups::<512>(&w, &s, &mut y)
                 .grid(grid)
                 .launch(stream)?,
-            512 => kernels::nvfp4_dequantize_groups::<512>(&w, &s, &mut y)
+            512 => kernels::nvfp4_dequantize_groups::<1024>(&w, &s, &mut y)
                 .grid(grid)
                 .launch(stream)?,
-            1024 => kernels::nvfp4_dequantize_groups::<1024>(&w, &s, &mut y)
+            1024 => kernels::nvfp4_dequantize_groups::<2048>(&w, &s, &mut y)
                 .grid(grid)
                 .launch(stream)?,
             _ => {
@@ -74,8 +79,9 @@ impl MoeElem for half::f16 {}
 /// twin; [`nvfp4_dequantize_folded`]): `Tiles`, `64 x 128` tiles of `[G, N, K]` with the even and odd
 /// columns interleaved by a relayout; `Groups { rows }`, bf16 only (f16 takes `Tiles`), the weights
 /// flattened into scale groups of 16 and each byte decoded into one word of two bf16, `rows` groups
-/// (128, 256, 512 or 1024) per block. Same values bit for bit; which one runs nearer copy bandwidth is a
-/// device measurement (`nvfp4_moe` times both).
+/// (128, 256, 512 or 1024) per block, one thread per half group (no shared memory on sm_90, where
+/// `Tiles` relayouts through 33.8 KB per block). Same values bit for bit; which one runs nearer copy
+/// bandwidth is a device measurement (`nvfp4_moe` times both).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DequantKernel {
     Tiles,

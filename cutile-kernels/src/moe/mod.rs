@@ -90,21 +90,21 @@ pub fn compile_jobs() -> Vec<CompileJob> {
             meta(BF16, &[e, 2 * i, h]),
         ],
     ));
-    let groups = e * 2 * i * h / 16;
+    let halves = e * 2 * i * h / 8;
     for (spec, kernel) in [
-        ("R=128", kernels::nvfp4_dequantize_groups::kernel::<128>()),
-        ("R=256", kernels::nvfp4_dequantize_groups::kernel::<256>()),
-        ("R=512", kernels::nvfp4_dequantize_groups::kernel::<512>()),
-        ("R=1024", kernels::nvfp4_dequantize_groups::kernel::<1024>()),
+        ("H=256", kernels::nvfp4_dequantize_groups::kernel::<256>()),
+        ("H=512", kernels::nvfp4_dequantize_groups::kernel::<512>()),
+        ("H=1024", kernels::nvfp4_dequantize_groups::kernel::<1024>()),
+        ("H=2048", kernels::nvfp4_dequantize_groups::kernel::<2048>()),
     ] {
         jobs.push(job(
             "nvfp4_dequantize_groups",
             spec,
             kernel,
             vec![
-                meta(I8, &[groups, 8]),
-                meta(I8, &[groups]),
-                meta(BF16, &[groups, 16]),
+                meta(I8, &[halves, 4]),
+                meta(I8, &[halves / 2]),
+                meta(BF16, &[halves, 8]),
             ],
         ));
     }
