@@ -81,15 +81,18 @@ impl MoeElem for half::f16 {}
 /// flattened into scale groups of 16 and each byte decoded into one word of two bf16, `rows` groups
 /// (128, 256, 512 or 1024) per block, one thread per half group (no shared memory on sm_90, where
 /// `Tiles` relayouts through 33.8 KB per block). Same values bit for bit; which one runs nearer copy
-/// bandwidth is a device measurement (`nvfp4_moe` times both).
+/// bandwidth was a device measurement (`nvfp4_moe` times both; [`DEFAULT_DEQUANT`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DequantKernel {
     Tiles,
     Groups { rows: i64 },
 }
 
-/// The kernel [`moe_layer`] dequantizes with unless [`Workspace::dequant`] names another.
-pub const DEFAULT_DEQUANT: DequantKernel = DequantKernel::Tiles;
+/// The kernel [`moe_layer`] dequantizes with unless [`Workspace::dequant`] names another. H200
+/// (session 25, `docs/moe.md`): 512 groups per block moved the Mixtral W13 at 3557 GB/s against
+/// `Tiles`' 2600 (a device copy of the same bf16 bytes: 4245), the fastest of the four widths at both
+/// layers timed; f16 still takes `Tiles`.
+pub const DEFAULT_DEQUANT: DequantKernel = DequantKernel::Groups { rows: 512 };
 
 /// The dequantization kernels the `nvfp4_moe` example times against each other.
 pub const DEQUANT_KERNELS: [DequantKernel; 5] = [
