@@ -150,60 +150,25 @@ pub fn tileiras(test: &str) -> Option<cutile::toolchain::Tileiras> {
     }
 }
 
-/// From a cubin (one kernel): (registers, stack frame bytes, static shared memory bytes, `.text` bytes).
+/// From a cubin (one kernel), read by `cutile::runtime::cubin::inspect`: (registers, stack frame bytes, static
+/// shared memory bytes, `.text` bytes). Panics when the cubin does not parse, has other than one kernel, or
+/// lacks the register count, the stack frame or the `.text` section.
 pub fn resources(cubin: &[u8]) -> (u32, u32, u64, u64) {
-    let u16_at = |at: usize| u16::from_le_bytes(cubin[at..at + 2].try_into().unwrap());
-    let u32_at = |at: usize| u32::from_le_bytes(cubin[at..at + 4].try_into().unwrap());
-    let u64_at = |at: usize| u64::from_le_bytes(cubin[at..at + 8].try_into().unwrap());
-    assert_eq!(&cubin[..4], b"\x7fELF");
-    let (shoff, shentsize, shnum, shstrndx) = (
-        u64_at(0x28) as usize,
-        u16_at(0x3a) as usize,
-        u16_at(0x3c) as usize,
-        u16_at(0x3e) as usize,
-    );
-    let sec = |i: usize| {
-        let at = shoff + i * shentsize;
-        (
-            u32_at(at) as usize,
-            u64_at(at + 24) as usize,
-            u64_at(at + 32) as usize,
-        )
+    let info = cutile::runtime::cubin::inspect(cubin).unwrap_or_else(|e| panic!("{e}"));
+    let [kernel] = info.kernels.as_slice() else {
+        panic!("{} kernels in the cubin, expected one", info.kernels.len());
     };
-    let strtab = sec(shstrndx).1;
-    let name = |n: usize| {
-        let s = &cubin[strtab + n..];
-        std::str::from_utf8(&s[..s.iter().position(|&c| c == 0).unwrap()]).unwrap()
-    };
-    let (mut regs, mut frame, mut smem, mut text) = (None, None, 0, 0);
-    for i in 0..shnum {
-        let (n, off, size) = sec(i);
-        let n = name(n);
-        if n.starts_with(".nv.shared.") && n != ".nv.shared.reserved.0" {
-            smem = size as u64;
-        } else if n.starts_with(".text.") {
-            text = size as u64;
-        } else if n == ".nv.info" {
-            // Records: format, attribute, then a u16 value (format 3) or a u16 size and that many bytes
-            // (format 4). EIATTR_REGCOUNT (0x2f) and EIATTR_FRAME_SIZE (0x11) are (function, value).
-            let mut at = off;
-            while at < off + size {
-                let (fmt, attr) = (cubin[at], cubin[at + 1]);
-                match fmt {
-                    4 => {
-                        let len = u16_at(at + 2) as usize;
-                        if len == 8 && attr == 0x2f {
-                            regs = Some(u32_at(at + 8));
-                        } else if len == 8 && attr == 0x11 {
-                            frame = Some(u32_at(at + 8));
-                        }
-                        at += 4 + len;
-                    }
-                    3 | 2 => at += 4,
-                    _ => at += 2,
-                }
-            }
-        }
-    }
-    (regs.unwrap(), frame.unwrap(), smem, text)
+    let r = info
+        .resources_of(&kernel.name)
+        .expect("inspect gives every kernel its resources");
+    let missing = |what: &str| format!("{}: the cubin records no {what}", kernel.name);
+    (
+        r.registers
+            .unwrap_or_else(|| panic!("{}", missing("register count"))),
+        r.stack_frame_bytes
+            .unwrap_or_else(|| panic!("{}", missing("stack frame"))),
+        r.static_shared_bytes,
+        r.code_bytes
+            .unwrap_or_else(|| panic!("{}", missing(".text section"))),
+    )
 }
