@@ -347,6 +347,15 @@ pub fn run(a: &BenchArgs) -> Result<ExitCode, BoxError> {
         "L2 flush before memory-bound calls: {}",
         flush.mode().name()
     );
+    // The memory roofline of this run, measured on this device (an H100's HBM3 is not an H200's).
+    let copy = cutile::runtime::timing::copy_gbps(
+        &stream,
+        Some(&mut flush),
+        cutile::runtime::timing::COPY_PROBE_BYTES,
+        20,
+    )?;
+    println!("device copy bandwidth: {copy:.0} GB/s (read + written, median of 20)");
+    file.env.copy_gbps = Some(copy);
     let bar = crate::progress::bar(ws.len() as u64, "bench");
     let mut errors = 0;
     for w in &ws {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::BoxError;
-use crate::schema::{BenchFile, COPY_GBPS, OURS, PEAK_TFLOPS, Row};
+use crate::schema::{BenchFile, OURS, PEAK_TFLOPS, Row};
 
 /// The best (fastest) row of each (call name, implementation); error rows are dropped.
 pub fn best_rows(rows: &[Row]) -> BTreeMap<(String, String), Row> {
@@ -52,7 +52,7 @@ pub fn markdown(f: &BenchFile) -> String {
         .collect();
     let mut s = format!(
         "# GPU bench report\n\n{} ({}), driver {}, SM clock {} / {} MHz, power limit {} W\n\n\
-         Roofline: {COPY_GBPS} GB/s measured copy bandwidth, {PEAK_TFLOPS} TFLOP/s dense bf16. \
+         Roofline: {:.0} GB/s copy bandwidth ({}), {PEAK_TFLOPS} TFLOP/s dense bf16. \
          Ratio = peer time / our time (> 1: ours faster).\n\n",
         f.env.device,
         f.env.arch,
@@ -60,6 +60,12 @@ pub fn markdown(f: &BenchFile) -> String {
         opt(f.env.sm_clock_mhz),
         opt(f.env.max_sm_clock_mhz),
         opt(f.env.power_limit_w),
+        f.env.copy_roofline_gbps(),
+        if f.env.copy_gbps.is_some() {
+            "measured in this run"
+        } else {
+            "the H200's, not measured in this run"
+        },
     );
     s.push_str("| call | ours µs | ours | % roofline |");
     for i in &impls {
@@ -86,7 +92,7 @@ pub fn markdown(f: &BenchFile) -> String {
                 o.median_us,
                 o.throughput,
                 o.unit,
-                100.0 * o.roofline_fraction()
+                100.0 * o.roofline_fraction(f.env.copy_roofline_gbps())
             )),
             None => s.push_str(&format!("| {name} | — | — | — |")),
         }
@@ -168,7 +174,7 @@ pub fn plots(f: &BenchFile, dir: &Path) -> Result<Vec<PathBuf>, BoxError> {
     for (op, series) in by_op {
         let unit = units.get(&op).cloned().unwrap_or_default();
         let roof = if unit == "GB/s" {
-            COPY_GBPS
+            f.env.copy_roofline_gbps()
         } else {
             PEAK_TFLOPS
         };
@@ -413,6 +419,41 @@ mod tests {
         // torch 255 µs vs ours 70 µs.
         assert!(line.contains("3.64×"), "{line}");
         assert!(md.contains("| torch | ratio |"));
+    }
+
+    #[test]
+    fn the_roofline_is_the_runs_measured_copy_bandwidth() {
+        let mut f = golden();
+        let pct = |md: &str| {
+            let line = md
+                .lines()
+                .find(|l| l.starts_with("| softmax bf16"))
+                .expect("softmax line")
+                .to_string();
+            line.split('|').nth(4).expect("% column").trim().to_string()
+        };
+        let ours = f
+            .rows
+            .iter()
+            .find(|r| r.name.starts_with("softmax bf16") && r.implementation == OURS)
+            .expect("our softmax row")
+            .throughput;
+        // A file without a measured copy bandwidth falls back to the H200's, and says so.
+        f.env.copy_gbps = None;
+        let md = markdown(&f);
+        assert!(md.contains("not measured in this run"), "{md}");
+        assert_eq!(
+            pct(&md),
+            format!("{:.0}%", 100.0 * ours / crate::schema::H200_COPY_GBPS)
+        );
+        // A measured one (an H100's, say) is the base of the % column.
+        f.env.copy_gbps = Some(2900.0);
+        let md = markdown(&f);
+        assert!(
+            md.contains("2900 GB/s copy bandwidth (measured in this run)"),
+            "{md}"
+        );
+        assert_eq!(pct(&md), format!("{:.0}%", 100.0 * ours / 2900.0));
     }
 
     #[test]

@@ -20,8 +20,10 @@ pub const CHECK_SCHEMA: &str = "cutile-check";
 pub const BENCH_SCHEMA: &str = "cutile-bench";
 /// The implementation name of our rows.
 pub const OURS: &str = "cutile";
-/// Measured device copy bandwidth of the H200 (GB/s) and dense bf16 peak (TFLOP/s): the roofline.
-pub const COPY_GBPS: f64 = 4270.0;
+/// The H200's device copy bandwidth (GB/s) as measured in session 3: the roofline of a file that
+/// carries no measured [`Env::copy_gbps`] (files written before the bench measured it).
+pub const H200_COPY_GBPS: f64 = 4270.0;
+/// Dense bf16 peak (TFLOP/s) of the H100 and H200 SXM (the same tensor cores and clocks).
 pub const PEAK_TFLOPS: f64 = 989.0;
 
 /// One failing check.
@@ -90,9 +92,23 @@ pub struct Env {
     /// `CUDA_VISIBLE_DEVICES` of the process.
     #[serde(default)]
     pub visible_devices: Option<String>,
+    /// Device copy bandwidth (GB/s, read + written) measured by the bench at its start
+    /// (`cutile::runtime::timing::copy_gbps`): the memory roofline of this run.
+    #[serde(default)]
+    pub copy_gbps: Option<f64>,
     /// Free-form: torch/triton versions (peers), the timing method.
     #[serde(default)]
     pub notes: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// The memory roofline of the run: the measured copy bandwidth, or [`H200_COPY_GBPS`] for a file
+    /// without one.
+    pub fn copy_roofline_gbps(&self) -> f64 {
+        self.copy_gbps
+            .filter(|g| g.is_finite() && *g > 0.0)
+            .unwrap_or(H200_COPY_GBPS)
+    }
 }
 
 /// One timed call of one implementation.
@@ -139,10 +155,11 @@ pub struct Row {
 }
 
 impl Row {
-    /// Fraction of the roofline (copy bandwidth or bf16 peak) at the median.
-    pub fn roofline_fraction(&self) -> f64 {
+    /// Fraction of the roofline (the run's copy bandwidth `copy_gbps`, or the bf16 peak) at the
+    /// median.
+    pub fn roofline_fraction(&self, copy_gbps: f64) -> f64 {
         if self.unit == "GB/s" {
-            self.throughput / COPY_GBPS
+            self.throughput / copy_gbps
         } else {
             self.throughput / PEAK_TFLOPS
         }

@@ -603,13 +603,15 @@ pub fn described_call(
 }
 
 /// The calls the catalog compiles and the runner checks and benchmarks: Llama-like prefill (bf16, T =
-/// 16384, 32 q + 8 k heads of 128, in place) for the bandwidth bench, decode (T = 8), GPT-J partial
+/// 16384, 32 q + 8 k heads of 128) for the bandwidth bench, in place and out of place (the same
+/// kernel; the pair tells what writing back over the input costs), decode (T = 8), GPT-J partial
 /// rotary with i64 positions (f16, D = 256, rot = 64), ragged f32 (D = 80, rot = 32, out of place), and
 /// GPT-J full rotary (bf16, D = 64: the interleaved pair kernel).
 pub fn representative_calls() -> Vec<CallSpec> {
     let c = |dt: &str, a: &[i64], b: &[i64], f: &[i64]| CallSpec::new(OP, dt, &[a, b, f], false);
     vec![
         c("bf16", &[16384, 32, 8, 128], &[128, 32768], &[0, 0, 1]),
+        c("bf16", &[16384, 32, 8, 128], &[128, 32768], &[0, 0, 0]),
         c("bf16", &[8, 32, 8, 128], &[128, 4096], &[0, 0, 1]),
         c("f16", &[1000, 16, 16, 256], &[64, 4096], &[1, 1, 0]),
         c("f32", &[77, 5, 3, 80], &[32, 1024], &[0, 0, 0]),

@@ -81,6 +81,13 @@ pub enum RuntimeError {
     )]
     BadFlushMode { value: String },
 
+    /// A timing came back as 0 µs, so no rate can be derived from it.
+    #[error(
+        "{what} timed 0 µs: the CUDA events did not bracket the work; time more bytes or check that \
+         the work runs on the timed stream"
+    )]
+    ZeroTiming { what: &'static str },
+
     /// Two shapes that must agree do not.
     #[error("{op}: shape {left:?} does not match shape {right:?}")]
     ShapeMismatch {

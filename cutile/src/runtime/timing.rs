@@ -321,6 +321,44 @@ pub fn time_device<E: From<RuntimeError>>(
     Ok(Stats::of(samples))
 }
 
+/// Bytes of each buffer of [`copy_gbps`]'s probe: 512 MiB, ten times the H200's L2, so the copy runs
+/// from and to DRAM whatever the cache holds.
+pub const COPY_PROBE_BYTES: usize = 512 << 20;
+
+/// The device's copy bandwidth in GB/s: bytes read plus bytes written by one device-to-device copy of
+/// `bytes` (`cuMemcpyDtoDAsync` on `stream`) ÷ its median time over `iters` timed copies, each after
+/// `flush` when given. Memory-bound results are quoted as a fraction of this figure measured in the
+/// same run, so they mean the same on an H100 (HBM3) as on an H200 (HBM3e).
+pub fn copy_gbps(
+    stream: &Stream,
+    flush: Option<&mut L2Flush>,
+    bytes: usize,
+    iters: usize,
+) -> Result<f64, RuntimeError> {
+    let device = stream.device();
+    let bytes = bytes.max(16);
+    let shape = [bytes as i64];
+    let (src, dst) = (
+        Tensor::<u8>::zeros(device, &shape)?,
+        Tensor::<u8>::zeros(device, &shape)?,
+    );
+    let stats = time_device(stream, 2, iters.max(1), flush, || {
+        device.bind()?;
+        // SAFETY: both are live allocations of `bytes` bytes on the stream's device, owned here and
+        // dropped only after `time_device` synchronized on the copy's end event.
+        unsafe {
+            result::memcpy_dtod_async(dst.device_ptr(), src.device_ptr(), bytes, stream.raw())
+        }
+        .map_err(driver_err("cuMemcpyDtoDAsync (copy bandwidth probe)"))
+    })?;
+    if stats.median_us <= 0.0 {
+        return Err(RuntimeError::ZeroTiming {
+            what: "the copy bandwidth probe",
+        });
+    }
+    Ok(2.0 * bytes as f64 / (stats.median_us * 1e-6) / 1e9)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -86,14 +86,13 @@ fn time(
     Ok(cutile::runtime::timing::time_device(s, 3, iters, Some(flush), f)?.median_us)
 }
 
-/// The H200's measured copy bandwidth (GB/s), the base of the `%` columns.
-const COPY_GBS: f64 = 4270.0;
-
 /// The wall-clock budget of the whole example (`NVFP4_MOE_BUDGET_S`, default 110 s): candidates
-/// past it are listed as skipped, so one GPU run always ends with a table.
+/// past it are listed as skipped, so one GPU run always ends with a table. It also carries the
+/// device's copy bandwidth measured at the start (GB/s, read + written), the base of the `%` columns.
 struct Budget {
     start: std::time::Instant,
     limit_s: f64,
+    copy_gbs: f64,
 }
 
 impl Budget {
@@ -327,7 +326,7 @@ fn run(s: &Stream, l: &Layer, t: i64, seed: u64, sweep: Sweep, budget: &Budget) 
         let bf16_bytes = e * 3 * i * h * 2;
         let (b13, b2) = (weight_bytes * 2 / 3, weight_bytes / 3);
         let gbs = |bytes: i64, us: f64| bytes as f64 / (us * 1e-6) / 1e9;
-        let pct = |bytes: i64, us: f64| 100.0 * gbs(bytes, us) / COPY_GBS;
+        let pct = |bytes: i64, us: f64| 100.0 * gbs(bytes, us) / budget.copy_gbs;
         println!(
             "| {e} | {t} | {bm} | {}{} | {} | {w4_us:.1} | {:.0} | {:.1}% | {bf_us:.1} | {:.2}x | \
              {g1_us:.1} ({:.0}%) | {g2_us:.1} ({:.0}%) | {align_us:.1} ({align_one_us:.1} / {align_three_us:.1}) | \
@@ -401,7 +400,6 @@ fn main() {
             return;
         }
     };
-    let _ = &d;
     let layers = [
         Layer {
             e: 8,
@@ -424,16 +422,33 @@ fn main() {
         Ok("sorted") => Sweep::Sorted,
         Ok(_) => Sweep::All,
     };
+    // The `%` columns' base, measured here: the same binary runs on H100s (HBM3) and H200s (HBM3e).
+    let copy_gbs = match cutile::runtime::timing::L2Flush::new(&d, 256 << 20).and_then(|mut f| {
+        cutile::runtime::timing::copy_gbps(
+            &s,
+            Some(&mut f),
+            cutile::runtime::timing::COPY_PROBE_BYTES,
+            20,
+        )
+    }) {
+        Ok(g) => g,
+        Err(e) => {
+            println!("nvfp4_moe: FAILED: the copy bandwidth probe: {e}");
+            std::process::exit(1);
+        }
+    };
     let budget = Budget {
         start: std::time::Instant::now(),
         limit_s: std::env::var("NVFP4_MOE_BUDGET_S")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(110.0),
+        copy_gbs,
     };
     println!(
         "NVFP4 MoE (W4A16), bf16 activations; times in µs (CUDA events, median, L2 flushed before each call); \
-         GB/s and % are NVFP4 expert-weight bytes of the experts hit / time against {COPY_GBS} GB/s copy; \
+         GB/s and % are NVFP4 expert-weight bytes of the experts hit / time against {copy_gbs:.0} GB/s copy \
+         (a 512 MiB device copy, read + written, measured at the start); \
          `*` = the host's pick; `bf16 w` = the same layer with dense bf16 weights in the same form."
     );
     println!(
