@@ -230,12 +230,16 @@ fn full_rotary_takes_the_pair_kernels() {
     let prefill = described(BF16, [16384, 32, 8, 128], 128, [0, 0, 1]);
     let l = &rope::plan(&prefill, &t, RopeStyle::Neox).unwrap()[0];
     assert_eq!(l.config, "rope_neox BM=1 HB=8 HP=64");
-    assert_eq!(l.grid, Some((16384, 5, 1)));
+    assert_eq!(
+        l.grid,
+        Some((16384 * 5, 1, 1)),
+        "heads fastest: one 1-D grid"
+    );
     assert_eq!(outs(l), [rope::slot::Q, rope::slot::K]);
     let gptj = described(F32, [77, 5, 3, 80], 80, [1, 1, 0]);
     let l = &rope::plan(&gptj, &t, RopeStyle::Gptj).unwrap()[0];
     assert_eq!(l.config, "rope_gptj BM=1 HB=8 HP=64");
-    assert_eq!(l.grid, Some((77, 2, 1)));
+    assert_eq!(l.grid, Some((77 * 2, 1, 1)));
     assert_eq!(outs(l), [rope::slot::Q_OUT, rope::slot::K_OUT]);
     // Every even head dimension up to 512, any token count, with or without k heads, has a kernel.
     for d in [2i64, 4, 16, 40, 64, 80, 128, 256, 512] {
@@ -249,8 +253,10 @@ fn full_rotary_takes_the_pair_kernels() {
                     let metas = unsafe { cutile_kernels::op::describe(&l[0], &ops) }.tensor_metas();
                     let s = l[0].kernel.specialize(&metas);
                     assert!(s.is_ok(), "d={d} tokens={tokens} {style:?}: {:?}", s.err());
-                    let want = 1 + u32::from(hk > 0);
-                    assert_eq!(l[0].grid.unwrap().1, want, "d={d} hk={hk}");
+                    let groups = 1 + i64::from(hk > 0);
+                    let c = cfg::choose_pairs_on(tokens, d, 4, hk, i64::from(t.sm_count));
+                    let blocks = (ceil_div(tokens, c.bm) * groups) as u32;
+                    assert_eq!(l[0].grid, Some((blocks, 1, 1)), "d={d} hk={hk}");
                 }
             }
         }
@@ -293,7 +299,15 @@ fn the_op_is_in_the_registry() {
 // Tuning candidates.
 
 fn tile(bm: i64, hb: i64, hp: i64) -> PairsConfig {
-    PairsConfig { bm, hb, hp }
+    PairsConfig::tile(bm, hb, hp)
+}
+
+/// `tile` in the tokens-fastest grid order (the default's alternative).
+fn tokens_fastest(bm: i64, hb: i64, hp: i64) -> PairsConfig {
+    PairsConfig {
+        heads_fastest: false,
+        ..tile(bm, hb, hp)
+    }
 }
 
 /// The bench call's: bf16, T 16384, 32 + 8 heads of 128, in place.
@@ -327,9 +341,13 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
             assert_eq!(c[0], cfg::choose_pairs(tokens, d), "{what}: default first");
             let distinct: std::collections::HashSet<_> = c.iter().collect();
             assert_eq!(distinct.len(), c.len(), "{what}: {c:?}");
-            assert!(c.len() <= 6, "{what}: {} candidates", c.len());
+            assert!(c.len() <= 7, "{what}: {} candidates", c.len());
             for t in &c {
-                assert!(listed.contains(t), "{what}: {t:?} has no kernel");
+                assert!(t.has_kernel(), "{what}: {t:?} has no kernel");
+                assert!(
+                    listed.contains(&tile(t.bm, t.hb, t.hp)),
+                    "{what}: {t:?} is not listed"
+                );
                 assert_eq!(t.hp, c[0].hp, "{what}: one HP per call");
                 assert!(t.bm == 1 || tokens >= 8 * t.bm, "{what}: {t:?}");
             }
@@ -344,6 +362,7 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
         cfg::pairs_candidates(16384, 128),
         [
             tile(1, 8, 64),
+            tokens_fastest(1, 8, 64),
             tile(2, 8, 64),
             tile(4, 8, 64),
             tile(2, 4, 64),
@@ -355,6 +374,7 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
         cfg::pairs_candidates(300, 64),
         [
             tile(2, 8, 32),
+            tokens_fastest(2, 8, 32),
             tile(4, 8, 32),
             tile(8, 8, 32),
             tile(1, 8, 32),
@@ -365,7 +385,7 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
     assert_eq!(cfg::pairs_candidates(8, 128), [tile(1, 8, 64)]);
     assert_eq!(
         cfg::pairs_candidates(4096, 512),
-        [tile(1, 8, 256), tile(1, 4, 256)]
+        [tile(1, 8, 256), tokens_fastest(1, 8, 256), tile(1, 4, 256)]
     );
     // The class separates styles and decode- from prefill-sized calls.
     let class = |t, style| cfg::pairs_class(BF16, style, t, 128);
@@ -409,7 +429,7 @@ fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
     let ops = described(BF16, [300, 8, 2, 64], 64, [1, 1, 0]);
     let l = &rope::plan(&ops, &target(), RopeStyle::Gptj).unwrap()[0];
     assert_eq!(l.config, "rope_gptj BM=1 HB=8 HP=32");
-    assert_eq!(l.grid, Some((300, 2, 1)));
+    assert_eq!(l.grid, Some((600, 1, 1)));
 }
 
 /// Every listed tile plans through `plan_pairs` for both styles, i32 and i64 positions (the dispatch
@@ -427,13 +447,24 @@ fn every_listed_pair_tile_has_a_kernel() {
             let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
             assert_eq!(
                 l[0].grid,
-                Some((ceil_div(tokens, c.bm) as u32, groups as u32, 1)),
+                Some(((ceil_div(tokens, c.bm) * groups) as u32, 1, 1)),
                 "{c:?}"
             );
         }
     }
-    // Unlisted tiles and partial rotary are typed errors.
+    // The tokens-fastest order: the 2-D grid (token tiles, groups), same kernel.
     let ops = bench_call();
+    let l = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &tokens_fastest(1, 8, 64)).unwrap();
+    assert_eq!(l[0].grid, Some((16384, 5, 1)));
+    assert_eq!(l[0].config, "rope_neox BM=1 HB=8 HP=64 tokens-fastest");
+    let default = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &tile(1, 8, 64)).unwrap();
+    assert_eq!(default[0].grid, Some((16384 * 5, 1, 1)));
+    assert_eq!(
+        l[0].kernel.name(),
+        default[0].kernel.name(),
+        "one kernel for both orders"
+    );
+    // Unlisted tiles and partial rotary are typed errors.
     let e = rope::plan_pairs(&ops, &t, RopeStyle::Neox, &tile(3, 8, 64)).unwrap_err();
     assert!(e.to_string().contains("BM = 3"), "{e}");
     let partial = described(BF16, [64, 4, 2, 128], 64, [0, 0, 0]);
@@ -507,7 +538,8 @@ fn bench_call_candidates_compile_for_sm90() {
             (name, l.kernel.clone(), metas)
         })
         .collect();
-    assert_eq!(cases.len(), 4);
+    // The tokens-fastest order (the same kernel as the default) and four other tiles.
+    assert_eq!(cases.len(), 5);
     common::compile_all_sm90("rope bench_call_candidates_compile_for_sm90", cases);
 }
 

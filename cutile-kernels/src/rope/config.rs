@@ -49,17 +49,53 @@ pub fn choose(op: &'static str, tokens: i64, d: i64) -> Result<RopeConfig, OpErr
     Ok(RopeConfig { bm, dp })
 }
 
-/// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs per block.
+/// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs per block, and
+/// the order of the grid: with `heads_fastest` (the default since session 26) the head groups of one
+/// token tile on adjacent blocks, else token tiles fastest (a run-time argument of the same kernel).
+/// In the heads-fastest order the blocks resident together read and write one contiguous stretch of
+/// q (and k); token tiles fastest, they take one head group's 2 KB out of every token's 8 KB over a
+/// stretch four times as long. H100 tuner (session 26, bf16 NeoX T 16384, 32 + 8 heads, D 128):
+/// 123.5 µs against 133.6, 92% of the measured copy bandwidth against 85%.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PairsConfig {
     pub bm: i64,
     pub hb: i64,
     pub hp: i64,
+    pub heads_fastest: bool,
+}
+
+impl PairsConfig {
+    /// A tile in the default (heads-fastest) order.
+    pub const fn tile(bm: i64, hb: i64, hp: i64) -> PairsConfig {
+        PairsConfig {
+            bm,
+            hb,
+            hp,
+            heads_fastest: true,
+        }
+    }
+
+    /// Whether the tile is one of [`PAIRS_TILES`] (so has a kernel), in either order.
+    pub fn has_kernel(&self) -> bool {
+        PAIRS_TILES
+            .iter()
+            .any(|t| (t.bm, t.hb, t.hp) == (self.bm, self.hb, self.hp))
+    }
 }
 
 impl Candidate for PairsConfig {
     fn name(&self) -> String {
-        format!("BM={} HB={} HP={}", self.bm, self.hb, self.hp)
+        format!(
+            "BM={} HB={} HP={}{}",
+            self.bm,
+            self.hb,
+            self.hp,
+            if self.heads_fastest {
+                ""
+            } else {
+                " tokens-fastest"
+            }
+        )
     }
 }
 
@@ -102,7 +138,7 @@ pub(crate) use pairs_tiles;
 
 macro_rules! tile_list {
     ([$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
-        &[$(PairsConfig { bm: $bm, hb: $hb, hp: $hp }),*]
+        &[$(PairsConfig::tile($bm, $hb, $hp)),*]
     };
 }
 
@@ -130,17 +166,13 @@ fn decode_sized(tokens: i64, full: i64) -> bool {
 pub fn choose_pairs(tokens: i64, d: i64) -> PairsConfig {
     let (hp, full) = pairs_shape(d);
     let bm = if decode_sized(tokens, full) { 1 } else { full };
-    PairsConfig {
-        bm,
-        hb: PAIRS_HB,
-        hp,
-    }
+    PairsConfig::tile(bm, PAIRS_HB, hp)
 }
 
 /// The full-rotary tiles the tuner may time, [`choose_pairs`]'s first: for a call that is not
-/// decode-sized, each of [`PAIRS_ALTERNATIVES`] that gives a whole number of tokens per block and
-/// leaves at least eight blocks of tokens (the default's own rule). A decode-sized call has only its
-/// default.
+/// decode-sized, the default in the tokens-fastest order, then each of [`PAIRS_ALTERNATIVES`] that
+/// gives a whole number of tokens per block and leaves at least eight blocks of tokens (the default's
+/// own rule). A decode-sized call has only its default.
 pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
     let (hp, full) = pairs_shape(d);
     let default = choose_pairs(tokens, d);
@@ -148,9 +180,13 @@ pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
     if decode_sized(tokens, full) {
         return all;
     }
+    all.push(PairsConfig {
+        heads_fastest: false,
+        ..default
+    });
     for &(pairs, hb) in PAIRS_ALTERNATIVES {
         let bm = pairs / (hb * hp);
-        let c = PairsConfig { bm, hb, hp };
+        let c = PairsConfig::tile(bm, hb, hp);
         // At least eight blocks of tokens, the default's own rule.
         if bm >= 1 && bm * hb * hp == pairs && tokens >= bm * 8 && !all.contains(&c) {
             all.push(c);
@@ -173,7 +209,7 @@ pub fn choose_pairs_on(tokens: i64, d: i64, hq: i64, hk: i64, sms: i64) -> Pairs
     let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
     while c.bm > 1 && ceil_div(tokens, c.bm) * groups < MIN_BLOCKS_PER_SM * sms {
         let half = PairsConfig { bm: c.bm / 2, ..c };
-        if !PAIRS_TILES.contains(&half) {
+        if !half.has_kernel() {
             break;
         }
         c = half;

@@ -152,12 +152,20 @@ pub mod kernels {
         cos: &Tensor<f32, S2<DYN, DYN>>,
         sin: &Tensor<f32, S2<DYN, DYN>>,
         positions: &Tensor<I, S1<DYN>>,
+        heads_fastest: Scalar<i32>,
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
         gptj: bool,
     ) {
-        let (bi, g, _) = block_id();
+        let (b0, b1, _) = block_id();
         let gq = (q_in.dim(1) + HB - 1) / HB;
+        // Grid `(token tiles, groups)` (token tiles fastest), or with `heads_fastest` (0 or 1) the 1-D
+        // grid `token tiles · groups` with the groups of one token tile adjacent, so blocks launched
+        // together read neighbouring memory. Arithmetic, not a branch: both orders are one kernel.
+        let groups = gq + (k_in.dim(1) + HB - 1) / HB;
+        let tokens_fastest = 1i32 - heads_fastest;
+        let bi = (b0 / groups) * heads_fastest + b0 * tokens_fastest;
+        let g = (b0 % groups) * heads_fastest + b1 * tokens_fastest;
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < positions.dim(0);
         if g < gq {
@@ -188,7 +196,8 @@ pub mod kernels {
     }
 
     /// Full-rotary NeoX RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), ceil(Hq / HB) +
-    /// ceil(Hk / HB), 1)`.
+    /// ceil(Hk / HB), 1)`, or with `heads_fastest = 1` `(ceil(T / BM) · (ceil(Hq / HB) + ceil(Hk /
+    /// HB)), 1, 1)` (see `rope_full`).
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn rope_neox<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
@@ -197,10 +206,21 @@ pub mod kernels {
         cos: &Tensor<f32, S2<DYN, DYN>>,
         sin: &Tensor<f32, S2<DYN, DYN>>,
         positions: &Tensor<I, S1<DYN>>,
+        heads_fastest: Scalar<i32>,
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, false);
+        rope_full::<E, I, BM, HB, HP>(
+            q_in,
+            k_in,
+            cos,
+            sin,
+            positions,
+            heads_fastest,
+            q_out,
+            k_out,
+            false,
+        );
     }
 
     /// Full-rotary GPT-J RoPE of q and k in one launch; grid as [`rope_neox`].
@@ -212,10 +232,21 @@ pub mod kernels {
         cos: &Tensor<f32, S2<DYN, DYN>>,
         sin: &Tensor<f32, S2<DYN, DYN>>,
         positions: &Tensor<I, S1<DYN>>,
+        heads_fastest: Scalar<i32>,
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP>(q_in, k_in, cos, sin, positions, q_out, k_out, true);
+        rope_full::<E, I, BM, HB, HP>(
+            q_in,
+            k_in,
+            cos,
+            sin,
+            positions,
+            heads_fastest,
+            q_out,
+            k_out,
+            true,
+        );
     }
 
     /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`.

@@ -46,7 +46,7 @@ use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
-use crate::op::tuning::{self, DeviceTrial};
+use crate::op::tuning::{self, Candidate, DeviceTrial};
 use crate::op::{
     CallSpec, FLOATS, INDICES, OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div,
     execute, float_index_kernel,
@@ -340,15 +340,24 @@ impl Call {
                 whole(slot::COS, false),
                 whole(slot::SIN, false),
                 whole(slot::POSITIONS, false),
+                PlannedArg::I32(cfg.heads_fastest as i32),
                 whole(q_out, true),
                 whole(k_out, true),
             ],
-            grid: Some((
-                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
-                groups as u32,
-                1,
-            )),
-            config: format!("{name} BM={} HB={} HP={}", cfg.bm, cfg.hb, cfg.hp),
+            grid: Some(if cfg.heads_fastest {
+                (
+                    crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm) * groups)?,
+                    1,
+                    1,
+                )
+            } else {
+                (
+                    crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
+                    groups as u32,
+                    1,
+                )
+            }),
+            config: format!("{name} {}", cfg.name()),
         })
     }
 }
