@@ -473,7 +473,8 @@ fn every_listed_pair_tile_has_a_kernel() {
 }
 
 /// `plan_with(.., all_candidates)` gives one launch per candidate, the default's first (what `plan`
-/// gives), and each kernel specializes; a partial-rotary or decode call keeps its one launch.
+/// gives), and each kernel specializes; a decode call keeps its one launch, and a partial-rotary call
+/// has its tile in both grid orders (one kernel).
 #[test]
 fn plan_with_all_candidates_lists_every_candidate() {
     let t = target();
@@ -499,17 +500,38 @@ fn plan_with_all_candidates_lists_every_candidate() {
             specializes(&format!("{style:?}"), l, &ops);
         }
     }
-    for ops in [
-        described(BF16, [8, 32, 8, 128], 128, [0, 0, 1]),
-        described(F16, [1000, 16, 16, 256], 64, [1, 1, 0]),
-    ] {
-        assert_eq!(
-            rope::plan_with(&ops, &t, RopeStyle::Neox, true)
-                .unwrap()
-                .len(),
-            1
-        );
-    }
+    assert_eq!(
+        rope::plan_with(
+            &described(BF16, [8, 32, 8, 128], 128, [0, 0, 1]),
+            &t,
+            RopeStyle::Neox,
+            true
+        )
+        .unwrap()
+        .len(),
+        1
+    );
+    let partial = described(F16, [1000, 16, 16, 256], 64, [1, 1, 0]);
+    let all = rope::plan_with(&partial, &t, RopeStyle::Gptj, true).unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        all[0].config,
+        rope::plan(&partial, &t, RopeStyle::Gptj).unwrap()[0].config
+    );
+    assert_eq!(all[0].config, "rope BM=8 DP=256");
+    assert_eq!(all[0].grid, Some((125, 32, 1)));
+    assert_eq!(all[1].config, "rope BM=8 DP=256 heads-fastest");
+    assert_eq!(all[1].grid, Some((125 * 32, 1, 1)));
+    assert_eq!(all[0].kernel.name(), all[1].kernel.name());
+    specializes("partial heads-fastest", &all[1], &partial);
+    // A decode-sized partial call (one token per block) has no alternative.
+    let small = described(F16, [5, 16, 16, 256], 64, [1, 1, 0]);
+    assert_eq!(
+        rope::plan_with(&small, &t, RopeStyle::Gptj, true)
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------

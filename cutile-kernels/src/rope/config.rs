@@ -5,11 +5,53 @@
 use crate::op::tuning::Candidate;
 use crate::op::{OpError, ceil_div};
 
-/// One RoPE configuration: `BM` tokens × `DP` lanes of one head per block.
+/// One configuration of the per-head kernel: `BM` tokens × `DP` lanes of one head per block, and the
+/// grid order: token tiles fastest (the default), or with `heads_fastest` the heads of one token tile
+/// on adjacent blocks (a run-time argument of the same kernel; see [`PairsConfig`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct RopeConfig {
     pub bm: i64,
     pub dp: i64,
+    #[serde(default)]
+    pub heads_fastest: bool,
+}
+
+impl Candidate for RopeConfig {
+    fn name(&self) -> String {
+        format!(
+            "BM={} DP={}{}",
+            self.bm,
+            self.dp,
+            if self.heads_fastest {
+                " heads-fastest"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+/// The per-head kernel's candidates for the tuner: [`choose`]'s, then (unless the call is
+/// decode-sized, one token per block) the same tile in the heads-fastest order.
+pub fn candidates(op: &'static str, tokens: i64, d: i64) -> Result<Vec<RopeConfig>, OpError> {
+    let default = choose(op, tokens, d)?;
+    let mut all = vec![default];
+    if default.bm > 1 {
+        all.push(RopeConfig {
+            heads_fastest: true,
+            ..default
+        });
+    }
+    Ok(all)
+}
+
+/// The tuning class of a per-head (partial-rotary) call: element type, style and default tile.
+pub fn head_class(
+    dtype: cutile_ir::ScalarType,
+    style: super::RopeStyle,
+    cfg: &RopeConfig,
+) -> String {
+    format!("{dtype} {style:?} per-head {}", cfg.name())
 }
 
 /// The `(BM, DP)` pairs the planner may pick (each one kernel instantiation per element and index type).
@@ -46,7 +88,11 @@ pub fn choose(op: &'static str, tokens: i64, d: i64) -> Result<RopeConfig, OpErr
         .map_or(1, |&(bm, _)| bm);
     // Decode-sized calls (a handful of tokens) use one token per block: more blocks, no masked rows.
     let bm = if tokens < full * 8 { 1 } else { full };
-    Ok(RopeConfig { bm, dp })
+    Ok(RopeConfig {
+        bm,
+        dp,
+        heads_fastest: false,
+    })
 }
 
 /// The full-rotary (`rot = D`) kernels' tile: `BM` tokens × `HB` heads × `HP` pairs per block, and

@@ -249,7 +249,8 @@ pub mod kernels {
         );
     }
 
-    /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`.
+    /// RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), Hq + Hk, 1)`, or with
+    /// `heads_fastest = 1` `(ceil(T / BM) · (Hq + Hk), 1, 1)`.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn rope<E: Float, I: ElementType, const BM: i32, const DP: i32>(
@@ -260,11 +261,18 @@ pub mod kernels {
         positions: &Tensor<I, S1<DYN>>,
         rot: Scalar<i32>,
         flags: Scalar<i32>,
+        heads_fastest: Scalar<i32>,
         q_out: &mut Tensor<E, S3<1, 1, DP>>,
         k_out: &mut Tensor<E, S3<1, 1, DP>>,
     ) {
-        let (bi, head, _) = block_id();
+        let (b0, b1, _) = block_id();
         let nq = q_in.dim(1);
+        // As in `rope_full`: the 2-D grid `(token tiles, heads)`, or with `heads_fastest` the 1-D
+        // grid with the heads of one token tile adjacent.
+        let heads = nq + k_in.dim(1);
+        let tokens_fastest = 1i32 - heads_fastest;
+        let bi = (b0 / heads) * heads_fastest + b0 * tokens_fastest;
+        let head = (b0 % heads) * heads_fastest + b1 * tokens_fastest;
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < positions.dim(0);
         if head < nq {

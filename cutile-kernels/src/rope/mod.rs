@@ -123,16 +123,30 @@ fn run<'a>(
     let call = Call::new(operands, &target)?;
     // With tuning off (the default) no candidate list or key is built.
     let tuned = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
-    let candidates = if tuned {
-        call.pairs_candidates()
-    } else {
-        Vec::new()
-    };
-    let launches = if candidates.len() > 1 {
-        let cfg = call.tune_pairs(stream, operands, style, &candidates)?;
-        vec![call.launch_pairs(operands, &cfg, style)?]
-    } else {
+    let launches = if !tuned || call.is_empty() {
         call.plan(operands, style, false)?
+    } else if call.full_rotary() {
+        let candidates = call.pairs_candidates();
+        if candidates.len() > 1 {
+            let class = config::pairs_class(call.dtype, style, call.tokens, call.d);
+            let cfg = call.tune(stream, operands, class, &candidates, move |c, ops, cfg| {
+                c.launch_pairs(ops, cfg, style)
+            })?;
+            vec![call.launch_pairs(operands, &cfg, style)?]
+        } else {
+            call.plan(operands, style, false)?
+        }
+    } else {
+        let candidates = config::candidates(OP, call.tokens, call.d)?;
+        if candidates.len() > 1 {
+            let class = config::head_class(call.dtype, style, &candidates[0]);
+            let cfg = call.tune(stream, operands, class, &candidates, move |c, ops, cfg| {
+                c.launch(ops, cfg, style)
+            })?;
+            vec![call.launch(operands, &cfg, style)?]
+        } else {
+            call.plan(operands, style, false)?
+        }
     };
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
     // launch addresses only elements `Call::new` checked against their shapes.
@@ -291,15 +305,24 @@ impl Call {
                 whole(slot::POSITIONS, false),
                 PlannedArg::I32(self.rot as i32),
                 PlannedArg::I32(flags),
+                PlannedArg::I32(cfg.heads_fastest as i32),
                 whole(q_out, true),
                 whole(k_out, true),
             ],
-            grid: Some((
-                crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
-                self.heads as u32,
-                1,
-            )),
-            config: format!("rope BM={} DP={}", cfg.bm, cfg.dp),
+            grid: Some(if cfg.heads_fastest {
+                (
+                    crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm) * self.heads)?,
+                    1,
+                    1,
+                )
+            } else {
+                (
+                    crate::op::grid_rows(OP, ceil_div(self.tokens, cfg.bm))?,
+                    self.heads as u32,
+                    1,
+                )
+            }),
+            config: format!("rope {}", cfg.name()),
         })
     }
 }
@@ -398,9 +421,16 @@ impl Call {
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        let cfg = config::choose(OP, self.tokens, self.d)?;
         if !self.full_rotary() {
-            return Ok(vec![self.launch(operands, &cfg, style)?]);
+            let tiles = if all_candidates {
+                config::candidates(OP, self.tokens, self.d)?
+            } else {
+                vec![config::choose(OP, self.tokens, self.d)?]
+            };
+            return tiles
+                .iter()
+                .map(|c| self.launch(operands, c, style))
+                .collect();
         }
         let tiles = if all_candidates {
             self.pairs_candidates()
@@ -413,19 +443,20 @@ impl Call {
             .collect()
     }
 
-    /// The full-rotary tile to use: the default unless the tuner (`CUTILE_TUNE`) picked another of
-    /// `candidates`. Trials run out of place into scratch whatever the call: `q_out` is the trial's
-    /// own buffer (the one compared), `k_out` the stream's scratch, so no trial writes the caller's
-    /// tensors (in place, the repeated runs would rotate `k` once per run). The layouts stay the
-    /// call's, so a trial's kernels are the ones the call launches (in place or not, the same keys).
-    fn tune_pairs(
+    /// The configuration to use: `candidates[0]` (the default) unless the tuner (`CUTILE_TUNE`)
+    /// picked another for `class`; `launch` plans one candidate. Trials run out of place into scratch
+    /// whatever the call: `q_out` is the trial's own buffer (the one compared), `k_out` the stream's
+    /// scratch, so no trial writes the caller's tensors (in place, the repeated runs would rotate `k`
+    /// once per run). The layouts stay the call's, so a trial's kernels are the ones the call launches
+    /// (in place or not, the same keys).
+    fn tune<C: Candidate + 'static>(
         &self,
         stream: &Stream,
         operands: &[Operand],
-        style: RopeStyle,
-        candidates: &[config::PairsConfig],
-    ) -> Result<config::PairsConfig, OpError> {
-        let class = config::pairs_class(self.dtype, style, self.tokens, self.d);
+        class: String,
+        candidates: &[C],
+        launch: impl Fn(&Call, &[Operand], &C) -> Result<PlannedLaunch, OpError> + 'static,
+    ) -> Result<C, OpError> {
         let key = tuning::key(stream, OP, class);
         tuning::choose(&key, candidates, || {
             let (q_out, k_out) = if self.in_place {
@@ -455,9 +486,7 @@ impl Call {
                 slot::Q_OUT,
                 crate::tolerance(self.dtype),
                 true,
-                move |c: &config::PairsConfig, ops: &[Operand]| {
-                    Ok(vec![call.launch_pairs(ops, c, style)?])
-                },
+                move |c: &C, ops: &[Operand]| Ok(vec![launch(&call, ops, c)?]),
             )?;
             Ok(Box::new(trial))
         })
