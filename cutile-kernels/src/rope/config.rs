@@ -100,8 +100,8 @@ pub fn choose(op: &'static str, tokens: i64, d: i64) -> Result<RopeConfig, OpErr
 /// token tile on adjacent blocks, else token tiles fastest (a run-time argument of the same kernel).
 /// In the heads-fastest order the blocks resident together read and write one contiguous stretch of
 /// q (and k); token tiles fastest, they take one head group's 2 KB out of every token's 8 KB over a
-/// stretch four times as long. H100 tuner (session 26, bf16 NeoX T 16384, 32 + 8 heads, D 128):
-/// 123.5 µs against 133.6, 92% of the measured copy bandwidth against 85%.
+/// stretch four times as long. H100 (session 26, bf16 NeoX T 16384, 32 + 8 heads, D 128): 122.6 µs
+/// against 133.0 in one tuner run; the bench at 92% of the measured copy bandwidth, 85% before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PairsConfig {
     pub bm: i64,

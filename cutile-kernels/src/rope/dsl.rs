@@ -14,6 +14,11 @@
 //! constant of the entry, so NeoX's pair lanes `(i, i + D/2)` are contiguous runs the compiler sees as
 //! such.
 //!
+//! Both kernels take the grid order as a run-time argument (`heads_fastest`): the 2-D grid (token
+//! tiles, heads or head groups) with token tiles fastest, or a 1-D grid with the heads of one token
+//! tile on adjacent blocks, so the blocks resident together cover one contiguous stretch of q and k
+//! (`config::PairsConfig`, the pair kernels' default).
+//!
 //! A position outside `[0, max_pos)` reads `cos = sin = 0` (its rotated lanes become 0); nothing is read
 //! out of bounds. The range check runs in the index type, so an i64 position is never truncated into
 //! range.
