@@ -83,6 +83,9 @@ pub struct CubinEntry {
     pub params: Option<Vec<ParamSlot>>,
     /// Total size of the parameter block, when recorded.
     pub param_bytes: Option<u32>,
+    /// What the kernel takes of an SM, for entries [`inspect`] read from a cubin; `None` for an entry
+    /// the runtime made for a kernel the cubin does not describe.
+    pub resources: Option<KernelResources>,
 }
 
 /// What [`inspect`] learns from a cubin.
@@ -91,9 +94,6 @@ pub struct CubinInfo {
     /// Target SM as `10 * major + minor`, e.g. 90.
     pub sm: u32,
     pub kernels: Vec<CubinEntry>,
-    /// `resources[i]` is the resource usage of `kernels[i]` (beside [`CubinEntry`] rather than in it:
-    /// the runtime also makes entries for kernels a cubin does not list); see [`CubinInfo::resources_of`].
-    pub resources: Vec<KernelResources>,
 }
 
 impl CubinInfo {
@@ -108,8 +108,7 @@ impl CubinInfo {
 
     /// The resource usage of the kernel `name`, if the cubin has that kernel.
     pub fn resources_of(&self, name: &str) -> Option<&KernelResources> {
-        let i = self.kernels.iter().position(|k| k.name == name)?;
-        self.resources.get(i)
+        self.kernel(name)?.resources.as_ref()
     }
 }
 
@@ -248,7 +247,7 @@ pub fn inspect(image: &[u8]) -> Result<CubinInfo, CubinError> {
 
     let find = |name: &str| sections.iter().find(|s| section_name(s) == Some(name));
 
-    let (mut kernels, mut resources) = (Vec::new(), Vec::new());
+    let mut kernels = Vec::new();
     for (symtab_index, symtab) in sections.iter().enumerate() {
         if symtab.kind != SHT_SYMTAB {
             continue;
@@ -301,24 +300,21 @@ pub fn inspect(image: &[u8]) -> Result<CubinInfo, CubinError> {
             let text = find(&format!(".text.{name}"));
             let registers = attr(EIATTR_REGCOUNT)
                 .or_else(|| text.map(|t| t.info >> 24).filter(|&regs| regs != 0));
-            resources.push(KernelResources {
+            let resources = KernelResources {
                 registers,
                 stack_frame_bytes: attr(EIATTR_FRAME_SIZE),
                 static_shared_bytes: find(&format!(".nv.shared.{name}")).map_or(0, |s| s.size),
                 code_bytes: text.map(|t| t.size),
-            });
+            };
             kernels.push(CubinEntry {
                 name,
                 params,
                 param_bytes,
+                resources: Some(resources),
             });
         }
     }
-    Ok(CubinInfo {
-        sm,
-        kernels,
-        resources,
-    })
+    Ok(CubinInfo { sm, kernels })
 }
 
 fn c_str_at(table: &[u8], at: usize) -> Option<&str> {
@@ -588,7 +584,7 @@ mod tests {
         // shared memory (sm_100's 64 reserved bytes are the driver's, not the kernel's).
         for (bytes, registers, code) in [(VADD_SM90, 34, 6528), (VADD_SM100, 26, 4352)] {
             let info = inspect(bytes).expect("fixture parses");
-            assert_eq!(info.resources.len(), info.kernels.len());
+            assert!(info.kernels.iter().all(|k| k.resources.is_some()));
             let name = &info.kernels[0].name;
             assert_eq!(
                 info.resources_of(name),

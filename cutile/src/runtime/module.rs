@@ -112,6 +112,7 @@ impl CuModule {
             name: name.to_string(),
             params: None,
             param_bytes: None,
+            resources: None,
         });
         Ok(CuFunction {
             module: self.clone(),
