@@ -126,27 +126,27 @@ fn run<'a>(
     let launches = if !tuned || call.is_empty() {
         call.plan(operands, style, false)?
     } else if call.full_rotary() {
+        let class = config::pairs_class(call.dtype, style, call.tokens, call.d);
         let candidates = call.pairs_candidates();
-        if candidates.len() > 1 {
-            let class = config::pairs_class(call.dtype, style, call.tokens, call.d);
-            let cfg = call.tune(stream, operands, class, &candidates, move |c, ops, cfg| {
-                c.launch_pairs(ops, cfg, style)
-            })?;
-            vec![call.launch_pairs(operands, &cfg, style)?]
-        } else {
-            call.plan(operands, style, false)?
-        }
+        call.tuned(
+            stream,
+            operands,
+            style,
+            class,
+            &candidates,
+            move |c, ops, cfg| c.launch_pairs(ops, cfg, style),
+        )?
     } else {
         let candidates = config::candidates(OP, call.tokens, call.d)?;
-        if candidates.len() > 1 {
-            let class = config::head_class(call.dtype, style, &candidates[0]);
-            let cfg = call.tune(stream, operands, class, &candidates, move |c, ops, cfg| {
-                c.launch(ops, cfg, style)
-            })?;
-            vec![call.launch(operands, &cfg, style)?]
-        } else {
-            call.plan(operands, style, false)?
-        }
+        let class = config::head_class(call.dtype, style, &candidates[0]);
+        call.tuned(
+            stream,
+            operands,
+            style,
+            class,
+            &candidates,
+            move |c, ops, cfg| c.launch(ops, cfg, style),
+        )?
     };
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively); the
     // launch addresses only elements `Call::new` checked against their shapes.
@@ -441,6 +441,25 @@ impl Call {
             .iter()
             .map(|c| self.launch_pairs(operands, c, style))
             .collect()
+    }
+
+    /// The launch of the candidate [`Call::tune`] picks, or the default plan when there is nothing to
+    /// choose between (fewer than two candidates).
+    #[allow(clippy::too_many_arguments)]
+    fn tuned<C: Candidate + 'static>(
+        &self,
+        stream: &Stream,
+        operands: &[Operand],
+        style: RopeStyle,
+        class: String,
+        candidates: &[C],
+        launch: impl Fn(&Call, &[Operand], &C) -> Result<PlannedLaunch, OpError> + Copy + 'static,
+    ) -> Result<Vec<PlannedLaunch>, OpError> {
+        if candidates.len() < 2 {
+            return self.plan(operands, style, false);
+        }
+        let cfg = self.tune(stream, operands, class, candidates, launch)?;
+        Ok(vec![launch(self, operands, &cfg)?])
     }
 
     /// The configuration to use: `candidates[0]` (the default) unless the tuner (`CUTILE_TUNE`)

@@ -342,8 +342,8 @@ pub fn copy_gbps(
         Tensor::<u8>::zeros(device, &shape)?,
         Tensor::<u8>::zeros(device, &shape)?,
     );
+    device.bind()?;
     let stats = time_device(stream, 2, iters.max(1), flush, || {
-        device.bind()?;
         // SAFETY: both are live allocations of `bytes` bytes on the stream's device, owned here and
         // dropped only after `time_device` synchronized on the copy's end event.
         unsafe {

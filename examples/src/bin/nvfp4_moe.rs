@@ -423,7 +423,8 @@ fn main() {
         Ok(_) => Sweep::All,
     };
     // The `%` columns' base, measured here: the same binary runs on H100s (HBM3) and H200s (HBM3e).
-    let copy_gbs = match cutile::runtime::timing::L2Flush::new(&d, 256 << 20).and_then(|mut f| {
+    let probe = cutile::runtime::timing::L2Flush::new(&d, cutile::runtime::timing::FLUSH_BYTES);
+    let copy_gbs = match probe.and_then(|mut f| {
         cutile::runtime::timing::copy_gbps(
             &s,
             Some(&mut f),
