@@ -92,7 +92,7 @@ pub fn markdown(f: &BenchFile) -> String {
                 o.median_us,
                 o.throughput,
                 o.unit,
-                100.0 * o.roofline_fraction(f.env.copy_roofline_gbps())
+                100.0 * o.roofline_fraction(&f.env)
             )),
             None => s.push_str(&format!("| {name} | — | — | — |")),
         }
@@ -173,11 +173,7 @@ pub fn plots(f: &BenchFile, dir: &Path) -> Result<Vec<PathBuf>, BoxError> {
     let mut out = Vec::new();
     for (op, series) in by_op {
         let unit = units.get(&op).cloned().unwrap_or_default();
-        let roof = if unit == "GB/s" {
-            f.env.copy_roofline_gbps()
-        } else {
-            PEAK_TFLOPS
-        };
+        let roof = f.env.roofline(&unit);
         let xs: Vec<f64> = series.values().flatten().map(|p| p.0).collect();
         let (lo, hi) = xs
             .iter()

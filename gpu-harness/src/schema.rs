@@ -109,6 +109,15 @@ impl Env {
             .filter(|g| g.is_finite() && *g > 0.0)
             .unwrap_or(H200_COPY_GBPS)
     }
+
+    /// The roofline of rows in `unit`: [`Env::copy_roofline_gbps`] for `GB/s`, else the bf16 peak.
+    pub fn roofline(&self, unit: &str) -> f64 {
+        if unit == "GB/s" {
+            self.copy_roofline_gbps()
+        } else {
+            PEAK_TFLOPS
+        }
+    }
 }
 
 /// One timed call of one implementation.
@@ -155,14 +164,9 @@ pub struct Row {
 }
 
 impl Row {
-    /// Fraction of the roofline (the run's copy bandwidth `copy_gbps`, or the bf16 peak) at the
-    /// median.
-    pub fn roofline_fraction(&self, copy_gbps: f64) -> f64 {
-        if self.unit == "GB/s" {
-            self.throughput / copy_gbps
-        } else {
-            self.throughput / PEAK_TFLOPS
-        }
+    /// Fraction of the run's roofline ([`Env::roofline`]) at the median.
+    pub fn roofline_fraction(&self, env: &Env) -> f64 {
+        self.throughput / env.roofline(&self.unit)
     }
 
     /// Problem size for plots: bytes or flops.
