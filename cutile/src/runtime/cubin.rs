@@ -360,18 +360,6 @@ fn nv_info_records(data: &[u8]) -> Result<Vec<Record<'_>>, CubinError> {
     Ok(records)
 }
 
-fn u16_at(payload: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        payload.get(at..at + 2)?.try_into().ok()?,
-    ))
-}
-
-fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        payload.get(at..at + 4)?.try_into().ok()?,
-    ))
-}
-
 /// The register count and stack frame records of the file-wide `.nv.info` as (attribute, symbol index,
 /// value).
 fn parse_function_attrs(data: &[u8]) -> Result<Vec<(u8, u32, u32)>, CubinError> {
@@ -385,7 +373,8 @@ fn parse_function_attrs(data: &[u8]) -> Result<Vec<(u8, u32, u32)>, CubinError> 
         if format != EIFMT_SVAL || !matches!(attr, EIATTR_REGCOUNT | EIATTR_FRAME_SIZE) {
             continue;
         }
-        let pair = u32_at(payload, 0).zip(u32_at(payload, 4));
+        let p = Bytes(payload);
+        let pair = p.u32(0).ok().zip(p.u32(4).ok());
         let (symbol, value) = pair.ok_or_else(|| {
             malformed(format!(
                 "a {} record in .nv.info has {} bytes, not a (symbol, value) pair of 8",
@@ -420,7 +409,8 @@ fn parse_nv_info(data: &[u8]) -> Result<ParamInfo, CubinError> {
         }
         match attr {
             EIATTR_KPARAM_INFO => {
-                let fields = (u16_at(payload, 4), u16_at(payload, 6), u32_at(payload, 8));
+                let p = Bytes(payload);
+                let fields = (p.u16(4).ok(), p.u16(6).ok(), p.u32(8).ok());
                 if let (Some(ordinal), Some(offset), Some(word)) = fields {
                     let size = ((word >> 18) & 0x3fff) as usize;
                     let offset = offset as usize;
@@ -428,7 +418,7 @@ fn parse_nv_info(data: &[u8]) -> Result<ParamInfo, CubinError> {
                 }
             }
             EIATTR_PARAM_CBANK => {
-                if let Some(size) = u16_at(payload, 6) {
+                if let Ok(size) = Bytes(payload).u16(6) {
                     total = Some(u32::from(size));
                 }
             }
