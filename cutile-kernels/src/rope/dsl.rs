@@ -31,6 +31,24 @@ pub const GPTJ: i32 = 1;
 pub mod kernels {
     use cutile::core::*;
 
+    /// The block's (token tile, head or head group) from its index `(b0, b1)` among `heads` heads or
+    /// groups: the 2-D grid `(token tiles, heads)` with token tiles fastest, or with `heads_fastest`
+    /// (0 or 1) the 1-D grid `token tiles · heads` with the heads of one token tile adjacent, so blocks
+    /// launched together read neighbouring memory. Arithmetic, not a branch: both orders are one
+    /// kernel.
+    fn tile_and_head(
+        b0: Scalar<i32>,
+        b1: Scalar<i32>,
+        heads: Scalar<i32>,
+        heads_fastest: Scalar<i32>,
+    ) -> (Scalar<i32>, Scalar<i32>) {
+        let tokens_fastest = 1i32 - heads_fastest;
+        (
+            (b0 / heads) * heads_fastest + b0 * tokens_fastest,
+            (b0 % heads) * heads_fastest + b1 * tokens_fastest,
+        )
+    }
+
     /// RoPE of `BM` tokens of head `h` of `x_in` into `x_out` (see the module docs).
     #[allow(clippy::too_many_arguments)]
     fn rope_head<E: Float, I: ElementType, const BM: i32, const DP: i32>(
@@ -164,13 +182,7 @@ pub mod kernels {
     ) {
         let (b0, b1, _) = block_id();
         let gq = (q_in.dim(1) + HB - 1) / HB;
-        // Grid `(token tiles, groups)` (token tiles fastest), or with `heads_fastest` (0 or 1) the 1-D
-        // grid `token tiles · groups` with the groups of one token tile adjacent, so blocks launched
-        // together read neighbouring memory. Arithmetic, not a branch: both orders are one kernel.
-        let groups = gq + (k_in.dim(1) + HB - 1) / HB;
-        let tokens_fastest = 1i32 - heads_fastest;
-        let bi = (b0 / groups) * heads_fastest + b0 * tokens_fastest;
-        let g = (b0 % groups) * heads_fastest + b1 * tokens_fastest;
+        let (bi, g) = tile_and_head(b0, b1, gq + (k_in.dim(1) + HB - 1) / HB, heads_fastest);
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < positions.dim(0);
         if g < gq {
@@ -272,12 +284,7 @@ pub mod kernels {
     ) {
         let (b0, b1, _) = block_id();
         let nq = q_in.dim(1);
-        // As in `rope_full`: the 2-D grid `(token tiles, heads)`, or with `heads_fastest` the 1-D
-        // grid with the heads of one token tile adjacent.
-        let heads = nq + k_in.dim(1);
-        let tokens_fastest = 1i32 - heads_fastest;
-        let bi = (b0 / heads) * heads_fastest + b0 * tokens_fastest;
-        let head = (b0 % heads) * heads_fastest + b1 * tokens_fastest;
+        let (bi, head) = tile_and_head(b0, b1, nq + k_in.dim(1), heads_fastest);
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < positions.dim(0);
         if head < nq {
