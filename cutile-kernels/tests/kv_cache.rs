@@ -2,7 +2,7 @@
 //! skipped slots), the planner without a GPU (typed errors, empty calls, the contiguous cache passed as
 //! its `[B, S, Hkv, D]` view), every representative call compiled by tileiras (sm_90; one kernel for
 //! sm_80/90/100/120), and a GPU test through the host API (`#[ignore]`d; skipped without a GPU) that
-//! also checks untouched entries.
+//! also checks untouched entries, in both grid orders.
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used, clippy::needless_range_loop)]
@@ -186,6 +186,42 @@ fn contiguous_cache_is_viewed_as_blocks_of_positions() {
     assert!(l.args.contains(&PlannedArg::I32(1)));
 }
 
+/// The tuner's candidates: the default (token tiles fastest, a `(tiles, Hkv)` grid), then the same
+/// tile and kernel with the heads of one token tile on adjacent blocks (a 1-D grid, flag bit set);
+/// decode-sized calls (one token per block) have nothing to choose.
+#[test]
+fn candidates_are_the_tile_in_both_grid_orders() {
+    let (p, t) = (kv_cache::OP_PAGED, target());
+    let o = described(p, BF16, [16384, 8, 128], [2048, 16], false);
+    let c = kv_cache::config::candidates(p, 16384, 128).unwrap();
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0], kv_cache::config::choose(p, 16384, 128).unwrap());
+    assert!(!c[0].heads_fastest && c[1].heads_fastest);
+    assert_eq!((c[1].bm, c[1].dp), (c[0].bm, c[0].dp));
+    let [a, b] = [&c[0], &c[1]].map(|c| kv_cache::plan_with(p, &o, &t, Some(c)).unwrap());
+    let default = kv_cache::plan(p, &o, &t).unwrap();
+    assert_eq!(
+        (&a[0].config, a[0].grid),
+        (&default[0].config, default[0].grid)
+    );
+    assert_eq!(a[0].grid, Some((1024, 8, 1)));
+    assert_eq!(b[0].grid, Some((1024 * 8, 1, 1)));
+    assert_eq!(a[0].kernel.name(), b[0].kernel.name());
+    let flags = |l: &PlannedLaunch| {
+        l.args.iter().find_map(|a| match a {
+            PlannedArg::I32(f) => Some(*f),
+            _ => None,
+        })
+    };
+    assert_eq!(flags(&a[0]), Some(kv_cache::PAGED));
+    assert_eq!(
+        flags(&b[0]),
+        Some(kv_cache::PAGED | kv_cache::HEADS_FASTEST)
+    );
+    assert!(b[0].config.ends_with("heads-fastest"), "{}", b[0].config);
+    assert_eq!(kv_cache::config::candidates(p, 8, 128).unwrap().len(), 1);
+}
+
 #[test]
 fn the_ops_are_in_the_registry() {
     for op in [kv_cache::OP, kv_cache::OP_PAGED] {
@@ -234,14 +270,30 @@ mod gpu {
             .collect()
     }
 
+    /// The call in the tuner's alternative grid order (heads of one token tile on adjacent blocks),
+    /// the default's tile; the caller's caches written.
+    fn write_heads_fastest(stream: &Stream, op: &str, ops: &[Operand]) {
+        let (k, t) = (&ops[0], Target::of(stream.device()).unwrap());
+        let cfg = kv_cache::KvConfig {
+            heads_fastest: true,
+            ..kv_cache::config::choose(kv_cache::OP, k.shape[0], k.shape[2]).unwrap()
+        };
+        let plan = kv_cache::plan_with(op, ops, &t, Some(&cfg)).unwrap();
+        // SAFETY: the operands are the test's live tensors; the plan addresses only their elements.
+        unsafe { cutile_kernels::op::execute(stream, ops, &plan) }
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+
     /// Paged writes with holes (−1 slots, a slot past the cache), in random order, k and v as head
-    /// slices of one fused buffer; every other cache entry keeps its sentinel.
+    /// slices of one fused buffer; every other cache entry keeps its sentinel. `heads_fastest`: the
+    /// tuner's alternative grid order instead of the host API's default.
     fn paged<T: DeviceElement, I: DeviceElement>(
         dev: &Device,
         stream: &Stream,
-        t: i64,
-        hkv: i64,
-        d: i64,
+        (t, hkv, d): (i64, i64, i64),
+        heads_fastest: bool,
     ) {
         let (blocks, bs) = (t / 4 + 3, 8i64);
         let mut rng = cutile_testkit::data::Rng::new(t as u64);
@@ -280,10 +332,21 @@ mod gpu {
         let mut vc = up::<T>(dev, &vec![SENTINEL; n], &shape);
         let sl: Vec<I> = slots.iter().map(|&s| I::from_f64(s as f64)).collect();
         let sd = Tensor::from_host(dev, &sl, &[t]).unwrap();
-        kv_cache::write_kv_cache_paged(stream, &kd, &vd, &sd, &mut kc, &mut vc)
-            .unwrap()
-            .wait()
-            .unwrap();
+        if heads_fastest {
+            let ops = [
+                Operand::of("k", &kd),
+                Operand::of("v", &vd),
+                Operand::of("slot_mapping", &sd),
+                Operand::of("k_cache", &kc),
+                Operand::of("v_cache", &vc),
+            ];
+            write_heads_fastest(stream, kv_cache::OP_PAGED, &ops);
+        } else {
+            kv_cache::write_kv_cache_paged(stream, &kd, &vd, &sd, &mut kc, &mut vc)
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
         let (mut wk, mut wv) = (vec![SENTINEL; n], vec![SENTINEL; n]);
         let idx = r::Index::Paged { slot: &slots };
         r::write(
@@ -300,7 +363,12 @@ mod gpu {
         assert_eq!(down(&vc), wv, "v cache t={t} {}", T::DTYPE);
     }
 
-    fn contiguous<T: DeviceElement>(dev: &Device, stream: &Stream, t: i64, hkv: i64, d: i64) {
+    fn contiguous<T: DeviceElement>(
+        dev: &Device,
+        stream: &Stream,
+        (t, hkv, d): (i64, i64, i64),
+        heads_fastest: bool,
+    ) {
         let (b, s) = (3i64, t + 5);
         let batch: Vec<i64> = (0..t).map(|i| if i == 2 { 3 } else { i % b }).collect();
         let pos: Vec<i64> = (0..t)
@@ -332,10 +400,22 @@ mod gpu {
             &[t],
         )
         .unwrap();
-        kv_cache::write_kv_cache(stream, &kd, &vd, &bd, &pd, &mut kc, &mut vc)
-            .unwrap()
-            .wait()
-            .unwrap();
+        if heads_fastest {
+            let ops = [
+                Operand::of("k", &kd),
+                Operand::of("v", &vd),
+                Operand::of("batch", &bd),
+                Operand::of("pos", &pd),
+                Operand::of("k_cache", &kc),
+                Operand::of("v_cache", &vc),
+            ];
+            write_heads_fastest(stream, kv_cache::OP, &ops);
+        } else {
+            kv_cache::write_kv_cache(stream, &kd, &vd, &bd, &pd, &mut kc, &mut vc)
+                .unwrap()
+                .wait()
+                .unwrap();
+        }
         let (mut wk, mut wv) = (vec![SENTINEL; n], vec![SENTINEL; n]);
         let idx = r::Index::Contiguous {
             batch: &batch,
@@ -368,10 +448,12 @@ mod gpu {
             (1000, 8, 128),
             (33, 1, 256),
         ] {
-            paged::<bf16, i64>(&dev, &stream, t, hkv, d);
-            paged::<f32, i32>(&dev, &stream, t, hkv, d);
-            contiguous::<bf16>(&dev, &stream, t, hkv, d);
-            contiguous::<f32>(&dev, &stream, t, hkv, d);
+            for hf in [false, true] {
+                paged::<bf16, i64>(&dev, &stream, (t, hkv, d), hf);
+                paged::<f32, i32>(&dev, &stream, (t, hkv, d), hf);
+                contiguous::<bf16>(&dev, &stream, (t, hkv, d), hf);
+                contiguous::<f32>(&dev, &stream, (t, hkv, d), hf);
+            }
         }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! The caches are addressed as `[blocks, block_size, Hkv, D]` (a contiguous `[B, Hkv, S, D]` cache is
 //! passed as its `[B, S, Hkv, D]` strided view). Block `(i, h)` owns tokens `i·BM ..` of head `h` as
-//! one `[BM, DP]` tile of k and one of v (`DP` the power of two ≥ `D`). Token `t` goes to
+//! one `[BM, DP]` tile of k and one of v (`DP` the power of two ≥ `D`). The grid order is a run-time
+//! flag: token tiles fastest (`(tiles, Hkv)` grid) or, with [`HEADS_FASTEST`], a 1-D grid of
+//! `tiles · Hkv` blocks whose adjacent blocks hold the heads of one token tile. Token `t` goes to
 //! `(a[t] / block_size, a[t] % block_size)` when paged (`a` = slot mapping), to `(a[t], b[t])` otherwise
 //! (batch, position). A token whose slot is negative or past the cache, or whose batch or position is
 //! outside the cache, is skipped; the checks run in the index type, so an i64 index is never truncated
@@ -10,13 +12,16 @@
 
 /// `flags` bit: paged cache (`a` = slot mapping) instead of contiguous (`a` = batch, `b` = position).
 pub const PAGED: i32 = 1;
+/// `flags` bit: 1-D grid, the heads of one token tile on adjacent blocks.
+pub const HEADS_FASTEST: i32 = 2;
 
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
     use cutile::core::*;
 
-    /// Writes k and v of `BM` tokens of head `head`. Grid explicit: `(ceil(T / BM), Hkv, 1)`.
+    /// Writes k and v of `BM` tokens of head `head`. Grid explicit: `(ceil(T / BM), Hkv, 1)`, or
+    /// `(ceil(T / BM) · Hkv, 1, 1)` with [`HEADS_FASTEST`](super::HEADS_FASTEST).
     #[cutile::entry]
     // `ok = ok & ..` on device tiles: the DSL's `&` builds IR (no `&=` needed).
     #[allow(clippy::too_many_arguments, clippy::assign_op_pattern)]
@@ -29,7 +34,13 @@ pub mod kernels {
         k_cache: &mut Tensor<E, S4<1, 1, 1, DP>>,
         v_cache: &mut Tensor<E, S4<1, 1, 1, DP>>,
     ) {
-        let (bi, head, _) = block_id();
+        let (b0, b1, _) = block_id();
+        let heads = k.dim(1);
+        // 0 or 1: both orders decoded without a branch on the block index.
+        let hf = (flags & super::HEADS_FASTEST) / super::HEADS_FASTEST;
+        let tf = 1i32 - hf;
+        let bi = (b0 / heads) * hf + b0 * tf;
+        let head = (b0 % heads) * hf + b1 * tf;
         let d = k.dim(2);
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < index_a.dim(0);

@@ -32,12 +32,13 @@ mod dsl;
 pub mod reference;
 
 pub use config::KvConfig;
-pub use dsl::kernels;
+pub use dsl::{HEADS_FASTEST, PAGED, kernels};
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
+use crate::op::tuning::Candidate;
 use crate::op::{
     CallSpec, FLOATS, INDICES, OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div,
     execute, float_index_kernel,
@@ -89,12 +90,36 @@ pub fn write_kv_cache_paged<'a>(
     run(stream, OP_PAGED, &operands)
 }
 
+/// Validates, picks the configuration (tuned when `CUTILE_TUNE` asks: the tile in both grid orders)
+/// and queues the launch.
 fn run<'a>(stream: &'a Stream, op: &str, operands: &[Operand]) -> Result<Pending<'a>, OpError> {
     let target = Target::of(stream.device())?;
     let launches = plan(op, operands, &target)?;
-    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (caches exclusively); the
-    // launch writes only cache entries the kernel checked are inside the caches.
-    unsafe { execute(stream, operands, &launches) }
+    let tuned = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
+    if !tuned || launches.is_empty() {
+        // SAFETY: the operands come from the caller's tensors, borrowed for 'a (caches exclusively);
+        // the launch writes only cache entries the kernel checked are inside the caches.
+        return unsafe { execute(stream, operands, &launches) };
+    }
+    let op = if op == OP_PAGED { OP_PAGED } else { OP };
+    let (k, index) = (&operands[0], operands[2].dtype);
+    let candidates = config::candidates(op, k.shape[0], k.shape[2])?;
+    let class = format!("{} {index} {}", k.dtype, candidates[0].name());
+    let k_cache = operands.len() - 2;
+    // SAFETY: as above; every candidate writes the same entries, and a trial's k cache is scratch (its
+    // v cache the caller's, rewritten with the same values).
+    unsafe {
+        crate::op::tuning::run_tuned(
+            stream,
+            operands,
+            k_cache,
+            op,
+            class,
+            &candidates,
+            true,
+            |c| plan_with(op, operands, &target, Some(c)),
+        )
+    }
 }
 
 fn shape_err(op: &'static str, what: String, left: &[i64], right: &[i64]) -> OpError {
@@ -111,6 +136,17 @@ pub fn plan(
     op: &str,
     operands: &[Operand],
     target: &Target,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    plan_with(op, operands, target, None)
+}
+
+/// [`plan`] with configuration `cfg` (a [`config::candidates`] entry, say the tuner's alternative
+/// grid order), or the default when `None`.
+pub fn plan_with(
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+    cfg: Option<&KvConfig>,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
     let (op, paged) = match op {
         OP => (OP, false),
@@ -192,7 +228,10 @@ pub fn plan(
             what: format!("{hkv} heads exceed the grid's 65535 along y"),
         });
     }
-    let cfg = config::choose(op, t, d)?;
+    let cfg = match cfg {
+        Some(c) => *c,
+        None => config::choose(op, t, d)?,
+    };
     let index = indices[0].dtype;
     let kernel = kernel(k.dtype, index, &cfg).ok_or_else(|| OpError::Unsupported {
         op,
@@ -220,16 +259,27 @@ pub fn plan(
             whole(1),
             whole(2),
             whole(b),
-            PlannedArg::I32(if paged { dsl::PAGED } else { 0 }),
+            PlannedArg::I32(
+                if paged { dsl::PAGED } else { 0 }
+                    | if cfg.heads_fastest {
+                        dsl::HEADS_FASTEST
+                    } else {
+                        0
+                    },
+            ),
             cache(n - 2),
             cache(n - 1),
         ],
-        grid: Some((
-            crate::op::grid_rows(op, ceil_div(t, cfg.bm))?,
-            hkv as u32,
-            1,
-        )),
-        config: format!("kv_cache_write BM={} DP={}", cfg.bm, cfg.dp),
+        grid: Some(if cfg.heads_fastest {
+            (crate::op::grid_rows(op, ceil_div(t, cfg.bm) * hkv)?, 1, 1)
+        } else {
+            (
+                crate::op::grid_rows(op, ceil_div(t, cfg.bm))?,
+                hkv as u32,
+                1,
+            )
+        }),
+        config: format!("kv_cache_write {}", cfg.name()),
     }])
 }
 
