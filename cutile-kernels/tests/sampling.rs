@@ -12,6 +12,7 @@ mod common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
+use cutile_kernels::op::tuning::Candidate;
 use cutile_kernels::op::{OpError, Operand, PlannedLaunch, Target};
 use cutile_kernels::sampling::{self, reference as r};
 
@@ -164,8 +165,12 @@ fn the_ops_are_in_the_registry() {
 /// is under two blocks per SM, one chunk (the one-launch kernel) for short rows.
 #[test]
 fn argmax_split_fills_the_device() {
-    use sampling::config::{ArgmaxSplit, argmax_split};
-    let s = |bn, chunks| ArgmaxSplit { bn, chunks };
+    use sampling::config::{ArgmaxSplit, ChunkForm, argmax_split};
+    let s = |bn, chunks| ArgmaxSplit {
+        bn,
+        chunks,
+        form: ChunkForm::F32,
+    };
     assert_eq!(argmax_split(1024, 128256, 132), s(8192, 16));
     assert_eq!(argmax_split(8, 128256, 132), s(2048, 63));
     assert_eq!(argmax_split(1, 128256, 132), s(1024, 126));
@@ -173,6 +178,56 @@ fn argmax_split_fills_the_device() {
     assert_eq!(argmax_split(5000, 7, 132), s(128, 1));
     assert_eq!(argmax_split(4096, 8192, 132), s(8192, 1));
     assert_eq!(argmax_split(4096, 8193, 132), s(8192, 2));
+}
+
+/// The tuner's argmax candidates: the default first, distinct, each with a chunk kernel and several
+/// chunks per row, all planned on the one scratch `argmax_scratch` sizes; one-chunk rows have only
+/// the default.
+#[test]
+fn argmax_candidates_plan_on_one_scratch() {
+    use sampling::config::{ChunkForm::*, argmax_candidates, argmax_scratch, argmax_split};
+    for (t, v) in [
+        (1024, 128256),
+        (8, 128256),
+        (1, 128256),
+        (64, 32000),
+        (3, 20000),
+    ] {
+        let c = argmax_candidates(t, v, 132);
+        assert_eq!(c[0], argmax_split(t, v, 132), "[{t}, {v}]");
+        let names: std::collections::HashSet<_> = c.iter().map(|c| c.name()).collect();
+        assert_eq!(names.len(), c.len(), "[{t}, {v}]: {names:?}");
+        let ops = sampling::with_scratch(
+            sampling::ARGMAX,
+            &[
+                Operand::described("x", 0, BF16, &[t, v]),
+                Operand::described("out", 1, I64, &[t]),
+            ],
+            &target(),
+        );
+        assert_eq!(ops[2].shape, [t * argmax_scratch(t, v, 132)]);
+        for s in &c {
+            assert!(s.chunks > 1, "[{t}, {v}] {}", s.name());
+            let l = sampling::plan_argmax_with(&ops, &target(), s).unwrap();
+            assert_eq!(l.len(), 2, "[{t}, {v}] {}", s.name());
+            assert!(l[0].config.contains(&s.name()), "{}", l[0].config);
+            assert_eq!(l[0].grid, Some(((t * s.chunks) as u32, 1, 1)));
+        }
+    }
+    let c = argmax_candidates(1024, 128256, 132);
+    let forms: Vec<_> = c.iter().map(|c| (c.bn, c.form)).collect();
+    assert_eq!(
+        forms,
+        [
+            (8192, F32),
+            (8192, Native),
+            (8192, Native8),
+            (16384, Native),
+            (16384, Native8),
+            (4096, Native)
+        ]
+    );
+    assert_eq!(argmax_candidates(77, 1000, 132).len(), 1);
 }
 
 /// The chunked top-k's split: the row read by at least an SM's worth of blocks where the row allows
@@ -340,6 +395,7 @@ mod gpu {
     use common::gpu_device;
     use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
     use half::bf16;
+    use sampling::config;
 
     /// Rows with planted ties at the maximum, a −∞ row, values quantized so ties are common.
     fn logits<T: DeviceElement>(t: i64, v: i64) -> Vec<f32> {
@@ -360,17 +416,50 @@ mod gpu {
         x
     }
 
+    /// Every tuner candidate of the argmax call (the chunk forms and widths) gives `want`.
+    fn argmax_candidates<T: DeviceElement>(dev: &Device, s: &Stream, xd: &Tensor<T>, want: &[i64]) {
+        let (t, v) = (xd.shape()[0], xd.shape()[1]);
+        let target = Target::of(dev).unwrap();
+        let n = t * config::argmax_scratch(t, v, target.sm_count);
+        let scratch = Tensor::<f32>::zeros(dev, &[2 * (n + 64)]).unwrap();
+        for c in config::argmax_candidates(t, v, target.sm_count) {
+            let out = Tensor::<i64>::full(dev, &[t], -9).unwrap();
+            let mut ops = sampling::with_scratch(
+                sampling::ARGMAX,
+                &[Operand::of("x", xd), Operand::of("out", &out)],
+                &target,
+            );
+            if ops.len() == 4 {
+                // The described scratch pair, placed in this test's buffer.
+                // 256-byte aligned, as the host API's scratch.
+                let half = (ops[2].shape[0] as u64).div_ceil(64) * 64;
+                ops[2].ptr = scratch.device_ptr();
+                ops[3].ptr = scratch.device_ptr() + 4 * half;
+            }
+            let plan = sampling::plan_argmax_with(&ops, &target, &c).unwrap();
+            // SAFETY: the operands are this test's live tensors; the scratch buffer holds both arrays.
+            unsafe { cutile_kernels::op::execute(s, &ops, &plan) }
+                .unwrap()
+                .wait()
+                .unwrap();
+            assert_eq!(
+                out.to_host().unwrap(),
+                want,
+                "argmax t={t} v={v} {}",
+                c.name()
+            );
+        }
+    }
+
     fn case<T: DeviceElement>(dev: &Device, s: &Stream, t: i64, v: i64, k: i64) {
         let x = logits::<T>(t, v);
         let h: Vec<T> = x.iter().map(|&e| T::from_f64(e as f64)).collect();
         let xd = Tensor::from_host(dev, &h, &[t, v]).unwrap();
         let mut out = Tensor::<i64>::full(dev, &[t], -9).unwrap();
         sampling::argmax(s, &xd, &mut out).unwrap().wait().unwrap();
-        assert_eq!(
-            out.to_host().unwrap(),
-            r::argmax(&x, v as usize),
-            "argmax t={t} v={v}"
-        );
+        let want = r::argmax(&x, v as usize);
+        assert_eq!(out.to_host().unwrap(), want, "argmax t={t} v={v}");
+        argmax_candidates(dev, s, &xd, &want);
         let k = k.min(v);
         let mut vals = Tensor::<T>::zeros(dev, &[t, k]).unwrap();
         let mut idx = Tensor::<i64>::full(dev, &[t, k], -9).unwrap();

@@ -442,14 +442,22 @@ fn plan_sampling(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     let operands = sampling::with_scratch(
         &spec.op,
         &sampling::described_call(&spec.op, dt, &spec.shapes)?,
         t,
     );
-    let launches = sampling::plan(&spec.op, &operands, t)?;
+    let mut launches = sampling::plan(&spec.op, &operands, t)?;
+    if all && spec.op == sampling::ARGMAX && launches.len() > 1 {
+        let x = &operands[0].shape;
+        // The default's launches first, then every other candidate's chunk kernel (the merge is the
+        // same kernel).
+        for c in &sampling::config::argmax_candidates(x[0], x[1], t.sm_count)[1..] {
+            launches.push(sampling::plan_argmax_with(&operands, t, c)?.remove(0));
+        }
+    }
     Ok(PlannedCall { operands, launches })
 }
 

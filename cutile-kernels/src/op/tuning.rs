@@ -71,6 +71,19 @@ fn to_f32(dtype: ScalarType, bytes: &[u8]) -> Vec<f32> {
             .chunks_exact(2)
             .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
             .collect(),
+        // Indices as numbers (exact below 2^24), not their bit patterns as floats.
+        ScalarType::I64 => bytes
+            .chunks_exact(8)
+            .map(|b| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(b);
+                i64::from_le_bytes(w) as f32
+            })
+            .collect(),
+        ScalarType::I32 => bytes
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32)
+            .collect(),
         _ => bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -293,7 +306,12 @@ pub(crate) unsafe fn run_tuned<'a, C: Candidate>(
             stream,
             operands,
             output,
-            crate::tolerance(dtype),
+            // Integer outputs (indices) must agree exactly.
+            if dtype.is_float() {
+                crate::tolerance(dtype)
+            } else {
+                0.0
+            },
             memory_bound,
             // Plans address operands by index, so the scratch output needs no new plan.
             |c: &C, _: &[Operand]| launches(c),
@@ -303,4 +321,27 @@ pub(crate) unsafe fn run_tuned<'a, C: Candidate>(
     let plan = launches(&config)?;
     // SAFETY: the caller's contract.
     unsafe { execute(stream, operands, &plan) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Index outputs are compared as numbers: one differing index is a large error, not the
+    /// difference of two denormal bit patterns.
+    #[test]
+    fn integer_outputs_read_as_numbers() {
+        let le = |v: &[i64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(
+            to_f32(ScalarType::I64, &le(&[3, 70000, -1])),
+            [3.0, 70000.0, -1.0]
+        );
+        let i32s: Vec<u8> = [5i32, -7].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(to_f32(ScalarType::I32, &i32s), [5.0, -7.0]);
+        let (a, b) = (
+            to_f32(ScalarType::I64, &le(&[1, 2, 3, 4])),
+            to_f32(ScalarType::I64, &le(&[1, 2, 3, 5])),
+        );
+        assert!(rel_l2(&b, &a) > 0.1);
+    }
 }

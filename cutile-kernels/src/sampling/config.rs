@@ -27,13 +27,48 @@ pub const ARGMAX_BN_MAX: i64 = 8192;
 /// The partial-result tile of the argmax merge (one block per row, looping over the row's chunks).
 pub const ARGMAX_CB: i64 = 1024;
 
+/// How the split argmax's chunk kernel finds a chunk's best: the tuner's alternatives to the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChunkForm {
+    /// `argmax_chunks`: values widened to f32 (the default).
+    F32,
+    /// `argmax_chunks_native`: values compared in the element type (no widening).
+    Native,
+    /// `argmax_chunks_native8`: `Native` on 8 worker warps.
+    Native8,
+}
+
 /// The split of an argmax call over `[t, v]` on a device of `sms` SMs: `chunks` blocks of `bn`
-/// columns per row. Chunks start at [`ARGMAX_BN_MAX`] (or the power of two ≥ `v`) and are halved down
-/// to 1024 while the grid would be under two blocks per SM (decode batches of a few rows).
+/// columns per row, each found by the chunk kernel `form`. Chunks start at [`ARGMAX_BN_MAX`] (or the
+/// power of two ≥ `v`) and are halved down to 1024 while the grid would be under two blocks per SM
+/// (decode batches of a few rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArgmaxSplit {
     pub bn: i64,
     pub chunks: i64,
+    pub form: ChunkForm,
+}
+
+impl ArgmaxSplit {
+    /// `chunks` chunks of `bn` columns of rows of `v`, found by `form`.
+    pub fn new(v: i64, bn: i64, form: ChunkForm) -> ArgmaxSplit {
+        ArgmaxSplit {
+            bn,
+            chunks: crate::op::ceil_div(v, bn).max(1),
+            form,
+        }
+    }
+}
+
+impl crate::op::tuning::Candidate for ArgmaxSplit {
+    fn name(&self) -> String {
+        let form = match self.form {
+            ChunkForm::F32 => "",
+            ChunkForm::Native => " native",
+            ChunkForm::Native8 => " native w8",
+        };
+        format!("BN={}{form}", self.bn)
+    }
 }
 
 /// See [`ArgmaxSplit`]; one chunk per row is the one-launch kernel.
@@ -42,10 +77,43 @@ pub fn argmax_split(t: i64, v: i64, sms: u32) -> ArgmaxSplit {
     while bn > 1024 && t * crate::op::ceil_div(v, bn) < 2 * i64::from(sms) {
         bn /= 2;
     }
-    ArgmaxSplit {
-        bn,
-        chunks: crate::op::ceil_div(v, bn).max(1),
+    ArgmaxSplit::new(v, bn, ChunkForm::F32)
+}
+
+/// The tuner's candidates for a split call (the default has several chunks per row; otherwise just
+/// the default): the default, the native form at its width, on 8 warps, at twice the width (native,
+/// 8 warps; [`ARGMAX_BN_MAX`] · 2 at most) and half of it. Every candidate keeps several chunks per
+/// row (the two-launch plan) and fits [`argmax_scratch`].
+pub fn argmax_candidates(t: i64, v: i64, sms: u32) -> Vec<ArgmaxSplit> {
+    let d = argmax_split(t, v, sms);
+    let mut all = vec![d];
+    if d.chunks == 1 {
+        return all;
     }
+    use ChunkForm::*;
+    for (bn, form) in [
+        (d.bn, Native),
+        (d.bn, Native8),
+        (2 * d.bn, Native),
+        (2 * d.bn, Native8),
+        (d.bn / 2, Native),
+    ] {
+        let c = ArgmaxSplit::new(v, bn, form);
+        if (4096..=2 * ARGMAX_BN_MAX).contains(&bn) && c.chunks > 1 && !all.contains(&c) {
+            all.push(c);
+        }
+    }
+    all
+}
+
+/// Partials per row the scratch holds for a split call: the most chunks among
+/// [`argmax_candidates`], so any candidate plans on the same scratch.
+pub fn argmax_scratch(t: i64, v: i64, sms: u32) -> i64 {
+    argmax_candidates(t, v, sms)
+        .iter()
+        .map(|c| c.chunks)
+        .max()
+        .unwrap_or(1)
 }
 
 /// One selection round of the chunked top-k: each row's `groups · kp`-or-fewer candidates are split

@@ -114,6 +114,44 @@ pub mod kernels {
         (m, ci)
     }
 
+    /// [`tile_best`] with the values compared in their own type (bf16/f16 max and equality: exact, and
+    /// no widening to f32, so half the registers per value); masked lanes read −∞. A lane past `V` can
+    /// only tie a max of −∞, and then a real column (smaller) ties too, so it never wins.
+    fn tile_best_native<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        rows: Tile<i32, S1<BN>>,
+        cols: Tile<i32, S1<BN>>,
+    ) -> (Tile<f32, S1<1>>, Tile<i32, S1<1>>) {
+        let t = x.gather((rows, cols), Some(cols < x.dim(1)), f32::NEG_INFINITY);
+        let m = t.amax::<0>();
+        let hit = t == m.broadcast::<S1<BN>>();
+        let ci = select(hit, cols, full::<i32, S1<BN>>(i32::MAX)).amin::<0>();
+        (m.cast::<f32>(), ci)
+    }
+
+    /// Block `b = r · chunks + j` of a split argmax: chunk `j` of row `r`'s best (`native`: compared
+    /// in the element type), stored as partial `b`; a chunk of NaNs reports its first column.
+    fn chunk_partial<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        chunks: Scalar<i32>,
+        part_v: &mut Tensor<f32, S1<1>>,
+        part_i: &mut Tensor<i32, S1<1>>,
+        native: bool,
+    ) {
+        let b = block_id_x();
+        let row = b / chunks;
+        let j = b - row * chunks;
+        let (rows, cols) = (row.splat::<S1<BN>>(), iota::<BN>() + j * BN);
+        let (m, ci) = if native {
+            tile_best_native::<E, BN>(x, rows, cols)
+        } else {
+            tile_best::<E, BN>(x, rows, cols)
+        };
+        let first = (j * BN).splat::<S1<1>>();
+        part_v.store(m);
+        part_i.store(select(ci == i32::MAX, first, ci));
+    }
+
     /// `out[t] = argmax(x[t, :])`, the row gathered in `BN`-wide tiles (masked past `V`). Grid: the
     /// tiles of `out` (one row per block).
     #[cutile::entry]
@@ -145,13 +183,30 @@ pub mod kernels {
         part_v: &mut Tensor<f32, S1<1>>,
         part_i: &mut Tensor<i32, S1<1>>,
     ) {
-        let b = block_id_x();
-        let row = b / chunks;
-        let j = b - row * chunks;
-        let (m, ci) = tile_best::<E, BN>(x, row.splat::<S1<BN>>(), iota::<BN>() + j * BN);
-        let first = (j * BN).splat::<S1<1>>();
-        part_v.store(m);
-        part_i.store(select(ci == i32::MAX, first, ci));
+        chunk_partial::<E, BN>(x, chunks, part_v, part_i, false);
+    }
+
+    /// [`argmax_chunks`] comparing in the element type (the tuner's candidate; see
+    /// [`tile_best_native`]).
+    #[cutile::entry]
+    pub fn argmax_chunks_native<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        chunks: Scalar<i32>,
+        part_v: &mut Tensor<f32, S1<1>>,
+        part_i: &mut Tensor<i32, S1<1>>,
+    ) {
+        chunk_partial::<E, BN>(x, chunks, part_v, part_i, true);
+    }
+
+    /// [`argmax_chunks_native`] on 8 worker warps (half the values per thread, for the wider chunks).
+    #[cutile::entry(num_worker_warps = 8)]
+    pub fn argmax_chunks_native8<E: Float, const BN: i32>(
+        x: &Tensor<E, S2<DYN, DYN>>,
+        chunks: Scalar<i32>,
+        part_v: &mut Tensor<f32, S1<1>>,
+        part_i: &mut Tensor<i32, S1<1>>,
+    ) {
+        chunk_partial::<E, BN>(x, chunks, part_v, part_i, true);
     }
 
     /// Stage 2 of the split argmax: `out[r]` from row `r` of the partials (`part_v`, `part_i`: `[T,

@@ -43,6 +43,8 @@ use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
+use crate::op::tuning::Candidate;
+
 use crate::op::{
     CallSpec, FLOATS, OpError, Operand, PlannedArg, PlannedLaunch, Target, execute, float_kernel,
     grid_rows,
@@ -139,7 +141,7 @@ fn scratch_elems(op: &str, operands: &[Operand], target: &Target) -> Option<i64>
         return Some(config::topk_split(t, v, k, target.sm_count).scratch(t));
     }
     let split = config::argmax_split(t, v, target.sm_count);
-    (split.chunks > 1).then_some(t * split.chunks)
+    (split.chunks > 1).then(|| t * config::argmax_scratch(t, v, target.sm_count))
 }
 
 /// `operands` of a call of `op` with the described scratch appended (argmax `part_v` f32 and
@@ -175,10 +177,35 @@ fn run_on<'a>(
     target: &Target,
 ) -> Result<Pending<'a>, OpError> {
     let launches = plan(op, operands, target)?;
-    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively), and
-    // the stream's scratch buffer (used in stream order); the launches address only the shapes `plan`
-    // checked.
-    unsafe { execute(stream, operands, &launches) }
+    let tuned = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
+    let split = match (tuned && op == ARGMAX, rows_of(op, operands)) {
+        (true, Some((t, v))) if launches.len() > 1 => Some((t, v)),
+        _ => None,
+    };
+    let Some((t, v)) = split else {
+        // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively),
+        // and the stream's scratch buffer (used in stream order); the launches address only the
+        // shapes `plan` checked.
+        return unsafe { execute(stream, operands, &launches) };
+    };
+    let candidates = config::argmax_candidates(t, v, target.sm_count);
+    let class = format!("{} [{t}, {v}]", operands[0].dtype);
+    // SAFETY: as above; every candidate fits the scratch (`config::argmax_scratch`).
+    unsafe {
+        crate::op::tuning::run_tuned(stream, operands, 1, ARGMAX, class, &candidates, true, |c| {
+            plan_argmax_with(operands, target, c)
+        })
+    }
+}
+
+/// The launches of an argmax call `[x, out, part_v, part_i]` (as [`plan`] takes it) with `split`
+/// instead of the default (an [`config::argmax_candidates`] entry).
+pub fn plan_argmax_with(
+    operands: &[Operand],
+    target: &Target,
+    split: &config::ArgmaxSplit,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    plan_split(ARGMAX, operands, target, Some(split))
 }
 
 fn shape_err(op: &'static str, what: &str, left: &[i64], right: &[i64]) -> OpError {
@@ -197,6 +224,16 @@ pub fn plan(
     op: &str,
     operands: &[Operand],
     target: &Target,
+) -> Result<Vec<PlannedLaunch>, OpError> {
+    plan_split(op, operands, target, None)
+}
+
+/// [`plan`], an argmax call with `split` when given.
+fn plan_split(
+    op: &str,
+    operands: &[Operand],
+    target: &Target,
+    split: Option<&config::ArgmaxSplit>,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
     let (op, n) = match op {
         ARGMAX => (ARGMAX, 2),
@@ -257,7 +294,11 @@ pub fn plan(
         if t == 0 {
             return Ok(Vec::new());
         }
-        return plan_argmax(operands, config::argmax_split(t, v, target.sm_count));
+        let split = split.copied();
+        return plan_argmax(
+            operands,
+            split.unwrap_or_else(|| config::argmax_split(t, v, target.sm_count)),
+        );
     }
     let (vals, idx) = (&operands[1], &operands[2]);
     vals.expect_same_dtype(op, x)?;
@@ -349,7 +390,7 @@ fn plan_argmax(
     let op = ARGMAX;
     let (x, out) = (&operands[0], &operands[1]);
     let t = x.shape[0];
-    let config::ArgmaxSplit { bn, chunks } = split;
+    let config::ArgmaxSplit { bn, chunks, form } = split;
     let rows = grid_rows(op, t)?;
     if chunks == 1 {
         let c = format!("argmax BN={bn}");
@@ -367,12 +408,12 @@ fn plan_argmax(
     }
     scratch_pair(op, operands, 2, t * chunks)?;
     let blocks = grid_rows(op, t * chunks)?;
-    let c1 = format!("argmax_chunks BN={bn}");
+    let c1 = format!("argmax_chunks {}", split.name());
     let cb = config::ARGMAX_CB;
     let c2 = format!("argmax_merge CB={cb}");
     Ok(vec![
         PlannedLaunch {
-            kernel: float_kernel!(x.dtype, |E| argmax_chunks_kernel::<E>(bn))
+            kernel: float_kernel!(x.dtype, |E| argmax_chunks_kernel::<E>(bn, form))
                 .flatten()
                 .ok_or_else(|| no_kernel(op, x.dtype, &c1))?,
             args: vec![
@@ -561,13 +602,25 @@ fn argmax_kernel<E: cutile::core::Float>(bn: i64) -> Option<cutile::dsl::Kernel>
     }
 }
 
-fn argmax_chunks_kernel<E: cutile::core::Float>(bn: i64) -> Option<cutile::dsl::Kernel> {
-    use kernels::argmax_chunks as k;
-    match bn {
-        1024 => Some(k::kernel::<E, 1024>()),
-        2048 => Some(k::kernel::<E, 2048>()),
-        4096 => Some(k::kernel::<E, 4096>()),
-        8192 => Some(k::kernel::<E, 8192>()),
+/// The chunk kernel of `form` at width `bn`: the default's widths (1024..=8192) for `F32`, the
+/// candidates' (4096..=16384) for the native forms.
+fn argmax_chunks_kernel<E: cutile::core::Float>(
+    bn: i64,
+    form: config::ChunkForm,
+) -> Option<cutile::dsl::Kernel> {
+    use config::ChunkForm::*;
+    use kernels::{argmax_chunks as f, argmax_chunks_native as n, argmax_chunks_native8 as n8};
+    match (form, bn) {
+        (F32, 1024) => Some(f::kernel::<E, 1024>()),
+        (F32, 2048) => Some(f::kernel::<E, 2048>()),
+        (F32, 4096) => Some(f::kernel::<E, 4096>()),
+        (F32, 8192) => Some(f::kernel::<E, 8192>()),
+        (Native, 4096) => Some(n::kernel::<E, 4096>()),
+        (Native, 8192) => Some(n::kernel::<E, 8192>()),
+        (Native, 16384) => Some(n::kernel::<E, 16384>()),
+        (Native8, 4096) => Some(n8::kernel::<E, 4096>()),
+        (Native8, 8192) => Some(n8::kernel::<E, 8192>()),
+        (Native8, 16384) => Some(n8::kernel::<E, 16384>()),
         _ => None,
     }
 }
