@@ -1,6 +1,7 @@
 //! `cargo xtask kernels [--arch sm_80,sm_90,…]`: the main job. Builds every kernel of the compile catalog with our
 //! own IR code, writes its bytecode, compiles it with the real tileiras for each architecture and prints a table
-//! (kernel, specialization, arch, bytecode bytes, cubin bytes, seconds). Exits non-zero if any step fails.
+//! (kernel, specialization, arch, bytecode bytes, cubin bytes, seconds, and the kernel's registers,
+//! stack frame and static shared memory as the cubin records them). Exits non-zero if any step fails.
 //!
 //! `--subset` is what CI (`cargo xtask test`) compiles: every specialization for sm_90 (the arch the
 //! project runs on), and for each other arch one specialization of every kernel entry (the catalog's
@@ -76,7 +77,15 @@ struct Row {
     specialization: String,
     arch: String,
     bytecode_bytes: usize,
-    outcome: Result<(usize, f64), String>,
+    outcome: Result<Compiled, String>,
+}
+
+/// What a compiled row reports: the cubin's size, the compile time and the kernel's resources as the
+/// cubin records them (registers, spill stack, static shared memory; `None` if it records none).
+struct Compiled {
+    cubin_bytes: usize,
+    seconds: f64,
+    resources: Option<cutile::runtime::cubin::KernelResources>,
 }
 
 pub fn run(args: &Args) -> Result<(), BoxError> {
@@ -249,7 +258,16 @@ fn compile_all(
                                 dir.join(format!("{}-{n}.{}.cubin", job.kernel, arch.name()));
                             std::fs::write(path, &cubin[..]).map_err(|e| e.to_string())?;
                         }
-                        Ok((cubin.len(), t0.elapsed().as_secs_f64()))
+                        // The cubin of one kernel: its entry's resources (a cubin the reader
+                        // cannot parse shows none rather than failing the compile).
+                        let resources = cutile::runtime::cubin::inspect(&cubin)
+                            .ok()
+                            .and_then(|i| i.kernels.into_iter().find_map(|k| k.resources));
+                        Ok(Compiled {
+                            cubin_bytes: cubin.len(),
+                            seconds: t0.elapsed().as_secs_f64(),
+                            resources,
+                        })
                     });
                     let row = Row {
                         kernel: job.kernel.to_string(),
@@ -293,24 +311,76 @@ fn print_table(rows: &[Row]) {
         .unwrap_or(14)
         .max(14);
     println!(
-        "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}",
-        "kernel", "specialization", "arch", "bytecode", "cubin", "seconds"
+        "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}  {:>4}  {:>5}  {:>6}",
+        "kernel", "specialization", "arch", "bytecode", "cubin", "seconds", "regs", "stack", "smem"
     );
     for r in rows {
-        let (cubin, secs) = match &r.outcome {
-            Ok((c, s)) => (c.to_string(), format!("{s:.2}")),
-            Err(_) => ("FAILED".to_string(), "-".to_string()),
+        let dash = || "-".to_string();
+        let (cubin, secs, [regs, stack, smem]) = match &r.outcome {
+            Ok(c) => (
+                c.cubin_bytes.to_string(),
+                format!("{:.2}", c.seconds),
+                resource_columns(c.resources.as_ref()),
+            ),
+            Err(_) => ("FAILED".to_string(), dash(), [dash(), dash(), dash()]),
         };
         println!(
-            "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}",
+            "{:<w_kernel$}  {:<w_spec$}  {:<7}  {:>9}  {:>9}  {:>8}  {regs:>4}  {stack:>5}  {smem:>6}",
             r.kernel, r.specialization, r.arch, r.bytecode_bytes, cubin, secs
         );
+    }
+    let spilled: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            r.outcome.as_ref().is_ok_and(|c| {
+                c.resources
+                    .as_ref()
+                    .and_then(|k| k.stack_frame_bytes)
+                    .is_some_and(|b| b > 0)
+            })
+        })
+        .collect();
+    if !spilled.is_empty() {
+        // A stack frame is where ptxas puts spilled registers (and local arrays): a lead when a
+        // kernel runs slower than its tile suggests.
+        println!(
+            "{} of {} cubins use a per-thread stack frame (register spills or local arrays)",
+            spilled.len(),
+            rows.len()
+        );
+    }
+}
+
+/// The `regs`, `stack` (bytes per thread) and `smem` (static shared bytes per block) columns; `-`
+/// where the cubin does not say.
+fn resource_columns(r: Option<&cutile::runtime::cubin::KernelResources>) -> [String; 3] {
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+    match r {
+        Some(k) => [
+            opt(k.registers.map(u64::from)),
+            opt(k.stack_frame_bytes.map(u64::from)),
+            k.static_shared_bytes.to_string(),
+        ],
+        None => ["-".into(), "-".into(), "-".into()],
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The resource columns show what the cubin records and `-` for what it does not.
+    #[test]
+    fn resource_columns_show_recorded_values_only() {
+        let k = cutile::runtime::cubin::KernelResources {
+            registers: Some(96),
+            stack_frame_bytes: None,
+            static_shared_bytes: 1040,
+            code_bytes: Some(4096),
+        };
+        assert_eq!(resource_columns(Some(&k)), ["96", "-", "1040"]);
+        assert_eq!(resource_columns(None), ["-", "-", "-"]);
+    }
 
     /// The CI subset keeps every specialization on sm_90 and every kernel entry on every arch that can
     /// run it, and compiles less than the full matrix.
