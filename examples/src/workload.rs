@@ -1230,7 +1230,9 @@ pub fn grouped_benches() -> Vec<CallSpec> {
         .collect()
 }
 
-/// Benchmarks: every representative call, and the decode grid (`crate::decode::bench_calls`).
+/// Benchmarks: every representative call, the decode grid (`crate::decode::bench_calls`) and the
+/// families' extra bench calls (MLA, GEMM epilogues, grouped GEMM, cross-entropy chunks, attention
+/// prefill shapes).
 pub fn benches() -> Vec<Workload> {
     let mut seen = std::collections::HashSet::new();
     representative_calls()
@@ -1240,6 +1242,7 @@ pub fn benches() -> Vec<Workload> {
         .chain(epilogue_benches())
         .chain(grouped_benches())
         .chain(cutile_kernels::cross_entropy::bench_calls())
+        .chain(cutile_kernels::attention::bench_calls())
         .map(Workload::new)
         .filter(|w| seen.insert(w.name.clone()))
         .collect()

@@ -365,3 +365,21 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     calls.extend(backward::representative_calls());
     calls
 }
+
+/// Dense prefill calls the benchmark times beside [`representative_calls`] (issue 13 asks for them
+/// next to B4 H32 S4096 D128): one sequence of 16384 and D 64 at B4 H32 S4096, plain and causal. Kept
+/// out of the catalog (CI compiles the representative calls only; the same kernels at other shapes).
+pub fn bench_calls() -> Vec<crate::op::CallSpec> {
+    let mut calls = Vec::new();
+    for causal in [false, true] {
+        for shape in [[1, 32, 16384, 128], [4, 32, 4096, 64]] {
+            calls.push(crate::op::CallSpec::new(
+                OP,
+                "bf16",
+                &[&shape, &shape],
+                causal,
+            ));
+        }
+    }
+    calls
+}
