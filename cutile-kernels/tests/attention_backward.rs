@@ -4,8 +4,9 @@
 //!   cases (plain, causal, bottom-right with more keys than queries, GQA), GQA against the same call
 //!   with K/V repeated per query head, and rows that see no key (zero gradients);
 //! - the planner: three launches, their grids and scratch, empty calls, and bad calls as typed errors;
-//! - the catalog: few specializations; every one compiled by tileiras for sm_90, and the small ragged
-//!   call's kernels for sm_80, sm_90, sm_100 and sm_120 (reported as skipped without tileiras);
+//! - the catalog: few specializations; every one compiled by tileiras for sm_90 (none with a stack
+//!   frame, i.e. no spills), and the small ragged call's kernels for sm_80, sm_90, sm_100 and sm_120
+//!   (reported as skipped without tileiras);
 //! - a GPU test (ignored without `--include-ignored`, skipped without a GPU): the forward with LSE, then
 //!   the backward through the host API, against the reference.
 
@@ -462,6 +463,31 @@ fn representative_calls_compile_for_sm90() {
         "attention_backward representative_calls_compile_for_sm90",
         common::catalog_jobs(&bwd::representative_calls()),
     );
+}
+
+/// No kernel of the catalog's backward calls spills on sm_90: every cubin's stack frame is empty. The
+/// causal dK/dV kernel spilled 176–248 bytes per thread while it had a second, unmasked loop (session
+/// 27, `docs/attention.md`).
+#[test]
+fn sm90_builds_have_no_stack_frame() {
+    let test = "attention_backward sm90_builds_have_no_stack_frame";
+    let Some(tileiras) = common::tileiras(test) else {
+        return;
+    };
+    let jobs = common::catalog_jobs(&bwd::representative_calls());
+    assert!(
+        jobs.iter()
+            .any(|(n, _, _)| n.contains("dkdv") && n.contains("causal"))
+    );
+    for (name, k, metas) in jobs {
+        let s = k.specialize(&metas).unwrap();
+        let cubin = common::compile_cached(&tileiras, &s, GpuArch::Sm90).unwrap();
+        let (regs, stack, _, _) = common::resources(&cubin);
+        assert_eq!(
+            stack, 0,
+            "{name}: {stack} bytes of stack frame at {regs} registers"
+        );
+    }
 }
 
 #[test]

@@ -116,28 +116,20 @@ pub mod backward_kernels {
         let pdelta = delta.partition_padded::<S3<1, 1, BM>>(Padding::Zero);
         let c = scale * LOG2_E;
         let q_tiles = (seq_q + (BM - 1)) / BM;
-        let (lo, full) = query_tiles::<BM, BN, CAUSAL>(kt, off, q_tiles);
+        // One loop, masked when causal: the tiles that see every key pay a `BN x BM` compare and select
+        // per step instead of a second, unmasked copy of the loop body (the mask is all true there, so
+        // the result is the same). With both loops (masked `[lo, full)`, then unmasked) the causal
+        // sm_90 build spilled 176 bytes per thread (248 for ragged `S`) at the 168-register cap and its
+        // pipelines took 217 KB of shared memory; with one it has no stack frame and 166 KB, as the
+        // non-causal kernel (tileiras 13.5.37, `cargo xtask kernels --filter attn_bwd_dkdv`). Session
+        // 27; not yet timed on the GPU.
+        let lo = first_query_tile::<BM, BN, CAUSAL>(kt, off, q_tiles);
         let mut acc = (zeros::<f32, S2<BN, D>>(), zeros::<f32, S2<BN, D>>());
         for g in 0..group {
             let h = kvh * group + g;
-            for i in lo..full {
+            for i in lo..q_tiles {
                 let at = (i, kt, off);
-                acc = dkdv_step::<E, BM, BN, D, true>(
-                    tk,
-                    tv,
-                    pq,
-                    pdo,
-                    plse,
-                    pdelta,
-                    (b, h),
-                    c,
-                    at,
-                    acc,
-                );
-            }
-            for i in full..q_tiles {
-                let at = (i, kt, off);
-                acc = dkdv_step::<E, BM, BN, D, false>(
+                acc = dkdv_step::<E, BM, BN, D, CAUSAL>(
                     tk,
                     tv,
                     pq,
@@ -271,25 +263,18 @@ pub mod backward_kernels {
         )
     }
 
-    /// Query tiles of key tile `kt` (queries at positions `i + off`, `q_tiles` tiles): `[lo, full)` see
-    /// some but maybe not all of its keys (masked), `[full, q_tiles)` see all of them; tiles before
-    /// `lo` see none. Not causal: every tile sees every key.
-    fn query_tiles<const BM: i32, const BN: i32, const CAUSAL: bool>(
+    /// The first query tile that sees a key of key tile `kt` (queries at positions `i + off`, `q_tiles`
+    /// tiles); tiles before it see none. Not causal: 0, every tile sees every key.
+    fn first_query_tile<const BM: i32, const BN: i32, const CAUSAL: bool>(
         kt: Scalar<i32>,
         off: Scalar<i32>,
         q_tiles: Scalar<i32>,
-    ) -> (Scalar<i32>, Scalar<i32>) {
+    ) -> Scalar<i32> {
         if CAUSAL {
-            let first_key = kt * BN;
-            // Some query of tile i sees a key of the tile when i·BM + BM - 1 + off ≥ first_key.
-            let lo = (((first_key - off - (BM - 1)).max(0i32) + (BM - 1)) / BM).min(q_tiles);
-            // Every query of tile i sees every key when i·BM + off ≥ first_key + BN - 1.
-            let full = (((first_key + (BN - 1) - off).max(0i32) + (BM - 1)) / BM)
-                .max(lo)
-                .min(q_tiles);
-            (lo, full)
+            // Some query of tile i sees a key of the tile when i·BM + BM - 1 + off ≥ kt·BN.
+            (((kt * BN - off - (BM - 1)).max(0i32) + (BM - 1)) / BM).min(q_tiles)
         } else {
-            (scalar::<i32>(0i32), scalar::<i32>(0i32))
+            scalar::<i32>(0i32)
         }
     }
 
