@@ -201,8 +201,9 @@ fn registry_ops_plan_both_formats_and_refuse_16_bit_types() {
     }
 }
 
-/// The catalog's fp8 specializations: sm_90, sm_100 and sm_120 compile; sm_80 is skipped by the catalog
-/// (`CompileJob::supports`), and tileiras refuses it with `unsupported type 'f8E4M3FN'`.
+/// The catalog's fp8 specializations: sm_90, sm_100 and sm_120 compile (the block-scaled sm_90 builds
+/// without a stack frame); sm_80 is skipped by the catalog (`CompileJob::supports`), and tileiras
+/// refuses it with `unsupported type 'f8E4M3FN'`.
 #[test]
 fn catalog_calls_compile_except_on_sm80() {
     use cutile::toolchain::{CompileRequest, Tileiras};
@@ -228,6 +229,17 @@ fn catalog_calls_compile_except_on_sm80() {
             let c = common::compile_cached(&tileiras, &s, arch)
                 .unwrap_or_else(|e| panic!("{} [{}] {arch}: {e}", j.kernel, j.specialization));
             assert!(!c.is_empty());
+        }
+        // Block scales: no sm_90 build spills (the ragged call's 64-row tile on 4 worker warps had a
+        // 1408-byte stack frame; it takes 8 since session 27).
+        if j.kernel == "gemm_fp8_block" {
+            let c = common::compile_cached(&tileiras, &s, GpuArch::Sm90).unwrap();
+            let (regs, stack, _, _) = common::resources(&c);
+            assert_eq!(
+                stack, 0,
+                "{}: {stack} B of stack at {regs} registers",
+                j.specialization
+            );
         }
         if n == 0 {
             let e = s

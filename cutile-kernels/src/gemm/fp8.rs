@@ -526,6 +526,9 @@ fn class(call: &Call) -> String {
 /// holds the whole 128x128 f32 accumulator, uses 255 registers and spills, and the per-tensor-scale
 /// kernel is left 66 KB of shared memory (2 pipeline stages) against 165 KB for the per-row one — the
 /// 1.8x gap the H200 measured between them; with 8, both use 168 registers, no spills, 165 KB.
+/// The 64-row tiles of small calls keep 4 worker warps, except with block scales: there one warpgroup
+/// spilled 1408 bytes per thread (168 registers), and 8 worker warps build with no stack frame
+/// (168 registers, 169 KB; session 27, `cargo xtask kernels --filter gemm_fp8`; not yet timed).
 fn choose(target: &Target, call: &Call) -> Fp8Config {
     let tiles = ceil_div(call.m, 128) * ceil_div(call.n, 128);
     if tiles < target.sm_count as i64 {
@@ -534,7 +537,7 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             bm: 64,
             bn: 128,
             bk: 128,
-            workers: 4,
+            workers: if call.mode == ScaleMode::Block { 8 } else { 4 },
         };
     }
     let wide = call.fast && call.mode != ScaleMode::Block;
@@ -554,7 +557,13 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
     let mut all = vec![choose(target, call)];
     let wide = call.mode != ScaleMode::Block;
     for persistent in [false, true] {
-        for (bm, bn, workers) in [(128, 128, 8), (128, 128, 4), (64, 128, 4), (128, 256, 8)] {
+        for (bm, bn, workers) in [
+            (128, 128, 8),
+            (128, 128, 4),
+            (64, 128, 4),
+            (64, 128, 8),
+            (128, 256, 8),
+        ] {
             if bn == 256 && !wide {
                 continue;
             }
