@@ -220,6 +220,12 @@ fn candidates_are_the_tile_in_both_grid_orders() {
     );
     assert!(b[0].config.ends_with("heads-fastest"), "{}", b[0].config);
     assert_eq!(kv_cache::config::candidates(p, 8, 128).unwrap().len(), 1);
+    // A tile narrower than the head is refused, not planned over part of it.
+    let narrow = kv_cache::KvConfig { dp: 64, ..c[0] };
+    match kv_cache::plan_with(p, &o, &t, Some(&narrow)) {
+        Err(e) => assert!(e.to_string().contains("cannot hold heads of 128"), "{e}"),
+        Ok(_) => panic!("a 64-lane tile planned heads of 128"),
+    }
 }
 
 #[test]

@@ -228,6 +228,20 @@ fn argmax_candidates_plan_on_one_scratch() {
         ]
     );
     assert_eq!(argmax_candidates(77, 1000, 132).len(), 1);
+    // A split that does not tile the row is refused, not planned over part of it.
+    let ops = sampling::with_scratch(
+        sampling::ARGMAX,
+        &[
+            Operand::described("x", 0, BF16, &[1024, 128256]),
+            Operand::described("out", 1, I64, &[1024]),
+        ],
+        &target(),
+    );
+    let short = sampling::config::ArgmaxSplit { chunks: 15, ..c[0] };
+    expect_error(
+        sampling::plan_argmax_with(&ops, &target(), &short),
+        "do not tile rows of 128256",
+    );
 }
 
 /// The chunked top-k's split: the row read by at least an SM's worth of blocks where the row allows

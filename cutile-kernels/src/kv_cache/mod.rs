@@ -229,6 +229,17 @@ pub fn plan_with(
         });
     }
     let cfg = match cfg {
+        // A block covers `DP` lanes of a head: a narrower tile would leave part of each head unwritten.
+        Some(c) if c.dp < d => {
+            return Err(OpError::Unsupported {
+                op,
+                what: format!(
+                    "a {}-lane tile cannot hold heads of {d}; take the configuration from \
+                     `config::candidates`",
+                    c.dp
+                ),
+            });
+        }
         Some(c) => *c,
         None => config::choose(op, t, d)?,
     };

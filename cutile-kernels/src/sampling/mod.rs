@@ -294,11 +294,22 @@ fn plan_split(
         if t == 0 {
             return Ok(Vec::new());
         }
-        let split = split.copied();
-        return plan_argmax(
-            operands,
-            split.unwrap_or_else(|| config::argmax_split(t, v, target.sm_count)),
-        );
+        let split = match split {
+            // A given split must tile the row exactly: fewer chunks would leave columns unread.
+            Some(s) if s.bn <= 0 || s.chunks != (v + s.bn - 1) / s.bn => {
+                return Err(OpError::Unsupported {
+                    op,
+                    what: format!(
+                        "{} chunks of {} columns do not tile rows of {v}; take the split from \
+                         `config::argmax_candidates`",
+                        s.chunks, s.bn
+                    ),
+                });
+            }
+            Some(s) => *s,
+            None => config::argmax_split(t, v, target.sm_count),
+        };
+        return plan_argmax(operands, split);
     }
     let (vals, idx) = (&operands[1], &operands[2]);
     vals.expect_same_dtype(op, x)?;
