@@ -35,12 +35,9 @@ pub mod kernels {
         v_cache: &mut Tensor<E, S4<1, 1, 1, DP>>,
     ) {
         let (b0, b1, _) = block_id();
-        let heads = k.dim(1);
-        // 0 or 1: both orders decoded without a branch on the block index.
+        // The flag bit as 0 or 1: RoPE's decode of the block index in either order.
         let hf = (flags & super::HEADS_FASTEST) / super::HEADS_FASTEST;
-        let tf = 1i32 - hf;
-        let bi = (b0 / heads) * hf + b0 * tf;
-        let head = (b0 % heads) * hf + b1 * tf;
+        let (bi, head) = crate::rope::grid::tile_and_head(b0, b1, k.dim(1), hf);
         let d = k.dim(2);
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < index_a.dim(0);

@@ -26,9 +26,9 @@
 /// `flags` bit: interleaved (GPT-J) pairs instead of half-split (NeoX).
 pub const GPTJ: i32 = 1;
 
-/// The kernels, written in the DSL.
-#[cutile::module]
-pub mod kernels {
+/// The grid order both RoPE kernels and the KV-cache write kernel take at run time (plain Rust over DSL
+/// values, traced into the kernels that call it).
+pub mod grid {
     use cutile::core::*;
 
     /// The block's (token tile, head or head group) from its index `(b0, b1)` among `heads` heads or
@@ -36,18 +36,25 @@ pub mod kernels {
     /// (0 or 1) the 1-D grid `token tiles · heads` with the heads of one token tile adjacent, so blocks
     /// launched together read neighbouring memory. Arithmetic, not a branch: both orders are one
     /// kernel.
-    fn tile_and_head(
+    pub fn tile_and_head(
         b0: Scalar<i32>,
         b1: Scalar<i32>,
         heads: Scalar<i32>,
         heads_fastest: Scalar<i32>,
     ) -> (Scalar<i32>, Scalar<i32>) {
-        let tokens_fastest = 1i32 - heads_fastest;
+        let tokens_fastest = scalar::<i32>(1i32) - heads_fastest;
         (
             (b0 / heads) * heads_fastest + b0 * tokens_fastest,
             (b0 % heads) * heads_fastest + b1 * tokens_fastest,
         )
     }
+}
+
+/// The kernels, written in the DSL.
+#[cutile::module]
+pub mod kernels {
+    use super::grid::tile_and_head;
+    use cutile::core::*;
 
     /// RoPE of `BM` tokens of head `h` of `x_in` into `x_out` (see the module docs).
     #[allow(clippy::too_many_arguments)]

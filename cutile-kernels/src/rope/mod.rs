@@ -39,6 +39,7 @@ mod dsl;
 pub mod reference;
 
 pub use config::RopeConfig;
+pub(crate) use dsl::grid;
 pub use dsl::kernels;
 pub use reference::RopeStyle;
 
