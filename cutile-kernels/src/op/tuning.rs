@@ -306,12 +306,7 @@ pub(crate) unsafe fn run_tuned<'a, C: Candidate>(
             stream,
             operands,
             output,
-            // Integer outputs (indices) must agree exactly.
-            if dtype.is_float() {
-                crate::tolerance(dtype)
-            } else {
-                0.0
-            },
+            crate::tolerance(dtype),
             memory_bound,
             // Plans address operands by index, so the scratch output needs no new plan.
             |c: &C, _: &[Operand]| launches(c),
@@ -343,5 +338,8 @@ mod tests {
             to_f32(ScalarType::I64, &le(&[1, 2, 3, 5])),
         );
         assert!(rel_l2(&b, &a) > 0.1);
+        // And they must agree exactly.
+        assert_eq!(crate::tolerance(ScalarType::I64), 0.0);
+        assert_eq!(crate::tolerance(ScalarType::I32), 0.0);
     }
 }

@@ -178,10 +178,8 @@ fn run_on<'a>(
 ) -> Result<Pending<'a>, OpError> {
     let launches = plan(op, operands, target)?;
     let tuned = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
-    let split = match (tuned && op == ARGMAX, rows_of(op, operands)) {
-        (true, Some((t, v))) if launches.len() > 1 => Some((t, v)),
-        _ => None,
-    };
+    // Only a split argmax (chunks, then the merge) has candidates to time.
+    let split = rows_of(op, operands).filter(|_| tuned && op == ARGMAX && launches.len() > 1);
     let Some((t, v)) = split else {
         // SAFETY: the operands come from the caller's tensors, borrowed for 'a (outputs exclusively),
         // and the stream's scratch buffer (used in stream order); the launches address only the
