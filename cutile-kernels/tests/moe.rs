@@ -87,6 +87,22 @@ fn e2m1_rounds_to_nearest_even_and_saturates() {
     }
 }
 
+/// `codec::e4m3_decode`'s ops on the host: the byte at bit 20 of an f32 (`e4m3 · 2^-120`, an f32
+/// subnormal for the subnormal codes) times `2^120` is the code's value, for every finite
+/// non-negative code; the sign bit is masked off.
+#[test]
+fn e4m3_bit_placement_decode_is_exact() {
+    let decode = |c: u8| f32::from_bits((u32::from(c) << 20) & 0x07F0_0000) * 2f32.powi(120);
+    for c in 0u8..=0x7E {
+        assert_eq!(decode(c), r::e4m3_decode(c), "{c:#x}");
+        assert_eq!(decode(c | 0x80), r::e4m3_decode(c), "{:#x}", c | 0x80);
+    }
+    assert!(
+        f32::from_bits(1 << 20) < f32::MIN_POSITIVE,
+        "code 1 goes through an f32 subnormal"
+    );
+}
+
 #[test]
 fn e4m3_codes_decode_and_roundtrip() {
     // Known values.
@@ -545,6 +561,20 @@ fn word_decode_pairs_nibbles_j_and_j_plus_4() {
 /// epilogue, with no rounding at all).
 #[test]
 fn bit_pattern_decode_times_folded_scale_is_exact() {
+    // `codec::e4m3_folded`'s ops: the byte's bits at the low end of the exponent (bf16 `<< 4`,
+    // f16 `<< 7`), then multiplications by powers of two, each exact (checked: the product is
+    // representable, so rounding to the type changes nothing).
+    let folded_scales = |sc: u8| -> (f32, f32) {
+        let c = u16::from(sc & 0x7F);
+        let mut b = bf16::from_bits(c << 4).to_f32();
+        for m in [2f32.powi(120), 2f32.powi(119)] {
+            b *= m;
+            assert_eq!(bf16::from_f32(b).to_f32(), b, "bf16 scale {sc:#x}");
+        }
+        let h = f16::from_bits(c << 7).to_f32() * 2f32.powi(15);
+        assert_eq!(f16::from_f32(h).to_f32(), h, "f16 scale {sc:#x}");
+        (b, h)
+    };
     // The DSL's ops on a sign-extended byte `b` (i16): sign to bit 15, magnitude bits to `at`.
     let bits = |b: i16, high: bool, at: i32| -> u16 {
         let (ss, ms) = if high { (8, at - 4) } else { (12, at) };
@@ -564,10 +594,9 @@ fn bit_pattern_decode_times_folded_scale_is_exact() {
             for sc in 0..0x7Fu8 {
                 let s = r::e4m3_decode(sc);
                 let want = v * s / 128.0;
-                let bf = bf16::from_bits(bits(b, high, 6)).to_f32()
-                    * bf16::from_f32(s * 2f32.powi(119)).to_f32();
-                let hf =
-                    f16::from_bits(bits(b, high, 9)).to_f32() * f16::from_f32(s * 128.0).to_f32();
+                let (bs, hs) = folded_scales(sc);
+                let bf = bf16::from_bits(bits(b, high, 6)).to_f32() * bs;
+                let hf = f16::from_bits(bits(b, high, 9)).to_f32() * hs;
                 // The products are exact in f32 (at most 6 significant bits); E must hold them too.
                 assert_eq!(bf, want, "bf16 byte {byte:#x} high {high} scale {sc:#x}");
                 assert_eq!(bf16::from_f32(bf).to_f32(), want);

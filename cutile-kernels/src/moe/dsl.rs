@@ -35,13 +35,15 @@ pub mod codec {
         select((nib & 8i32).cmp_ne(0i32), -mag, mag)
     }
 
-    /// The values of non-negative e4m3 bytes (`0..0x7F`, already masked).
+    /// The values of non-negative e4m3 bytes (`0..0x7F`; higher bits are ignored). The byte's
+    /// exponent and mantissa bits placed at the low end of an f32's exponent and the top of its
+    /// mantissa (`b << 20`) are the f32 of `e4m3 · 2^-120`, subnormal codes included (both formats
+    /// have an implicit leading one above exponent 0 and none at it), so one multiplication by
+    /// `2^120` (exact: a power of two, the result normal) gives the value: two integer ops and one
+    /// f32 multiplication, no conversion, no `select`. The multiplication must keep f32 subnormal
+    /// inputs (no flush to zero), as Tile IR's `mulf` does unless asked to flush.
     pub fn e4m3_decode<S: Shape>(b: Tile<i32, S>) -> Tile<f32, S> {
-        let e = (b >> 3i32) & 15i32;
-        let m = b & 7i32;
-        let mant = select(e.cmp_eq(0i32), m, m + 8i32);
-        let pow = full::<i32, S>(1i32) << (e.max(1i32) - 1i32);
-        (mant * pow).cast::<f32>() * 0.001_953_125f32
+        ((b << 20i32) & 0x07F0_0000i32).bitcast::<f32>() * 2f32.powi(120)
     }
 
     /// The factor the fast decode leaves on its weights: [`e2m1_bits`] times [`e4m3_folded`] is
@@ -78,13 +80,21 @@ pub mod codec {
     /// `e4m3 · 2^7` for f16 (exact: 4 significant bits; at most `448 · 2^119 < 2^128` and `448 · 128
     /// < 65504`), so `bits · scale = e2m1 · e4m3 · 2^-7` exactly (at most 6 significant bits, between
     /// `2^-17` and 21: normal in bf16, and a multiple of `2^-24` in f16).
-    pub fn e4m3_folded<E: ElementType, S: Shape>(b: Tile<i32, S>) -> Tile<E, S> {
-        let f = if E::SCALAR == cutile_ir::ScalarType::BF16 {
-            2f32.powi(119)
+    ///
+    /// Decoded in `E` itself, as [`e4m3_decode`] does in f32: the byte's bits placed at the low end
+    /// of `E`'s exponent and the top of its mantissa are `e4m3 · 2^-120` in bf16 (`b << 4`) and
+    /// `e4m3 · 2^-8` in f16 (`b << 7`), subnormal codes included, then exact multiplications by
+    /// powers of two (`2^120 · 2^119`, `2^15`) that `E`'s packed multiply does two lanes at a time.
+    /// They must keep subnormal inputs, which bf16/f16 multiplications do (no flush to zero), as the
+    /// weights' own subnormal code 0.5 already needs.
+    pub fn e4m3_folded<E: Numeric + BitWidth<Bits = W16>, S: Shape>(b: Tile<i32, S>) -> Tile<E, S> {
+        let (at, muls): (i32, &[f32]) = if E::SCALAR == cutile_ir::ScalarType::BF16 {
+            (4, &[2f32.powi(120), 2f32.powi(119)])
         } else {
-            128.0
+            (7, &[2f32.powi(15)])
         };
-        (e4m3_decode(b) * f).cast::<E>()
+        let v = ((b << at) & (0x7Fi32 << at)).cast::<i16>().bitcast::<E>();
+        muls.iter().fold(v, |v, &m| v * full::<E, S>(m))
     }
 
     /// The e4m3 codes of non-negative block scales `v <= 448` (round to nearest even, saturating).
