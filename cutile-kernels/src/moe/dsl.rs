@@ -263,13 +263,14 @@ pub mod words {
         g: Scalar<i32>,
         n: Scalar<i32>,
         k: Scalar<i32>,
+        word_scale: bool,
     ) -> [Tile<E, S2<BN, KQ>>; 4] {
         let words = w
             .partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
             .load((g, n, k))
             .reinterpret::<i32, S2<BN, KW>>();
         let sc = super::kernels::scale_codes::<BN, BKS>(s, g, n, k);
-        decode_quarters::<E, BN, BKS, KW, KQ>(words, sc)
+        decode_quarters::<E, BN, BKS, KW, KQ>(words, sc, word_scale)
     }
 
     /// [`dequant_quarters`] of the gate and up rows of column tile `n` stacked into one tile: `w:
@@ -302,11 +303,15 @@ pub mod words {
                 .load((g, zero, n, k))
                 .reshape::<S2<BN2, BKS>>(),
         );
-        decode_quarters::<E, BN2, BKS, KW, KQ>(words, sc)
+        decode_quarters::<E, BN2, BKS, KW, KQ>(words, sc, false)
     }
 
     /// The four quarters of a weight tile from its words (`BN x KW`, 8 nibbles each) and its e4m3
-    /// scale codes (`BN x BKS`, `0..256`), as [`dequant_quarters`] returns them.
+    /// scale codes (`BN x BKS`, `0..256`), as [`dequant_quarters`] returns them. `word_scale`
+    /// broadcasts the scales to the words as 32-bit pairs instead of to the weights as `E`: the same
+    /// values, another relayout. Which one tileiras compiles to fewer instructions depends on the
+    /// kernel (sm_90, session 28: with it the 8-warp GEMM 2's K loop has 13–18% fewer instructions,
+    /// GEMM 1's and the 4-warp GEMM 2's 7–26% more), so each kernel picks.
     pub fn decode_quarters<
         E: Numeric + BitWidth<Bits = W16>,
         const BN: i32,
@@ -316,12 +321,25 @@ pub mod words {
     >(
         words: Tile<i32, S2<BN, KW>>,
         sc: Tile<i32, S2<BN, BKS>>,
+        word_scale: bool,
     ) -> [Tile<E, S2<BN, KQ>>; 4] {
         // 16 weights per scale: 2 words, so 4 elements of a quarter row.
-        let scale = super::codec::e4m3_folded::<E, S2<BN, BKS>>(sc)
-            .reshape::<S3<BN, BKS, 1>>()
-            .broadcast::<S3<BN, BKS, 4>>()
-            .reshape::<S2<BN, KQ>>();
+        let folded = super::codec::e4m3_folded::<E, S2<BN, BKS>>(sc);
+        let scale = if word_scale {
+            // Both lanes of a word share its scale: broadcast the scale as a 32-bit pair, one per
+            // word, then read the pairs as `E` (tileiras relayouts 32-bit words, not 16-bit halves).
+            let h = folded.bitcast::<i16>().cast::<i32>() & 0xFFFFi32;
+            (h | (h << 16i32))
+                .reshape::<S3<BN, BKS, 1>>()
+                .broadcast::<S3<BN, BKS, 2>>()
+                .reshape::<S2<BN, KW>>()
+                .reinterpret::<E, S2<BN, KQ>>()
+        } else {
+            folded
+                .reshape::<S3<BN, BKS, 1>>()
+                .broadcast::<S3<BN, BKS, 4>>()
+                .reshape::<S2<BN, KQ>>()
+        };
         [0, 1, 2, 3].map(|j| {
             e2m1_word_pair::<E, S2<BN, KW>>(words, j).reinterpret::<E, S2<BN, KQ>>() * scale
         })
@@ -1344,9 +1362,9 @@ pub mod kernels {
             for k in lo..hi {
                 let [a0, a1, a2, a3] = words::quarters::<E, BT, BK, KW, KQ>(px.load((b, k)));
                 let [g0, g1, g2, g3] =
-                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k);
+                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k, false);
                 let [u0, u1, u2, u3] =
-                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, up_n, k);
+                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, up_n, k, false);
                 acc_g = mma(g3, a3, mma(g2, a2, mma(g1, a1, mma(g0, a0, acc_g))));
                 acc_u = mma(u3, a3, mma(u2, a2, mma(u1, a1, mma(u0, a0, acc_u))));
             }
@@ -1512,6 +1530,7 @@ pub mod kernels {
         splits: Scalar<i32>,
         (b, n, sp): (Scalar<i32>, Scalar<i32>, Scalar<i32>),
         y: &mut Tensor<f32, S2<DYN, DYN>>,
+        word_scale: bool,
     ) {
         if b * BT < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
@@ -1523,7 +1542,7 @@ pub mod kernels {
             let mut acc = zeros::<f32, S2<BN, BT>>();
             for k in lo..hi {
                 let [w0, w1, w2, w3] =
-                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k);
+                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k, word_scale);
                 let [a0, a1, a2, a3] = words::quarters::<E, BT, BK, KW, KQ>(ph.load((b, k)));
                 acc = mma(w3, a3, mma(w2, a2, mma(w1, a1, mma(w0, a0, acc))));
             }
@@ -1578,6 +1597,7 @@ pub mod kernels {
             splits,
             block_id(),
             y,
+            false,
         );
     }
 
@@ -1617,6 +1637,7 @@ pub mod kernels {
             splits,
             block_id(),
             y,
+            true,
         );
     }
 
@@ -1709,6 +1730,7 @@ pub mod kernels {
             scalar::<i32>(1i32),
             (b, n, scalar::<i32>(0i32)),
             y,
+            false,
         );
     }
 
