@@ -7,10 +7,13 @@
 //!
 //! Packed NVFP4 bytes and e4m3 scale bytes are `i8` tensors (a `u8` runtime tensor binds to them); a
 //! loaded byte is widened to i32 and masked with `0xFF`, so the sign extension of the load never
-//! leaks into the nibbles. Every decode is exact integer work plus one exact i32 → f32 conversion
-//! and a multiplication by a power of two:
-//! - e2m1 nibble `s e e m`: `2·|v| = m` when `e = 0`, else `(2 + m) << (e - 1)`;
-//! - e4m3 byte `s eeee mmm`: `|v| = mant · 2^(max(e,1) - 1) · 2^-9` with `mant = m` (e = 0) or `8 + m`.
+//! leaks into the nibbles. Every decode is exact:
+//! - e2m1 nibble `s e e m` (`codec::e2m1_decode`): integer work, `2·|v| = m` when `e = 0`, else
+//!   `(2 + m) << (e - 1)`, then one i32 → f32 conversion and a multiplication by 0.5 (the fast forms
+//!   build the bit pattern instead: `codec::e2m1_bits`, `words`);
+//! - e4m3 byte `s eeee mmm` (`codec::e4m3_decode`, `codec::e4m3_folded`): the bits `eeee mmm`
+//!   placed at the low end of a wider float's exponent are the value times a power of two (subnormal
+//!   codes included), which one or two exact multiplications by powers of two take back.
 //!
 //! The encodes are branch-free too: the e2m1 code of `|v|` is the number of grid midpoints below it
 //! (`>` or `>=` per midpoint so ties go to the even code), the e4m3 code of a block scale is
@@ -217,6 +220,19 @@ pub mod words {
     use cutile::core::bitcast::width::W16;
     use cutile::core::*;
 
+    /// How [`decode_quarters`] spreads each scale over its 16 weights: the same values, another
+    /// relayout. Which one tileiras compiles to fewer instructions depends on the kernel (sm_90,
+    /// session 28: with `PerWord` the 8-warp GEMM 2's K loop has 13–18% fewer instructions, GEMM 1's
+    /// and the 4-warp GEMM 2's 7–26% more), so each kernel picks.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ScaleSpread {
+        /// Broadcast to the weights, as `E` elements.
+        PerWeight,
+        /// Broadcast to the words as 32-bit pairs (both lanes of a word share its scale), then read
+        /// as `E`.
+        PerWord,
+    }
+
     /// Quarter `j` of the words `w` as two `E` bit patterns per word (see the module docs).
     pub fn e2m1_word_pair<E: BitWidth<Bits = W16>, S: Shape>(
         w: Tile<i32, S>,
@@ -263,14 +279,14 @@ pub mod words {
         g: Scalar<i32>,
         n: Scalar<i32>,
         k: Scalar<i32>,
-        word_scale: bool,
+        spread: ScaleSpread,
     ) -> [Tile<E, S2<BN, KQ>>; 4] {
         let words = w
             .partition_padded::<S3<1, BN, BKH>>(Padding::Zero)
             .load((g, n, k))
             .reinterpret::<i32, S2<BN, KW>>();
         let sc = super::kernels::scale_codes::<BN, BKS>(s, g, n, k);
-        decode_quarters::<E, BN, BKS, KW, KQ>(words, sc, word_scale)
+        decode_quarters::<E, BN, BKS, KW, KQ>(words, sc, spread)
     }
 
     /// [`dequant_quarters`] of the gate and up rows of column tile `n` stacked into one tile: `w:
@@ -303,15 +319,12 @@ pub mod words {
                 .load((g, zero, n, k))
                 .reshape::<S2<BN2, BKS>>(),
         );
-        decode_quarters::<E, BN2, BKS, KW, KQ>(words, sc, false)
+        decode_quarters::<E, BN2, BKS, KW, KQ>(words, sc, ScaleSpread::PerWeight)
     }
 
     /// The four quarters of a weight tile from its words (`BN x KW`, 8 nibbles each) and its e4m3
-    /// scale codes (`BN x BKS`, `0..256`), as [`dequant_quarters`] returns them. `word_scale`
-    /// broadcasts the scales to the words as 32-bit pairs instead of to the weights as `E`: the same
-    /// values, another relayout. Which one tileiras compiles to fewer instructions depends on the
-    /// kernel (sm_90, session 28: with it the 8-warp GEMM 2's K loop has 13–18% fewer instructions,
-    /// GEMM 1's and the 4-warp GEMM 2's 7–26% more), so each kernel picks.
+    /// scale codes (`BN x BKS`, `0..256`), as [`dequant_quarters`] returns them, the scales spread
+    /// as `spread` says.
     pub fn decode_quarters<
         E: Numeric + BitWidth<Bits = W16>,
         const BN: i32,
@@ -321,13 +334,11 @@ pub mod words {
     >(
         words: Tile<i32, S2<BN, KW>>,
         sc: Tile<i32, S2<BN, BKS>>,
-        word_scale: bool,
+        spread: ScaleSpread,
     ) -> [Tile<E, S2<BN, KQ>>; 4] {
         // 16 weights per scale: 2 words, so 4 elements of a quarter row.
         let folded = super::codec::e4m3_folded::<E, S2<BN, BKS>>(sc);
-        let scale = if word_scale {
-            // Both lanes of a word share its scale: broadcast the scale as a 32-bit pair, one per
-            // word, then read the pairs as `E` (tileiras relayouts 32-bit words, not 16-bit halves).
+        let scale = if spread == ScaleSpread::PerWord {
             let h = folded.bitcast::<i16>().cast::<i32>() & 0xFFFFi32;
             (h | (h << 16i32))
                 .reshape::<S3<BN, BKS, 1>>()
@@ -1361,10 +1372,22 @@ pub mod kernels {
             let mut acc_u = zeros::<f32, S2<BN, BT>>();
             for k in lo..hi {
                 let [a0, a1, a2, a3] = words::quarters::<E, BT, BK, KW, KQ>(px.load((b, k)));
-                let [g0, g1, g2, g3] =
-                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k, false);
-                let [u0, u1, u2, u3] =
-                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, up_n, k, false);
+                let [g0, g1, g2, g3] = words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(
+                    w,
+                    s,
+                    e,
+                    n,
+                    k,
+                    words::ScaleSpread::PerWeight,
+                );
+                let [u0, u1, u2, u3] = words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(
+                    w,
+                    s,
+                    e,
+                    up_n,
+                    k,
+                    words::ScaleSpread::PerWeight,
+                );
                 acc_g = mma(g3, a3, mma(g2, a2, mma(g1, a1, mma(g0, a0, acc_g))));
                 acc_u = mma(u3, a3, mma(u2, a2, mma(u1, a1, mma(u0, a0, acc_u))));
             }
@@ -1530,7 +1553,7 @@ pub mod kernels {
         splits: Scalar<i32>,
         (b, n, sp): (Scalar<i32>, Scalar<i32>, Scalar<i32>),
         y: &mut Tensor<f32, S2<DYN, DYN>>,
-        word_scale: bool,
+        spread: words::ScaleSpread,
     ) {
         if b * BT < at(total, scalar::<i32>(0i32)) {
             let e = at(expert_ids, b);
@@ -1542,7 +1565,7 @@ pub mod kernels {
             let mut acc = zeros::<f32, S2<BN, BT>>();
             for k in lo..hi {
                 let [w0, w1, w2, w3] =
-                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k, word_scale);
+                    words::dequant_quarters::<E, BN, BKH, BKS, KW, KQ>(w, s, e, n, k, spread);
                 let [a0, a1, a2, a3] = words::quarters::<E, BT, BK, KW, KQ>(ph.load((b, k)));
                 acc = mma(w3, a3, mma(w2, a2, mma(w1, a1, mma(w0, a0, acc))));
             }
@@ -1597,7 +1620,7 @@ pub mod kernels {
             splits,
             block_id(),
             y,
-            false,
+            words::ScaleSpread::PerWeight,
         );
     }
 
@@ -1637,7 +1660,7 @@ pub mod kernels {
             splits,
             block_id(),
             y,
-            true,
+            words::ScaleSpread::PerWord,
         );
     }
 
@@ -1730,7 +1753,7 @@ pub mod kernels {
             scalar::<i32>(1i32),
             (b, n, scalar::<i32>(0i32)),
             y,
-            false,
+            words::ScaleSpread::PerWeight,
         );
     }
 
