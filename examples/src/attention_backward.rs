@@ -63,6 +63,18 @@ pub fn outputs(call: &CallSpec) -> Result<Vec<OutputSpec>, BoxError> {
     Ok(vec![o("dq", q), o("dk", k.clone()), o("dv", k)])
 }
 
+/// The forward call a run makes first (LSE on, no other variant): a bundle that serves the backward
+/// must hold its kernels too (`Workload::plans`).
+pub fn forward_call(call: &CallSpec) -> Result<CallSpec, BoxError> {
+    let (q, k) = shapes(call)?;
+    Ok(CallSpec {
+        op: attention::PREFILL_OP.to_string(),
+        dtype: call.dtype.clone(),
+        shapes: vec![q, k, attention::spec_flags(&options(call), false, true)],
+        causal: call.causal,
+    })
+}
+
 /// 2.5× the forward's FLOPs (see the module docs).
 pub fn flops(call: &CallSpec) -> Result<f64, BoxError> {
     let (q, k) = shapes(call)?;

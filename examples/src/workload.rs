@@ -784,6 +784,23 @@ impl Workload {
         toolchain_version: &str,
         all_candidates: bool,
     ) -> Result<Vec<(String, Plan)>, BoxError> {
+        let mut out = self.own_plans(arch, toolchain_version, all_candidates)?;
+        if crate::attention_backward::covers(self.op()) {
+            // A run first calls the forward with LSE (untimed, the default config): without its
+            // kernels a bundle-only device run cannot run the backward at all (session 29).
+            let forward = crate::attention_backward::forward_call(&self.call)?;
+            out.extend(launcher_plans(&[forward], arch, toolchain_version, false)?);
+        }
+        Ok(out)
+    }
+
+    /// The plans of the call itself (see [`Self::plans`]).
+    fn own_plans(
+        &self,
+        arch: GpuArch,
+        toolchain_version: &str,
+        all_candidates: bool,
+    ) -> Result<Vec<(String, Plan)>, BoxError> {
         if self.layout == Layout::Contiguous {
             return Ok(launcher_plans(
                 std::slice::from_ref(&self.call),

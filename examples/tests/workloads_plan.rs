@@ -240,3 +240,31 @@ fn cross_entropy_checks_have_a_reference_per_output() {
     }
     assert!(all_ignored >= 1);
 }
+
+/// A backward run first calls the forward with LSE, untimed; its kernels must be planned beside the
+/// backward's, or a bundle-only device run cannot run the backward (session 29: every
+/// `attention_backward` bench row failed with "kernel not available: attention_prefill[.. LSE=true ..]").
+#[test]
+fn attention_backward_plans_its_forward() {
+    let ws: Vec<_> = suite()
+        .into_iter()
+        .filter(|w| w.call.op == cutile_kernels::attention::BACKWARD_OP)
+        .collect();
+    assert!(!ws.is_empty(), "no attention_backward workload");
+    for w in ws {
+        let plans = w.plans(GpuArch::Sm90, NO_TOOLCHAIN, false).unwrap();
+        let forward = plans.iter().any(|(_, p)| {
+            p.key.kernel().contains("attention_prefill")
+                && p.key.specialization().contains("LSE=true")
+        });
+        let backward = plans
+            .iter()
+            .any(|(_, p)| !p.key.kernel().contains("attention_prefill"));
+        assert!(
+            forward && backward,
+            "{}: {:?}",
+            w.name,
+            plans.iter().map(|(l, _)| l).collect::<Vec<_>>()
+        );
+    }
+}
