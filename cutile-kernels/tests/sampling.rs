@@ -162,14 +162,19 @@ fn the_ops_are_in_the_registry() {
 }
 
 /// The split argmax: whole 8192-wide chunks for many rows, halved down to 1024 columns while the grid
-/// is under two blocks per SM, one chunk (the one-launch kernel) for short rows.
+/// is under two blocks per SM, one chunk (the one-launch kernel) for short rows; chunks from 4096 wide
+/// compare in the element type.
 #[test]
 fn argmax_split_fills_the_device() {
     use sampling::config::{ArgmaxSplit, ChunkForm, argmax_split};
     let s = |bn, chunks| ArgmaxSplit {
         bn,
         chunks,
-        form: ChunkForm::F32,
+        form: if bn >= 4096 {
+            ChunkForm::Native
+        } else {
+            ChunkForm::F32
+        },
     };
     assert_eq!(argmax_split(1024, 128256, 132), s(8192, 16));
     assert_eq!(argmax_split(8, 128256, 132), s(2048, 63));
@@ -219,8 +224,8 @@ fn argmax_candidates_plan_on_one_scratch() {
     assert_eq!(
         forms,
         [
-            (8192, F32),
             (8192, Native),
+            (8192, F32),
             (8192, Native8),
             (16384, Native),
             (16384, Native8),
