@@ -21,7 +21,8 @@
 //! - `fused_linear_cross_entropy`: `x` in [-1, 1], `w` in [-0.5, 0.5], `target` (random classes, every
 //!   `ignore_every`-th of the spec's switches `ignore_index`); outputs `loss` (f32 [1]) and the
 //!   gradients the switches ask for, `dx` and `dw` (f32 or the element type), compared at the element
-//!   type's tolerance (the logits are stored in it, as torch's `F.linear` output).
+//!   type's tolerance (the logits and `dlogits` are stored in it, as torch's `F.linear` output and
+//!   its gradient; the reference rounds both the same way).
 
 use cutile::runtime::timing::{L2Flush, Stats};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
