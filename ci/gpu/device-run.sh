@@ -19,7 +19,10 @@
 #                                                    checks and a second bench with its picks
 #                                                    (report-tuned.md); with LAUNCH_OPS also
 #                                                    every launch of those calls timed in place
-#                                                    (launches.md, `gpu-harness launches`)
+#                                                    (launches.md, `gpu-harness launches`); with
+#                                                    PROP_CASES (and PROP_SEED, PROP_OPS) also the
+#                                                    property cases of a bundle planned with
+#                                                    `gpu-harness plan --cases --seed` (no tileiras)
 #   stage python carry .gpu-py                     : python/gpu_check.sh ($PY_MODE, default all) with the
 #                                                    toolchain of stage run, so a shape class outside the
 #                                                    bundles (TileGym's transposed bmm views, its perf
@@ -126,6 +129,13 @@ case "${1:-}" in
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
     export CUTILE_CACHE_DIR=/tmp/kcache
     step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle .gpu/q/q.bundle --ops "$OPS" --out "$R/check"
+    if [ -n "${PROP_CASES:-}" ]; then
+      # Property cases from the bundle alone: it must come from `gpu-harness plan --cases $PROP_CASES
+      # --seed $PROP_SEED --ops $PROP_OPS` (the same three values draw the same cases).
+      step pcheck "${BUDGET_PCHECK:-90}" env -u CUTILE_TILEIRAS /tmp/gh check --cases "$PROP_CASES" \
+        --seed "${PROP_SEED:?set PROP_SEED to the seed the bundle was planned with}" \
+        --ops "${PROP_OPS:-$OPS}" --bundle .gpu/q/q.bundle --out "$R/pcheck" --workers 8
+    fi
     step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle .gpu/q/q.bundle --out "$R" --ops "$OPS" \
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
     step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"

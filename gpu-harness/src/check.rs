@@ -1173,19 +1173,25 @@ fn device() -> Result<Option<(Device, Stream, GpuArch)>, BoxError> {
     Ok(Some((d, s, arch)))
 }
 
-/// Compiles the distinct kernels of `ws` on `arch` with tileiras on `threads` threads into an
+/// The workloads of the property cases that `check --cases N --seed S --ops ..` draws: what
+/// `plan --cases N --seed S --ops ..` compiles, so a device without tileiras can check them from the
+/// bundle (the same `ops`, `cases` and `seed` draw the same cases on both machines).
+pub fn case_workloads(ops: &[String], cases: usize, seed: u64) -> Result<Vec<Workload>, BoxError> {
+    let ops = select_ops(ops)?;
+    Ok(generate(&ops, cases, seed)?
+        .iter()
+        .map(|t| t.current().workload())
+        .collect())
+}
+
+/// Compiles the distinct kernels of `ws` on `arch` with `tileiras` on `threads` threads into an
 /// in-memory bundle and registers it. Returns (kernels compiled, seconds, failures).
 fn precompile(
     ws: &[Workload],
     arch: GpuArch,
     threads: usize,
+    tileiras: &Tileiras,
 ) -> Result<(usize, f64, Vec<String>), BoxError> {
-    let tileiras = Tileiras::discover().map_err(|e| {
-        format!(
-            "property checks compile their kernels with tileiras (set CUTILE_TILEIRAS); \
-             `check --fixed --bundle B` runs without it: {e}"
-        )
-    })?;
     let version = tileiras.version().to_string();
     let mut seen = std::collections::HashSet::new();
     let mut plans = Vec::new();
@@ -1204,8 +1210,7 @@ fn precompile(
     ));
     let t0 = Instant::now();
     let mut writer = BundleWriter::new();
-    let outcomes =
-        cutile::launch::aot::compile_into_bundle(&plans, &tileiras, threads, &mut writer);
+    let outcomes = cutile::launch::aot::compile_into_bundle(&plans, tileiras, threads, &mut writer);
     let secs = t0.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let failed: Vec<String> = outcomes
@@ -1314,7 +1319,31 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
     let threads = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()));
-    let (compiled, secs, compile_failed) = precompile(&ws, arch, threads)?;
+    // Without tileiras the cases run from `--bundle` alone (built by `plan --cases`), and a failure
+    // is reported as drawn: shrinking would draw shapes the bundle does not hold.
+    let mut shrink_steps = a.shrink_steps;
+    let (compiled, secs, compile_failed) = match (Tileiras::discover(), &a.bundle) {
+        (Ok(t), _) => precompile(&ws, arch, threads, &t)?,
+        (Err(_), Some(b)) => {
+            println!(
+                "JIT: none (no tileiras); every case's kernels come from {} (`gpu-harness plan \
+                 --cases {} --seed {} --ops ..` with this run's ops builds it); failures are not shrunk",
+                b.display(),
+                a.cases,
+                a.seed
+            );
+            shrink_steps = 0;
+            (0, 0.0, Vec::new())
+        }
+        (Err(e), None) => {
+            return Err(format!(
+                "property checks compile their kernels with tileiras (set CUTILE_TILEIRAS), or \
+                 take them from a bundle of `gpu-harness plan --cases N --seed S` (`--bundle`); \
+                 `check --fixed --bundle B` runs without either: {e}"
+            )
+            .into());
+        }
+    };
     println!(
         "JIT: compiled {compiled} kernels in {secs:.1} s on {threads} threads (cold cache {})",
         std::env::var("CUTILE_CACHE_DIR").unwrap_or_else(|_| "(default)".into())
@@ -1388,7 +1417,7 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
                         format!("FAILED {m}\n  case: {}\n  shrinking…", c.json()),
                     );
                     let (min, msg, runs) =
-                        shrink(&device, &stream, &mut trees[i], m.clone(), a.shrink_steps);
+                        shrink(&device, &stream, &mut trees[i], m.clone(), shrink_steps);
                     let repro = format!("{repro_base} '{}'", min.json());
                     crate::progress::say(
                         &bar,
@@ -1531,6 +1560,38 @@ mod tests {
             kinds.into_iter().collect::<Vec<_>>(),
             ["fused", "split", "split-last", "split1"]
         );
+    }
+
+    /// `plan --cases N --seed S --ops ..` compiles exactly the launches the same `check` draws, so the
+    /// check runs from that bundle alone; the seed matters.
+    #[test]
+    fn plan_cases_hold_every_launch_check_draws() {
+        use std::collections::HashSet;
+        let ops: Vec<String> = ["argmax", "rope", "fused_linear_cross_entropy"]
+            .map(String::from)
+            .to_vec();
+        let v = cutile::launch::NO_TOOLCHAIN;
+        let keys = |seed| -> HashSet<_> {
+            crate::plan::case_plans(GpuArch::Sm90, v, &ops, (30, seed))
+                .expect("case plans")
+                .iter()
+                .map(|(_, p)| *p.key.id())
+                .collect()
+        };
+        let planned = keys(7);
+        let sel = select_ops(&ops).expect("ops");
+        let mut launches = 0;
+        for t in generate(&sel, 30, 7).expect("gen") {
+            let Ok(ps) = t.current().workload().plans(GpuArch::Sm90, v, false) else {
+                continue;
+            };
+            for (l, p) in ps {
+                assert!(planned.contains(p.key.id()), "{l} is not in the case plans");
+                launches += 1;
+            }
+        }
+        assert!(launches >= 30, "{launches} launches");
+        assert_ne!(planned, keys(8), "another seed draws other cases");
     }
 
     #[test]

@@ -32,6 +32,13 @@ enum Command {
         /// Comma-separated ops: only their workloads (default: all).
         #[arg(long, value_delimiter = ',')]
         ops: Vec<String>,
+        /// Also the kernels of the property cases `check --cases N --seed S --ops ..` draws (the
+        /// same ops), so the check runs from this bundle on a device without tileiras.
+        #[arg(long, default_value_t = 0)]
+        cases: usize,
+        /// The case seed (required with `--cases`).
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// GPU: correctness of every host-API op. Property mode (default): `--cases` proptest cases from
     /// `--seed`, kernels compiled first with tileiras (CUTILE_TILEIRAS), failures shrunk and printed
@@ -377,7 +384,13 @@ fn main() -> ExitCode {
             bundle,
             jobs,
             ops,
-        } => plan::plan(&arch, &bundle, jobs, &ops),
+            cases,
+            seed,
+        } => match (cases, seed) {
+            (0, _) => plan::plan(&arch, &bundle, jobs, &ops, None),
+            (n, Some(s)) => plan::plan(&arch, &bundle, jobs, &ops, Some((n, s))),
+            (_, None) => Err("plan --cases needs --seed (the seed the check will run with)".into()),
+        },
         Command::Run {
             bundle,
             out,

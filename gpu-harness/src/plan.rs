@@ -1,7 +1,9 @@
 //! `plan`: every host-API call `run` and `tune` make (the workload suite of `cutile_examples`), planned
 //! without a GPU by the host API's own planner with every tuning candidate
 //! (`launcher_plans(.., all_candidates = true)`, or the family planner on view strides), compiled with
-//! tileiras into one bundle, re-opened, and every launch looked up as `run` will.
+//! tileiras into one bundle, re-opened, and every launch looked up as `run` will. With `--cases N
+//! --seed S` the bundle also holds the kernels of the property cases `check` draws with the same ops,
+//! count and seed, so a device without tileiras runs that check from it.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -71,13 +73,42 @@ pub fn missing(bundle: &Bundle, arch: GpuArch, version: &str) -> Result<Vec<Stri
     Ok(uncovered(bundle, &plans(arch, version)?))
 }
 
+/// The launches of the property cases `check --cases n --seed s --ops ops` draws, on `arch` with
+/// tileiras `version`, one per distinct key (labels: `case i: config arch`). A case its op refuses
+/// to plan is left out, as `check` counts it rejected without running it.
+pub fn case_plans(
+    arch: GpuArch,
+    version: &str,
+    ops: &[String],
+    (n, seed): (usize, u64),
+) -> Result<Vec<(String, Plan)>, BoxError> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (i, w) in crate::check::case_workloads(ops, n, seed)?
+        .iter()
+        .enumerate()
+    {
+        let Ok(plans) = w.plans(arch, version, false) else {
+            continue;
+        };
+        for (label, p) in plans {
+            if seen.insert(*p.key.id()) {
+                out.push((format!("case {i}: {label}"), p));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Compiles the launches of every workload (of `ops` when not empty: a bundle for a narrowed
-/// `check`/`bench --ops` run) for `archs` into `bundle`.
+/// `check`/`bench --ops` run) for `archs` into `bundle`, plus, with `cases = Some((n, seed))`, those
+/// of the property cases `check --cases n --seed seed --ops ops` draws.
 pub fn plan(
     archs: &[String],
     bundle: &Path,
     jobs: Option<usize>,
     ops: &[String],
+    cases: Option<(usize, u64)>,
 ) -> Result<ExitCode, BoxError> {
     let archs = archs
         .iter()
@@ -91,6 +122,23 @@ pub fn plan(
     for &arch in &archs {
         all.extend(plans_of(arch, &version, ops)?);
         verify.extend(plans_of(arch, cutile::launch::NO_TOOLCHAIN, ops)?);
+        if let Some(c) = cases {
+            // Cases share kernels with the workloads and each other: keep one plan per key.
+            let known: std::collections::HashSet<_> =
+                all.iter().map(|(_, p)| *p.key.id()).collect();
+            all.extend(
+                case_plans(arch, &version, ops, c)?
+                    .into_iter()
+                    .filter(|(_, p)| !known.contains(p.key.id())),
+            );
+            let known: std::collections::HashSet<_> =
+                verify.iter().map(|(_, p)| *p.key.id()).collect();
+            verify.extend(
+                case_plans(arch, cutile::launch::NO_TOOLCHAIN, ops, c)?
+                    .into_iter()
+                    .filter(|(_, p)| !known.contains(p.key.id())),
+            );
+        }
     }
     let threads =
         jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
