@@ -1162,6 +1162,16 @@ fn shrink(
     (best, msg, runs)
 }
 
+/// The elements of a fixed check's input shapes: the order `check --fixed` runs them in (a
+/// stand-in for the cost of the call and of its CPU reference).
+fn fixed_cost(w: &Workload) -> i64 {
+    w.call
+        .shapes
+        .iter()
+        .map(|s| s.iter().fold(1i64, |n, &d| n.saturating_mul(d.max(0))))
+        .fold(0i64, i64::saturating_add)
+}
+
 /// The device, stream and arch, or `None` (printed `skipped`) without a driver.
 fn device() -> Result<Option<(Device, Stream, GpuArch)>, BoxError> {
     let Some((d, s)) = cutile_examples::gpu_or_skip("gpu-harness check")? else {
@@ -1269,33 +1279,71 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
     }
     if a.fixed {
         // `--ops` narrows the fixed checks too (a bundle from `plan --ops` holds only theirs).
-        let (ws, skip): (Vec<Workload>, Vec<Workload>) = cutile_examples::workload::checks()
+        let (mut ws, skip): (Vec<Workload>, Vec<Workload>) = cutile_examples::workload::checks()
             .into_iter()
             .filter(|w| a.ops.is_empty() || a.ops.iter().any(|o| o == w.op()))
             .partition(|w| COVERED.contains(&w.op()));
         for w in &skip {
             println!("NOT COVERED (no workload inputs/host call yet): {}", w.name);
         }
+        // Cheapest first, on several streams: a run stopped by its time budget keeps the most
+        // checks (the large calls' CPU references take tens of seconds each; session 29's 60 s
+        // budget finished 3 of 25).
+        ws.sort_by_key(fixed_cost);
+        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let workers = a.workers.unwrap_or_else(|| default_workers(threads)).max(1);
         let bar = crate::progress::bar(ws.len() as u64, "fixed checks");
-        for w in &ws {
-            file.cases += 1;
-            match crate::guarded(|| check(&device, &stream, w)) {
-                Ok(r) if r.pass => {
-                    crate::progress::say(&bar, r.line());
-                    file.passed += 1;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<CheckResult, BoxError>)>();
+        std::thread::scope(|scope| -> Result<(), BoxError> {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (device, ws, next) = (&device, &ws, &next);
+                scope.spawn(move || {
+                    let stream = match Stream::new(device) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            let _ =
+                                tx.send((usize::MAX, Err(format!("worker stream: {e}").into())));
+                            return;
+                        }
+                    };
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(w) = ws.get(i) else { break };
+                        let r = crate::guarded(|| check(device, &stream, w));
+                        if tx.send((i, r)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            for (i, r) in rx {
+                let name = ws.get(i).map_or("worker", |w| w.name.as_str());
+                file.cases += 1;
+                match r {
+                    Ok(r) if r.pass => {
+                        crate::progress::say(&bar, r.line());
+                        file.passed += 1;
+                    }
+                    Ok(r) => {
+                        crate::progress::say(&bar, r.line());
+                        file.failures.push(CheckFailure::fixed(name, r.line()));
+                    }
+                    Err(e) => {
+                        crate::progress::say(&bar, format!("{name}: ERROR {e}"));
+                        file.failures.push(CheckFailure::fixed(name, e.to_string()));
+                    }
                 }
-                Ok(r) => {
-                    crate::progress::say(&bar, r.line());
-                    file.failures.push(CheckFailure::fixed(&w.name, r.line()));
-                }
-                Err(e) => {
-                    crate::progress::say(&bar, format!("{}: ERROR {e}", w.name));
-                    file.failures
-                        .push(CheckFailure::fixed(&w.name, e.to_string()));
+                bar.inc(1);
+                // What a run stopped by its budget keeps.
+                if let Some(out) = &a.out {
+                    write_check(out, &file)?;
                 }
             }
-            bar.inc(1);
-        }
+            Ok(())
+        })?;
         bar.finish_and_clear();
         return finish(a, file);
     }
@@ -1560,6 +1608,25 @@ mod tests {
             kinds.into_iter().collect::<Vec<_>>(),
             ["fused", "split", "split-last", "split1"]
         );
+    }
+
+    /// The fixed checks run cheapest first: the small ragged calls before the 8192² GEMMs and the
+    /// 4 × 32 × 4096 attention calls, whose CPU references take the longest.
+    #[test]
+    fn fixed_checks_order_by_input_size() {
+        let mut ws = cutile_examples::workload::checks();
+        ws.sort_by_key(fixed_cost);
+        let costs: Vec<i64> = ws.iter().map(fixed_cost).collect();
+        assert!(costs.windows(2).all(|c| c[0] <= c[1]));
+        let big = ws
+            .iter()
+            .position(|w| w.name.contains("[8192, 8192] [8192, 8192]"))
+            .expect("an 8192² check");
+        let small = ws
+            .iter()
+            .position(|w| w.name.contains("[77, 1000]"))
+            .expect("a ragged [77, 1000] check");
+        assert!(small < big, "{small} {big}");
     }
 
     /// `plan --cases N --seed S --ops ..` compiles exactly the launches the same `check` draws, so the
