@@ -11,7 +11,7 @@
 #   stage extras carry .gpu/p3 (extras.tar.xz)     : GPU tests of test binaries (`--ignored`, $TEST_THREADS), the
 #                                                    nvfp4_moe example and its torch peer (ci/gpu/moe_peer.py);
 #                                                    EXTRAS names another tarball (a second call's payload)
-#   stage quick  carry .gpu/q (gh.xz, q.bundle)     : one bundle-only call, no toolchain: fixed checks,
+#   stage quick  carry .gpu/q (gh.xz, q.bundle[.xz]): one bundle-only call, no toolchain: fixed checks,
 #                                                    bench, peers and report of $OPS (a bundle from
 #                                                    `gpu-harness plan --ops $OPS`), results in
 #                                                    $OUT/quick.tar.gz (+ report.md, steps.txt); with
@@ -125,38 +125,41 @@ case "${1:-}" in
   quick)
     : "${OPS:?set OPS to the comma-separated ops of .gpu/q/q.bundle}"
     xz -dc .gpu/q/gh.xz >/tmp/gh && chmod +x /tmp/gh || exit 2
+    # Cubins compress about 20x: a bundle with many property cases travels as q.bundle.xz.
+    QB=.gpu/q/q.bundle
+    if [ -f .gpu/q/q.bundle.xz ]; then xz -dc .gpu/q/q.bundle.xz >/tmp/q.bundle && QB=/tmp/q.bundle || exit 2; fi
     R=$OUT
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle .gpu/q/q.bundle --ops "$OPS" --out "$R/check"
+    step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle "$QB" --ops "$OPS" --out "$R/check"
     if [ -n "${PROP_CASES:-}" ]; then
       # Property cases from the bundle alone: it must come from `gpu-harness plan --cases $PROP_CASES
       # --seed $PROP_SEED --ops $PROP_OPS` (the same three values draw the same cases).
       step pcheck "${BUDGET_PCHECK:-90}" env -u CUTILE_TILEIRAS /tmp/gh check --cases "$PROP_CASES" \
         --seed "${PROP_SEED:?set PROP_SEED to the seed the bundle was planned with}" \
-        --ops "${PROP_OPS:-$OPS}" --bundle .gpu/q/q.bundle --out "$R/pcheck" --workers 8
+        --ops "${PROP_OPS:-$OPS}" --bundle "$QB" --out "$R/pcheck" --workers 8
     fi
-    step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle .gpu/q/q.bundle --out "$R" --ops "$OPS" \
+    step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle "$QB" --out "$R" --ops "$OPS" \
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
     step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
     step report 10 /tmp/gh report "$R"
     if [ -n "${LAUNCH_OPS:-}" ]; then
       # Every launch of those ops' calls timed in place (`gpu-harness launches`).
-      step launches "${BUDGET_LAUNCHES:-90}" /tmp/gh launches --bundle .gpu/q/q.bundle --out "$R/launches" \
+      step launches "${BUDGET_LAUNCHES:-90}" /tmp/gh launches --bundle "$QB" --out "$R/launches" \
         --ops "$LAUNCH_OPS" --iterations "${LAUNCH_ITERATIONS:-20}"
       cp "$R/launches/launches.md" "$R/" 2>/dev/null
     fi
     if [ -n "${TUNE_OPS:-}" ]; then
       # The tuner's winners against the defaults in the same call: tune, then bench again with the
       # tuning cache on (same calls, so the peers above pair with both benches).
-      step tune "${BUDGET_TUNE:-150}" /tmp/gh tune --bundle .gpu/q/q.bundle --out "$R/tune" --ops "$TUNE_OPS"
+      step tune "${BUDGET_TUNE:-150}" /tmp/gh tune --bundle "$QB" --out "$R/tune" --ops "$TUNE_OPS"
       mkdir -p "$R/tuned" && cp "$R/peers.json" "$R/tuned/" 2>/dev/null
       # The picks must also pass the fixed checks (every output against the CPU reference, not only
       # the tuner's gate on the first output).
       step check_tuned "${BUDGET_CHECK:-40}" env CUTILE_TUNE=on CUTILE_TUNE_CACHE="$R/tune/tuning.json" \
-        /tmp/gh check --fixed --bundle .gpu/q/q.bundle --ops "$TUNE_OPS" --out "$R/tuned/check"
+        /tmp/gh check --fixed --bundle "$QB" --ops "$TUNE_OPS" --out "$R/tuned/check"
       step bench_tuned "${BUDGET_BENCH_TUNED:-90}" env CUTILE_TUNE=on CUTILE_TUNE_CACHE="$R/tune/tuning.json" \
-        /tmp/gh bench --bundle .gpu/q/q.bundle --out "$R/tuned" --ops "$TUNE_OPS" \
+        /tmp/gh bench --bundle "$QB" --out "$R/tuned" --ops "$TUNE_OPS" \
         --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
       step report_tuned 10 /tmp/gh report "$R/tuned"
       cp "$R/tuned/report.md" "$R/report-tuned.md" 2>/dev/null
