@@ -1162,6 +1162,64 @@ fn shrink(
     (best, msg, runs)
 }
 
+/// Runs `work(stream, item)` for every item on `workers` threads, each with a stream of its own,
+/// drawing the items in order; `each(index, outcome)` runs on the calling thread as the outcomes
+/// arrive, and an error it returns stops the run. A worker that cannot create its stream reports
+/// `(None, Err(message))`.
+fn on_workers<T: Sync, R: Send>(
+    device: &Device,
+    items: &[T],
+    workers: usize,
+    work: impl Fn(&Stream, &T) -> R + Sync,
+    mut each: impl FnMut(Option<usize>, Result<R, String>) -> Result<(), BoxError>,
+) -> Result<(), BoxError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(Option<usize>, Result<R, String>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            let tx = tx.clone();
+            let (next, work) = (&next, &work);
+            scope.spawn(move || {
+                let stream = match Stream::new(device) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx.send((None, Err(format!("worker stream: {e}"))));
+                        return;
+                    }
+                };
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    if tx.send((Some(i), Ok(work(&stream, item)))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            each(i, r)?;
+        }
+        Ok(())
+    })
+}
+
+/// A property-mode worker that could not run (no stream): a failure of the run, not of a case.
+fn worker_failed(
+    file: &mut CheckFile,
+    bar: &indicatif::ProgressBar,
+    message: String,
+) -> Result<(), BoxError> {
+    crate::progress::say(bar, format!("ERROR {message}"));
+    file.failures.push(CheckFailure {
+        case: "worker".into(),
+        minimal: "worker".into(),
+        message,
+        reproduce: "gpu-harness check --workers 1 (same seed)".into(),
+    });
+    Ok(())
+}
+
 /// The elements of a fixed check's input shapes: the order `check --fixed` runs them in (a
 /// stand-in for the cost of the call and of its CPU reference).
 fn fixed_cost(w: &Workload) -> i64 {
@@ -1293,47 +1351,32 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
         let workers = a.workers.unwrap_or_else(|| default_workers(threads)).max(1);
         let bar = crate::progress::bar(ws.len() as u64, "fixed checks");
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<CheckResult, BoxError>)>();
-        std::thread::scope(|scope| -> Result<(), BoxError> {
-            for _ in 0..workers {
-                let tx = tx.clone();
-                let (device, ws, next) = (&device, &ws, &next);
-                scope.spawn(move || {
-                    let stream = match Stream::new(device) {
-                        Ok(s) => s,
-                        Err(e) => {
-                            let _ =
-                                tx.send((usize::MAX, Err(format!("worker stream: {e}").into())));
-                            return;
-                        }
-                    };
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(w) = ws.get(i) else { break };
-                        let r = crate::guarded(|| check(device, &stream, w));
-                        if tx.send((i, r)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(tx);
-            for (i, r) in rx {
-                let name = ws.get(i).map_or("worker", |w| w.name.as_str());
+        on_workers(
+            &device,
+            &ws,
+            workers,
+            |stream, w| crate::guarded(|| check(&device, stream, w)),
+            |i, r| {
+                let name = i
+                    .and_then(|i| ws.get(i))
+                    .map_or("worker", |w| w.name.as_str());
                 file.cases += 1;
                 match r {
-                    Ok(r) if r.pass => {
+                    Ok(Ok(r)) if r.pass => {
                         crate::progress::say(&bar, r.line());
                         file.passed += 1;
                     }
-                    Ok(r) => {
+                    Ok(Ok(r)) => {
                         crate::progress::say(&bar, r.line());
                         file.failures.push(CheckFailure::fixed(name, r.line()));
                     }
-                    Err(e) => {
+                    Ok(Err(e)) => {
                         crate::progress::say(&bar, format!("{name}: ERROR {e}"));
                         file.failures.push(CheckFailure::fixed(name, e.to_string()));
+                    }
+                    Err(m) => {
+                        crate::progress::say(&bar, format!("ERROR {m}"));
+                        file.failures.push(CheckFailure::fixed(name, m));
                     }
                 }
                 bar.inc(1);
@@ -1341,9 +1384,9 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
                 if let Some(out) = &a.out {
                     write_check(out, &file)?;
                 }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         bar.finish_and_clear();
         return finish(a, file);
     }
@@ -1408,46 +1451,23 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
     let mut failures_written = 0;
     let total = trees.len();
     let cases: Vec<Case> = trees.iter().map(|t| t.current()).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Outcome)>();
-    std::thread::scope(|scope| -> Result<(), BoxError> {
-        // Workers draw cases in order and send outcomes back; the value trees (not `Send`) stay on
-        // this thread, which shrinks a failure on its own stream while the workers go on.
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let (device, cases, next) = (&device, &cases, &next);
-            scope.spawn(move || {
-                let stream = match Stream::new(device) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = tx.send((usize::MAX, Outcome::Fail(format!("worker stream: {e}"))));
-                        return;
-                    }
-                };
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(c) = cases.get(i) else { break };
-                    if tx.send((i, run_case(device, &stream, c))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        for (i, outcome) in rx {
-            let Some(c) = cases.get(i) else {
+    // The value trees (not `Send`) stay on this thread, which shrinks a failure on its own stream
+    // while the workers go on.
+    on_workers(
+        &device,
+        &cases,
+        workers,
+        |stream, c| run_case(&device, stream, c),
+        |i, outcome| {
+            let (i, outcome) = match (i, outcome) {
+                (Some(i), Ok(o)) => (i, o),
                 // A worker that could not start: reported as a failure of the run, not of a case.
-                if let Outcome::Fail(m) = outcome {
-                    crate::progress::say(&bar, format!("ERROR {m}"));
-                    file.failures.push(CheckFailure {
-                        case: "worker".into(),
-                        minimal: "worker".into(),
-                        message: m,
-                        reproduce: "gpu-harness check --workers 1 (same seed)".into(),
-                    });
+                (_, Err(m)) => return worker_failed(&mut file, &bar, m),
+                (None, Ok(_)) => {
+                    return worker_failed(&mut file, &bar, "an outcome without its case".into());
                 }
-                continue;
             };
+            let c = &cases[i];
             file.cases += 1;
             *file.per_op.entry(c.op.clone()).or_default() += 1;
             match outcome {
@@ -1500,9 +1520,9 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
                     write_check(out, &file)?;
                 }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     bar.finish_and_clear();
     finish(a, file)
 }
