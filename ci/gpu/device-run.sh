@@ -134,10 +134,13 @@ case "${1:-}" in
     step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle "$QB" --ops "$OPS" --out "$R/check"
     if [ -n "${PROP_CASES:-}" ]; then
       # Property cases from the bundle alone: it must come from `gpu-harness plan --cases $PROP_CASES
-      # --seed $PROP_SEED --ops $PROP_OPS` (the same three values draw the same cases).
+      # --seed $PROP_SEED --ops $PROP_OPS` (the same three values draw the same cases); PROP_OPS=all
+      # is every op, as a plan without --ops.
+      PO=(--ops "${PROP_OPS:-$OPS}")
+      [ "${PROP_OPS:-}" = all ] && PO=()
       step pcheck "${BUDGET_PCHECK:-90}" env -u CUTILE_TILEIRAS /tmp/gh check --cases "$PROP_CASES" \
         --seed "${PROP_SEED:?set PROP_SEED to the seed the bundle was planned with}" \
-        --ops "${PROP_OPS:-$OPS}" --bundle "$QB" --out "$R/pcheck" --workers 8
+        ${PO[@]+"${PO[@]}"} --bundle "$QB" --out "$R/pcheck" --workers 8
     fi
     step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle "$QB" --out "$R" --ops "$OPS" \
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
