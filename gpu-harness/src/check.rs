@@ -1163,18 +1163,18 @@ fn shrink(
 }
 
 /// Runs `work(stream, item)` for every item on `workers` threads, each with a stream of its own,
-/// drawing the items in order; `each(index, outcome)` runs on the calling thread as the outcomes
-/// arrive, and an error it returns stops the run. A worker that cannot create its stream reports
-/// `(None, Err(message))`.
+/// drawing the items in order; `each(Ok((index, outcome)))` runs on the calling thread as the
+/// outcomes arrive, and an error it returns stops the run. A worker that cannot create its stream
+/// reports `Err(message)`.
 fn on_workers<T: Sync, R: Send>(
     device: &Device,
     items: &[T],
     workers: usize,
     work: impl Fn(&Stream, &T) -> R + Sync,
-    mut each: impl FnMut(Option<usize>, Result<R, String>) -> Result<(), BoxError>,
+    mut each: impl FnMut(Result<(usize, R), String>) -> Result<(), BoxError>,
 ) -> Result<(), BoxError> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel::<(Option<usize>, Result<R, String>)>();
+    let (tx, rx) = std::sync::mpsc::channel::<Result<(usize, R), String>>();
     std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
             let tx = tx.clone();
@@ -1183,41 +1183,25 @@ fn on_workers<T: Sync, R: Send>(
                 let stream = match Stream::new(device) {
                     Ok(s) => s,
                     Err(e) => {
-                        let _ = tx.send((None, Err(format!("worker stream: {e}"))));
+                        let _ = tx.send(Err(format!("worker stream: {e}")));
                         return;
                     }
                 };
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };
-                    if tx.send((Some(i), Ok(work(&stream, item)))).is_err() {
+                    if tx.send(Ok((i, work(&stream, item)))).is_err() {
                         break;
                     }
                 }
             });
         }
         drop(tx);
-        for (i, r) in rx {
-            each(i, r)?;
+        for r in rx {
+            each(r)?;
         }
         Ok(())
     })
-}
-
-/// A property-mode worker that could not run (no stream): a failure of the run, not of a case.
-fn worker_failed(
-    file: &mut CheckFile,
-    bar: &indicatif::ProgressBar,
-    message: String,
-) -> Result<(), BoxError> {
-    crate::progress::say(bar, format!("ERROR {message}"));
-    file.failures.push(CheckFailure {
-        case: "worker".into(),
-        minimal: "worker".into(),
-        message,
-        reproduce: "gpu-harness check --workers 1 (same seed)".into(),
-    });
-    Ok(())
 }
 
 /// The elements of a fixed check's input shapes: the order `check --fixed` runs them in (a
@@ -1252,6 +1236,28 @@ pub fn case_workloads(ops: &[String], cases: usize, seed: u64) -> Result<Vec<Wor
         .collect())
 }
 
+/// The launches of `ws` on `arch` with tileiras `version`, one per distinct key: what `check`
+/// compiles before running property cases, and what `plan --cases` compiles for them. A workload its
+/// op refuses to plan is left out (`check` counts it rejected without running it).
+pub fn distinct_plans(
+    ws: &[Workload],
+    arch: GpuArch,
+    version: &str,
+) -> Vec<(String, cutile::launch::Plan)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut plans = Vec::new();
+    for w in ws {
+        if let Ok(ps) = w.plans(arch, version, false) {
+            for (l, p) in ps {
+                if seen.insert(*p.key.id()) {
+                    plans.push((l, p));
+                }
+            }
+        }
+    }
+    plans
+}
+
 /// Compiles the distinct kernels of `ws` on `arch` with `tileiras` on `threads` threads into an
 /// in-memory bundle and registers it. Returns (kernels compiled, seconds, failures).
 fn precompile(
@@ -1261,17 +1267,7 @@ fn precompile(
     tileiras: &Tileiras,
 ) -> Result<(usize, f64, Vec<String>), BoxError> {
     let version = tileiras.version().to_string();
-    let mut seen = std::collections::HashSet::new();
-    let mut plans = Vec::new();
-    for w in ws {
-        if let Ok(ps) = w.plans(arch, &version, false) {
-            for (l, p) in ps {
-                if seen.insert(*p.key.id()) {
-                    plans.push((l, p));
-                }
-            }
-        }
-    }
+    let plans = distinct_plans(ws, arch, &version);
     let bar = crate::progress::spinner(&format!(
         "compiling {} kernels with tileiras {version} on {threads} threads",
         plans.len()
@@ -1356,27 +1352,26 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
             &ws,
             workers,
             |stream, w| crate::guarded(|| check(&device, stream, w)),
-            |i, r| {
-                let name = i
-                    .and_then(|i| ws.get(i))
-                    .map_or("worker", |w| w.name.as_str());
+            |r| {
                 file.cases += 1;
                 match r {
-                    Ok(Ok(r)) if r.pass => {
+                    Ok((_, Ok(r))) if r.pass => {
                         crate::progress::say(&bar, r.line());
                         file.passed += 1;
                     }
-                    Ok(Ok(r)) => {
+                    Ok((i, Ok(r))) => {
                         crate::progress::say(&bar, r.line());
-                        file.failures.push(CheckFailure::fixed(name, r.line()));
+                        file.failures
+                            .push(CheckFailure::fixed(&ws[i].name, r.line()));
                     }
-                    Ok(Err(e)) => {
+                    Ok((i, Err(e))) => {
+                        let name = &ws[i].name;
                         crate::progress::say(&bar, format!("{name}: ERROR {e}"));
                         file.failures.push(CheckFailure::fixed(name, e.to_string()));
                     }
                     Err(m) => {
                         crate::progress::say(&bar, format!("ERROR {m}"));
-                        file.failures.push(CheckFailure::fixed(name, m));
+                        file.failures.push(CheckFailure::fixed("worker", m));
                     }
                 }
                 bar.inc(1);
@@ -1458,13 +1453,19 @@ pub fn run(a: &CheckArgs) -> Result<ExitCode, BoxError> {
         &cases,
         workers,
         |stream, c| run_case(&device, stream, c),
-        |i, outcome| {
-            let (i, outcome) = match (i, outcome) {
-                (Some(i), Ok(o)) => (i, o),
-                // A worker that could not start: reported as a failure of the run, not of a case.
-                (_, Err(m)) => return worker_failed(&mut file, &bar, m),
-                (None, Ok(_)) => {
-                    return worker_failed(&mut file, &bar, "an outcome without its case".into());
+        |r| {
+            let (i, outcome) = match r {
+                Ok(r) => r,
+                Err(m) => {
+                    // A worker that could not start: a failure of the run, not of a case.
+                    crate::progress::say(&bar, format!("ERROR {m}"));
+                    file.failures.push(CheckFailure {
+                        case: "worker".into(),
+                        minimal: "worker".into(),
+                        message: m,
+                        reproduce: "gpu-harness check --workers 1 (same seed)".into(),
+                    });
+                    return Ok(());
                 }
             };
             let c = &cases[i];
@@ -1659,8 +1660,8 @@ mod tests {
             .to_vec();
         let v = cutile::launch::NO_TOOLCHAIN;
         let keys = |seed| -> HashSet<_> {
-            crate::plan::case_plans(GpuArch::Sm90, v, &ops, (30, seed))
-                .expect("case plans")
+            let ws = case_workloads(&ops, 30, seed).expect("case workloads");
+            distinct_plans(&ws, GpuArch::Sm90, v)
                 .iter()
                 .map(|(_, p)| *p.key.id())
                 .collect()

@@ -73,33 +73,6 @@ pub fn missing(bundle: &Bundle, arch: GpuArch, version: &str) -> Result<Vec<Stri
     Ok(uncovered(bundle, &plans(arch, version)?))
 }
 
-/// The launches of the property cases `check --cases n --seed s --ops ops` draws, on `arch` with
-/// tileiras `version`, one per distinct key (labels: `case i: config arch`). A case its op refuses
-/// to plan is left out, as `check` counts it rejected without running it.
-pub fn case_plans(
-    arch: GpuArch,
-    version: &str,
-    ops: &[String],
-    (n, seed): (usize, u64),
-) -> Result<Vec<(String, Plan)>, BoxError> {
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    for (i, w) in crate::check::case_workloads(ops, n, seed)?
-        .iter()
-        .enumerate()
-    {
-        let Ok(plans) = w.plans(arch, version, false) else {
-            continue;
-        };
-        for (label, p) in plans {
-            if seen.insert(*p.key.id()) {
-                out.push((format!("case {i}: {label}"), p));
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Compiles the launches of every workload (of `ops` when not empty: a bundle for a narrowed
 /// `check`/`bench --ops` run) for `archs` into `bundle`, plus, with `cases = Some((n, seed))`, those
 /// of the property cases `check --cases n --seed seed --ops ops` draws.
@@ -119,22 +92,21 @@ pub fn plan(
     })?;
     let version = tileiras.version().to_string();
     let (mut all, mut verify) = (Vec::new(), Vec::new());
+    let case_ws = match cases {
+        Some((n, seed)) => crate::check::case_workloads(ops, n, seed)?,
+        None => Vec::new(),
+    };
     for &arch in &archs {
-        all.extend(plans_of(arch, &version, ops)?);
-        verify.extend(plans_of(arch, cutile::launch::NO_TOOLCHAIN, ops)?);
-        if let Some(c) = cases {
-            // Cases share kernels with the workloads and each other: keep one plan per key.
+        for (list, v) in [
+            (&mut all, version.as_str()),
+            (&mut verify, cutile::launch::NO_TOOLCHAIN),
+        ] {
+            list.extend(plans_of(arch, v, ops)?);
+            // The cases share kernels with the workloads: keep one plan per key.
             let known: std::collections::HashSet<_> =
-                all.iter().map(|(_, p)| *p.key.id()).collect();
-            all.extend(
-                case_plans(arch, &version, ops, c)?
-                    .into_iter()
-                    .filter(|(_, p)| !known.contains(p.key.id())),
-            );
-            let known: std::collections::HashSet<_> =
-                verify.iter().map(|(_, p)| *p.key.id()).collect();
-            verify.extend(
-                case_plans(arch, cutile::launch::NO_TOOLCHAIN, ops, c)?
+                list.iter().map(|(_, p)| *p.key.id()).collect();
+            list.extend(
+                crate::check::distinct_plans(&case_ws, arch, v)
                     .into_iter()
                     .filter(|(_, p)| !known.contains(p.key.id())),
             );
