@@ -11,7 +11,7 @@
 #   stage extras carry .gpu/p3 (extras.tar.xz)     : GPU tests of test binaries (`--ignored`, $TEST_THREADS), the
 #                                                    nvfp4_moe example and its torch peer (ci/gpu/moe_peer.py);
 #                                                    EXTRAS names another tarball (a second call's payload)
-#   stage quick  carry .gpu/q (gh.xz, q.bundle[.xz]): one bundle-only call, no toolchain: fixed checks,
+#   stage quick  carry .gpu/q (gh.xz, q.bundle[.xz]; QDIR another folder): one bundle-only call, no toolchain: fixed checks,
 #                                                    bench, peers and report of $OPS (a bundle from
 #                                                    `gpu-harness plan --ops $OPS`), results in
 #                                                    $OUT/quick.tar.gz (+ report.md, steps.txt); with
@@ -123,15 +123,19 @@ case "${1:-}" in
     grep -h 'test result\|FAILED\|panicked\|µs' "$R"/test-*.log "$R"/bin-*.log "$R"/moe-peer.log | head -n 60
     ;;
   quick)
-    : "${OPS:?set OPS to the comma-separated ops of .gpu/q/q.bundle}"
-    xz -dc .gpu/q/gh.xz >/tmp/gh && chmod +x /tmp/gh || exit 2
+    : "${OPS:?set OPS to the comma-separated ops of .gpu/q/q.bundle, or all}"
+    # QDIR: another prepared folder than .gpu/q (two bundles prepared for one session).
+    Q=${QDIR:-.gpu/q}
+    xz -dc "$Q/gh.xz" >/tmp/gh && chmod +x /tmp/gh || exit 2
     # Cubins compress about 20x: a bundle with many property cases travels as q.bundle.xz.
-    QB=.gpu/q/q.bundle
-    if [ -f .gpu/q/q.bundle.xz ]; then xz -dc .gpu/q/q.bundle.xz >/tmp/q.bundle && QB=/tmp/q.bundle || exit 2; fi
+    QB=$Q/q.bundle
+    if [ -f "$Q/q.bundle.xz" ]; then xz -dc "$Q/q.bundle.xz" >/tmp/q.bundle && QB=/tmp/q.bundle || exit 2; fi
     R=$OUT
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.limit,temperature.gpu --format=csv >"$R/smi.txt"
     export CUTILE_CACHE_DIR=/tmp/kcache
-    step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle "$QB" --ops "$OPS" --out "$R/check"
+    # OPS=all: every op's fixed checks, bench rows and peers (the calls take no --ops).
+    OA=(--ops "$OPS"); [ "$OPS" = all ] && OA=()
+    step check "${BUDGET_CHECK:-40}" /tmp/gh check --fixed --bundle "$QB" ${OA[@]+"${OA[@]}"} --out "$R/check"
     if [ -n "${PROP_CASES:-}" ]; then
       # Property cases from the bundle alone: it must come from `gpu-harness plan --cases $PROP_CASES
       # --seed $PROP_SEED --ops $PROP_OPS` (the same three values draw the same cases); PROP_OPS=all
@@ -142,9 +146,10 @@ case "${1:-}" in
         --seed "${PROP_SEED:?set PROP_SEED to the seed the bundle was planned with}" \
         ${PO[@]+"${PO[@]}"} --bundle "$QB" --out "$R/pcheck" --workers 8
     fi
-    step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle "$QB" --out "$R" --ops "$OPS" \
+    step bench "${BUDGET_BENCH:-60}" /tmp/gh bench --bundle "$QB" --out "$R" ${OA[@]+"${OA[@]}"} \
       --measurement-ms "${BENCH_MS:-60}" --warm-up-ms 20
-    step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" --ops "$OPS"
+    step peers "${BUDGET_PEERS:-60}" python3 ci/gpu/peers.py "$R/peers.json" --calls "$R/bench-calls.json" \
+      ${OA[@]+"${OA[@]}"}
     step report 10 /tmp/gh report "$R"
     if [ -n "${LAUNCH_OPS:-}" ]; then
       # Every launch of those ops' calls timed in place (`gpu-harness launches`).

@@ -21,9 +21,10 @@ import torch
 import triton
 import triton.language as tl
 
+from cudatime import median_us
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 16384 * 40 * 128
 BLOCK = 4096
-_flush = torch.zeros(64 << 20, dtype=torch.float32, device="cuda")
 
 
 @triton.jit
@@ -36,23 +37,6 @@ def scale_kernel(x, y, n, c, BLOCK: tl.constexpr):
 
 def triton_scale(x, y):
     scale_kernel[(triton.cdiv(x.numel(), BLOCK),)](x, y, x.numel(), 0.999, BLOCK=BLOCK)
-
-
-def median_us(fn, reps=60):
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        _flush.sum()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3)
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def main():

@@ -356,8 +356,8 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
             }
         }
     }
-    // Issue 14's bench call (HP 64): 512 pairs per block by default (one token), then 1024 and 2048
-    // at HB 8, 512 and 1024 at HB 4 (256 pairs would be half a token).
+    // Issue 14's bench call (HP 64): one token per block by default (256 pairs would be half a token,
+    // 512 is one), then 1024 and 2048 at HB 8, 512 and 1024 at HB 4.
     assert_eq!(
         cfg::pairs_candidates(16384, 128),
         [
@@ -369,15 +369,15 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
             tile(4, 4, 64),
         ]
     );
-    // GPT-J D 64 (HP 32): 2 tokens by default, then 4, 8, 1 at HB 8, 4 and 8 at HB 4.
+    // GPT-J D 64 (HP 32): one token (256 pairs) by default, then 2, 4, 8 at HB 8, 4 and 8 at HB 4.
     assert_eq!(
         cfg::pairs_candidates(300, 64),
         [
+            tile(1, 8, 32),
+            tokens_fastest(1, 8, 32),
             tile(2, 8, 32),
-            tokens_fastest(2, 8, 32),
             tile(4, 8, 32),
             tile(8, 8, 32),
-            tile(1, 8, 32),
             tile(4, 4, 32),
             tile(8, 4, 32),
         ]
@@ -399,18 +399,18 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
 
 /// Small calls get a smaller default tile, so the grid keeps `MIN_BLOCKS_PER_SM` blocks per SM where
 /// a listed tile allows it; large calls and one-token tiles keep `choose_pairs`'s. The tuning list
-/// starts with that tile and keeps the 512-pair one.
+/// starts with that tile and keeps `choose_pairs`'s.
 #[test]
 fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
     let sms = 132;
-    // (tokens, d, hq, hk, BM): GPT-J D 64 T 300 (2 groups: 300 blocks at 2 tokens, 600 at 1), the
-    // same at T 4096 (enough blocks), D 32 at T 500 (4 → 2 → 1 tokens) and T 1500 (750 blocks at 4),
-    // D 8 (HP 4, 16 tokens by default; 8 is listed, 4 is not), D 128 (already one token).
+    // (tokens, d, hq, hk, BM): GPT-J D 64 T 300 and 4096 (one token by default), D 32 at T 500 (2 → 1
+    // tokens: 250 blocks of 2 groups is below 4 per SM) and T 1500 (750 blocks at 2), D 8 (HP 4, 8
+    // tokens by default; 4 is not listed, so it stays), D 128 (one token).
     for (tokens, d, hq, hk, bm) in [
         (300, 64, 8, 2, 1),
-        (4096, 64, 8, 2, 2),
+        (4096, 64, 8, 2, 1),
         (500, 32, 8, 2, 1),
-        (1500, 32, 8, 2, 4),
+        (1500, 32, 8, 2, 2),
         (400, 8, 8, 0, 8),
         (300, 128, 32, 8, 1),
         (16384, 128, 32, 8, 1),

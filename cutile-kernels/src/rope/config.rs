@@ -148,18 +148,20 @@ impl Candidate for PairsConfig {
 /// Heads per full-rotary block of the default tile.
 pub const PAIRS_HB: i64 = 8;
 
-/// Pairs per block of the default full-rotary tile (prefill-sized calls). 512 since session 19 (2048
-/// before): on the H200 the tuner timed smaller tiles faster at both calls it measured. GPT-J D 64,
-/// T 300: 6.21 µs at 512 pairs, 9.06 at 1024, 11.90 at 2048 (more blocks for a small call: 300
-/// against 150 and 76); NeoX D 128, T 16384: 99.42 / 100.48 / 102.51 µs (registers grow with the
-/// tile: 4096 pairs took 203 µs). `docs/h200-results.md`, session 19.
-pub const PAIRS_PER_BLOCK: i64 = 512;
+/// Pairs per block of the default full-rotary tile (prefill-sized calls): one token of 8 heads at D 64
+/// and D 128. 256 since session 30 (512 before, 2048 before session 19). Smaller tiles won every time
+/// they were timed: on the H200 (session 19) GPT-J D 64 T 300 ran 6.21 µs at 512 pairs, 9.06 at 1024,
+/// 11.90 at 2048, and 4.78 at one token per block (256 pairs); NeoX D 128 T 16384 99.42 / 100.48 /
+/// 102.51 µs at 512 / 1024 / 2048 (registers grow with the tile: 4096 pairs took 203 µs). On an H100
+/// (session 30, with the one-gather GPT-J kernel) f16 GPT-J D 64 T 32768 ran 124.9 µs at 256 pairs
+/// against 223.1 at 512. `docs/h200-results.md`, sessions 19 and 30.
+pub const PAIRS_PER_BLOCK: i64 = 256;
 
 /// The tuner's alternatives to the default full-rotary tile, as (pairs per block, `HB`): twice, four
-/// times and half the default's pairs at `HB` 8, and the default's and twice its pairs at `HB` 4
-/// (fewer heads, more tokens per block).
+/// and eight times the default's pairs at `HB` 8, and twice and four times its pairs at `HB` 4 (fewer
+/// heads, more tokens per block).
 pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
-    &[(1024, 8), (2048, 8), (256, 8), (512, 4), (1024, 4)];
+    &[(512, 8), (1024, 8), (2048, 8), (512, 4), (1024, 4)];
 
 /// Calls `$m!(ARGS.. [(BM, HB, HP), ..])` with every full-rotary tile that has a kernel: the one list
 /// [`PAIRS_TILES`] and `mod.rs`'s kernel dispatch are both generated from. Per `HP` (1..=256): the
@@ -168,12 +170,12 @@ pub const PAIRS_ALTERNATIVES: &[(i64, i64)] =
 macro_rules! pairs_tiles {
     ($m:ident!($($args:tt)*)) => {
         $m!($($args)* [
-            (64, 8, 1), (1, 8, 1), (128, 8, 1), (256, 8, 1), (32, 8, 1), (128, 4, 1), (256, 4, 1),
-            (32, 8, 2), (1, 8, 2), (64, 8, 2), (128, 8, 2), (16, 8, 2), (64, 4, 2), (128, 4, 2),
-            (16, 8, 4), (1, 8, 4), (32, 8, 4), (64, 8, 4), (8, 8, 4), (32, 4, 4), (64, 4, 4),
-            (8, 8, 8), (1, 8, 8), (16, 8, 8), (32, 8, 8), (4, 8, 8), (16, 4, 8), (32, 4, 8),
-            (4, 8, 16), (1, 8, 16), (8, 8, 16), (16, 8, 16), (2, 8, 16), (8, 4, 16), (16, 4, 16),
-            (2, 8, 32), (1, 8, 32), (4, 8, 32), (8, 8, 32), (4, 4, 32), (8, 4, 32),
+            (32, 8, 1), (1, 8, 1), (64, 8, 1), (128, 8, 1), (256, 8, 1), (128, 4, 1), (256, 4, 1),
+            (16, 8, 2), (1, 8, 2), (32, 8, 2), (64, 8, 2), (128, 8, 2), (64, 4, 2), (128, 4, 2),
+            (8, 8, 4), (1, 8, 4), (16, 8, 4), (32, 8, 4), (64, 8, 4), (32, 4, 4), (64, 4, 4),
+            (4, 8, 8), (1, 8, 8), (8, 8, 8), (16, 8, 8), (32, 8, 8), (16, 4, 8), (32, 4, 8),
+            (2, 8, 16), (1, 8, 16), (4, 8, 16), (8, 8, 16), (16, 8, 16), (8, 4, 16), (16, 4, 16),
+            (1, 8, 32), (2, 8, 32), (4, 8, 32), (8, 8, 32), (4, 4, 32), (8, 4, 32),
             (1, 8, 64), (2, 8, 64), (4, 8, 64), (2, 4, 64), (4, 4, 64),
             (1, 8, 128), (2, 8, 128), (1, 4, 128), (2, 4, 128),
             (1, 8, 256), (1, 4, 256),

@@ -157,21 +157,67 @@ pub mod kernels {
             .broadcast::<S3<BM, HB, HP>>()
             & (hh < x_in.dim(1))
             & (i < half);
-        let (lo, hi) = if gptj {
-            (i * 2, i * 2 + 1)
+        if gptj {
+            rope_pairs_interleaved::<E, BM, HB, HP>(x_in, x_out, r, hh, i, ok, c, s);
         } else {
-            (i, i + half)
-        };
-        let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
-        let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
-        let y1 = x1 * c - x2 * s;
-        let y2 = x2 * c + x1 * s;
-        // SAFETY: block `(i, g)` writes only heads `h0 .. h0 + HB` of its own tokens `i·BM ..`, lanes it
-        // read itself.
-        unsafe {
-            x_out.scatter((r, hh, lo), y1.cast::<E>(), Some(ok));
-            x_out.scatter((r, hh, hi), y2.cast::<E>(), Some(ok));
+            let (lo, hi) = (i, i + half);
+            let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
+            let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
+            let y1 = x1 * c - x2 * s;
+            let y2 = x2 * c + x1 * s;
+            // SAFETY: block `(i, g)` writes only heads `h0 .. h0 + HB` of its own tokens `i·BM ..`, lanes
+            // it read itself.
+            unsafe {
+                x_out.scatter((r, hh, lo), y1.cast::<E>(), Some(ok));
+                x_out.scatter((r, hh, hi), y2.cast::<E>(), Some(ok));
+            }
         }
+    }
+
+    /// GPT-J's pairs `(2i, 2i + 1)` of the `[BM, HB, HP]` block (indices `r`, `hh`, pair `i`, mask `ok`)
+    /// rotated by `c`, `s`. The pair is the last axis of one `[BM, HB, HP, 2]` tile: one gather of each
+    /// row's contiguous `2·HP` lanes, split and re-joined in registers, and one scatter. Two gathers at
+    /// `2i` and `2i + 1` made every access a strided 2-byte one (H100: bf16 T 4096 at 38% of copy,
+    /// f16 D 64 T 32768 at 13%, against 92% for NeoX's contiguous halves).
+    #[allow(clippy::too_many_arguments)]
+    fn rope_pairs_interleaved<E: Float, const BM: i32, const HB: i32, const HP: i32>(
+        x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
+        x_out: &mut Tensor<E, S3<1, 1, HP>>,
+        r: Tile<i32, S3<BM, HB, HP>>,
+        hh: Tile<i32, S3<BM, HB, HP>>,
+        i: Tile<i32, S3<BM, HB, HP>>,
+        ok: Tile<bool, S3<BM, HB, HP>>,
+        c: Tile<f32, S3<BM, HB, HP>>,
+        s: Tile<f32, S3<BM, HB, HP>>,
+    ) {
+        let lane = i
+            .reshape::<S4<BM, HB, HP, 1>>()
+            .broadcast::<S4<BM, HB, HP, 2>>()
+            * 2
+            + iota::<2>()
+                .reshape::<S4<1, 1, 1, 2>>()
+                .broadcast::<S4<BM, HB, HP, 2>>();
+        let ok2 = ok
+            .reshape::<S4<BM, HB, HP, 1>>()
+            .broadcast::<S4<BM, HB, HP, 2>>();
+        let r2 = r
+            .reshape::<S4<BM, HB, HP, 1>>()
+            .broadcast::<S4<BM, HB, HP, 2>>();
+        let h2 = hh
+            .reshape::<S4<BM, HB, HP, 1>>()
+            .broadcast::<S4<BM, HB, HP, 2>>();
+        let x = x_in.gather((r2, h2, lane), Some(ok2), 0.0).cast::<f32>();
+        let x1 = x
+            .extract::<S4<BM, HB, HP, 1>>(&[0, 0, 0, 0])
+            .reshape::<S3<BM, HB, HP>>();
+        let x2 = x
+            .extract::<S4<BM, HB, HP, 1>>(&[0, 0, 0, 1])
+            .reshape::<S3<BM, HB, HP>>();
+        let y1 = (x1 * c - x2 * s).reshape::<S4<BM, HB, HP, 1>>();
+        let y2 = (x2 * c + x1 * s).reshape::<S4<BM, HB, HP, 1>>();
+        let y = cat::<3, f32, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 2>>(y1, y2);
+        // SAFETY: as in `rope_pairs`: the block's own heads and tokens, lanes it read itself.
+        unsafe { x_out.scatter((r2, h2, lane), y.cast::<E>(), Some(ok2)) };
     }
 
     /// The body of the full-rotary entries: picks q or k and the head group from the block index.

@@ -664,12 +664,18 @@ pub fn described_call(
 /// 16384, 32 q + 8 k heads of 128) for the bandwidth bench, in place and out of place (the same
 /// kernel; the pair tells what writing back over the input costs), decode (T = 8), GPT-J partial
 /// rotary with i64 positions (f16, D = 256, rot = 64), ragged f32 (D = 80, rot = 32, out of place), and
-/// GPT-J full rotary (bf16, D = 64: the interleaved pair kernel).
+/// GPT-J full rotary (bf16, D = 64: the interleaved pair kernel). Three more prefill-sized calls give
+/// the tuner other shapes of its classes, so a default tile is not chosen on one shape: GPT-J at T =
+/// 4096, NeoX at T = 16384 with 64 + 8 heads (a 70B layer, i64 positions), and f16 GPT-J D = 64 out of
+/// place at T = 32768.
 pub fn representative_calls() -> Vec<CallSpec> {
     let c = |dt: &str, a: &[i64], b: &[i64], f: &[i64]| CallSpec::new(OP, dt, &[a, b, f], false);
     vec![
         c("bf16", &[16384, 32, 8, 128], &[128, 32768], &[0, 0, 1]),
         c("bf16", &[16384, 32, 8, 128], &[128, 32768], &[0, 0, 0]),
+        c("bf16", &[4096, 32, 8, 128], &[128, 8192], &[1, 0, 1]),
+        c("bf16", &[16384, 64, 8, 128], &[128, 32768], &[0, 1, 1]),
+        c("f16", &[32768, 16, 16, 64], &[64, 32768], &[1, 0, 0]),
         c("bf16", &[8, 32, 8, 128], &[128, 4096], &[0, 0, 1]),
         c("f16", &[1000, 16, 16, 256], &[64, 4096], &[1, 1, 0]),
         c("f32", &[77, 5, 3, 80], &[32, 1024], &[0, 0, 0]),
