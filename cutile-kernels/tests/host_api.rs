@@ -335,6 +335,35 @@ fn every_candidate_of_every_representative_call_specializes() {
     assert!(n > 50, "only {n} launches planned");
 }
 
+/// A tuning bundle (`plan`, every candidate) serves the default launches too: every launcher key of a
+/// representative call's default plan is among its all-candidates plan's (a call without candidates
+/// must still plan its default; a bundle without it fails at run time with "kernel not available").
+#[test]
+fn every_default_launch_is_among_the_candidates() {
+    let keys = |c: &CallSpec, all: bool| -> Vec<String> {
+        cutile_kernels::op::registry::launcher_plans(
+            std::slice::from_ref(c),
+            GpuArch::Sm90,
+            cutile::launch::NO_TOOLCHAIN,
+            all,
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", c.label()))
+        .into_iter()
+        .map(|(_, p)| p.key.hex())
+        .collect()
+    };
+    for c in cutile_kernels::catalog::representative_calls() {
+        let all = keys(&c, true);
+        for k in keys(&c, false) {
+            assert!(
+                all.contains(&k),
+                "{}: default launch {k} not planned with every candidate",
+                c.label()
+            );
+        }
+    }
+}
+
 /// GEMM operands whose rows are not 16-byte aligned are packed into aligned regions of a scratch
 /// operand (and the product unpacked), aligned ones are read in place, and the regions stay disjoint
 /// inside the scratch.

@@ -156,12 +156,13 @@ pub fn metric(dt: Dt, call: &CallSpec) -> Result<Metric, BoxError> {
     }
     let bytes = |o: &Operand| numel(&o.shape) as f64 * o.elem_bytes() as f64;
     Ok(Metric::Bytes(match call.op.as_str() {
-        // q and k read and written; per token rot/2 cos and sin entries and one position.
+        // q and k read and written (in place only the `rot` rotated lanes of each head move: the rest
+        // is never touched); per token rot/2 cos and sin entries and one position.
         rope::OP => {
             let t = ops[0].shape[0] as f64;
-            2.0 * (bytes(&ops[0]) + bytes(&ops[1]))
-                + t * ops[2].shape[1] as f64 * 8.0
-                + bytes(&ops[4])
+            let (half, d) = (ops[2].shape[1] as f64, ops[0].shape[2] as f64);
+            let moved = if in_place(call) { 2.0 * half / d } else { 1.0 };
+            2.0 * (bytes(&ops[0]) + bytes(&ops[1])) * moved + t * half * 8.0 + bytes(&ops[4])
         }
         // k and v read, the same amount written into the caches, the indices read.
         kv_cache::OP | kv_cache::OP_PAGED => {

@@ -268,3 +268,28 @@ fn attention_backward_plans_its_forward() {
         );
     }
 }
+
+/// A RoPE call in place moves only its rotated lanes (the pair kernels never touch `rot..D`), so its
+/// bytes are `rot / D` of the out-of-place call's for q and k; full rotary moves them all either way.
+#[test]
+fn rope_in_place_partial_counts_the_rotated_lanes() {
+    use cutile_examples::workload::Metric;
+    let bytes = |flags: [i64; 3], rot: i64| {
+        let all = suite();
+        let mut w = all
+            .iter()
+            .find(|w| w.call.op == "rope")
+            .expect("a rope workload")
+            .clone();
+        w.call.dtype = "f16".into();
+        w.call.shapes = vec![vec![1000, 16, 16, 256], vec![rot, 4096], flags.to_vec()];
+        match w.metric().unwrap() {
+            Metric::Bytes(b) => b,
+            Metric::Flops(_) => panic!("rope is a bytes workload"),
+        }
+    };
+    let qk = 2.0 * 1000.0 * 32.0 * 256.0 * 2.0;
+    let (out, inp) = (bytes([1, 1, 0], 64), bytes([1, 1, 1], 64));
+    assert!((out - inp - qk * 0.75).abs() < 1.0, "{out} {inp}");
+    assert_eq!(bytes([0, 0, 1], 256), bytes([0, 0, 0], 256));
+}

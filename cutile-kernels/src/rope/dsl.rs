@@ -6,10 +6,11 @@
 //! gathers and writes `x·cos + sign·x_partner·sin`; lanes `rot..D` are copied. Reads and writes of a
 //! lane's pair stay in one block, so in place (`q_in` and `q_out` the same memory) is safe.
 //!
-//! Full rotary (`rot = D`, the common case) takes `rope_neox` / `rope_gptj` instead: block `(i, g)` owns
+//! Full rotary (`rot = D`, the common case), and partial rotary in place, take `rope_neox` / `rope_gptj`
+//! instead (they rotate the pairs of lanes `0..rot` and never touch the rest): block `(i, g)` owns
 //! tokens `i·BM ..` of the `HB` heads `g·HB ..` (groups `0..ceil(Hq/HB)` are q, the rest k) as two
 //! `[BM, HB, HP]` tiles, the first and second lane of every rotated pair (`HP` the power of two ≥
-//! `D/2`). cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x
+//! `rot/2`). cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x
 //! element is read once, and no lane needs its partner from a second gather. The style is a host
 //! constant of the entry, so NeoX's pair lanes `(i, i + D/2)` are contiguous runs the compiler sees as
 //! such.

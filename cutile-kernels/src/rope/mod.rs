@@ -126,7 +126,7 @@ fn run<'a>(
     let tuned = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
     let launches = if !tuned || call.is_empty() {
         call.plan(operands, style, false)?
-    } else if call.full_rotary() {
+    } else if call.pairs_path() {
         let class = config::pairs_class(call.dtype, style, call.tokens, call.d);
         let candidates = call.pairs_candidates();
         call.tuned(
@@ -329,7 +329,7 @@ impl Call {
 }
 
 impl Call {
-    /// The launch of a full-rotary call (`rot = D`) with the pair kernels.
+    /// The launch of a call with the pair kernels (full rotary, or partial in place).
     fn launch_pairs(
         &self,
         operands: &[Operand],
@@ -387,9 +387,18 @@ impl Call {
 }
 
 impl Call {
-    /// Whether the call takes the pair kernels: full rotary (`rot = D`) and not empty.
+    /// Whether the call rotates every lane (`rot = D`) and is not empty.
     fn full_rotary(&self) -> bool {
         self.rot == self.d && !self.is_empty()
+    }
+
+    /// Whether the call takes the pair kernels: full rotary, or partial rotary in place. The pair
+    /// kernels rotate lanes `0..rot` and never touch `rot..D`, which in place is all there is to do
+    /// (out of place those lanes must be copied, which the per-head kernel does). Partial rotary in
+    /// place has only its default tile (no tuning candidates: a trial runs out of place and would
+    /// compare lanes no candidate writes).
+    fn pairs_path(&self) -> bool {
+        (self.full_rotary() || self.in_place) && !self.is_empty()
     }
 
     fn is_empty(&self) -> bool {
@@ -406,9 +415,9 @@ impl Call {
         }
     }
 
-    /// The default full-rotary tile of the call ([`config::choose_pairs_on`]).
+    /// The default pair tile of the call ([`config::choose_pairs_on`] for its `rot` rotated lanes).
     fn pairs_default(&self) -> config::PairsConfig {
-        config::choose_pairs_on(self.tokens, self.d, self.hq, self.hk, self.sms)
+        config::choose_pairs_on(self.tokens, self.rot, self.hq, self.hk, self.sms)
     }
 
     /// The launches of the call: the default configuration's, or every tuning candidate's (default
@@ -422,7 +431,7 @@ impl Call {
         if self.is_empty() {
             return Ok(Vec::new());
         }
-        if !self.full_rotary() {
+        if !self.pairs_path() {
             let tiles = if all_candidates {
                 config::candidates(OP, self.tokens, self.d)?
             } else {
@@ -433,11 +442,15 @@ impl Call {
                 .map(|c| self.launch(operands, c, style))
                 .collect();
         }
-        let tiles = if all_candidates {
+        // A partial-rotary call in place has no candidates but still its default.
+        let mut tiles = if all_candidates {
             self.pairs_candidates()
         } else {
-            vec![self.pairs_default()]
+            Vec::new()
         };
+        if tiles.is_empty() {
+            tiles.push(self.pairs_default());
+        }
         tiles
             .iter()
             .map(|c| self.launch_pairs(operands, c, style))
@@ -580,8 +593,9 @@ pub fn plan_with(
     Call::new(operands, target)?.plan(operands, style, all_candidates)
 }
 
-/// The launch of a full-rotary call with the pair tile `cfg` (what a test pinning a tile plans); none
-/// when the call is empty, an error when it is not full rotary or `cfg` has no kernel.
+/// The launch of a pair-kernel call (full rotary, or partial in place) with the pair tile `cfg` (what
+/// a test pinning a tile plans); none when the call is empty, an error when the pair kernels cannot
+/// do the call or `cfg` has no kernel.
 pub fn plan_pairs(
     operands: &[Operand],
     target: &Target,
@@ -592,11 +606,12 @@ pub fn plan_pairs(
     if call.is_empty() {
         return Ok(Vec::new());
     }
-    if !call.full_rotary() {
+    if !call.pairs_path() {
         return Err(OpError::Unsupported {
             op: OP,
             what: format!(
-                "the pair kernels rotate all D lanes; this call rotates {} of {}",
+                "the pair kernels write only the rotated lanes; this out-of-place call rotates {} of \
+                 {} (run it in place, or through `plan`, which copies the rest)",
                 call.rot, call.d
             ),
         });
@@ -664,7 +679,8 @@ pub fn described_call(
 /// 16384, 32 q + 8 k heads of 128) for the bandwidth bench, in place and out of place (the same
 /// kernel; the pair tells what writing back over the input costs), decode (T = 8), GPT-J partial
 /// rotary with i64 positions (f16, D = 256, rot = 64), ragged f32 (D = 80, rot = 32, out of place), and
-/// GPT-J full rotary (bf16, D = 64: the interleaved pair kernel). Three more prefill-sized calls give
+/// GPT-J full rotary (bf16, D = 64: the interleaved pair kernel). The GPT-J partial call also runs in
+/// place (the pair kernels, which leave lanes `rot..D` alone). Three more prefill-sized calls give
 /// the tuner other shapes of its classes, so a default tile is not chosen on one shape: GPT-J at T =
 /// 4096, NeoX at T = 16384 with 64 + 8 heads (a 70B layer, i64 positions), and f16 GPT-J D = 64 out of
 /// place at T = 32768.
@@ -678,6 +694,7 @@ pub fn representative_calls() -> Vec<CallSpec> {
         c("f16", &[32768, 16, 16, 64], &[64, 32768], &[1, 0, 0]),
         c("bf16", &[8, 32, 8, 128], &[128, 4096], &[0, 0, 1]),
         c("f16", &[1000, 16, 16, 256], &[64, 4096], &[1, 1, 0]),
+        c("f16", &[1000, 16, 16, 256], &[64, 4096], &[1, 1, 1]),
         c("f32", &[77, 5, 3, 80], &[32, 1024], &[0, 0, 0]),
         c("bf16", &[300, 8, 2, 64], &[64, 2048], &[1, 1, 0]),
     ]
