@@ -229,14 +229,18 @@ fn full_rotary_takes_the_pair_kernels() {
             })
             .collect()
     };
+    // NeoX's prefill tile at D 128: 4 tokens × 4 heads (the 8 + 2 head groups of 4 heads fastest).
     let prefill = described(BF16, [16384, 32, 8, 128], 128, [0, 0, 1]);
     let l = &rope::plan(&prefill, &t, RopeStyle::Neox).unwrap()[0];
-    assert_eq!(l.config, "rope_neox BM=1 HB=8 HP=64");
+    assert_eq!(l.config, "rope_neox BM=4 HB=4 HP=64");
     assert_eq!(
         l.grid,
-        Some((16384 * 5, 1, 1)),
+        Some((4096 * 10, 1, 1)),
         "heads fastest: one 1-D grid"
     );
+    // GPT-J keeps one token of 8 heads.
+    let l = &rope::plan(&prefill, &t, RopeStyle::Gptj).unwrap()[0];
+    assert_eq!(l.config, "rope_gptj BM=1 HB=8 HP=64");
     assert_eq!(outs(l), [rope::slot::Q, rope::slot::K]);
     let gptj = described(F32, [77, 5, 3, 80], 80, [1, 1, 0]);
     let l = &rope::plan(&gptj, &t, RopeStyle::Gptj).unwrap()[0];
@@ -256,7 +260,7 @@ fn full_rotary_takes_the_pair_kernels() {
                     let s = l[0].kernel.specialize(&metas);
                     assert!(s.is_ok(), "d={d} tokens={tokens} {style:?}: {:?}", s.err());
                     let groups = 1 + i64::from(hk > 0);
-                    let c = cfg::choose_pairs_on(tokens, d, 4, hk, i64::from(t.sm_count));
+                    let c = cfg::choose_pairs_on(tokens, d, 4, hk, i64::from(t.sm_count), style);
                     let blocks = (ceil_div(tokens, c.bm) * groups) as u32;
                     assert_eq!(l[0].grid, Some((blocks, 1, 1)), "d={d} hk={hk}");
                 }
@@ -417,16 +421,25 @@ fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
         (300, 128, 32, 8, 1),
         (16384, 128, 32, 8, 1),
     ] {
-        let c = cfg::choose_pairs_on(tokens, d, hq, hk, sms);
+        let c = cfg::choose_pairs_on(tokens, d, hq, hk, sms, RopeStyle::Gptj);
         assert_eq!(c.bm, bm, "{tokens} tokens, d {d}: {c:?}");
         assert!(cfg::PAIRS_TILES.contains(&c), "{c:?} has no kernel");
-        let list = cfg::pairs_candidates_on(tokens, d, hq, hk, sms);
+        let list = cfg::pairs_candidates_on(tokens, d, hq, hk, sms, RopeStyle::Gptj);
         assert_eq!(list[0], c);
         let base = cfg::choose_pairs(tokens, d);
         assert!(list.contains(&base), "{tokens} tokens, d {d}: {list:?}");
         let distinct: std::collections::HashSet<_> = list.iter().collect();
         assert_eq!(distinct.len(), list.len());
     }
+    // NeoX at D 128 takes its 4 × 4 prefill tile where the grid keeps 4 blocks per SM, else the
+    // one-token tile; never at other head dimensions.
+    let neox = |tokens, d| cfg::choose_pairs_on(tokens, d, 32, 8, sms, RopeStyle::Neox);
+    assert_eq!(neox(16384, 128), cfg::NEOX_PREFILL_TILE);
+    assert_eq!(neox(100, 128), tile(1, 8, 64));
+    assert_eq!(neox(16384, 64), tile(1, 8, 32));
+    let list = cfg::pairs_candidates_on(16384, 128, 32, 8, sms, RopeStyle::Neox);
+    assert_eq!(list[0], cfg::NEOX_PREFILL_TILE);
+    assert!(list.contains(&tile(1, 8, 64)), "{list:?}");
     // Through the planner: the GPT-J bench call (T 300, D 64) takes one token per block.
     let ops = described(BF16, [300, 8, 2, 64], 64, [1, 1, 0]);
     let l = &rope::plan(&ops, &target(), RopeStyle::Gptj).unwrap()[0];
@@ -490,7 +503,7 @@ fn plan_with_all_candidates_lists_every_candidate() {
         let q = &ops[0].shape;
         let all = rope::plan_with(&ops, &t, style, true).unwrap();
         let hk = ops[1].shape[1];
-        let want = cfg::pairs_candidates_on(q[0], q[2], q[1], hk, i64::from(t.sm_count));
+        let want = cfg::pairs_candidates_on(q[0], q[2], q[1], hk, i64::from(t.sm_count), style);
         assert_eq!(all.len(), want.len());
         assert!(all.len() > 1);
         assert_eq!(

@@ -249,11 +249,36 @@ pub fn pairs_candidates(tokens: i64, d: i64) -> Vec<PairsConfig> {
 /// blocks, 2.3 per SM).
 pub const MIN_BLOCKS_PER_SM: i64 = 4;
 
-/// [`choose_pairs`] for a call of `hq` + `hk` heads on `sms` SMs: the tile's `BM` halved, through
-/// listed tiles only and down to one token, while the grid would hold fewer than
-/// [`MIN_BLOCKS_PER_SM`] blocks per SM.
-pub fn choose_pairs_on(tokens: i64, d: i64, hq: i64, hk: i64, sms: i64) -> PairsConfig {
+/// NeoX's prefill tile at `HP` 64 (D 128): 4 tokens × 4 heads, where the grid keeps
+/// [`MIN_BLOCKS_PER_SM`] blocks per SM. Every tuner run of the NeoX D 128 prefill class picked it, on
+/// two shapes and both cards: H200 T 16384 32 + 8 heads 93.44 against 100.22 µs (87% against 81% of
+/// copy; session 29: 88% against 84%), 64 + 8 heads 165.98 against 174.78; H100 1.04× (sessions 26 and
+/// 30). GPT-J keeps one token per block: its interleaved kernel loses with more tokens (H200 T 4096:
+/// 62.96 against 32.02 µs).
+pub const NEOX_PREFILL_TILE: PairsConfig = PairsConfig::tile(4, 4, 64);
+
+/// [`choose_pairs`] for a call of `style` with `hq` + `hk` heads on `sms` SMs: NeoX's
+/// [`NEOX_PREFILL_TILE`] where it applies, else the tile's `BM` halved, through listed tiles only and
+/// down to one token, while the grid would hold fewer than [`MIN_BLOCKS_PER_SM`] blocks per SM.
+pub fn choose_pairs_on(
+    tokens: i64,
+    d: i64,
+    hq: i64,
+    hk: i64,
+    sms: i64,
+    style: super::RopeStyle,
+) -> PairsConfig {
     let mut c = choose_pairs(tokens, d);
+    let n = NEOX_PREFILL_TILE;
+    let n_groups = ceil_div(hq, n.hb) + ceil_div(hk, n.hb);
+    if style == super::RopeStyle::Neox
+        && c.hp == n.hp
+        && !decode_sized(tokens, c.bm)
+        && tokens >= 8 * n.bm
+        && ceil_div(tokens, n.bm) * n_groups >= MIN_BLOCKS_PER_SM * sms
+    {
+        return n;
+    }
     let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
     while c.bm > 1 && ceil_div(tokens, c.bm) * groups < MIN_BLOCKS_PER_SM * sms {
         let half = PairsConfig { bm: c.bm / 2, ..c };
@@ -265,11 +290,18 @@ pub fn choose_pairs_on(tokens: i64, d: i64, hq: i64, hk: i64, sms: i64) -> Pairs
     c
 }
 
-/// [`pairs_candidates`] with [`choose_pairs_on`]'s tile first (the 512-pair default, when it differs,
+/// [`pairs_candidates`] with [`choose_pairs_on`]'s tile first ([`choose_pairs`]'s, when it differs,
 /// stays a candidate).
-pub fn pairs_candidates_on(tokens: i64, d: i64, hq: i64, hk: i64, sms: i64) -> Vec<PairsConfig> {
+pub fn pairs_candidates_on(
+    tokens: i64,
+    d: i64,
+    hq: i64,
+    hk: i64,
+    sms: i64,
+    style: super::RopeStyle,
+) -> Vec<PairsConfig> {
     let mut all = pairs_candidates(tokens, d);
-    let first = choose_pairs_on(tokens, d, hq, hk, sms);
+    let first = choose_pairs_on(tokens, d, hq, hk, sms, style);
     all.retain(|c| *c != first);
     all.insert(0, first);
     all

@@ -128,7 +128,7 @@ fn run<'a>(
         call.plan(operands, style, false)?
     } else if call.pairs_path() {
         let class = config::pairs_class(call.dtype, style, call.tokens, call.d);
-        let candidates = call.pairs_candidates();
+        let candidates = call.pairs_candidates(style);
         call.tuned(
             stream,
             operands,
@@ -407,17 +407,17 @@ impl Call {
 
     /// The full-rotary tiles the tuner may time, the default first; none unless [`Call::full_rotary`]
     /// with a head dimension the kernels take (else [`Call::plan`] reports the error).
-    fn pairs_candidates(&self) -> Vec<config::PairsConfig> {
+    fn pairs_candidates(&self, style: RopeStyle) -> Vec<config::PairsConfig> {
         if self.full_rotary() && self.d <= config::MAX_D {
-            config::pairs_candidates_on(self.tokens, self.d, self.hq, self.hk, self.sms)
+            config::pairs_candidates_on(self.tokens, self.d, self.hq, self.hk, self.sms, style)
         } else {
             Vec::new()
         }
     }
 
     /// The default pair tile of the call ([`config::choose_pairs_on`] for its `rot` rotated lanes).
-    fn pairs_default(&self) -> config::PairsConfig {
-        config::choose_pairs_on(self.tokens, self.rot, self.hq, self.hk, self.sms)
+    fn pairs_default(&self, style: RopeStyle) -> config::PairsConfig {
+        config::choose_pairs_on(self.tokens, self.rot, self.hq, self.hk, self.sms, style)
     }
 
     /// The launches of the call: the default configuration's, or every tuning candidate's (default
@@ -444,12 +444,12 @@ impl Call {
         }
         // A partial-rotary call in place has no candidates but still its default.
         let mut tiles = if all_candidates {
-            self.pairs_candidates()
+            self.pairs_candidates(style)
         } else {
             Vec::new()
         };
         if tiles.is_empty() {
-            tiles.push(self.pairs_default());
+            tiles.push(self.pairs_default(style));
         }
         tiles
             .iter()
