@@ -307,8 +307,10 @@ pub fn pairs_candidates_on(
     all
 }
 
-/// The tuning class of a full-rotary call: element type, style, the default tile and whether the call
-/// is decode-sized (at `HP ≥ 64` the default tile is one token either way, and decode- and
+/// The tuning class of a full-rotary call: element type, style, [`choose_pairs`]'s tile (the
+/// style-independent base, not [`choose_pairs_on`]'s pick, so the class names and the tuning caches
+/// keyed by them stay as they were when NeoX's default became [`NEOX_PREFILL_TILE`]) and whether the
+/// call is decode-sized (at `HP ≥ 64` that tile is one token either way, and decode- and
 /// prefill-sized calls are still tuned apart).
 pub fn pairs_class(
     dtype: cutile_ir::ScalarType,

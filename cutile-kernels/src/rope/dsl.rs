@@ -191,22 +191,13 @@ pub mod kernels {
         c: Tile<f32, S3<BM, HB, HP>>,
         s: Tile<f32, S3<BM, HB, HP>>,
     ) {
-        let lane = i
-            .reshape::<S4<BM, HB, HP, 1>>()
-            .broadcast::<S4<BM, HB, HP, 2>>()
-            * 2
+        let lane = on_pairs::<i32, BM, HB, HP>(i) * 2
             + iota::<2>()
                 .reshape::<S4<1, 1, 1, 2>>()
                 .broadcast::<S4<BM, HB, HP, 2>>();
-        let ok2 = ok
-            .reshape::<S4<BM, HB, HP, 1>>()
-            .broadcast::<S4<BM, HB, HP, 2>>();
-        let r2 = r
-            .reshape::<S4<BM, HB, HP, 1>>()
-            .broadcast::<S4<BM, HB, HP, 2>>();
-        let h2 = hh
-            .reshape::<S4<BM, HB, HP, 1>>()
-            .broadcast::<S4<BM, HB, HP, 2>>();
+        let ok2 = on_pairs::<bool, BM, HB, HP>(ok);
+        let r2 = on_pairs::<i32, BM, HB, HP>(r);
+        let h2 = on_pairs::<i32, BM, HB, HP>(hh);
         let x = x_in.gather((r2, h2, lane), Some(ok2), 0.0).cast::<f32>();
         let x1 = x
             .extract::<S4<BM, HB, HP, 1>>(&[0, 0, 0, 0])
@@ -219,6 +210,14 @@ pub mod kernels {
         let y = cat::<3, f32, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 2>>(y1, y2);
         // SAFETY: as in `rope_pairs`: the block's own heads and tokens, lanes it read itself.
         unsafe { x_out.scatter((r2, h2, lane), y.cast::<E>(), Some(ok2)) };
+    }
+
+    /// `t` repeated along a new last axis of the pair's two lanes.
+    fn on_pairs<T: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+        t: Tile<T, S3<BM, HB, HP>>,
+    ) -> Tile<T, S4<BM, HB, HP, 2>> {
+        t.reshape::<S4<BM, HB, HP, 1>>()
+            .broadcast::<S4<BM, HB, HP, 2>>()
     }
 
     /// The body of the full-rotary entries: picks q or k and the head group from the block index.
