@@ -200,34 +200,43 @@ fn splits_follow_the_sm_count_and_the_capacity() {
 }
 
 /// The tuner's candidates: the table's first, then more and fewer splits with at least 128 keys
-/// each, for contiguous caches also the 128-key tile, then the one-launch twin of each that splits,
-/// and a bundle planned for a tuning run holds the kernels of every candidate.
+/// each, for contiguous caches also the 128-key tile, then two blocks per SM (the occupancy hint) at
+/// twice and four times the splits, then the one-launch twin of each that splits, and a bundle
+/// planned for a tuning run holds the kernels of every candidate.
 #[test]
 fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     let (ops, paged) = described(OP, BF16, &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
     let cfg = decode::config_of(&ops, paged, &target(), &DecodeOptions::default())
         .unwrap()
         .unwrap();
-    // The table never merges in one launch.
-    assert!(!cfg.one_launch, "{cfg:?}");
-    // A paged cache: the split count only, then the one-launch twins in the same order.
+    // A split call: the table neither merges in one launch nor hints the occupancy.
+    assert!(!cfg.one_launch && cfg.occupancy == 0, "{cfg:?}");
+    // A paged cache: the split count, two blocks per SM, then the one-launch twins in the same order.
     let cands = decode::config::candidates(cfg, 32768, false);
     assert_eq!(cands[0], cfg);
-    let splits: Vec<(i64, bool)> = cands.iter().map(|c| (c.splits, c.one_launch)).collect();
+    let splits: Vec<(i64, i64, bool)> = cands
+        .iter()
+        .map(|c| (c.splits, c.occupancy, c.one_launch))
+        .collect();
     assert_eq!(
         splits,
         [
-            (16, false),
-            (32, false),
-            (64, false),
-            (8, false),
-            (16, true),
-            (32, true),
-            (64, true),
-            (8, true)
+            (16, 0, false),
+            (32, 0, false),
+            (64, 0, false),
+            (8, 0, false),
+            (32, 2, false),
+            (64, 2, false),
+            (16, 0, true),
+            (32, 0, true),
+            (64, 0, true),
+            (8, 0, true),
+            (32, 2, true),
+            (64, 2, true)
         ]
     );
-    for (two, one) in cands[..4].iter().zip(&cands[4..]) {
+    assert_eq!(cands[4].name(), "attention_decode M=16 BN=64 splits=32 o2");
+    for (two, one) in cands[..6].iter().zip(&cands[6..]) {
         assert_eq!(
             decode::config::DecodeConfig {
                 one_launch: false,
@@ -237,25 +246,30 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
         );
         assert_eq!(one.name(), format!("{} last", two.name()));
     }
-    // A contiguous one: also the 128-key tile at 16 and 32 splits, before the six twins.
+    // A contiguous one: also the 128-key tile at 16 and 32 splits, before the two-per-SM ones and
+    // the eight twins.
     let wide = decode::config::candidates(cfg, 32768, true);
-    assert_eq!(wide.len(), 12);
+    assert_eq!(wide.len(), 16);
     assert_eq!(wide[..4], cands[..4]);
-    let tiles: Vec<(i64, i64, i64, bool)> = wide[4..]
+    let tiles: Vec<(i64, i64, i64, i64, bool)> = wide[4..]
         .iter()
-        .map(|c| (c.bn, c.pb, c.splits, c.one_launch))
+        .map(|c| (c.bn, c.pb, c.splits, c.occupancy, c.one_launch))
         .collect();
     assert_eq!(
         tiles,
         [
-            (128, 128, 16, false),
-            (128, 128, 32, false),
-            (64, 64, 16, true),
-            (64, 64, 32, true),
-            (64, 64, 64, true),
-            (64, 64, 8, true),
-            (128, 128, 16, true),
-            (128, 128, 32, true)
+            (128, 128, 16, 0, false),
+            (128, 128, 32, 0, false),
+            (64, 64, 32, 2, false),
+            (64, 64, 64, 2, false),
+            (64, 64, 16, 0, true),
+            (64, 64, 32, 0, true),
+            (64, 64, 64, 0, true),
+            (64, 64, 8, 0, true),
+            (128, 128, 16, 0, true),
+            (128, 128, 32, 0, true),
+            (64, 64, 32, 2, true),
+            (64, 64, 64, 2, true)
         ]
     );
     for c in &wide {
@@ -283,6 +297,7 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
             splits: 2,
             chunk: 256,
             one_launch: false,
+            occupancy: 0,
         },
         300,
         true,
@@ -294,7 +309,7 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     // Pages under the key tile: every candidate keeps the page-sized loads of the table's choice.
     let paged16 = decode::config::DecodeConfig { pb: 16, ..cfg };
     let small = decode::config::candidates(paged16, 32768, false);
-    assert_eq!(small.len(), 8);
+    assert_eq!(small.len(), 12);
     assert!(small.iter().all(|c| (c.bn, c.pb) == (64, 16)), "{small:?}");
     // Its one split gets no twin (nothing to merge); the two splits get one.
     assert!(
@@ -322,6 +337,29 @@ fn tuning_candidates_vary_the_split_count_and_the_key_tile() {
     assert!(all.contains(&"decode_partial".to_string()), "{all:?}");
     assert!(all.contains(&"decode_combine".to_string()), "{all:?}");
     assert!(all.contains(&"decode_split_last".to_string()), "{all:?}");
+    // An unsplit call runs two blocks per SM by default; one block per SM is its candidate.
+    let configs = |all: bool| -> Vec<String> {
+        spec.plan(&target(), all)
+            .unwrap()
+            .launches
+            .iter()
+            .filter(|l| l.kernel.name() == "decode_direct")
+            .map(|l| l.config.clone())
+            .collect()
+    };
+    assert_eq!(configs(false), ["attention_decode M=16 BN=64 splits=1 o2"]);
+    assert!(
+        configs(true).contains(&"attention_decode M=16 BN=64 splits=1".to_string()),
+        "{:?}",
+        configs(true)
+    );
+    // B 16 × Hkv 8 is 128 blocks on 132 SMs: no two share an SM, so one block per SM stays.
+    let b16 = CallSpec::new(OP, "bf16", &[&[16, 32, 1, 128], &[16, 8, 4096, 128]], false);
+    let l = &b16.plan(&target(), false).unwrap().launches[0];
+    assert_eq!(
+        (l.kernel.name(), l.config.as_str()),
+        ("decode_direct", "attention_decode M=16 BN=64 splits=1")
+    );
 }
 
 /// The argument of a planned launch as (operand, shape, output), for tensor arguments.

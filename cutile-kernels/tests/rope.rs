@@ -409,14 +409,15 @@ fn pair_candidates_start_with_the_default_and_are_listed_tiles() {
 #[test]
 fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
     let sms = 132;
-    // (tokens, d, hq, hk, BM): GPT-J D 64 T 300 and 4096 (one token by default), D 32 at T 500 (2 → 1
-    // tokens: 250 blocks of 2 groups is below 4 per SM) and T 1500 (750 blocks at 2), D 8 (HP 4, 8
-    // tokens by default; 4 is not listed, so it stays), D 128 (one token).
+    // (tokens, d, hq, hk, BM), GPT-J's prefill tile of 512 pairs first: D 64 T 300 (2 → 1 tokens:
+    // 150 blocks of 2 groups is below 4 per SM) and T 4096 (2 tokens), D 32 at T 500 (4 → 2 → 1) and T
+    // 1500 (375 blocks of 4 tokens, 750 in all), D 8 (HP 4: 16 → 8 tokens; 4 is not listed, so it
+    // stays), D 128 (one token).
     for (tokens, d, hq, hk, bm) in [
         (300, 64, 8, 2, 1),
-        (4096, 64, 8, 2, 1),
+        (4096, 64, 8, 2, 2),
         (500, 32, 8, 2, 1),
-        (1500, 32, 8, 2, 2),
+        (1500, 32, 8, 2, 4),
         (400, 8, 8, 0, 8),
         (300, 128, 32, 8, 1),
         (16384, 128, 32, 8, 1),
@@ -440,6 +441,12 @@ fn small_calls_shrink_the_pair_tile_to_fill_the_gpu() {
     let list = cfg::pairs_candidates_on(16384, 128, 32, 8, sms, RopeStyle::Neox);
     assert_eq!(list[0], cfg::NEOX_PREFILL_TILE);
     assert!(list.contains(&tile(1, 8, 64)), "{list:?}");
+    // GPT-J's prefill tile: 512 pairs of 8 heads (2 tokens at D 64), one token at D 128, and one
+    // token for a decode-sized call.
+    let gptj = |tokens, d| cfg::choose_pairs_on(tokens, d, 16, 16, sms, RopeStyle::Gptj);
+    assert_eq!(gptj(32768, 64), tile(2, 8, 32));
+    assert_eq!(gptj(32768, 128), tile(1, 8, 64));
+    assert_eq!(gptj(8, 64), tile(1, 8, 32));
     // Through the planner: the GPT-J bench call (T 300, D 64) takes one token per block.
     let ops = described(BF16, [300, 8, 2, 64], 64, [1, 1, 0]);
     let l = &rope::plan(&ops, &target(), RopeStyle::Gptj).unwrap()[0];
@@ -735,6 +742,67 @@ mod gpu {
             run_case::<f32>(&dev, &stream, c, 1e-5);
             run_case::<bf16>(&dev, &stream, c, 1.6e-2);
             run_case::<f16>(&dev, &stream, c, 2e-3);
+        }
+    }
+}
+
+/// The GPT-J pair kernel moves x in vector accesses on sm_90: each row's pair lanes are one contiguous
+/// gather, which tileiras 13.5.37 turns into 16-byte loads and stores at the prefill tiles (512 pairs:
+/// 8 lanes per thread) and 8-byte ones at D 64 with one token per block (a decode-sized call). The
+/// session-30 form (a `[.., HP, 2]` gather of
+/// lanes `2i + {0, 1}`) got 4-byte accesses, and ran the H200 at 56–65% of copy; a kernel or
+/// tileiras change that loses the vectors fails here.
+#[test]
+fn gptj_pair_kernel_moves_x_in_vectors_on_sm90() {
+    let Some(tileiras) = common::tileiras("gptj_pair_kernel_moves_x_in_vectors_on_sm90") else {
+        return;
+    };
+    let ptx = common::Sm90Ptx::new(tileiras);
+    // (call, the default launch's config, the vector width of its x loads and stores)
+    let cases = [
+        (
+            CallSpec::new(
+                "rope",
+                "bf16",
+                &[&[4096, 32, 8, 128], &[128, 8192], &[1, 0, 1]],
+                false,
+            ),
+            "rope_gptj BM=1 HB=8 HP=64",
+            "v4",
+        ),
+        (
+            CallSpec::new(
+                "rope",
+                "f16",
+                &[&[32768, 16, 16, 64], &[64, 32768], &[1, 0, 0]],
+                false,
+            ),
+            "rope_gptj BM=2 HB=8 HP=32",
+            "v4",
+        ),
+        (
+            CallSpec::new(
+                "rope",
+                "f16",
+                &[&[8, 16, 16, 64], &[64, 4096], &[1, 0, 0]],
+                false,
+            ),
+            "rope_gptj BM=1 HB=8 HP=32",
+            "v2",
+        ),
+    ];
+    for (call, config, width) in cases {
+        let jobs = cutile_kernels::catalog::dsl_jobs(std::slice::from_ref(&call), false).unwrap();
+        let job = jobs
+            .iter()
+            .find(|j| j.kernel == "rope_gptj" && j.specialization.contains(config))
+            .unwrap_or_else(|| panic!("{}: no launch `{config}`", call.label()));
+        let text = ptx.of(job, config);
+        for op in ["ld.global", "st.global"] {
+            assert!(
+                text.contains(&format!("{op}.{width}.")),
+                "{config}: no `{op}` of width {width} in the PTX"
+            );
         }
     }
 }

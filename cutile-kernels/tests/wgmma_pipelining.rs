@@ -14,7 +14,6 @@
 #[allow(dead_code)]
 mod common;
 
-use cutile::toolchain::Tileiras;
 use cutile_kernels::catalog::CompileJob;
 use cutile_kernels::op::CallSpec;
 
@@ -113,42 +112,14 @@ fn pipelined(ptx: &str) -> bool {
         .any(|rest| rest.trim_start().starts_with("1;"))
 }
 
-/// A `CUDA_HOME` for tileiras whose `bin/ptxas` copies the PTX it is given to `$PTX_OUT` and runs the
-/// real one (`$REAL_PTXAS`); `lib` and `nvvm` are the toolchain's own.
-fn wrapped_cuda_home(tileiras: &Tileiras, dir: &std::path::Path) -> std::path::PathBuf {
-    let bin = tileiras
-        .path()
-        .parent()
-        .expect("tileiras sits in a bin folder");
-    let root = bin.parent().expect("the toolchain root above bin");
-    std::fs::create_dir_all(dir.join("bin")).unwrap();
-    for sub in ["lib", "nvvm"] {
-        std::os::unix::fs::symlink(root.join(sub), dir.join(sub)).unwrap();
-    }
-    let script = dir.join("bin/ptxas");
-    std::fs::write(
-        &script,
-        "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.ptx) cp \"$a\" \"$PTX_OUT\";; esac; done\n\
-         exec \"$REAL_PTXAS\" \"$@\"\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin.join("ptxas")
-}
-
 #[test]
 fn sm90_k_loops_keep_a_wgmma_group_in_flight_where_the_schedules_expect_it() {
     let Some(tileiras) = common::tileiras("wgmma_pipelining") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let tmp = dir.path();
-    let home = tmp.join("cuda");
-    let real_ptxas = wrapped_cuda_home(&tileiras, &home);
-    let version = cutile::dsl::bytecode_version_for(&tileiras);
+    let ptx = common::Sm90Ptx::new(tileiras);
     let mut wrong = Vec::new();
-    for (i, (source, launch, want)) in cases().into_iter().enumerate() {
+    for (source, launch, want) in cases() {
         let jobs = source.jobs();
         let job = jobs
             .iter()
@@ -157,30 +128,7 @@ fn sm90_k_loops_keep_a_wgmma_group_in_flight_where_the_schedules_expect_it() {
                     || format!("{} {}", j.kernel, j.specialization).contains(launch)
             })
             .unwrap_or_else(|| panic!("{}: no launch `{launch}`", source.label()));
-        let (kernel, metas) = job.dsl_spec().unwrap();
-        let bytecode = kernel.specialize(metas).unwrap().bytecode(version).unwrap();
-        let (bc, ptx) = (
-            tmp.join(format!("{i}.tilebc")),
-            tmp.join(format!("{i}.ptx")),
-        );
-        std::fs::write(&bc, &bytecode).unwrap();
-        let out = std::process::Command::new(tileiras.path())
-            .arg("--gpu-name=sm_90")
-            .arg("-o")
-            .arg(tmp.join(format!("{i}.cubin")))
-            .arg(&bc)
-            .env("CUDA_HOME", &home)
-            .env("REAL_PTXAS", &real_ptxas)
-            .env("PTX_OUT", &ptx)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{launch}: tileiras failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = std::fs::read_to_string(&ptx)
-            .unwrap_or_else(|e| panic!("{launch}: tileiras ran no ptxas through CUDA_HOME ({e})"));
+        let text = ptx.of(job, launch);
         assert!(
             text.contains("wgmma.mma_async"),
             "{launch}: no wgmma in the PTX"

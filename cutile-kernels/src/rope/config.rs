@@ -253,13 +253,21 @@ pub const MIN_BLOCKS_PER_SM: i64 = 4;
 /// [`MIN_BLOCKS_PER_SM`] blocks per SM. Every tuner run of the NeoX D 128 prefill class picked it, on
 /// two shapes and both cards: H200 T 16384 32 + 8 heads 93.44 against 100.22 µs (87% against 81% of
 /// copy; session 29: 88% against 84%), 64 + 8 heads 165.98 against 174.78; H100 1.04× (sessions 26 and
-/// 30). GPT-J keeps one token per block: its interleaved kernel loses with more tokens (H200 T 4096:
-/// 62.96 against 32.02 µs).
+/// 30). GPT-J takes [`GPTJ_PREFILL_PAIRS`] instead.
 pub const NEOX_PREFILL_TILE: PairsConfig = PairsConfig::tile(4, 4, 64);
 
+/// Pairs per block of GPT-J's prefill tile (at [`PAIRS_HB`] heads): since session 31 the GPT-J kernel
+/// reads each row's pair lanes as one contiguous run, so a block of 512 pairs gives each of its 128
+/// threads one 16-byte load and store of x (one token of 8 heads at D 128, as the default; two at
+/// D 64). Session 31's H100 tuner, same call: f16 D 64 T 32768 95.70 µs at 2 tokens against 117.04
+/// at one (the 1024-pair tiles 94.4–94.5); at D 128 T 4096 one token stays (29.10 against 29.26 at
+/// two).
+pub const GPTJ_PREFILL_PAIRS: i64 = 512;
+
 /// [`choose_pairs`] for a call of `style` with `hq` + `hk` heads on `sms` SMs: NeoX's
-/// [`NEOX_PREFILL_TILE`] where it applies, else the tile's `BM` halved, through listed tiles only and
-/// down to one token, while the grid would hold fewer than [`MIN_BLOCKS_PER_SM`] blocks per SM.
+/// [`NEOX_PREFILL_TILE`] where it applies, GPT-J's [`GPTJ_PREFILL_PAIRS`] for a call that is not
+/// decode-sized, then the tile's `BM` halved, through listed tiles only and down to one token, while
+/// the grid would hold fewer than [`MIN_BLOCKS_PER_SM`] blocks per SM.
 pub fn choose_pairs_on(
     tokens: i64,
     d: i64,
@@ -278,6 +286,12 @@ pub fn choose_pairs_on(
         && ceil_div(tokens, n.bm) * n_groups >= MIN_BLOCKS_PER_SM * sms
     {
         return n;
+    }
+    if style == super::RopeStyle::Gptj && !decode_sized(tokens, c.bm) {
+        let g = PairsConfig::tile((GPTJ_PREFILL_PAIRS / (c.hb * c.hp)).max(1), c.hb, c.hp);
+        if g.has_kernel() {
+            c = g;
+        }
     }
     let groups = ceil_div(hq, c.hb) + ceil_div(hk, c.hb);
     while c.bm > 1 && ceil_div(tokens, c.bm) * groups < MIN_BLOCKS_PER_SM * sms {

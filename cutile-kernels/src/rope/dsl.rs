@@ -10,10 +10,11 @@
 //! instead (they rotate the pairs of lanes `0..rot` and never touch the rest): block `(i, g)` owns
 //! tokens `i·BM ..` of the `HB` heads `g·HB ..` (groups `0..ceil(Hq/HB)` are q, the rest k) as two
 //! `[BM, HB, HP]` tiles, the first and second lane of every rotated pair (`HP` the power of two ≥
-//! `rot/2`). cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x
-//! element is read once, and no lane needs its partner from a second gather. The style is a host
-//! constant of the entry, so NeoX's pair lanes `(i, i + D/2)` are contiguous runs the compiler sees as
-//! such.
+//! `rot/2`; GPT-J reads them as one `[BM, HB, 2·HP]` run per row and splits the pairs in registers).
+//! cos/sin are read once per token and block (`[BM, HP]`, broadcast over the heads), each x element is
+//! read once, and no lane needs its partner from a second gather. The style is a host constant of the
+//! entry, so NeoX's pair lanes `(i, i + D/2)` and GPT-J's rows are contiguous runs the compiler sees
+//! as such (and vectorizes).
 //!
 //! Both kernels take the grid order as a run-time argument (`heads_fastest`): the 2-D grid (token
 //! tiles, heads or head groups) with token tiles fastest, or a 1-D grid with the heads of one token
@@ -113,9 +114,17 @@ pub mod kernels {
     }
 
     /// Full-rotary RoPE of the `[BM, HB]` (token, head) block at tokens `rows`, heads `h0 ..` of `x_in`
-    /// into `x_out` (see the module docs); `gptj` picks the pair lanes.
+    /// into `x_out` (see the module docs); `gptj` picks the pair lanes, and `DP2 = 2·HP` is GPT-J's
+    /// row of pair lanes (unused by NeoX).
     #[allow(clippy::too_many_arguments)]
-    fn rope_pairs<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+    fn rope_pairs<
+        E: Float,
+        I: ElementType,
+        const BM: i32,
+        const HB: i32,
+        const HP: i32,
+        const DP2: i32,
+    >(
         x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         x_out: &mut Tensor<E, S3<1, 1, HP>>,
         h0: Scalar<i32>,
@@ -146,21 +155,34 @@ pub mod kernels {
             .gather((pos, i2), Some(cs_ok), 0.0)
             .reshape::<S3<BM, 1, HP>>()
             .broadcast::<S3<BM, HB, HP>>();
-        let r = rows.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
-        let hh = (iota::<HB>() + h0)
-            .reshape::<S3<1, HB, 1>>()
-            .broadcast::<S3<BM, HB, HP>>();
-        let i = iota::<HP>()
-            .reshape::<S3<1, 1, HP>>()
-            .broadcast::<S3<BM, HB, HP>>();
-        let ok = valid
-            .reshape::<S3<BM, 1, 1>>()
-            .broadcast::<S3<BM, HB, HP>>()
-            & (hh < x_in.dim(1))
-            & (i < half);
+        let heads = iota::<HB>() + h0;
+        let row_head_ok = valid.reshape::<S2<BM, 1>>().broadcast::<S2<BM, HB>>()
+            & (heads < x_in.dim(1))
+                .reshape::<S2<1, HB>>()
+                .broadcast::<S2<BM, HB>>();
         if gptj {
-            rope_pairs_interleaved::<E, BM, HB, HP>(x_in, x_out, r, hh, i, ok, c, s);
+            rope_pairs_interleaved::<E, BM, HB, HP, DP2>(
+                x_in,
+                x_out,
+                rows,
+                heads,
+                row_head_ok,
+                half,
+                c,
+                s,
+            );
         } else {
+            let r = rows.reshape::<S3<BM, 1, 1>>().broadcast::<S3<BM, HB, HP>>();
+            let hh = heads
+                .reshape::<S3<1, HB, 1>>()
+                .broadcast::<S3<BM, HB, HP>>();
+            let i = iota::<HP>()
+                .reshape::<S3<1, 1, HP>>()
+                .broadcast::<S3<BM, HB, HP>>();
+            let ok = row_head_ok
+                .reshape::<S3<BM, HB, 1>>()
+                .broadcast::<S3<BM, HB, HP>>()
+                & (i < half);
             let (lo, hi) = (i, i + half);
             let x1 = x_in.gather((r, hh, lo), Some(ok), 0.0).cast::<f32>();
             let x2 = x_in.gather((r, hh, hi), Some(ok), 0.0).cast::<f32>();
@@ -175,30 +197,46 @@ pub mod kernels {
         }
     }
 
-    /// GPT-J's pairs `(2i, 2i + 1)` of the `[BM, HB, HP]` block (indices `r`, `hh`, pair `i`, mask `ok`)
-    /// rotated by `c`, `s`. The pair is the last axis of one `[BM, HB, HP, 2]` tile: one gather of each
-    /// row's contiguous `2·HP` lanes, split and re-joined in registers, and one scatter. Two gathers at
-    /// `2i` and `2i + 1` made every access a strided 2-byte one (H100: bf16 T 4096 at 38% of copy,
-    /// f16 D 64 T 32768 at 13%, against 92% for NeoX's contiguous halves).
+    /// GPT-J's pairs `(2i, 2i + 1)` of the `[BM, HB]` (token, head) block at `rows`, `heads` (mask
+    /// `row_head_ok`, `half` pairs per row) rotated by `c`, `s`. Each row's `2·HP = DP2` lanes are
+    /// one gather over a contiguous lane run, reshaped to `[.., HP, 2]` so the pair is the last axis,
+    /// split and re-joined in registers, and scattered back the same way. The contiguous run lets
+    /// tileiras vectorize (sm_90: 16-byte `LDG`/`STG` at D 128 and at D 64 with two tokens); the
+    /// session-30 form gathered `[BM, HB, HP, 2]` with lanes `2i + {0, 1}` and got 4-byte accesses
+    /// (H200: bf16 D 128 T 4096 65% of copy, f16 D 64 T 32768 56%), and two gathers at `2i` and
+    /// `2i + 1` before that 2-byte ones.
     #[allow(clippy::too_many_arguments)]
-    fn rope_pairs_interleaved<E: Float, const BM: i32, const HB: i32, const HP: i32>(
+    fn rope_pairs_interleaved<
+        E: Float,
+        const BM: i32,
+        const HB: i32,
+        const HP: i32,
+        const DP2: i32,
+    >(
         x_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         x_out: &mut Tensor<E, S3<1, 1, HP>>,
-        r: Tile<i32, S3<BM, HB, HP>>,
-        hh: Tile<i32, S3<BM, HB, HP>>,
-        i: Tile<i32, S3<BM, HB, HP>>,
-        ok: Tile<bool, S3<BM, HB, HP>>,
+        rows: Tile<i32, S1<BM>>,
+        hh: Tile<i32, S1<HB>>,
+        row_head_ok: Tile<bool, S2<BM, HB>>,
+        half: Scalar<i32>,
         c: Tile<f32, S3<BM, HB, HP>>,
         s: Tile<f32, S3<BM, HB, HP>>,
     ) {
-        let lane = on_pairs::<i32, BM, HB, HP>(i) * 2
-            + iota::<2>()
-                .reshape::<S4<1, 1, 1, 2>>()
-                .broadcast::<S4<BM, HB, HP, 2>>();
-        let ok2 = on_pairs::<bool, BM, HB, HP>(ok);
-        let r2 = on_pairs::<i32, BM, HB, HP>(r);
-        let h2 = on_pairs::<i32, BM, HB, HP>(hh);
-        let x = x_in.gather((r2, h2, lane), Some(ok2), 0.0).cast::<f32>();
+        let lane = iota::<DP2>()
+            .reshape::<S3<1, 1, DP2>>()
+            .broadcast::<S3<BM, HB, DP2>>();
+        let ok = row_head_ok
+            .reshape::<S3<BM, HB, 1>>()
+            .broadcast::<S3<BM, HB, DP2>>()
+            & (lane < half * 2);
+        let r = rows
+            .reshape::<S3<BM, 1, 1>>()
+            .broadcast::<S3<BM, HB, DP2>>();
+        let h = hh.reshape::<S3<1, HB, 1>>().broadcast::<S3<BM, HB, DP2>>();
+        let x = x_in
+            .gather((r, h, lane), Some(ok), 0.0)
+            .cast::<f32>()
+            .reshape::<S4<BM, HB, HP, 2>>();
         let x1 = x
             .extract::<S4<BM, HB, HP, 1>>(&[0, 0, 0, 0])
             .reshape::<S3<BM, HB, HP>>();
@@ -207,22 +245,22 @@ pub mod kernels {
             .reshape::<S3<BM, HB, HP>>();
         let y1 = (x1 * c - x2 * s).reshape::<S4<BM, HB, HP, 1>>();
         let y2 = (x2 * c + x1 * s).reshape::<S4<BM, HB, HP, 1>>();
-        let y = cat::<3, f32, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 2>>(y1, y2);
+        let y = cat::<3, f32, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 1>, S4<BM, HB, HP, 2>>(y1, y2)
+            .reshape::<S3<BM, HB, DP2>>();
         // SAFETY: as in `rope_pairs`: the block's own heads and tokens, lanes it read itself.
-        unsafe { x_out.scatter((r2, h2, lane), y.cast::<E>(), Some(ok2)) };
-    }
-
-    /// `t` repeated along a new last axis of the pair's two lanes.
-    fn on_pairs<T: ElementType, const BM: i32, const HB: i32, const HP: i32>(
-        t: Tile<T, S3<BM, HB, HP>>,
-    ) -> Tile<T, S4<BM, HB, HP, 2>> {
-        t.reshape::<S4<BM, HB, HP, 1>>()
-            .broadcast::<S4<BM, HB, HP, 2>>()
+        unsafe { x_out.scatter((r, h, lane), y.cast::<E>(), Some(ok)) };
     }
 
     /// The body of the full-rotary entries: picks q or k and the head group from the block index.
     #[allow(clippy::too_many_arguments)]
-    fn rope_full<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+    fn rope_full<
+        E: Float,
+        I: ElementType,
+        const BM: i32,
+        const HB: i32,
+        const HP: i32,
+        const DP2: i32,
+    >(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -239,7 +277,7 @@ pub mod kernels {
         let rows = iota::<BM>() + bi * BM;
         let valid = rows < positions.dim(0);
         if g < gq {
-            rope_pairs::<E, I, BM, HB, HP>(
+            rope_pairs::<E, I, BM, HB, HP, DP2>(
                 q_in,
                 q_out,
                 g * HB,
@@ -251,7 +289,7 @@ pub mod kernels {
                 gptj,
             );
         } else {
-            rope_pairs::<E, I, BM, HB, HP>(
+            rope_pairs::<E, I, BM, HB, HP, DP2>(
                 k_in,
                 k_out,
                 (g - gq) * HB,
@@ -280,7 +318,8 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP>(
+        // NeoX reads its halves as two `HP`-lane runs; the interleaved row width is unused.
+        rope_full::<E, I, BM, HB, HP, HP>(
             q_in,
             k_in,
             cos,
@@ -293,10 +332,18 @@ pub mod kernels {
         );
     }
 
-    /// Full-rotary GPT-J RoPE of q and k in one launch; grid as [`rope_neox`].
+    /// Full-rotary GPT-J RoPE of q and k in one launch; grid as [`rope_neox`]. `DP2 = 2·HP`: the
+    /// lanes of a row's pairs, read as one contiguous run.
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn rope_gptj<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+    pub fn rope_gptj<
+        E: Float,
+        I: ElementType,
+        const BM: i32,
+        const HB: i32,
+        const HP: i32,
+        const DP2: i32,
+    >(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -306,7 +353,7 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        rope_full::<E, I, BM, HB, HP>(
+        rope_full::<E, I, BM, HB, HP, DP2>(
             q_in,
             k_in,
             cos,

@@ -537,6 +537,18 @@ macro_rules! pairs_tile_kernel {
     };
 }
 
+/// As [`pairs_tile_kernel`] for `rope_gptj`, whose last parameter is the row's `2·HP` pair lanes.
+macro_rules! gptj_tile_kernel {
+    ($E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
+        match ($cfg.bm, $cfg.hb, $cfg.hp) {
+            $(($bm, $hb, $hp) => {
+                Some(kernels::rope_gptj::kernel::<$E, $I, $bm, $hb, $hp, { 2 * $hp }>())
+            })*
+            _ => None,
+        }
+    };
+}
+
 /// The full-rotary kernel of `style` for `cfg`, one of [`config::PAIRS_TILES`].
 fn pairs_kernel(
     dt: ScalarType,
@@ -546,7 +558,7 @@ fn pairs_kernel(
 ) -> Option<cutile::dsl::Kernel> {
     float_index_kernel!(dt, it, |E, I| match style {
         RopeStyle::Neox => config::pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, cfg,)),
-        RopeStyle::Gptj => config::pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, cfg,)),
+        RopeStyle::Gptj => config::pairs_tiles!(gptj_tile_kernel!(E, I, cfg,)),
     })
     .flatten()
 }

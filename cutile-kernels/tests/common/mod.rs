@@ -172,3 +172,80 @@ pub fn resources(cubin: &[u8]) -> (u32, u32, u64, u64) {
             .unwrap_or_else(|| panic!("{}", missing(".text section"))),
     )
 }
+
+/// The PTX tileiras hands `ptxas` when compiling for sm_90: tileiras runs through a `CUDA_HOME` whose
+/// `bin/ptxas` copies the `.ptx` it is given and runs the real one (`lib` and `nvvm` are the
+/// toolchain's own). Facts the schedules rely on that only the compiled code shows (a `wgmma` group
+/// kept in flight, vector-width global accesses) are read from it.
+pub struct Sm90Ptx {
+    tileiras: cutile::toolchain::Tileiras,
+    dir: tempfile::TempDir,
+    home: std::path::PathBuf,
+    real_ptxas: std::path::PathBuf,
+    count: std::cell::Cell<usize>,
+}
+
+impl Sm90Ptx {
+    pub fn new(tileiras: cutile::toolchain::Tileiras) -> Sm90Ptx {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("cuda");
+        let bin = tileiras
+            .path()
+            .parent()
+            .expect("tileiras sits in a bin folder");
+        let root = bin.parent().expect("the toolchain root above bin");
+        std::fs::create_dir_all(home.join("bin")).unwrap();
+        for sub in ["lib", "nvvm"] {
+            std::os::unix::fs::symlink(root.join(sub), home.join(sub)).unwrap();
+        }
+        let script = home.join("bin/ptxas");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.ptx) cp \"$a\" \"$PTX_OUT\";; esac; done\n\
+             exec \"$REAL_PTXAS\" \"$@\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let real_ptxas = bin.join("ptxas");
+        Sm90Ptx {
+            tileiras,
+            dir,
+            home,
+            real_ptxas,
+            count: std::cell::Cell::new(0),
+        }
+    }
+
+    /// The PTX of `job` (panics naming `label` when tileiras fails or runs no ptxas).
+    pub fn of(&self, job: &cutile_kernels::catalog::CompileJob, label: &str) -> String {
+        let i = self.count.get();
+        self.count.set(i + 1);
+        let tmp = self.dir.path();
+        let version = cutile::dsl::bytecode_version_for(&self.tileiras);
+        let (kernel, metas) = job.dsl_spec().unwrap();
+        let bytecode = kernel.specialize(metas).unwrap().bytecode(version).unwrap();
+        let (bc, ptx) = (
+            tmp.join(format!("{i}.tilebc")),
+            tmp.join(format!("{i}.ptx")),
+        );
+        std::fs::write(&bc, &bytecode).unwrap();
+        let out = std::process::Command::new(self.tileiras.path())
+            .arg("--gpu-name=sm_90")
+            .arg("-o")
+            .arg(tmp.join(format!("{i}.cubin")))
+            .arg(&bc)
+            .env("CUDA_HOME", &self.home)
+            .env("REAL_PTXAS", &self.real_ptxas)
+            .env("PTX_OUT", &ptx)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{label}: tileiras failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&ptx)
+            .unwrap_or_else(|e| panic!("{label}: tileiras ran no ptxas through CUDA_HOME ({e})"))
+    }
+}

@@ -1,6 +1,6 @@
 //! Decode configuration: the padded query rows `M` of a block, the key tile `BN` (and the rows of each of
-//! its loads, a page for small pages), the split count, and whether the splits are merged in the same
-//! launch (a tuning candidate only: the table never picks it).
+//! its loads, a page for small pages), the split count, the split kernel's occupancy hint, and whether
+//! the splits are merged in the same launch (a tuning candidate only: the table never picks it).
 //!
 //! Decode is bound by reading the cache, so the rule is to fill the SMs once: `B · Hkv` blocks are
 //! multiplied by splits of the key range up to one wave, `⌊SMs / (B · Hkv)⌋` splits (one block per
@@ -10,6 +10,8 @@
 //! two blocks per SM, 1.11–1.41× slower at B = 1 (32 splits against 16) and 1.05–1.63× at B = 16 (3
 //! splits against none). The host cannot read `seq_lens` without a sync, so the split count and the keys
 //! per split follow the cache's capacity; splits past a sequence's length write an empty partial.
+//! Where `B · Hkv` blocks are more than the SMs (no split), the launch runs at two blocks per SM
+//! ([`OCCUPANCY`]), which tileiras sizes to fit.
 
 use crate::op::Target;
 use crate::op::tuning::Candidate;
@@ -53,14 +55,19 @@ pub struct DecodeConfig {
     /// kvh)` to finish merges them) instead of a second `decode_combine` launch, whose cost dominates
     /// at short caches. Only with `splits > 1`; [`choose`] never sets it, [`candidates`] times it.
     pub one_launch: bool,
+    /// The split kernel's `occupancy` hint (0: none): the blocks per SM tileiras sizes registers and
+    /// the key/value pipeline for. [`choose`] sets [`OCCUPANCY`] where the call does not split and
+    /// its `B · Hkv` blocks are more than the SMs, and 0 elsewhere (255 registers and about 200 KB of
+    /// shared memory at D 128, one block per SM); [`candidates`] times the other.
+    pub occupancy: i64,
 }
 
 impl DecodeConfig {
-    /// The configuration in words, e.g. `attention_decode M=16 BN=64 splits=8`, with ` last` when the
-    /// splits are merged in the same launch.
+    /// The configuration in words, e.g. `attention_decode M=16 BN=64 splits=8`, with ` oN` for an
+    /// occupancy hint and ` last` when the splits are merged in the same launch.
     pub fn name(&self) -> String {
         format!(
-            "attention_decode M={} BN={}{} splits={}{}",
+            "attention_decode M={} BN={}{} splits={}{}{}",
             self.m,
             self.bn,
             if self.pb < self.bn {
@@ -69,6 +76,11 @@ impl DecodeConfig {
                 String::new()
             },
             self.splits,
+            if self.occupancy > 0 {
+                format!(" o{}", self.occupancy)
+            } else {
+                String::new()
+            },
             if self.one_launch { " last" } else { "" }
         )
     }
@@ -99,6 +111,9 @@ pub fn choose(
     let per = (cap + wanted - 1) / wanted;
     let chunk = (per + bn - 1) / bn * bn;
     let splits = (cap + chunk - 1) / chunk;
+    // Two blocks per SM only where they can be resident together: an unsplit grid of more than one
+    // block per SM.
+    let two_per_sm = splits == 1 && heads > i64::from(target.sm_count.max(1));
     DecodeConfig {
         m,
         bn,
@@ -106,6 +121,7 @@ pub fn choose(
         splits,
         chunk,
         one_launch: false,
+        occupancy: if two_per_sm { OCCUPANCY } else { 0 },
     }
 }
 
@@ -114,6 +130,20 @@ impl Candidate for DecodeConfig {
         DecodeConfig::name(self)
     }
 }
+
+/// The occupancy hint of the configurations that run two blocks per SM: at D 128 tileiras 13.5.37
+/// then gives the split kernel 128 registers (no spill) and 65–85 KB of shared memory, so two
+/// resident blocks' online-softmax chains overlap (with one, each 64-key step's score reductions
+/// cross the consumer warps through shared memory and named barriers, and nothing else runs
+/// meanwhile). Occupancy 3 spills (80 registers). [`choose`] takes it where the call does not split
+/// and has more blocks than SMs (so two can share an SM). Session 31, H100, old harness against new
+/// in one call: B 64 × 1k 104.59 → 93.42 µs, B 128 × 1k 189.60 → 178.05, B 64 × 4k 354.34 → 342.40,
+/// paged B 128 × 4k 3–5% faster. Where the `B · Hkv` blocks fit the SMs once (B 16 × Hkv 8 on 132
+/// SMs) the hint only shrinks each block's pipeline: 16-token pages at B 16 × 8k 183.76 → 204.69, so
+/// those calls keep one block per SM. At B 1 twice the splits at occupancy 2 lost to the one-block
+/// default at 8k and 32k keys (tuner: 31.3 against 28.4, 65.7 against 63.3 µs) and won at 1k (14.1
+/// against 16.4), so split calls keep it as a candidate.
+pub const OCCUPANCY: i64 = 2;
 
 /// The key tile of the wide tuning candidates ([`candidates`]): contiguous caches with a query tile
 /// of at most 32 rows.
@@ -139,7 +169,9 @@ fn split_into(capacity: i64, want: i64, bn: i64) -> Option<(i64, i64)> {
 /// [`MIN_TUNED_KEYS_PER_SPLIT`] keys per split (a multiple of the key tile) and at most
 /// [`MAX_TUNED_SPLITS`] splits; with `wide` (a contiguous cache, at most 32 query rows) also the
 /// [`WIDE_KEY_TILE`]-key tile at the default's and twice its splits (half the loop trips per split,
-/// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile). After
+/// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile); then
+/// the default's key tile with the [`OCCUPANCY`] hint at twice and four times its splits (two blocks
+/// per SM fill the SMs at twice the split count). After
 /// those, in the same order, the one-launch twin of each that splits (`one_launch`: the combine
 /// launch is a large share of a short cache's time, H200 B 1 × 1k keys 15.6 µs against cuDNN's
 /// 11.2). On the H200 (session 23's tuner) the twins won no call by more than 1%: the tuner's best
@@ -150,7 +182,7 @@ fn split_into(capacity: i64, want: i64, bn: i64) -> Option<(i64, i64)> {
 pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<DecodeConfig> {
     let cap = capacity.max(1);
     let mut out = vec![default];
-    let mut push = |bn: i64, want: i64| {
+    let mut push = |bn: i64, want: i64, occupancy: i64| {
         if let Some((chunk, splits)) = split_into(cap, want, bn) {
             let c = DecodeConfig {
                 bn,
@@ -160,6 +192,7 @@ pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<Decod
                 splits,
                 chunk,
                 one_launch: false,
+                occupancy,
                 ..default
             };
             if !out.contains(&c) {
@@ -168,11 +201,22 @@ pub fn candidates(default: DecodeConfig, capacity: i64, wide: bool) -> Vec<Decod
         }
     };
     for want in [default.splits * 2, default.splits * 4, default.splits / 2] {
-        push(default.bn, want);
+        push(default.bn, want, default.occupancy);
     }
     if wide && default.m <= 32 && default.pb == default.bn {
         for want in [default.splits, default.splits * 2] {
-            push(WIDE_KEY_TILE, want);
+            push(WIDE_KEY_TILE, want, 0);
+        }
+    }
+    // The default's grid at the other occupancy where it does not split, and two blocks per SM at
+    // twice and four times the splits where the default runs one.
+    let other = if default.occupancy == 0 { OCCUPANCY } else { 0 };
+    if default.splits == 1 {
+        push(default.bn, 1, other);
+    }
+    if other == OCCUPANCY {
+        for want in [default.splits * 2, default.splits * 4] {
+            push(default.bn, want, OCCUPANCY);
         }
     }
     let twins: Vec<DecodeConfig> = out

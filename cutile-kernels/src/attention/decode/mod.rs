@@ -528,6 +528,13 @@ impl Call {
                     _ => None,
                 })
                 .flatten()
+                .map(|k| {
+                    if c.occupancy > 0 {
+                        k.with_hint("default", "occupancy", c.occupancy as i32)
+                    } else {
+                        k
+                    }
+                })
             };
         }
         if c.splits <= 1 {
