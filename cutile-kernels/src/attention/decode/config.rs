@@ -170,8 +170,9 @@ fn split_into(capacity: i64, want: i64, bn: i64) -> Option<(i64, i64)> {
 /// [`MAX_TUNED_SPLITS`] splits; with `wide` (a contiguous cache, at most 32 query rows) also the
 /// [`WIDE_KEY_TILE`]-key tile at the default's and twice its splits (half the loop trips per split,
 /// twice the bytes per load: B = 1 decode reads at half of copy bandwidth with the 64-key tile); then
-/// the default's key tile with the [`OCCUPANCY`] hint at twice and four times its splits (two blocks
-/// per SM fill the SMs at twice the split count). After
+/// an unsplit default's grid at the other occupancy, and where the default runs one block per SM the
+/// [`OCCUPANCY`] hint at twice and four times its splits (two blocks per SM fill the SMs at twice the
+/// split count). After
 /// those, in the same order, the one-launch twin of each that splits (`one_launch`: the combine
 /// launch is a large share of a short cache's time, H200 B 1 × 1k keys 15.6 µs against cuDNN's
 /// 11.2). On the H200 (session 23's tuner) the twins won no call by more than 1%: the tuner's best

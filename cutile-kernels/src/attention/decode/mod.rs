@@ -435,7 +435,8 @@ impl Call {
         }
     }
 
-    /// The tuning class: everything but the split count (and the one-launch merge).
+    /// The tuning class: everything but the split count, the occupancy hint and the one-launch
+    /// merge.
     fn class(&self) -> String {
         format!(
             "{} b{} hkv{} m{} d{} cap{} pb{}",
