@@ -889,12 +889,7 @@ fn unfused(
 /// `kernel` with [`config::WIDE_WORKERS`] worker warps when `wide`, else as it is (tileiras's default).
 /// A split-K kernel with its hints: 8 worker warps when `wide`, and an `occupancy` hint when nonzero.
 fn hinted(kernel: cutile::dsl::Kernel, wide: bool, occupancy: i64) -> cutile::dsl::Kernel {
-    let kernel = widen(kernel, wide);
-    if occupancy > 0 {
-        kernel.with_hint("default", "occupancy", occupancy as i32)
-    } else {
-        kernel
-    }
+    widen(kernel, wide).with_occupancy(occupancy)
 }
 
 fn widen(kernel: cutile::dsl::Kernel, wide: bool) -> cutile::dsl::Kernel {

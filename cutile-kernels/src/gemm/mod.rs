@@ -401,10 +401,7 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
         if cfg.workers != 4 {
             kernel = kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers);
         }
-        if cfg.occupancy != 0 {
-            kernel = kernel.with_hint("default", "occupancy", cfg.occupancy);
-        }
-        kernel
+        kernel.with_occupancy(cfg.occupancy.into())
     })
     .ok_or_else(|| OpError::Unsupported {
         op: OP,

@@ -305,10 +305,18 @@ pub mod kernels {
 
     /// Full-rotary NeoX RoPE of q and k in one launch. Grid explicit: `(ceil(T / BM), ceil(Hq / HB) +
     /// ceil(Hk / HB), 1)`, or with `heads_fastest = 1` `(ceil(T / BM) · (ceil(Hq / HB) + ceil(Hk /
-    /// HB)), 1, 1)` (see `rope_full`).
+    /// HB)), 1, 1)` (see `rope_full`). `DP2 = 2·HP` as for [`rope_gptj`] (NeoX reads its halves as two
+    /// `HP`-lane runs and does not use it; one parameter list keeps one dispatch for both entries).
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
-    pub fn rope_neox<E: Float, I: ElementType, const BM: i32, const HB: i32, const HP: i32>(
+    pub fn rope_neox<
+        E: Float,
+        I: ElementType,
+        const BM: i32,
+        const HB: i32,
+        const HP: i32,
+        const DP2: i32,
+    >(
         q_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         k_in: &Tensor<E, S3<DYN, DYN, DYN>>,
         cos: &Tensor<f32, S2<DYN, DYN>>,
@@ -318,8 +326,7 @@ pub mod kernels {
         q_out: &mut Tensor<E, S3<1, 1, HP>>,
         k_out: &mut Tensor<E, S3<1, 1, HP>>,
     ) {
-        // NeoX reads its halves as two `HP`-lane runs; the interleaved row width is unused.
-        rope_full::<E, I, BM, HB, HP, HP>(
+        rope_full::<E, I, BM, HB, HP, DP2>(
             q_in,
             k_in,
             cos,

@@ -526,24 +526,12 @@ impl Call {
     }
 }
 
-/// `kernels::$k::kernel::<$E, $I, BM, HB, HP>()` for `$cfg`'s tile among the listed ones
+/// `kernels::$k::kernel::<$E, $I, BM, HB, HP, 2·HP>()` for `$cfg`'s tile among the listed ones
 /// ([`config::pairs_tiles`]).
 macro_rules! pairs_tile_kernel {
     ($k:ident, $E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
         match ($cfg.bm, $cfg.hb, $cfg.hp) {
-            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp>()),)*
-            _ => None,
-        }
-    };
-}
-
-/// As [`pairs_tile_kernel`] for `rope_gptj`, whose last parameter is the row's `2·HP` pair lanes.
-macro_rules! gptj_tile_kernel {
-    ($E:ty, $I:ty, $cfg:expr, [$(($bm:literal, $hb:literal, $hp:literal)),* $(,)?]) => {
-        match ($cfg.bm, $cfg.hb, $cfg.hp) {
-            $(($bm, $hb, $hp) => {
-                Some(kernels::rope_gptj::kernel::<$E, $I, $bm, $hb, $hp, { 2 * $hp }>())
-            })*
+            $(($bm, $hb, $hp) => Some(kernels::$k::kernel::<$E, $I, $bm, $hb, $hp, { 2 * $hp }>()),)*
             _ => None,
         }
     };
@@ -558,7 +546,7 @@ fn pairs_kernel(
 ) -> Option<cutile::dsl::Kernel> {
     float_index_kernel!(dt, it, |E, I| match style {
         RopeStyle::Neox => config::pairs_tiles!(pairs_tile_kernel!(rope_neox, E, I, cfg,)),
-        RopeStyle::Gptj => config::pairs_tiles!(gptj_tile_kernel!(E, I, cfg,)),
+        RopeStyle::Gptj => config::pairs_tiles!(pairs_tile_kernel!(rope_gptj, E, I, cfg,)),
     })
     .flatten()
 }

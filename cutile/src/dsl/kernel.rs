@@ -153,6 +153,16 @@ impl Kernel {
         self
     }
 
+    /// The `occupancy` hint (blocks per SM tileiras sizes registers and pipelines for) on every arch
+    /// when `blocks > 0`; 0 leaves the kernel as it is, so its cache keys and bundles stay those of
+    /// the unhinted kernel.
+    pub fn with_occupancy(self, blocks: i64) -> Kernel {
+        match i32::try_from(blocks) {
+            Ok(n) if n > 0 => self.with_hint("default", "occupancy", n),
+            _ => self,
+        }
+    }
+
     /// The optimization hints this kernel will carry.
     pub fn hints(&self) -> &OptimizationHints {
         &self.hints

@@ -529,13 +529,7 @@ impl Call {
                     _ => None,
                 })
                 .flatten()
-                .map(|k| {
-                    if c.occupancy > 0 {
-                        k.with_hint("default", "occupancy", c.occupancy as i32)
-                    } else {
-                        k
-                    }
-                })
+                .map(|k| k.with_occupancy(c.occupancy))
             };
         }
         if c.splits <= 1 {
