@@ -170,6 +170,32 @@ fn plans_one_launch_with_scale_views_and_grids() {
     let all = fp8::plan_fp8(&o, &t, ScaleMode::Row, false, true).unwrap();
     assert!(all.len() >= 4);
     assert_eq!(all[0].config, "gemm_fp8 64x128x128 w4");
+    // Block scales add the grouped scale loads with both column picks, also on one-warpgroup tiles
+    // at two blocks per SM (a persistent grid of two per SM).
+    let o = ops(ScaleMode::Block, 8192, 8192, 8192);
+    let all = fp8::plan_fp8(&o, &t, ScaleMode::Block, false, true).unwrap();
+    let grid = |name: &str| {
+        all.iter()
+            .find(|l| l.config == name)
+            .unwrap_or_else(|| panic!("no candidate `{name}`"))
+            .grid
+    };
+    assert_eq!(
+        grid("gemm_fp8 persistent 64x128x128 w4 o2 g8 sum"),
+        Some((264, 1, 1))
+    );
+    assert_eq!(
+        grid("gemm_fp8 persistent 64x128x128 w4 o2 g8 at"),
+        Some((264, 1, 1))
+    );
+    assert_eq!(
+        grid("gemm_fp8 persistent 128x128x128 w8 g8 at"),
+        Some((132, 1, 1))
+    );
+    assert_eq!(
+        grid("gemm_fp8 64x128x128 w4 o2 g8 sum"),
+        Some((128 * 64, 1, 1))
+    );
     // Row scales given as [m] vectors with a stride (every other element of a buffer).
     let mut o = ops(ScaleMode::Row, 100, 200, 64);
     o[2].shape = vec![100];

@@ -106,9 +106,11 @@ mod kernels {
         let p = t
             .permute::<S3<B, B, 2>>(&[1, 2, 0])
             .permute::<S3<2, B, B>>(&[2, 0, 1]);
+        // The second half picked by a run-time index (block 0: index 0).
+        let i = block_id_x() % 2;
         let halves = cat::<0, _, _, _, S3<2, B, B>>(
             p.extract::<S3<1, B, B>>(&[1, 0, 0]),
-            p.extract::<S3<1, B, B>>(&[0, 0, 0]),
+            p.extract_at::<S3<1, B, B>>(&[i, scalar(0), scalar(0)]),
         );
         let r = halves
             .reshape::<S2<2, { 64 * 64 }>>()

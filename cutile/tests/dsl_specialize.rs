@@ -36,6 +36,16 @@ mod kernels {
     }
 
     #[cutile::entry]
+    pub fn bad_extract_at<const B: i32>(
+        x: &Tensor<f32, S2<DYN, DYN>>,
+        y: &mut Tensor<f32, S2<B, 1>>,
+    ) {
+        let t = x.load_tile::<S2<B, B>>((block_id_x(), 0));
+        // One run-time index for a rank-2 tile.
+        y.store(t.extract_at::<S2<B, 1>>(&[block_id_x()]));
+    }
+
+    #[cutile::entry]
     pub fn needs_big_tiles<const B: i32>(x: &Tensor<f32, S1<DYN>>, y: &mut Tensor<f32, S1<B>>) {
         assert!(B >= 64, "B must be at least 64");
         y.store(x.load_tile::<S1<B>>(block_id_x()));
@@ -81,6 +91,14 @@ fn reshape_and_broadcast_report_both_shapes() {
     let msg = trace_error(kernels::bad_broadcast::kernel::<16>().specialize(&[m2.clone(), m2]));
     assert!(msg.contains("(16, 2)") && msg.contains("(16, 16)"), "{msg}");
     assert!(msg.contains("neither 1 nor 16"), "{msg}");
+}
+
+#[test]
+fn extract_at_names_shapes_and_index_count() {
+    let m = TensorMeta::contiguous(F32, &[64, 64]);
+    let msg = trace_error(kernels::bad_extract_at::kernel::<16>().specialize(&[m.clone(), m]));
+    assert!(msg.contains("(16, 1)") && msg.contains("(16, 16)"), "{msg}");
+    assert!(msg.contains("with 1 indices"), "{msg}");
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //! - [`kernels::gemm_fp8_block`]: DeepSeek-style block scales (`sa`: one per row and 128-deep K block,
 //!   `sb`: one per 128x128 block of `b`): every 128-deep K step's partial product is scaled by
 //!   `sa[row, kb] · sb[kb, col / 128]` and added to the f32 accumulator. `BK = BN = 128`.
+//! - [`kernels::gemm_fp8_block_grouped`]: the same product with the scales loaded `G` steps at a time
+//!   and each step's column picked on chip.
 //!
 //! The operands are `[m, k]` and `[k, n]` views of any strides; the fast layout is `a` row-major and
 //! `b` column-major (`w.t()` of an `[n, k]` weight), since the fp8 tensor-core product reads both
@@ -126,6 +128,68 @@ pub mod kernels {
                 );
                 let s = psa.load((tm, k)) * psb.load((k, tn)).broadcast::<S2<BM, 1>>();
                 acc += part * s.broadcast::<S2<BM, BN>>();
+            }
+            // SAFETY: tile indices `p + i·grid` are distinct across blocks.
+            unsafe { c.store_at((tm, tn), acc.cast::<O>()) };
+        }
+    }
+
+    /// [`gemm_fp8_block`] with the scales loaded `G` K steps at a time: per group, one `[BM, G]` tile
+    /// of `sa` times the group's `[G, 1]` of `sb`, and each step's column taken out of that tile on
+    /// chip: `PICK = 1` by a run-time index ([`Tile::extract_at`]), `PICK = 0` by a masked row sum.
+    /// So a global-memory wait comes once per `G` steps instead of once per step.
+    #[cutile::entry]
+    pub fn gemm_fp8_block_grouped<
+        F: Fp8,
+        O: ElementType,
+        const BM: i32,
+        const BN: i32,
+        const BK: i32,
+        const G: i32,
+        const PICK: i32,
+        const FAST: i32,
+    >(
+        a: &Tensor<F, S2<DYN, DYN>>,
+        b: &Tensor<F, S2<DYN, DYN>>,
+        sa: &Tensor<f32, S2<DYN, DYN>>,
+        sb: &Tensor<f32, S2<DYN, DYN>>,
+        group: Scalar<i32>,
+        c: &mut Tensor<O, S2<BM, BN>>,
+    ) {
+        let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
+        let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
+        let psa = sa.partition_padded::<S2<BM, G>>(Padding::Zero);
+        let psb = sb.partition_padded::<S2<G, 1>>(Padding::Zero);
+        let tiles_m = pa.num_tiles(0);
+        let tiles_n = pb.num_tiles(1);
+        let k_tiles = pa.num_tiles(1);
+        let groups = psa.num_tiles(1);
+        let (nblocks, _, _) = num_blocks();
+        let lanes = iota::<G>().reshape::<S2<1, G>>().broadcast::<S2<BM, G>>();
+        let zero = scalar::<i32>(0);
+        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
+            let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
+            let mut acc = zeros::<f32, S2<BM, BN>>();
+            for g in 0..groups {
+                let s = psa.load((tm, g))
+                    * psb
+                        .load((g, tn))
+                        .reshape::<S2<1, G>>()
+                        .broadcast::<S2<BM, G>>();
+                let steps = (k_tiles - g * G).min(G);
+                for j in 0..steps {
+                    let part = product::<F, BM, BN, BK, FAST>(
+                        pa.load((tm, g * G + j)),
+                        pb.load((g * G + j, tn)),
+                        zeros::<f32, S2<BM, BN>>(),
+                    );
+                    let col = if PICK != 0 {
+                        s.extract_at::<S2<BM, 1>>(&[zero, j])
+                    } else {
+                        select(lanes == j, s, 0.0).sum::<1>()
+                    };
+                    acc = fma(part, col.broadcast::<S2<BM, BN>>(), acc);
+                }
             }
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
             unsafe { c.store_at((tm, tn), acc.cast::<O>()) };

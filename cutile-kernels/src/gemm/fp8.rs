@@ -23,6 +23,10 @@ use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div};
 pub const OP_TENSOR: &str = "gemm_fp8_tensor";
 /// Op name: one scale per row of `a` and per column of `b`.
 pub const OP_ROW: &str = "gemm_fp8_row";
+/// Block scales: K steps per scale load (the kernels load `[BM, SCALE_GROUP]` of `sa` and
+/// `[SCALE_GROUP, 1]` of `sb` at a time, not one column per step).
+pub const SCALE_GROUP: i32 = 8;
+
 /// Op name: block scales (`a`: 1x128, `b`: 128x128).
 pub const OP_BLOCK: &str = "gemm_fp8_block";
 /// The ops of this module.
@@ -298,17 +302,47 @@ pub struct Fp8Config {
     pub bn: i64,
     pub bk: i64,
     pub workers: i32,
+    /// tileiras `occupancy` hint (blocks per SM; 0: none). A persistent grid is this many blocks per SM.
+    pub occupancy: i64,
+    /// How block scales reach each K step (other modes: [`BlockScales::PerStep`]).
+    pub scales: BlockScales,
+}
+
+/// How the block-scale kernels bring each 128-deep K step its scales.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockScales {
+    /// `gemm_fp8_block`: the step's `[BM, 1]` of `sa` and one `sb` value loaded in the step (tileiras
+    /// waits on that load before the step's scaled add: a memory latency per step).
+    PerStep,
+    /// `gemm_fp8_block_grouped`, the scales of [`SCALE_GROUP`] steps per load, each step's column
+    /// picked by a masked row sum (a shared-memory exchange and three barriers per step). Name
+    /// suffix ` g8 sum`.
+    GroupSum,
+    /// The same with the column picked by a run-time index (`Tile::extract_at`: tileiras stores the
+    /// thread's part of the tile to local memory and loads the column back, no barrier). Name suffix
+    /// ` g8 at`.
+    GroupIndex,
 }
 
 impl Candidate for Fp8Config {
     fn name(&self) -> String {
+        let occupancy = if self.occupancy > 0 {
+            format!(" o{}", self.occupancy)
+        } else {
+            String::new()
+        };
         format!(
-            "gemm_fp8{} {}x{}x{} w{}",
+            "gemm_fp8{} {}x{}x{} w{}{occupancy}{}",
             if self.persistent { " persistent" } else { "" },
             self.bm,
             self.bn,
             self.bk,
-            self.workers
+            self.workers,
+            match self.scales {
+                BlockScales::PerStep => String::new(),
+                BlockScales::GroupSum => format!(" g{SCALE_GROUP} sum"),
+                BlockScales::GroupIndex => format!(" g{SCALE_GROUP} at"),
+            }
         )
     }
 }
@@ -538,6 +572,8 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             bn: 128,
             bk: 128,
             workers: if call.mode == ScaleMode::Block { 8 } else { 4 },
+            occupancy: 0,
+            scales: BlockScales::PerStep,
         };
     }
     let wide = call.fast && call.mode != ScaleMode::Block;
@@ -547,6 +583,8 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
         bn: if wide { 256 } else { 128 },
         bk: 128,
         workers: 8,
+        occupancy: 0,
+        scales: BlockScales::PerStep,
     }
 }
 
@@ -573,7 +611,27 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                 bn,
                 bk: 128,
                 workers,
+                occupancy: 0,
+                scales: BlockScales::PerStep,
             });
+        }
+        if call.mode == ScaleMode::Block {
+            // The grouped scale loads with both column picks, on 8 warps and on one warpgroup per
+            // block at two blocks per SM (one block's per-step scale work overlaps the other's
+            // products).
+            for (bm, workers, occupancy) in [(64, 4, 2), (128, 8, 0)] {
+                for scales in [BlockScales::GroupSum, BlockScales::GroupIndex] {
+                    all.push(Fp8Config {
+                        persistent,
+                        bm,
+                        bn: 128,
+                        bk: 128,
+                        workers,
+                        occupancy,
+                        scales,
+                    });
+                }
+            }
         }
     }
     let mut seen = std::collections::HashSet::new();
@@ -614,7 +672,37 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
     use kernels as k;
     // `$mode` selects the entry (0 per tensor, 1 per row, 2 block), `$fast` FAST.
     macro_rules! pick {
-        ($f:ty, $o:ty, $fast:literal) => {
+        ($f:ty, $o:ty, $fast:literal) => {{
+            // The block-scale entry of `cfg.scales` at `$bm` rows.
+            macro_rules! block {
+                ($bm:literal) => {
+                    match cfg.scales {
+                        BlockScales::PerStep => {
+                            k::gemm_fp8_block::kernel::<$f, $o, $bm, 128, 128, $fast>()
+                        }
+                        BlockScales::GroupSum => k::gemm_fp8_block_grouped::kernel::<
+                            $f,
+                            $o,
+                            $bm,
+                            128,
+                            128,
+                            SCALE_GROUP,
+                            0,
+                            $fast,
+                        >(),
+                        BlockScales::GroupIndex => k::gemm_fp8_block_grouped::kernel::<
+                            $f,
+                            $o,
+                            $bm,
+                            128,
+                            128,
+                            SCALE_GROUP,
+                            1,
+                            $fast,
+                        >(),
+                    }
+                };
+            }
             match (call.mode, cfg.bm, cfg.bn) {
                 (ScaleMode::Tensor, 128, 128) => {
                     Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 128, 128, 0, $fast>())
@@ -634,15 +722,11 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
                 (ScaleMode::Row, 128, 256) => {
                     Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 1, $fast>())
                 }
-                (ScaleMode::Block, 128, 128) => {
-                    Some(k::gemm_fp8_block::kernel::<$f, $o, 128, 128, 128, $fast>())
-                }
-                (ScaleMode::Block, 64, 128) => {
-                    Some(k::gemm_fp8_block::kernel::<$f, $o, 64, 128, 128, $fast>())
-                }
+                (ScaleMode::Block, 128, 128) => Some(block!(128)),
+                (ScaleMode::Block, 64, 128) => Some(block!(64)),
                 _ => None,
             }
-        };
+        }};
     }
     let picked = fp8_types!(call.format, call.out, |F, O| if call.fast {
         pick!(F, O, 1)
@@ -659,6 +743,7 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
             cfg.name()
         ),
     })?;
+    let kernel = kernel.with_occupancy(cfg.occupancy);
     Ok(if cfg.workers == 4 {
         kernel
     } else {
@@ -672,7 +757,9 @@ fn launches(cfg: &Fp8Config, call: &Call, target: &Target) -> Result<Vec<Planned
     // The kernels loop over tiles `p, p + grid, …` along x: persistent → one block per SM, else one
     // block per tile.
     let blocks = if cfg.persistent {
-        tiles.min(target.sm_count as i64).max(1)
+        tiles
+            .min(target.sm_count as i64 * cfg.occupancy.max(1))
+            .max(1)
     } else {
         tiles
     };

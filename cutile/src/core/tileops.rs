@@ -151,6 +151,36 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
         ))
     }
 
+    /// The sub-tile of shape `T` at tile index `idx` (in units of `T`), with indices known only at run
+    /// time (a loop counter, a loaded value). One index per dimension; an index outside the tile is
+    /// undefined behavior (nothing checks it on the device). tileiras may place the tile in per-thread
+    /// local memory to index it, where [`Tile::extract`]'s constant indices select registers.
+    #[track_caller]
+    pub fn extract_at<T: Shape>(self, idx: &[Scalar<i32>]) -> Tile<E, T>
+    where
+        S: SameRank<T>,
+    {
+        let _at = crate::trace::at(::std::panic::Location::caller());
+        check_tile_dims(T::DIMS, "extract_at");
+        let divides = S::DIMS.iter().zip(T::DIMS).all(|(&s, &t)| s % t == 0);
+        if idx.len() != S::RANK || !divides {
+            trace::fail(format!(
+                "cannot extract tiles of shape {} from a tile of shape {} with {} indices",
+                fmt_dims(T::DIMS),
+                fmt_dims(S::DIMS),
+                idx.len()
+            ));
+            return Tile::from_value(super::arith::poison(Tile::<E, T>::ir_type()));
+        }
+        let iv: Vec<ValueId> = idx.iter().map(|i| i.v).collect();
+        Tile::from_value(push1(
+            Op::new(Opcode::Extract)
+                .operand("source", self.v)
+                .operands("indices", &iv)
+                .result(Tile::<E, T>::ir_type()),
+        ))
+    }
+
     /// Convert every element to `F` (float↔float rounds to nearest even, float→int truncates toward zero,
     /// int→int sign-extends or truncates).
     #[track_caller]
