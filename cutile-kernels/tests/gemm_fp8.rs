@@ -153,7 +153,7 @@ fn plans_one_launch_with_scale_views_and_grids() {
     assert_eq!(l[0].config, "gemm_fp8 persistent 128x128x128 w8");
     assert_eq!(l[0].grid, Some((132, 1, 1)));
     assert_eq!(view(&l[0].args[2]), (vec![1, 1], vec![1, 1]));
-    // 8192³ block scales: persistent 128x128 tiles; the scale tensors as they are.
+    // 8192³ block scales: persistent 64x128 tiles, two blocks per SM; the scale tensors as they are.
     let l = fp8::plan_fp8(
         &ops(ScaleMode::Block, 8192, 8192, 8192),
         &t,
@@ -162,8 +162,8 @@ fn plans_one_launch_with_scale_views_and_grids() {
         false,
     )
     .unwrap();
-    assert_eq!(l[0].config, "gemm_fp8 persistent 128x128x128 w8");
-    assert_eq!(l[0].grid, Some((132, 1, 1)));
+    assert_eq!(l[0].config, "gemm_fp8 persistent 64x128x128 w4 o2 g8 sum");
+    assert_eq!(l[0].grid, Some((264, 1, 1)));
     assert_eq!(view(&l[0].args[2]), (vec![8192, 64], vec![64, 1]));
     assert_eq!(view(&l[0].args[3]), (vec![64, 64], vec![64, 1]));
     // Every candidate plans, the default first.
@@ -279,7 +279,7 @@ fn catalog_calls_compile_except_on_sm80() {
 
 /// A trailing `[1]` in a registry call asks for fast accumulation: the product carries Tile IR's
 /// `fast_acc` flag, and the exact call does not; 128-row tiles take 8 worker warps, and fast
-/// per-tensor and per-row calls 128x256 tiles.
+/// per-tensor and per-row calls 128x256 tiles; block scales take 64-row tiles at two blocks per SM.
 #[test]
 fn fast_accumulation_reaches_the_ir() {
     let t = target();
@@ -298,15 +298,16 @@ fn fast_accumulation_reaches_the_ir() {
         };
         let (cfg, exact) = ir(&[&[4096, 4096], &[4096, 4096]]);
         let (fast_cfg, fast) = ir(&[&[4096, 4096], &[4096, 4096], &[1]]);
-        assert_eq!(cfg, "gemm_fp8 persistent 128x128x128 w8", "{op}");
-        // Fast accumulation takes 128x256 tiles, except with block scales (one per 128 columns).
-        let wide = if *op == fp8::OP_BLOCK {
-            "128x128x128"
+        if *op == fp8::OP_BLOCK {
+            // Block scales: one warpgroup per 64x128 tile, two blocks per SM, either accumulation.
+            let block = "gemm_fp8 persistent 64x128x128 w4 o2 g8 sum";
+            assert_eq!((cfg.as_str(), fast_cfg.as_str()), (block, block));
+            assert!(exact.contains("occupancy"), "{op}");
         } else {
-            "128x256x128"
-        };
-        assert_eq!(fast_cfg, format!("gemm_fp8 persistent {wide} w8"), "{op}");
-        assert!(exact.contains("num_worker_warps_per_cta"), "{op}");
+            assert_eq!(cfg, "gemm_fp8 persistent 128x128x128 w8", "{op}");
+            assert_eq!(fast_cfg, "gemm_fp8 persistent 128x256x128 w8", "{op}");
+            assert!(exact.contains("num_worker_warps_per_cta"), "{op}");
+        }
         assert!(!exact.contains("fast_acc"), "{op}");
         assert!(fast.contains("fast_acc"), "{op}");
         let bad = CallSpec::new(op, "f8e4m3", &[&[64, 64], &[64, 64], &[2]], false)

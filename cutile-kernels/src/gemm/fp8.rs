@@ -553,8 +553,16 @@ fn class(call: &Call) -> String {
 /// The default configuration (H200 tuning run of 2026-12-02, `docs/gemm.md`): fewer 128x128 output
 /// tiles than SMs → 64-row tiles, one block each; otherwise persistent, 128x128 with exact
 /// accumulation and 128x256 with fast accumulation (x1.28–1.31 over 128x128 at 4096³ and 8192³; with
-/// exact accumulation 128x256 spills and runs 2x slower). Block scales stay 128x128 (one `b` scale
-/// per 128 columns). K steps are 128 deep (128 bytes of fp8, as 64 of bf16).
+/// exact accumulation 128x256 spills and runs 2x slower). K steps are 128 deep (128 bytes of fp8, as
+/// 64 of bf16).
+///
+/// Block scales (one `b` scale per 128 columns), from as many 128x128 tiles as SMs: persistent 64x128
+/// tiles on one warpgroup, two blocks per SM, the scales loaded 8 steps at a time and picked by the
+/// masked row sum ([`BlockScales::GroupSum`]; 128 registers, no stack frame, 110 KB). The H100 tuner
+/// of session 32 (`docs/gemm.md`, "Block scales"): 166.0 µs at 4096³ against 338.4 for the per-step
+/// 128x128 kernel (283.4 for the same with grouped loads, 442.3 with the run-time-index pick), 1512
+/// against 2601 at 8192³, 1.59–1.98x with fast accumulation (where the grouped 128x128 kernels spill
+/// and take 10x longer).
 ///
 /// 128-row tiles take 8 worker warps (`ptxas -v`, sm_90, tileiras 13.5.37): with 4, one warpgroup
 /// holds the whole 128x128 f32 accumulator, uses 255 registers and spills, and the per-tensor-scale
@@ -576,7 +584,18 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             scales: BlockScales::PerStep,
         };
     }
-    let wide = call.fast && call.mode != ScaleMode::Block;
+    if call.mode == ScaleMode::Block {
+        return Fp8Config {
+            persistent: true,
+            bm: 64,
+            bn: 128,
+            bk: 128,
+            workers: 4,
+            occupancy: 2,
+            scales: BlockScales::GroupSum,
+        };
+    }
+    let wide = call.fast;
     Fp8Config {
         persistent: true,
         bm: 128,
