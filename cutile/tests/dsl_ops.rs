@@ -110,7 +110,7 @@ mod kernels {
         let i = block_id_x() % 2;
         let halves = cat::<0, _, _, _, S3<2, B, B>>(
             p.extract::<S3<1, B, B>>(&[1, 0, 0]),
-            p.extract_at::<S3<1, B, B>>(&[i, scalar(0), scalar(0)]),
+            p.extract_at::<S3<1, B, B>>((i, 0, 0)),
         );
         let r = halves
             .reshape::<S2<2, { 64 * 64 }>>()

@@ -38,11 +38,11 @@ mod kernels {
     #[cutile::entry]
     pub fn bad_extract_at<const B: i32>(
         x: &Tensor<f32, S2<DYN, DYN>>,
-        y: &mut Tensor<f32, S2<B, 1>>,
+        y: &mut Tensor<f32, S2<B, 32>>,
     ) {
         let t = x.load_tile::<S2<B, B>>((block_id_x(), 0));
-        // One run-time index for a rank-2 tile.
-        y.store(t.extract_at::<S2<B, 1>>(&[block_id_x()]));
+        // 32 columns do not tile B = 16.
+        y.store(t.extract_at::<S2<B, 32>>((0, block_id_x())));
     }
 
     #[cutile::entry]
@@ -94,11 +94,14 @@ fn reshape_and_broadcast_report_both_shapes() {
 }
 
 #[test]
-fn extract_at_names_shapes_and_index_count() {
+fn extract_at_names_both_shapes() {
     let m = TensorMeta::contiguous(F32, &[64, 64]);
     let msg = trace_error(kernels::bad_extract_at::kernel::<16>().specialize(&[m.clone(), m]));
-    assert!(msg.contains("(16, 1)") && msg.contains("(16, 16)"), "{msg}");
-    assert!(msg.contains("with 1 indices"), "{msg}");
+    assert!(
+        msg.contains("(16, 32)") && msg.contains("(16, 16)"),
+        "{msg}"
+    );
+    assert!(msg.contains("do not divide"), "{msg}");
 }
 
 #[test]

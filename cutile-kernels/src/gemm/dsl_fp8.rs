@@ -166,7 +166,6 @@ pub mod kernels {
         let groups = psa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         let lanes = iota::<G>().reshape::<S2<1, G>>().broadcast::<S2<BM, G>>();
-        let zero = scalar::<i32>(0);
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
             let mut acc = zeros::<f32, S2<BM, BN>>();
@@ -184,7 +183,7 @@ pub mod kernels {
                         zeros::<f32, S2<BM, BN>>(),
                     );
                     let col = if PICK != 0 {
-                        s.extract_at::<S2<BM, 1>>(&[zero, j])
+                        s.extract_at::<S2<BM, 1>>((0, j))
                     } else {
                         select(lanes == j, s, 0.0).sum::<1>()
                     };

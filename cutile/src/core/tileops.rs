@@ -5,6 +5,7 @@ use cutile_ir::{Attribute, OpAttr, Opcode, RoundingMode, ScalarType, Signedness,
 
 use super::elem::{ElementType, HostConst, HostNum, MmaOperand, Numeric, scalar_bytes};
 use super::shape::{MmaShapes, ReduceAxis, SameRank, Shape, Transpose, fmt_dims, numel};
+use super::tensor::TileIndex;
 use super::value::{Scalar, Tile, check_tile_dims, tile_type};
 use crate::trace::{self, Op};
 
@@ -152,27 +153,26 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
     }
 
     /// The sub-tile of shape `T` at tile index `idx` (in units of `T`), with indices known only at run
-    /// time (a loop counter, a loaded value). One index per dimension; an index outside the tile is
+    /// time (a loop counter, a loaded value), mixed with constants: `t.extract_at::<S2<64, 1>>((0, j))`.
+    /// One index per dimension (a rank mismatch does not compile); an index outside the tile is
     /// undefined behavior (nothing checks it on the device). tileiras may place the tile in per-thread
     /// local memory to index it, where [`Tile::extract`]'s constant indices select registers.
     #[track_caller]
-    pub fn extract_at<T: Shape>(self, idx: &[Scalar<i32>]) -> Tile<E, T>
+    pub fn extract_at<T: Shape>(self, idx: impl TileIndex<S::Rank>) -> Tile<E, T>
     where
         S: SameRank<T>,
     {
         let _at = crate::trace::at(::std::panic::Location::caller());
         check_tile_dims(T::DIMS, "extract_at");
-        let divides = S::DIMS.iter().zip(T::DIMS).all(|(&s, &t)| s % t == 0);
-        if idx.len() != S::RANK || !divides {
+        if !S::DIMS.iter().zip(T::DIMS).all(|(&s, &t)| s % t == 0) {
             trace::fail(format!(
-                "cannot extract tiles of shape {} from a tile of shape {} with {} indices",
+                "cannot extract tiles of shape {} from a tile of shape {}: the extents do not divide",
                 fmt_dims(T::DIMS),
                 fmt_dims(S::DIMS),
-                idx.len()
             ));
             return Tile::from_value(super::arith::poison(Tile::<E, T>::ir_type()));
         }
-        let iv: Vec<ValueId> = idx.iter().map(|i| i.v).collect();
+        let iv = idx.index_values();
         Tile::from_value(push1(
             Op::new(Opcode::Extract)
                 .operand("source", self.v)
