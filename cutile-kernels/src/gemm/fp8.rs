@@ -692,6 +692,21 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
     // `$mode` selects the entry (0 per tensor, 1 per row, 2 block), `$fast` FAST.
     macro_rules! pick {
         ($f:ty, $o:ty, $fast:literal) => {{
+            // The grouped block-scale entry at `$bm` rows with column pick `$pick`.
+            macro_rules! grouped {
+                ($bm:literal, $pick:literal) => {
+                    k::gemm_fp8_block_grouped::kernel::<
+                        $f,
+                        $o,
+                        $bm,
+                        128,
+                        128,
+                        SCALE_GROUP,
+                        $pick,
+                        $fast,
+                    >()
+                };
+            }
             // The block-scale entry of `cfg.scales` at `$bm` rows.
             macro_rules! block {
                 ($bm:literal) => {
@@ -699,26 +714,8 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
                         BlockScales::PerStep => {
                             k::gemm_fp8_block::kernel::<$f, $o, $bm, 128, 128, $fast>()
                         }
-                        BlockScales::GroupSum => k::gemm_fp8_block_grouped::kernel::<
-                            $f,
-                            $o,
-                            $bm,
-                            128,
-                            128,
-                            SCALE_GROUP,
-                            0,
-                            $fast,
-                        >(),
-                        BlockScales::GroupIndex => k::gemm_fp8_block_grouped::kernel::<
-                            $f,
-                            $o,
-                            $bm,
-                            128,
-                            128,
-                            SCALE_GROUP,
-                            1,
-                            $fast,
-                        >(),
+                        BlockScales::GroupSum => grouped!($bm, 0),
+                        BlockScales::GroupIndex => grouped!($bm, 1),
                     }
                 };
             }
