@@ -23,14 +23,14 @@ use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, ceil_div};
 pub const OP_TENSOR: &str = "gemm_fp8_tensor";
 /// Op name: one scale per row of `a` and per column of `b`.
 pub const OP_ROW: &str = "gemm_fp8_row";
-/// Block scales: K steps per scale load (the kernels load `[BM, SCALE_GROUP]` of `sa` and
-/// `[SCALE_GROUP, 1]` of `sb` at a time, not one column per step).
-pub const SCALE_GROUP: i32 = 8;
-
 /// Op name: block scales (`a`: 1x128, `b`: 128x128).
 pub const OP_BLOCK: &str = "gemm_fp8_block";
 /// The ops of this module.
 pub const OPS: &[&str] = &[OP_TENSOR, OP_ROW, OP_BLOCK];
+
+/// Block scales: K steps per scale load (the kernels load `[BM, SCALE_GROUP]` of `sa` and
+/// `[SCALE_GROUP, 1]` of `sb` at a time, not one column per step).
+pub const SCALE_GROUP: i32 = 8;
 /// The scale block: `a` has one scale per row and `BLOCK` K elements, `b` one per `BLOCK x BLOCK`.
 pub const BLOCK: i64 = 128;
 /// Output element types.
@@ -292,9 +292,9 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     v
 }
 
-/// A GEMM fp8 configuration: tile, schedule (persistent: grid = SM count) and worker warps per block
-/// (the `num_worker_warps_per_cta` hint: 8 splits a 128-row accumulator over two warpgroups, 64
-/// registers each instead of 128).
+/// A GEMM fp8 configuration: tile, schedule (persistent: grid = SM count × occupancy) and worker
+/// warps per block (the `num_worker_warps_per_cta` hint: 8 splits a 128-row accumulator over two
+/// warpgroups, 64 registers each instead of 128).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fp8Config {
     pub persistent: bool,
@@ -560,7 +560,7 @@ fn class(call: &Call) -> String {
 /// tiles on one warpgroup, two blocks per SM, the scales loaded 8 steps at a time and picked by the
 /// masked row sum ([`BlockScales::GroupSum`]; 128 registers, no stack frame, 110 KB). The H100 tuner
 /// of session 32 (`docs/gemm.md`, "Block scales"): 166.0 µs at 4096³ against 338.4 for the per-step
-/// 128x128 kernel (283.4 for the same with grouped loads, 442.3 with the run-time-index pick), 1512
+/// 128x128 kernel (283.4 for the same with grouped loads, 451.3 with the run-time-index pick), 1512
 /// against 2601 at 8192³, 1.59–1.98x with fast accumulation (where the grouped 128x128 kernels spill
 /// and take 10x longer).
 ///
@@ -770,8 +770,8 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
 fn launches(cfg: &Fp8Config, call: &Call, target: &Target) -> Result<Vec<PlannedLaunch>, OpError> {
     let kernel = kernel(cfg, call)?;
     let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
-    // The kernels loop over tiles `p, p + grid, …` along x: persistent → one block per SM, else one
-    // block per tile.
+    // The kernels loop over tiles `p, p + grid, …` along x: persistent → one block per SM (`occupancy`
+    // per SM with that hint), else one block per tile.
     let blocks = if cfg.persistent {
         tiles
             .min(target.sm_count as i64 * cfg.occupancy.max(1))

@@ -144,12 +144,7 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
             .iter()
             .map(|&i| super::tensor::IntoIndex::index_value(i))
             .collect();
-        Tile::from_value(push1(
-            Op::new(Opcode::Extract)
-                .operand("source", self.v)
-                .operands("indices", &iv)
-                .result(Tile::<E, T>::ir_type()),
-        ))
+        self.extract_op(&iv)
     }
 
     /// The sub-tile of shape `T` at tile index `idx` (in units of `T`), with indices known only at run
@@ -172,11 +167,15 @@ impl<E: ElementType, S: Shape> Tile<E, S> {
             ));
             return Tile::from_value(super::arith::poison(Tile::<E, T>::ir_type()));
         }
-        let iv = idx.index_values();
+        self.extract_op(&idx.index_values())
+    }
+
+    /// The `extract` op of [`Tile::extract`] and [`Tile::extract_at`], once the indices are checked.
+    fn extract_op<T: Shape>(self, iv: &[ValueId]) -> Tile<E, T> {
         Tile::from_value(push1(
             Op::new(Opcode::Extract)
                 .operand("source", self.v)
-                .operands("indices", &iv)
+                .operands("indices", iv)
                 .result(Tile::<E, T>::ir_type()),
         ))
     }
