@@ -156,29 +156,8 @@ pub fn run(
     let ta = Tensor::from_host(dev, &qa, &[m, k])?;
     let tw = Tensor::from_host(dev, &qw, &[n, k])?;
     let tb = tw.transpose(0, 1)?;
-    // Block scales travel M-major, as `gemm::fp8::described_operands` (and `_scaled_mm`) has them:
-    // stored `[k/128, m]` and passed as its transposed view.
-    let block_sa = match (mode, inputs[2].1.as_slice()) {
-        (ScaleMode::Block, &[rows, cols]) => Some((rows, cols)),
-        _ => None,
-    };
-    let ssa = match block_sa {
-        Some((rows, cols)) => {
-            let (r, c) = (rows as usize, cols.max(1) as usize);
-            let mut t = vec![0f32; r * c];
-            for (idx, &x) in inputs[2].0.iter().enumerate() {
-                t[(idx % c) * r + idx / c] = x;
-            }
-            Tensor::from_host(dev, &t, &[cols, rows])?
-        }
-        None => Tensor::from_host(dev, &inputs[2].0, &inputs[2].1)?,
-    };
-    let tsa = match block_sa {
-        Some(_) => ssa.transpose(0, 1)?,
-        None => ssa.view(),
-    };
-    let ssb = Tensor::from_host(dev, &inputs[3].0, &inputs[3].1)?;
-    let tsb = ssb.view();
+    let tsa = Tensor::from_host(dev, &inputs[2].0, &inputs[2].1)?;
+    let tsb = Tensor::from_host(dev, &inputs[3].0, &inputs[3].1)?;
     let scales = match mode {
         ScaleMode::Tensor => Fp8Scales::Tensor { a: &tsa, b: &tsb },
         ScaleMode::Row => Fp8Scales::Row { a: &tsa, b: &tsb },

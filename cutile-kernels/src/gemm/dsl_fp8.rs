@@ -37,17 +37,6 @@ pub mod kernels {
         }
     }
 
-    /// The hints of the block-scale kernels' operand loads: tileiras's `latency` hint when `LAT > 0`.
-    /// It sizes the operand pipeline: a 128x128 block-scale tile on 8 warps gets 2 stages (70 KB)
-    /// without it and 7 (232 KB) from `latency = 9` up (tileiras 13.5.37, sm_90).
-    fn operand_hints<const LAT: i32>() -> Hints {
-        if LAT > 0 {
-            Hints::with_latency(LAT)
-        } else {
-            Hints::default()
-        }
-    }
-
     /// `c = (a @ b) · sa · sb` with `a: [M, K]`, `b: [K, N]` of fp8 type `F`. `ROWWISE = 0`: `sa` and
     /// `sb` are `[1, 1]` views of one f32 each; `ROWWISE = 1`: `sa` is `[M, 1]` (one per row of `a`),
     /// `sb` `[1, N]` (one per column of `b`), applied as an outer product.
@@ -148,8 +137,7 @@ pub mod kernels {
     /// [`gemm_fp8_block`] with the scales loaded `G` K steps at a time: per group, one `[BM, G]` tile
     /// of `sa` times the group's `[G, 1]` of `sb`, and each step's column taken out of that tile on
     /// chip: `PICK = 1` by a run-time index ([`Tile::extract_at`]), `PICK = 0` by a masked row sum.
-    /// So a global-memory wait comes once per `G` steps instead of once per step. `LAT`: the operand
-    /// loads' `latency` hint ([`operand_hints`]).
+    /// So a global-memory wait comes once per `G` steps instead of once per step.
     #[cutile::entry]
     pub fn gemm_fp8_block_grouped<
         F: Fp8,
@@ -160,7 +148,6 @@ pub mod kernels {
         const G: i32,
         const PICK: i32,
         const FAST: i32,
-        const LAT: i32,
     >(
         a: &Tensor<F, S2<DYN, DYN>>,
         b: &Tensor<F, S2<DYN, DYN>>,
@@ -179,7 +166,6 @@ pub mod kernels {
         let groups = psa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
         let lanes = iota::<G>().reshape::<S2<1, G>>().broadcast::<S2<BM, G>>();
-        let hint = operand_hints::<LAT>();
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
             let mut acc = zeros::<f32, S2<BM, BN>>();
@@ -192,8 +178,8 @@ pub mod kernels {
                 let steps = (k_tiles - g * G).min(G);
                 for j in 0..steps {
                     let part = product::<F, BM, BN, BK, FAST>(
-                        pa.load_with((tm, g * G + j), hint),
-                        pb.load_with((g * G + j, tn), hint),
+                        pa.load((tm, g * G + j)),
+                        pb.load((g * G + j, tn)),
                         zeros::<f32, S2<BM, BN>>(),
                     );
                     let col = if PICK != 0 {
@@ -203,60 +189,6 @@ pub mod kernels {
                     };
                     acc = fma(part, col.broadcast::<S2<BM, BN>>(), acc);
                 }
-            }
-            // SAFETY: tile indices `p + i·grid` are distinct across blocks.
-            unsafe { c.store_at((tm, tn), acc.cast::<O>()) };
-        }
-    }
-
-    /// [`gemm_fp8_block`] with each step's scales loaded one step ahead: step `k` loads step `k + 1`'s
-    /// `[BM, 1]` of `sa` and `sb` value before its product, and carries them into the next step. The
-    /// load's latency hides behind the product instead of being waited on before the scaled add, and
-    /// the column arrives in the rows the accumulator needs (no on-chip exchange, unlike the grouped
-    /// kernel). With `sa` M-major (`_scaled_mm`'s layout) its column is one contiguous 4·BM bytes,
-    /// which tileiras loads by TMA in the operands' pipeline. `LAT` as in [`gemm_fp8_block_grouped`].
-    #[cutile::entry]
-    pub fn gemm_fp8_block_ahead<
-        F: Fp8,
-        O: ElementType,
-        const BM: i32,
-        const BN: i32,
-        const BK: i32,
-        const FAST: i32,
-        const LAT: i32,
-    >(
-        a: &Tensor<F, S2<DYN, DYN>>,
-        b: &Tensor<F, S2<DYN, DYN>>,
-        sa: &Tensor<f32, S2<DYN, DYN>>,
-        sb: &Tensor<f32, S2<DYN, DYN>>,
-        group: Scalar<i32>,
-        c: &mut Tensor<O, S2<BM, BN>>,
-    ) {
-        let pa = a.partition_padded::<S2<BM, BK>>(Padding::Zero);
-        let pb = b.partition_padded::<S2<BK, BN>>(Padding::Zero);
-        let psa = sa.partition_padded::<S2<BM, 1>>(Padding::Zero);
-        let psb = sb.partition_padded::<S2<1, 1>>(Padding::Zero);
-        let tiles_m = pa.num_tiles(0);
-        let tiles_n = pb.num_tiles(1);
-        let k_tiles = pa.num_tiles(1);
-        let last = (k_tiles - 1i32).max(0i32);
-        let hint = operand_hints::<LAT>();
-        let (nblocks, _, _) = num_blocks();
-        for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
-            let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
-            let mut acc = zeros::<f32, S2<BM, BN>>();
-            let mut s = psa.load((tm, 0)) * psb.load((0, tn)).broadcast::<S2<BM, 1>>();
-            for k in 0..k_tiles {
-                // The last step reloads its own scales rather than reading past the end.
-                let kn = (k + 1i32).min(last);
-                let next = psa.load((tm, kn)) * psb.load((kn, tn)).broadcast::<S2<BM, 1>>();
-                let part = product::<F, BM, BN, BK, FAST>(
-                    pa.load_with((tm, k), hint),
-                    pb.load_with((k, tn), hint),
-                    zeros::<f32, S2<BM, BN>>(),
-                );
-                acc = fma(part, s.broadcast::<S2<BM, BN>>(), acc);
-                s = next;
             }
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
             unsafe { c.store_at((tm, tn), acc.cast::<O>()) };

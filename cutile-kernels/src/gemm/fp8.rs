@@ -139,8 +139,10 @@ pub enum Fp8Scales<'s, S: TensorArg> {
     /// `a`: `[m]` or `[m, 1]` (one per row of `a`); `b`: `[n]` or `[1, n]` (one per column of `b`).
     Row { a: &'s S, b: &'s S },
     /// `a`: `[m, k/128]` (one per row and 128 K elements); `b`: `[k/128, ceil(n/128)]` (one per 128x128
-    /// block of `b`). `k` must be a multiple of 128. Any strides; `a` M-major (strides `[1, m]`, as
-    /// `torch._scaled_mm` takes it) is the fast layout, whose per-step column the kernels load by TMA.
+    /// block of `b`). `k` must be a multiple of 128. Any strides; `a` row-major is the fast layout. `a`
+    /// M-major (strides `[1, m]`, as `torch._scaled_mm` takes it) ran 1.06–1.28× slower on an H100
+    /// (session 33, `docs/gemm.md`): tileiras lays the `[BM, 8]` scale tile out along M, and each
+    /// step's column pick then crosses threads.
     Block { a: &'s S, b: &'s S },
 }
 
@@ -255,8 +257,8 @@ pub fn plan_fp8(
 }
 
 /// The described operands `[a, b, sa, sb, c]` of an `[m, k]` by `[k, n]` call: `a` row-major, `b`
-/// column-major (the `w.t()` view of an `[n, k]` weight, the fast layout), the scales of `mode` (block
-/// scales: `sa` M-major), `c` of `out`.
+/// column-major (the `w.t()` view of an `[n, k]` weight, the fast layout), the scales of `mode`, `c`
+/// of `out`.
 pub fn described_operands(
     format: Fp8Format,
     mode: ScaleMode,
@@ -268,15 +270,10 @@ pub fn described_operands(
     let (sa, sb) = mode.scale_shapes(m, n, k);
     let mut b = Operand::described("b", 1, format.scalar(), &[k, n]);
     b.strides = vec![1, k.max(1)];
-    let mut sa_op = Operand::described("sa", 2, ScalarType::F32, &sa);
-    if mode == ScaleMode::Block {
-        // M-major, as `torch._scaled_mm` and DeepGEMM take it: a K step's column is contiguous.
-        sa_op.strides = vec![1, m.max(1)];
-    }
     vec![
         Operand::described("a", 0, format.scalar(), &[m, k]),
         b,
-        sa_op,
+        Operand::described("sa", 2, ScalarType::F32, &sa),
         Operand::described("sb", 3, ScalarType::F32, &sb),
         Operand::described("c", 4, out, &[m, n]),
     ]
@@ -312,14 +309,7 @@ pub struct Fp8Config {
     pub occupancy: i64,
     /// How block scales reach each K step (other modes: [`BlockScales::PerStep`]).
     pub scales: BlockScales,
-    /// tileiras `latency` hint on the operand loads of the grouped and one-step-ahead block-scale
-    /// kernels (0: none; [`OPERAND_LATENCY`] or 0 are the values compiled). It sizes their pipeline.
-    pub latency: i32,
 }
-
-/// The operand-load `latency` hint the block-scale candidates try: from 9 up, tileiras 13.5.37 gives
-/// a 128x128 tile on 8 warps 7 pipeline stages (232 KB) instead of 2 (70 KB).
-pub const OPERAND_LATENCY: i32 = 10;
 
 /// How the block-scale kernels bring each 128-deep K step its scales.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -335,9 +325,6 @@ pub enum BlockScales {
     /// thread's part of the tile to local memory and loads the column back, no barrier). Name suffix
     /// ` g8 at`.
     GroupIndex,
-    /// `gemm_fp8_block_ahead`: the step's `[BM, 1]` of `sa` and `sb` value loaded one step ahead and
-    /// carried into the next step. Name suffix ` ahead`.
-    Ahead,
 }
 
 impl Candidate for Fp8Config {
@@ -348,7 +335,7 @@ impl Candidate for Fp8Config {
             String::new()
         };
         format!(
-            "gemm_fp8{} {}x{}x{} w{}{occupancy}{}{}",
+            "gemm_fp8{} {}x{}x{} w{}{occupancy}{}",
             if self.persistent { " persistent" } else { "" },
             self.bm,
             self.bn,
@@ -358,12 +345,6 @@ impl Candidate for Fp8Config {
                 BlockScales::PerStep => String::new(),
                 BlockScales::GroupSum => format!(" g{SCALE_GROUP} sum"),
                 BlockScales::GroupIndex => format!(" g{SCALE_GROUP} at"),
-                BlockScales::Ahead => " ahead".to_string(),
-            },
-            if self.latency > 0 {
-                format!(" l{}", self.latency)
-            } else {
-                String::new()
             }
         )
     }
@@ -590,34 +571,31 @@ fn class(call: &Call) -> String {
 /// holds the whole 128x128 f32 accumulator, uses 255 registers and spills, and the per-tensor-scale
 /// kernel is left 66 KB of shared memory (2 pipeline stages) against 165 KB for the per-row one — the
 /// 1.8x gap the H200 measured between them; with 8, both use 168 registers, no spills, 165 KB.
-/// The 64-row tiles of small calls keep 4 worker warps. Small block-scale calls take the same grouped
-/// kernel as large ones, one tile per block: the per-step kernel spilled there (1408 bytes per thread
-/// on 4 worker warps, and with `sa` M-major 464 on 8).
+/// The 64-row tiles of small calls keep 4 worker warps, except with block scales: there one warpgroup
+/// spilled 1408 bytes per thread (168 registers), and 8 worker warps build with no stack frame
+/// (168 registers, 169 KB; session 27, `cargo xtask kernels --filter gemm_fp8`; not yet timed).
 fn choose(target: &Target, call: &Call) -> Fp8Config {
     let tiles = ceil_div(call.m, 128) * ceil_div(call.n, 128);
-    let few = tiles < target.sm_count as i64;
-    if few && call.mode != ScaleMode::Block {
+    if tiles < target.sm_count as i64 {
         return Fp8Config {
             persistent: false,
             bm: 64,
             bn: 128,
             bk: 128,
-            workers: 4,
+            workers: if call.mode == ScaleMode::Block { 8 } else { 4 },
             occupancy: 0,
             scales: BlockScales::PerStep,
-            latency: 0,
         };
     }
     if call.mode == ScaleMode::Block {
         return Fp8Config {
-            persistent: !few,
+            persistent: true,
             bm: 64,
             bn: 128,
             bk: 128,
             workers: 4,
             occupancy: 2,
             scales: BlockScales::GroupSum,
-            latency: 0,
         };
     }
     let wide = call.fast;
@@ -629,7 +607,6 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
         workers: 8,
         occupancy: 0,
         scales: BlockScales::PerStep,
-        latency: 0,
     }
 }
 
@@ -658,7 +635,6 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                 workers,
                 occupancy: 0,
                 scales: BlockScales::PerStep,
-                latency: 0,
             });
         }
         if call.mode == ScaleMode::Block {
@@ -666,30 +642,16 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
             // block at two blocks per SM (one block's per-step scale work overlaps the other's
             // products).
             for (bm, workers, occupancy) in [(64, 4, 2), (128, 8, 0)] {
-                for scales in [
-                    BlockScales::GroupSum,
-                    BlockScales::GroupIndex,
-                    BlockScales::Ahead,
-                ] {
-                    // Two blocks per SM already fill shared memory; the 128-row tiles also try the
-                    // deeper pipeline of the latency hint.
-                    let latencies: &[i32] = if occupancy == 2 {
-                        &[0]
-                    } else {
-                        &[0, OPERAND_LATENCY]
-                    };
-                    for &latency in latencies {
-                        all.push(Fp8Config {
-                            persistent,
-                            bm,
-                            bn: 128,
-                            bk: 128,
-                            workers,
-                            occupancy,
-                            scales,
-                            latency,
-                        });
-                    }
+                for scales in [BlockScales::GroupSum, BlockScales::GroupIndex] {
+                    all.push(Fp8Config {
+                        persistent,
+                        bm,
+                        bn: 128,
+                        bk: 128,
+                        workers,
+                        occupancy,
+                        scales,
+                    });
                 }
             }
         }
@@ -733,10 +695,9 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
     // `$mode` selects the entry (0 per tensor, 1 per row, 2 block), `$fast` FAST.
     macro_rules! pick {
         ($f:ty, $o:ty, $fast:literal) => {{
-            // The grouped block-scale entry at `$bm` rows with column pick `$pick` and operand
-            // latency hint `$lat`.
+            // The grouped block-scale entry at `$bm` rows with column pick `$pick`.
             macro_rules! grouped {
-                ($bm:literal, $pick:literal, $lat:expr) => {
+                ($bm:literal, $pick:literal) => {
                     k::gemm_fp8_block_grouped::kernel::<
                         $f,
                         $o,
@@ -746,33 +707,18 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
                         SCALE_GROUP,
                         $pick,
                         $fast,
-                        $lat,
                     >()
                 };
             }
-            // The block-scale entry of `cfg.scales` at `$bm` rows and operand latency hint `$lat`.
-            macro_rules! block_at {
-                ($bm:literal, $lat:expr) => {
+            // The block-scale entry of `cfg.scales` at `$bm` rows.
+            macro_rules! block {
+                ($bm:literal) => {
                     match cfg.scales {
                         BlockScales::PerStep => {
                             k::gemm_fp8_block::kernel::<$f, $o, $bm, 128, 128, $fast>()
                         }
-                        BlockScales::GroupSum => grouped!($bm, 0, $lat),
-                        BlockScales::GroupIndex => grouped!($bm, 1, $lat),
-                        BlockScales::Ahead => {
-                            k::gemm_fp8_block_ahead::kernel::<$f, $o, $bm, 128, 128, $fast, $lat>()
-                        }
-                    }
-                };
-            }
-            // The const parameter takes a literal: the latencies compiled are 0 and
-            // `OPERAND_LATENCY`.
-            macro_rules! block {
-                ($bm:literal) => {
-                    if cfg.latency > 0 {
-                        block_at!($bm, OPERAND_LATENCY)
-                    } else {
-                        block_at!($bm, 0)
+                        BlockScales::GroupSum => grouped!($bm, 0),
+                        BlockScales::GroupIndex => grouped!($bm, 1),
                     }
                 };
             }
