@@ -6,7 +6,9 @@
 //! index_a, index_b, k_cache, v_cache` with the shapes of [`fused_qkv::described_call`] (the caches
 //! hold their old contents and are updated in place); outputs `q, k_cache, v_cache`. Positions are
 //! out of order; a paged call's slot mapping is a random injection with every eighth token skipped
-//! (−1), a contiguous call writes a permutation of the sequence's positions.
+//! (−1), a contiguous call writes a permutation of the sequence's positions. With
+//! [`Layout::TransposedB`] the weight is stored as PyTorch `Linear`'s `[N, hidden]` and passed as its
+//! transposed view.
 
 use cutile::launch::{Pending, TensorArg};
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
@@ -15,8 +17,8 @@ use cutile_kernels::fused_qkv::{self, CacheIndex, KvCache, QkvLayer, QkvReferenc
 use cutile_kernels::op::CallSpec;
 
 use crate::BoxError;
-use crate::data::{Dt, uniform};
-use crate::workload::{HostTensor, Workload};
+use crate::data::{Dt, swap_axes, uniform};
+use crate::workload::{HostTensor, Layout, Workload};
 
 fn numel(s: &[i64]) -> usize {
     s.iter().product::<i64>().max(0) as usize
@@ -167,6 +169,8 @@ struct Instance<T: DeviceElement> {
     k: Tensor<T>,
     v: Tensor<T>,
     opts: fused_qkv::QkvOptions,
+    /// `typed[1]` holds the weight as `[N, hidden]`, passed transposed.
+    linear_weight: bool,
 }
 
 fn upload<T: DeviceElement>(
@@ -175,9 +179,15 @@ fn upload<T: DeviceElement>(
     i: &[HostTensor],
 ) -> Result<Instance<T>, BoxError> {
     let (ops, opts) = fused_qkv::described_call(w.dt()?.scalar(), &w.call.shapes)?;
+    let linear_weight = w.layout == Layout::TransposedB;
     let typed = |k: usize| -> Result<Tensor<T>, BoxError> {
-        let h: Vec<T> = i[k].0.iter().map(|&v| T::from_f64(v as f64)).collect();
-        Ok(Tensor::from_host(dev, &h, &i[k].1)?)
+        let (data, shape) = if k == slot::W && linear_weight {
+            swap_axes(&i[k].0, &i[k].1, 0, 1)
+        } else {
+            i[k].clone()
+        };
+        let h: Vec<T> = data.iter().map(|&v| T::from_f64(v as f64)).collect();
+        Ok(Tensor::from_host(dev, &h, &shape)?)
     };
     let wide = ops[slot::POSITIONS].dtype == ScalarType::I64;
     Ok(Instance {
@@ -195,20 +205,26 @@ fn upload<T: DeviceElement>(
         k: typed(10)?,
         v: typed(11)?,
         opts,
+        linear_weight,
     })
 }
 
-/// Queues one call on `stream`.
+/// Queues one call on `stream`; `weight` replaces `inst`'s weight (its transposed view).
 fn call<'a, T: DeviceElement>(
     stream: &'a Stream,
     inst: &'a mut Instance<T>,
+    weight: Option<&'a dyn TensorArg>,
 ) -> Result<Pending<'a>, BoxError> {
     let o = inst.opts;
     let [x, w, bias, qn, kn] = &inst.typed[..] else {
         return Err("fused_qkv: five typed inputs expected".into());
     };
+    let weight: &dyn TensorArg = match weight {
+        Some(view) => view,
+        None => w,
+    };
     let layer = QkvLayer {
-        weight: w,
+        weight,
         bias: o.bias.then_some(bias as &dyn TensorArg),
         q_norm: o.norm.then_some(qn as &dyn TensorArg),
         k_norm: o.norm.then_some(kn as &dyn TensorArg),
@@ -261,7 +277,19 @@ fn run_typed<T: DeviceElement>(
     timing: Option<(usize, Option<&mut cutile::runtime::timing::L2Flush>)>,
 ) -> Result<(Vec<Vec<f32>>, Option<cutile::runtime::timing::Stats>), BoxError> {
     let mut inst = upload::<T>(dev, w, i)?;
-    call(stream, &mut inst)?.wait()?;
+    // The Linear layout's weight moves out of `inst`, so that its view can be held beside the
+    // mutable borrow of the caches.
+    let linear = if inst.linear_weight {
+        Some(std::mem::replace(
+            &mut inst.typed[slot::W],
+            Tensor::zeros(dev, &[1])?,
+        ))
+    } else {
+        None
+    };
+    let view = linear.as_ref().map(|t| t.transpose(0, 1)).transpose()?;
+    let weight = view.as_ref().map(|v| v as &dyn TensorArg);
+    call(stream, &mut inst, weight)?.wait()?;
     let outs = vec![down(&inst.q)?, down(&inst.k)?, down(&inst.v)?];
     let stats = match timing {
         None => None,
@@ -273,7 +301,7 @@ fn run_typed<T: DeviceElement>(
             || -> Result<(), BoxError> {
                 // Left queued: `time_call` waits for its end event before the next call, and
                 // `inst` outlives the timing.
-                std::mem::forget(call(stream, &mut inst)?);
+                std::mem::forget(call(stream, &mut inst, weight)?);
                 Ok(())
             },
         )?),

@@ -29,7 +29,8 @@ pub const ALPHA: f32 = 1.5;
 pub enum Layout {
     /// Every tensor contiguous in its logical shape.
     Contiguous,
-    /// GEMM: `b` stored as a contiguous `[n, k]` and passed as `b.transpose(0, 1)`.
+    /// GEMM: `b` stored as a contiguous `[n, k]` and passed as `b.transpose(0, 1)`; fused QKV: the
+    /// weight stored as PyTorch `Linear`'s `[N, hidden]`, passed the same way.
     TransposedB,
     /// 4-D attention: `q`, `k`, `v`, `o` stored `[B, S, H, D]` and passed as `.transpose(1, 2)` views
     /// (`[B, H, S, D]`).
@@ -819,6 +820,14 @@ impl Workload {
             o.strides = strides;
         };
         let launches = match self.layout {
+            Layout::TransposedB if self.op() == fused_qkv::OP => {
+                let (ops, opts) =
+                    fused_qkv::described_call(self.dt()?.scalar(), &self.call.shapes)?;
+                let mut ops = ops;
+                view(&mut ops[fused_qkv::slot::W], 0, 1);
+                let operands = fused_qkv::with_scratch(&ops, &opts, &target, all_candidates)?;
+                fused_qkv::plan(&operands, &opts, &target, all_candidates)?
+            }
             Layout::TransposedB if is_epilogue(self.op()) => {
                 let e = gemm::epilogue::find(self.op()).ok_or("unknown epilogue op")?;
                 view(&mut operands[1], 0, 1);
@@ -1071,6 +1080,19 @@ pub fn extra_checks() -> Vec<Workload> {
             CallSpec::new(gemm::OP, dt, &[&[1000, 512], &[512, 1023]], false),
             Layout::TransposedB,
         ));
+        // Fused QKV with PyTorch's `Linear` weight `[N, hidden]` passed transposed: a decode call
+        // (split-K, one launch) and a prefill one, ragged, with every epilogue switch on.
+        for t in [3, 77] {
+            w.push(Workload::with_layout(
+                CallSpec::new(
+                    fused_qkv::OP,
+                    dt,
+                    &[&[t, 768], &[8, 2, 128, 64], &[1, 1, 1, 1, 0, 0]],
+                    false,
+                ),
+                Layout::TransposedB,
+            ));
+        }
         for causal in [false, true] {
             w.push(Workload::with_layout(
                 CallSpec::new(
@@ -1261,7 +1283,28 @@ pub fn benches() -> Vec<Workload> {
         .chain(cutile_kernels::cross_entropy::bench_calls())
         .chain(cutile_kernels::attention::bench_calls())
         .map(Workload::new)
+        .chain(linear_weight_qkv_benches())
         .filter(|w| seen.insert(w.name.clone()))
+        .collect()
+}
+
+/// Fused QKV's benchmark shapes (hidden 4096, Hq 32, Hkv 8, D 128) with the weight as PyTorch's
+/// `Linear` stores it, `[N, hidden]`, passed transposed: decode reads each head's rows contiguously
+/// along K instead of 256-byte runs of a `[hidden, N]` row (docs/fused_qkv.md, session 34).
+fn linear_weight_qkv_benches() -> Vec<Workload> {
+    [1, 8, 64, 4096]
+        .into_iter()
+        .map(|t| {
+            Workload::with_layout(
+                CallSpec::new(
+                    fused_qkv::OP,
+                    "bf16",
+                    &[&[t, 4096], &[32, 8, 128, 128], &[0, 1, 0, 1, 0, 1]],
+                    false,
+                ),
+                Layout::TransposedB,
+            )
+        })
         .collect()
 }
 

@@ -32,6 +32,8 @@ pub struct LaunchesArgs {
     pub ops: Vec<String>,
     /// Replays per call (after one untimed replay).
     pub iterations: usize,
+    /// Name filters: a call runs when its name contains one of them (every call when empty).
+    pub calls: Vec<String>,
 }
 
 /// One call's launches, in queue order, and the median of their sum.
@@ -130,7 +132,10 @@ pub fn run(a: &LaunchesArgs) -> Result<ExitCode, BoxError> {
         bundle::register(Bundle::open(b)?);
     }
     std::fs::create_dir_all(&a.out)?;
-    let (ws, _) = crate::bench::workloads(&a.ops);
+    let (mut ws, _) = crate::bench::workloads(&a.ops);
+    if !a.calls.is_empty() {
+        ws.retain(|w| a.calls.iter().any(|c| w.name.contains(c.as_str())));
+    }
     let mut flush = L2Flush::new(&device, FLUSH_BYTES)?;
     let mut calls = Vec::new();
     let mut errors = 0;

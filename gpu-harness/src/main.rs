@@ -88,6 +88,10 @@ enum Command {
         /// Timed replays per call (after one untimed).
         #[arg(long, default_value_t = 20)]
         iterations: usize,
+        /// Only the calls whose name contains one of these strings (all calls when empty), e.g. to
+        /// put one call under `ncu`.
+        #[arg(long, value_delimiter = ';')]
+        calls: Vec<String>,
     },
     /// GPU: criterion benchmarks (CUDA-event measurement) of every representative call; writes
     /// `bench.json` and `bench-calls.json` (for ci/gpu/peers.py) under --out.
@@ -297,11 +301,13 @@ fn main() -> ExitCode {
             out,
             ops,
             iterations,
+            calls,
         } => launches::run(&launches::LaunchesArgs {
             bundle,
             out,
             ops,
             iterations,
+            calls,
         }),
         Command::Bench {
             bundle,
