@@ -107,8 +107,9 @@ pub mod merge {
         splits: Scalar<i32>,
         slice: Scalar<i32>,
     ) -> (Tile<f32, S2<M, DB>>, Tile<f32, S2<M, 1>>) {
-        let po = part_o.partition_padded::<S4<1, 1, M, DB>>(Padding::Zero);
-        let pl = part_lse.partition_padded::<S3<1, 1, M>>(Padding::NegInf);
+        let po = part_o.partition::<S4<1, 1, M, DB>>();
+        let pl = part_lse.partition::<S3<1, 1, M>>();
+        let last = splits - 1i32;
         let mut m = full::<f32, S2<M, 1>>(f32::NEG_INFINITY);
         let mut l = zeros::<f32, S2<M, 1>>();
         let mut acc = zeros::<f32, S2<M, DB>>();
@@ -116,12 +117,22 @@ pub mod merge {
             let base = step * SC;
             // All the step's loads first (independent tiles, all in flight at once), then the
             // element-wise fold in split order: a reduction over a split axis of one tile would
-            // cross threads (tileiras: ~850 SHFL per step, 16 µs at 16 x 16 x 32).
+            // cross threads (tileiras: ~850 SHFL per step, 16 µs at 16 x 16 x 32). A step past the
+            // last split reloads the last split and gives it LSE −inf (weight 0): every load stays in
+            // bounds. (A padded partition's −inf fill was not honoured by these loads, H100 session
+            // 34 call 3: out-of-range splits came back as finite LSEs.)
             let ls: Vec<Tile<f32, S2<M, 1>>> = (0..SC)
-                .map(|i| pl.load((bh, base + i, 0i32)).reshape::<S2<M, 1>>())
+                .map(|i| {
+                    let s = base + i;
+                    let t = pl.load((bh, s.min(last), 0i32)).reshape::<S2<M, 1>>();
+                    select((s < splits).splat::<S2<M, 1>>(), t, f32::NEG_INFINITY)
+                })
                 .collect();
             let os: Vec<Tile<f32, S2<M, DB>>> = (0..SC)
-                .map(|i| po.load((bh, base + i, 0i32, slice)).reshape::<S2<M, DB>>())
+                .map(|i| {
+                    po.load((bh, (base + i).min(last), 0i32, slice))
+                        .reshape::<S2<M, DB>>()
+                })
                 .collect();
             // (Host-side folds: the DSL turns `for` loops into device loops.)
             let m_new = ls.iter().fold(m, |a, t| a.max(*t));
