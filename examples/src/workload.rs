@@ -1073,9 +1073,10 @@ pub fn extra_checks() -> Vec<Workload> {
                 after: 4,
             },
         ));
-        // Views get shapes no contiguous call of the suite has: a bundle entry is identified by
-        // kernel, specialization text and arch, and the text does not say which stride is the unit
-        // one, so a view and a contiguous call with the same divisibilities could not both be held.
+        // Views get shapes no contiguous call of the suite has, so a failure names one layout. (A
+        // bundle entry is identified by kernel, specialization text and arch; the text marks each
+        // unit stride, `strides%[..,u]`, so a view and a contiguous call of one shape are distinct
+        // entries: the fused QKV benches with the `Linear` weight rely on that.)
         w.push(Workload::with_layout(
             CallSpec::new(gemm::OP, dt, &[&[1000, 512], &[512, 1023]], false),
             Layout::TransposedB,
