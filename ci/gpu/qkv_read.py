@@ -10,8 +10,8 @@ harness's method (`cudatime.median_us`: CUDA events, median, read flush before e
   x @ W              the same product with W stored [4096, 6144] (our layout), T 1 and 64
   tile read          a Triton kernel that only reads the weight the way a split-K kernel of ours does:
                      program (head, split) sums its K range of 128-row x 128-column tiles; in both
-                     layouts, at S = 1, 2, 3, 4, 8 and at "balanced" (132 programs, each a contiguous
-                     share of the 48 x 32 (head, K-tile) units, so every SM reads the same bytes)
+                     layouts, at S = 1, 2, 3, 4, 8 and "balanced" (one or two programs per SM, each
+                     a contiguous share of the 48 x 32 (head, K-tile) units), on 8 and on 4 warps
 
 and prints GB/s (bytes read / time) as a % of the 1 GiB copy. If the tile read in our layout at S = 2
 is far under the best read, the layout and the grid are the limit and a kernel change inside the K loop

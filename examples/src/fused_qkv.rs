@@ -160,8 +160,9 @@ impl Ints {
     }
 }
 
-/// One call's device tensors (`q` and the caches last).
+/// One call's device tensors but the weight (`q` and the caches last).
 struct Instance<T: DeviceElement> {
+    /// `x`, `bias`, `q_norm`, `k_norm`.
     typed: Vec<Tensor<T>>,
     tables: [Tensor<f32>; 2],
     ints: [Ints; 3],
@@ -169,29 +170,33 @@ struct Instance<T: DeviceElement> {
     k: Tensor<T>,
     v: Tensor<T>,
     opts: fused_qkv::QkvOptions,
-    /// `typed[1]` holds the weight as `[N, hidden]`, passed transposed.
-    linear_weight: bool,
 }
 
+/// The call's tensors, and apart from them (so that a view of it can be held beside the caches'
+/// mutable borrow) the weight: `[hidden, N]`, or `[N, hidden]` when `linear`.
 fn upload<T: DeviceElement>(
     dev: &Device,
     w: &Workload,
     i: &[HostTensor],
-) -> Result<Instance<T>, BoxError> {
+    linear: bool,
+) -> Result<(Instance<T>, Tensor<T>), BoxError> {
     let (ops, opts) = fused_qkv::described_call(w.dt()?.scalar(), &w.call.shapes)?;
-    let linear_weight = w.layout == Layout::TransposedB;
-    let typed = |k: usize| -> Result<Tensor<T>, BoxError> {
-        let (data, shape) = if k == slot::W && linear_weight {
-            swap_axes(&i[k].0, &i[k].1, 0, 1)
-        } else {
-            i[k].clone()
-        };
+    let typed = |(data, shape): &HostTensor| -> Result<Tensor<T>, BoxError> {
         let h: Vec<T> = data.iter().map(|&v| T::from_f64(v as f64)).collect();
-        Ok(Tensor::from_host(dev, &h, &shape)?)
+        Ok(Tensor::from_host(dev, &h, shape)?)
+    };
+    let weight = if linear {
+        let (data, shape) = &i[slot::W];
+        typed(&swap_axes(data, shape, 0, 1))?
+    } else {
+        typed(&i[slot::W])?
     };
     let wide = ops[slot::POSITIONS].dtype == ScalarType::I64;
-    Ok(Instance {
-        typed: (0..5).map(typed).collect::<Result<_, _>>()?,
+    let inst = Instance {
+        typed: [slot::X, slot::BIAS, slot::Q_NORM, slot::K_NORM]
+            .iter()
+            .map(|&k| typed(&i[k]))
+            .collect::<Result<_, _>>()?,
         tables: [
             Tensor::from_host(dev, &i[5].0, &i[5].1)?,
             Tensor::from_host(dev, &i[6].0, &i[6].1)?,
@@ -202,26 +207,22 @@ fn upload<T: DeviceElement>(
             Ints::new(dev, &i[9].0, wide)?,
         ],
         q: Tensor::zeros(dev, &ops[slot::Q].shape)?,
-        k: typed(10)?,
-        v: typed(11)?,
+        k: typed(&i[10])?,
+        v: typed(&i[11])?,
         opts,
-        linear_weight,
-    })
+    };
+    Ok((inst, weight))
 }
 
-/// Queues one call on `stream`; `weight` replaces `inst`'s weight (its transposed view).
+/// Queues one call on `stream` with `weight` (`[hidden, N]`, or a view of it).
 fn call<'a, T: DeviceElement>(
     stream: &'a Stream,
     inst: &'a mut Instance<T>,
-    weight: Option<&'a dyn TensorArg>,
+    weight: &'a dyn TensorArg,
 ) -> Result<Pending<'a>, BoxError> {
     let o = inst.opts;
-    let [x, w, bias, qn, kn] = &inst.typed[..] else {
-        return Err("fused_qkv: five typed inputs expected".into());
-    };
-    let weight: &dyn TensorArg = match weight {
-        Some(view) => view,
-        None => w,
+    let [x, bias, qn, kn] = &inst.typed[..] else {
+        return Err("fused_qkv: four typed inputs expected".into());
     };
     let layer = QkvLayer {
         weight,
@@ -276,19 +277,13 @@ fn run_typed<T: DeviceElement>(
     i: &[HostTensor],
     timing: Option<(usize, Option<&mut cutile::runtime::timing::L2Flush>)>,
 ) -> Result<(Vec<Vec<f32>>, Option<cutile::runtime::timing::Stats>), BoxError> {
-    let mut inst = upload::<T>(dev, w, i)?;
-    // The Linear layout's weight moves out of `inst`, so that its view can be held beside the
-    // mutable borrow of the caches.
-    let linear = if inst.linear_weight {
-        Some(std::mem::replace(
-            &mut inst.typed[slot::W],
-            Tensor::zeros(dev, &[1])?,
-        ))
-    } else {
-        None
+    let linear = w.layout == Layout::TransposedB;
+    let (mut inst, stored) = upload::<T>(dev, w, i, linear)?;
+    let view = linear.then(|| stored.transpose(0, 1)).transpose()?;
+    let weight: &dyn TensorArg = match &view {
+        Some(v) => v,
+        None => &stored,
     };
-    let view = linear.as_ref().map(|t| t.transpose(0, 1)).transpose()?;
-    let weight = view.as_ref().map(|v| v as &dyn TensorArg);
     call(stream, &mut inst, weight)?.wait()?;
     let outs = vec![down(&inst.q)?, down(&inst.k)?, down(&inst.v)?];
     let stats = match timing {

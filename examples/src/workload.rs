@@ -821,11 +821,9 @@ impl Workload {
         };
         let launches = match self.layout {
             Layout::TransposedB if self.op() == fused_qkv::OP => {
-                let (ops, opts) =
-                    fused_qkv::described_call(self.dt()?.scalar(), &self.call.shapes)?;
-                let mut ops = ops;
-                view(&mut ops[fused_qkv::slot::W], 0, 1);
-                let operands = fused_qkv::with_scratch(&ops, &opts, &target, all_candidates)?;
+                // The scratch does not follow the weight's strides: the planned operands serve.
+                let (_, opts) = fused_qkv::described_call(self.dt()?.scalar(), &self.call.shapes)?;
+                view(&mut operands[fused_qkv::slot::W], 0, 1);
                 fused_qkv::plan(&operands, &opts, &target, all_candidates)?
             }
             Layout::TransposedB if is_epilogue(self.op()) => {
