@@ -117,13 +117,14 @@ fn launches(op: &str, dt: &str, shapes: &[&[i64]]) -> Vec<cutile_kernels::op::Pl
 
 #[test]
 fn splits_follow_the_sm_count_and_the_capacity() {
-    // B = 1, 8 KV heads, 32k keys: one wave of 132 SMs → 16 splits (128 blocks), combine after.
+    // B = 1, 8 KV heads, 32k keys: one wave of 132 SMs → 16 splits (128 blocks), combine after, its
+    // merge of each KV head spread over D / 32 = 4 lane slices.
     let p = launches(OP, "bf16", &[&[1, 32, 1, 128], &[1, 8, 32768, 128]]);
     assert_eq!(p.len(), 2);
     assert_eq!(p[0].kernel.name(), "decode_partial");
     assert_eq!(p[0].grid, Some((1, 8, 16)));
     assert_eq!(p[1].kernel.name(), "decode_combine");
-    assert_eq!(p[1].grid, Some((1, 8, 1)));
+    assert_eq!(p[1].grid, Some((1, 8, 4)));
     // The chunk (an i32 argument) times the splits covers the capacity, a multiple of BN = 64.
     let chunk = p[0]
         .args

@@ -22,16 +22,16 @@
 //! `block_table[b, p / block_size]`); `PAGED` picks the layout, contiguous calls pass any i32 matrix as
 //! the (unread) block table.
 //!
-//! Three kernels share the loop ([`attend`]), and the two that merge splits share the merge
-//! ([`merge_splits`]):
+//! Three kernels share the loop ([`attend`]); the two that merge splits each have a merge
+//! ([`merge_splits`], [`merge_serial`]):
 //! - `decode_partial`: split `s` writes its normalized partial output (f32) and its natural-log LSE
 //!   into tile `(b·Hkv + kvh, s)` of `part_o: [B·Hkv, splits, M, D]` / `part_lse: [B·Hkv, splits, M]`;
 //!   an empty split writes zeros and −inf. Grid `(B, Hkv, splits)`.
-//! - `decode_combine`: merges the splits of `(b, kvh)` LSE-weighted and scatters `o` and `lse`. Grid
-//!   `(B, Hkv, 1)`.
+//! - `decode_combine`: merges the splits of `(b, kvh)` LSE-weighted, many splits per load, and
+//!   scatters `o` and `lse`. Grid `(B, Hkv, D / DB)`: each block one `DB`-lane slice.
 //! - `decode_split_last`: both in one launch: each split writes its partial to `decode_partial`'s
 //!   tiles (plain stores, no TMA) and counts itself in on counter `b·Hkv + kvh` (acq_rel, device
-//!   scope); the split that counts last merges the `(b, kvh)` partials as `decode_combine` (plain
+//!   scope); the split that counts last merges the `(b, kvh)` partials one split at a time (plain
 //!   loads) and resets the counter. Grid `(B, Hkv, splits)`.
 //! - `decode_direct`: one split; writes `o` and `lse` itself. Grid `(B, Hkv, 1)`.
 //!
@@ -40,6 +40,7 @@
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
+    use crate::attention::online::merge::merge_splits;
     use crate::attention::online::{State, finish, softmax_step};
     use crate::op::arrival;
     use cutile::core::*;
@@ -313,16 +314,18 @@ pub mod kernels {
         st
     }
 
-    /// Scatter the rows `g·Sq + i < G·Sq` of `out` to `o[b, kvh·G + g, i, :]` and of `lse_rows` to
-    /// `lse[b, kvh·G + g, i]`.
+    /// Scatter the rows `g·Sq + i < G·Sq` of `out` (lanes `lane0 .. lane0 + DB` of the output) to
+    /// `o[b, kvh·G + g, i, lane0 ..]`, and, from the block with `lane0 = 0` only, those of `lse_rows`
+    /// to `lse[b, kvh·G + g, i]`.
     #[allow(clippy::too_many_arguments)]
-    fn store_rows<E: Float, const M: i32, const D: i32>(
-        out: Tile<f32, S2<M, D>>,
+    fn store_rows<E: Float, const M: i32, const DB: i32, const D: i32>(
+        out: Tile<f32, S2<M, DB>>,
         lse_rows: Tile<f32, S2<M, 1>>,
         b: Scalar<i32>,
         kvh: Scalar<i32>,
         group: Scalar<i32>,
         sq: Scalar<i32>,
+        lane0: Scalar<i32>,
         o: &mut Tensor<E, S4<1, 1, 1, D>>,
         lse: &mut Tensor<f32, S3<1, 1, 1>>,
     ) {
@@ -331,14 +334,24 @@ pub mod kernels {
         let head = rows / sq + kvh * group;
         let qi = rows % sq;
         let b1 = b.splat::<S1<M>>();
-        // SAFETY: rows of distinct (b, kvh) blocks are distinct query heads: each element has one writer.
-        unsafe { lse.scatter((b1, head, qi), lse_rows.reshape::<S1<M>>(), Some(valid)) };
-        let b2 = b1.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
-        let head2 = head.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
-        let qi2 = qi.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
-        let lanes = iota::<D>().reshape::<S2<1, D>>().broadcast::<S2<M, D>>();
-        let ok = valid.reshape::<S2<M, 1>>().broadcast::<S2<M, D>>();
-        // SAFETY: as above.
+        let first = (lane0 == 0i32).splat::<S1<M>>();
+        // SAFETY: rows of distinct (b, kvh) blocks are distinct query heads, and of one (b, kvh) only
+        // the block of lane 0 writes the LSE: each element has one writer.
+        unsafe {
+            lse.scatter(
+                (b1, head, qi),
+                lse_rows.reshape::<S1<M>>(),
+                Some(valid & first),
+            )
+        };
+        let b2 = b1.reshape::<S2<M, 1>>().broadcast::<S2<M, DB>>();
+        let head2 = head.reshape::<S2<M, 1>>().broadcast::<S2<M, DB>>();
+        let qi2 = qi.reshape::<S2<M, 1>>().broadcast::<S2<M, DB>>();
+        let lanes = (iota::<DB>() + lane0)
+            .reshape::<S2<1, DB>>()
+            .broadcast::<S2<M, DB>>();
+        let ok = valid.reshape::<S2<M, 1>>().broadcast::<S2<M, DB>>();
+        // SAFETY: as above; blocks of one (b, kvh) write disjoint lanes.
         unsafe { o.scatter((b2, head2, qi2, lanes), out.cast::<E>(), Some(ok)) };
     }
 
@@ -463,26 +476,30 @@ pub mod kernels {
             scalar::<i32>(0),
         );
         let (out, lse_rows) = finish::<M, D>(st);
-        store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
+        let lane0 = scalar::<i32>(0);
+        store_rows::<E, M, D, D>(out, lse_rows, b, kvh, group, q.dim(2), lane0, o, lse);
     }
 
-    /// The LSE-weighted merge of the `splits` partials of row block `bh = b·Hkv + kvh`, in split order
-    /// (the same sums whichever block runs it): `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s −
-    /// max lse)`, `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). Returns `(o,
-    /// lse)` rows for [`store_rows`]. `hints` go on the partial loads.
-    fn merge_splits<const M: i32, const D: i32>(
+    /// [`merge_splits`] one split at a time over all `D` lanes, with plain loads (`decode_split_last`'s
+    /// merge: it reads what other blocks stored, ordered by the arrival counter, which TMA loads would
+    /// bypass). A load per split waits a round trip each; the stepped merge at any step size made
+    /// tileiras spill that kernel (about 1.7–1.9 KB of stack at 16 x 128, sm_90), so it keeps this form.
+    fn merge_serial<const M: i32, const D: i32>(
         po: Partition<f32, S4<1, 1, M, D>>,
         pl: Partition<f32, S3<1, 1, M>>,
         bh: Scalar<i32>,
         splits: Scalar<i32>,
-        hints: Hints,
     ) -> (Tile<f32, S2<M, D>>, Tile<f32, S2<M, 1>>) {
         let mut m = full::<f32, S2<M, 1>>(f32::NEG_INFINITY);
         let mut l = zeros::<f32, S2<M, 1>>();
         let mut acc = zeros::<f32, S2<M, D>>();
         for s in 0..splits {
-            let ls = pl.load_with((bh, s, 0), hints).reshape::<S2<M, 1>>();
-            let os = po.load_with((bh, s, 0, 0), hints).reshape::<S2<M, D>>();
+            let ls = pl
+                .load_with((bh, s, 0), Hints::NO_TMA)
+                .reshape::<S2<M, 1>>();
+            let os = po
+                .load_with((bh, s, 0, 0), Hints::NO_TMA)
+                .reshape::<S2<M, D>>();
             let m_new = m.max(ls);
             let m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
             let alpha = ((m - m_ref) * LOG2_E).exp2_ftz();
@@ -496,27 +513,24 @@ pub mod kernels {
         (out, m + l.ln())
     }
 
-    /// Merge the splits of `(b, kvh)` ([`merge_splits`]) and scatter `o` and `lse`. `q` gives the
-    /// shapes only. Grid explicit: `(B, Hkv, 1)`.
+    /// Merge the splits of `(b, kvh)` ([`merge_splits`]) over lanes `slice·DB ..` and scatter that
+    /// slice of `o` (and, from slice 0, `lse`). `q` gives the shapes only. Grid explicit: `(B, Hkv,
+    /// D / DB)`: the slices spread one row block's merge over several SMs.
     #[cutile::entry]
-    pub fn decode_combine<E: Float, const M: i32, const D: i32>(
+    pub fn decode_combine<E: Float, const M: i32, const D: i32, const DB: i32>(
         q: &Tensor<E, S4<DYN, DYN, DYN, D>>,
         part_o: &Tensor<f32, S4<DYN, DYN, M, D>>,
         part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
         o: &mut Tensor<E, S4<1, 1, 1, D>>,
         lse: &mut Tensor<f32, S3<1, 1, 1>>,
     ) {
-        let (b, kvh, _) = block_id();
+        let (b, kvh, slice) = block_id();
         let (_, hkv, _) = num_blocks();
         let group = q.dim(1) / hkv;
-        let (out, lse_rows) = merge_splits::<M, D>(
-            part_o.partition::<S4<1, 1, M, D>>(),
-            part_lse.partition::<S3<1, 1, M>>(),
-            b * hkv + kvh,
-            part_o.dim(1),
-            Hints::default(),
-        );
-        store_rows::<E, M, D>(out, lse_rows, b, kvh, group, q.dim(2), o, lse);
+        let sq = q.dim(2);
+        let (out, lse_rows) =
+            merge_splits::<_, _, M, DB>(part_o, part_lse, b * hkv + kvh, part_o.dim(1), slice);
+        store_rows::<E, M, DB, D>(out, lse_rows, b, kvh, group, sq, slice * DB, o, lse);
     }
 
     /// Split-KV decode in one launch: block `(b, kvh, split)` writes its partial like `decode_partial`
@@ -524,7 +538,7 @@ pub mod kernels {
     /// kvh]` with acq_rel ordering at device scope (the partial stores stay before it, every later
     /// access after it, `Tensor::atomic_with`). The block that reads `splits − 1` is the last of its
     /// `(b, kvh)`: every other partial is visible to it, so it resets the counter for the next launch,
-    /// merges the `splits` partials in split order ([`merge_splits`]) and scatters `o` and `lse`.
+    /// merges the `splits` partials in split order ([`merge_serial`]) and scatters `o` and `lse`.
     /// `counters` must be zero at launch (the host's counter pool is zeroed once; every launch leaves
     /// it zero). Grid explicit: `(B, Hkv, splits)`; `chunk` as for `decode_partial`.
     #[cutile::entry]
@@ -569,15 +583,16 @@ pub mod kernels {
         );
         if arrival::count_in(counters, bh) == splits - 1 {
             arrival::reset(counters, bh);
-            let (merged, lse_rows) = merge_splits::<M, D>(
+            let group = q.dim(1) / hkv;
+            let sq = q.dim(2);
+            let zero = scalar::<i32>(0);
+            let (merged, lse_rows) = merge_serial::<M, D>(
                 part_o.partition::<S4<1, 1, M, D>>(),
                 part_lse.partition::<S3<1, 1, M>>(),
                 bh,
                 splits,
-                Hints::NO_TMA,
             );
-            let group = q.dim(1) / hkv;
-            store_rows::<E, M, D>(merged, lse_rows, b, kvh, group, q.dim(2), o, lse);
+            store_rows::<E, M, D, D>(merged, lse_rows, b, kvh, group, sq, zero, o, lse);
         }
     }
 }

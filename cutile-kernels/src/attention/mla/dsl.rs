@@ -21,7 +21,8 @@
 //! - `mla_decode_partial`: normalized f32 partial output and natural-log LSE of split `s` into tile
 //!   `(b·Y + y, s)` of `part_o: [B·Y, splits, M, DV]` / `part_lse: [B·Y, splits, M]`. Grid `(B, Y,
 //!   splits)`, `Y` = row tiles × parts.
-//! - `mla_decode_combine`: merges the splits LSE-weighted into `o` and `lse`. Grid `(B, Y, 1)`.
+//! - `mla_decode_combine`: merges the splits LSE-weighted into `o` and `lse`, many splits per load.
+//!   Grid `(B, Y, DV / DB)`: each block one `DB`-lane slice.
 //! - `mla_decode_direct`: one split, writes `o` and `lse` itself. Grid `(B, Y, 1)`.
 //!
 //! Only part 0 writes the LSE. A query that sees no key gets zeros and LSE −inf.
@@ -34,6 +35,7 @@
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
+    use crate::attention::online::merge::merge_splits;
     use crate::attention::online::{State, finish, softmax_step};
     use cutile::core::*;
 
@@ -280,38 +282,30 @@ pub mod kernels {
         store_out::<E, M, DV>(out, lse_rows, b, y, o, lse);
     }
 
-    /// Merge the splits of `(b, y)`: `o = Σ_s w_s·o_s / Σ_s w_s`, `w_s = exp(lse_s − max lse)`, `lse =
-    /// max + ln Σ w_s` (zeros and −inf when every split is empty). Grid explicit: `(B, Y, 1)`.
+    /// Merge the splits of `(b, y)` over lane slice `sl` (`DB` of the `DV` lanes,
+    /// [`merge_splits`]) and store that slice of `o` (and, from slice 0 of part 0, `lse`). Grid
+    /// explicit: `(B, Y, DV / DB)`.
     #[cutile::entry]
-    pub fn mla_decode_combine<E: Float, const M: i32, const DV: i32>(
+    pub fn mla_decode_combine<E: Float, const M: i32, const DV: i32, const DB: i32>(
         part_o: &Tensor<f32, S4<DYN, DYN, M, DV>>,
         part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
-        o: &mut Tensor<E, S3<1, M, DV>>,
+        o: &mut Tensor<E, S3<1, M, DB>>,
         lse: &mut Tensor<f32, S2<1, M>>,
     ) {
-        let (b, y, _) = block_id();
+        let (b, y, sl) = block_id();
         let (_, ny, _) = num_blocks();
-        let by = b * ny + y;
-        let po = part_o.partition::<S4<1, 1, M, DV>>();
-        let pl = part_lse.partition::<S3<1, 1, M>>();
-        let mut m = full::<f32, S2<M, 1>>(f32::NEG_INFINITY);
-        let mut l = zeros::<f32, S2<M, 1>>();
-        let mut acc = zeros::<f32, S2<M, DV>>();
-        for s in 0..part_o.dim(1) {
-            let ls = pl.load((by, s, 0i32)).reshape::<S2<M, 1>>();
-            let os = po.load((by, s, 0i32, 0i32)).reshape::<S2<M, DV>>();
-            let m_new = m.max(ls);
-            let m_ref = select(m_new == f32::NEG_INFINITY, 0.0f32, m_new);
-            let alpha = ((m - m_ref) * LOG2_E).exp2_ftz();
-            let w = ((ls - m_ref) * LOG2_E).exp2_ftz();
-            l = fma(l, alpha, w);
-            acc = acc * alpha.broadcast::<S2<M, DV>>() + os * w.broadcast::<S2<M, DV>>();
-            m = m_new;
+        let (out, lse_rows) =
+            merge_splits::<_, _, M, DB>(part_o, part_lse, b * ny + y, part_o.dim(1), sl);
+        let parts = 512 / DV;
+        let rt = y / parts;
+        let part = y % parts;
+        let tile = part * (DV / DB) + sl;
+        // SAFETY: block (b, y, sl) is the only writer of output tile (b, y / P, tile).
+        unsafe { o.store_at((b, rt, tile), out.cast::<E>().reshape::<S3<1, M, DB>>()) };
+        if tile == 0i32 {
+            // SAFETY: only the first slice of part 0 of row tile (b, y / P) writes its LSE.
+            unsafe { lse.store_at((b, rt), lse_rows.reshape::<S2<1, M>>()) };
         }
-        let seen = (l > 0.0f32).broadcast::<S2<M, DV>>();
-        let out = select(seen, acc / l.broadcast::<S2<M, DV>>(), 0.0f32);
-        let lse_rows = m + l.ln();
-        store_out::<E, M, DV>(out, lse_rows, b, y, o, lse);
     }
 
     // ---- Prefill -------------------------------------------------------------------------------------
