@@ -201,7 +201,8 @@ pub mod kernels {
     /// the warps run the exponentials: in sm_90 SASS (tileiras 13.5.37) the next tile's
     /// `HGMMA`s interleave with this tile's `MUFU.EX2`s, where the plain loop waits between them
     /// (FlashAttention-3's intra-warpgroup overlap). It costs one more score tile in registers and
-    /// one wasted score product per block (tile `end`, a padded or unused tile).
+    /// one wasted score product per block (the step after the last reloads the last key tile: the
+    /// tile past it can lie wholly outside the keys, and such a load is undefined in Tile IR).
     fn key_loop<
         E: MmaOperand<f32>,
         const BM: i32,
@@ -220,16 +221,17 @@ pub mod kernels {
         let (full, end) = key_tiles::<BM, BN, CAUSAL>(qt, seq_k);
         let mut st = init_state::<BM, D>();
         if OVERLAP {
+            let last = (seq_k + (BN - 1)) / BN - 1i32;
             let tk = key(scalar::<i32>(0i32));
             let mut s = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
             for j in 0..full {
-                let tk = key(j + 1i32);
+                let tk = key((j + 1i32).min(last));
                 let s_next = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
                 st = softmax_step(s, value(j), qk_scale, st);
                 s = s_next;
             }
             for j in full..end {
-                let tk = key(j + 1i32);
+                let tk = key((j + 1i32).min(last));
                 let s_next = mma(tq, tk.transpose(), zeros::<f32, S2<BM, BN>>());
                 let masked = mask_scores::<BM, BN, CAUSAL>(s, j, qt, seq_k);
                 st = softmax_step(masked, value(j), qk_scale, st);
@@ -632,8 +634,10 @@ pub mod kernels {
         h: Scalar<i32>,
         sinks_on: Scalar<i32>,
     ) -> State<BM, D> {
+        // Without sinks `sinks` is a one-element stand-in: the index is clamped so that the load
+        // stays on it (a tile wholly past the tensor is undefined in Tile IR), and `on` drops it.
         let sink = sinks
-            .load_tile_padded::<S1<1>>(h, Padding::Zero)
+            .load_tile_padded::<S1<1>>(h.min(sinks.dim(0) - 1i32), Padding::Zero)
             .reshape::<S2<1, 1>>()
             .broadcast::<S2<BM, 1>>();
         let on = zeros::<i32, S2<BM, 1>>() < sinks_on;

@@ -119,8 +119,8 @@ pub mod merge {
             // element-wise fold in split order: a reduction over a split axis of one tile would
             // cross threads (tileiras: ~850 SHFL per step, 16 µs at 16 x 16 x 32). A step past the
             // last split reloads the last split and gives it LSE −inf (weight 0): every load stays in
-            // bounds. (A padded partition's −inf fill was not honoured by these loads, H100 session
-            // 34 call 3: out-of-range splits came back as finite LSEs.)
+            // bounds. (A tile wholly past the extent is undefined in Tile IR, padding or not: such
+            // loads came back as finite LSEs on an H100, session 34.)
             let ls: Vec<Tile<f32, S2<M, 1>>> = (0..SC)
                 .map(|i| {
                     let s = base + i;

@@ -6,8 +6,8 @@
 //! Only what changes the key-tile loop is a compile-time specialization (`CAUSAL`, `SOFTCAP`, and
 //! `LSE` for the extra store); the window, cap, scale, position shift and whether sinks are read are
 //! run-time scalars. Absent optional tensors (sinks, LSE) are passed as a one-element view of the
-//! stream's scratch buffer that the kernel never reads (sinks are read only when `sinks_on` is 1) or
-//! writes (`LSE` false).
+//! stream's scratch buffer whose value the kernel never uses (the sink load is clamped onto it and
+//! dropped unless `sinks_on` is 1) and never writes (`LSE` false).
 
 use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;

@@ -191,7 +191,11 @@ impl<E: ElementType, S: Shape> Tensor<E, S> {
         self.make_partition(None)
     }
 
-    /// Cut this tensor into tiles of shape `T`; out-of-range elements load as `padding`.
+    /// Cut this tensor into tiles of shape `T`; out-of-range elements of a tile that overlaps the
+    /// tensor load as `padding`. A tile that lies wholly outside the tensor is undefined in Tile IR
+    /// whatever the padding (cuTile's documented rule; on an H100 such loads returned neighbouring
+    /// memory, `docs/toolchain-findings.md`, session 34): clamp the index into range and mask the
+    /// loaded tile with `select` instead.
     #[track_caller]
     pub fn partition_padded<T: Shape>(&self, padding: Padding) -> Partition<E, T>
     where
@@ -367,7 +371,8 @@ pub(crate) fn index_to_i32(v: ValueId) -> ValueId {
 }
 
 impl<E: ElementType, T: Shape> Partition<E, T> {
-    /// Load the tile at tile index `idx`.
+    /// Load the tile at tile index `idx`. The tile must overlap the tensor on every axis: a tile
+    /// wholly outside it is undefined in Tile IR, padded partition or not.
     #[track_caller]
     pub fn load(&self, idx: impl TileIndex<T::Rank>) -> Tile<E, T> {
         let _at = crate::trace::at(::std::panic::Location::caller());

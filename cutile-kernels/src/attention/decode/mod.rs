@@ -70,7 +70,9 @@ pub enum KvCache<'a> {
         v: &'a dyn TensorArg,
     },
     /// `k`, `v: [num_blocks, block_size, Hkv, D]` (block size a power of two in 16..=256),
-    /// `block_table: [B, max_blocks]` i32.
+    /// `block_table: [B, max_blocks]` i32. The entries a sequence's length reaches must be block ids
+    /// below `num_blocks`: the table lives on the device, so the host cannot check them, and a page
+    /// past the pool is an undefined load (entries past the length are never read).
     Paged {
         k: &'a dyn TensorArg,
         v: &'a dyn TensorArg,

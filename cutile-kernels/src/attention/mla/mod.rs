@@ -102,7 +102,9 @@ pub mod prefill_slot {
 pub enum LatentCache<'a> {
     /// `[B, S_max, 576]`.
     Contiguous(&'a dyn TensorArg),
-    /// `[num_blocks, block_size, 576]` with `block_table: [B, max_blocks]` i32.
+    /// `[num_blocks, block_size, 576]` with `block_table: [B, max_blocks]` i32. The entries a
+    /// sequence's length reaches must be block ids below `num_blocks` (the host cannot check a
+    /// device table; a page past the pool is an undefined load).
     Paged {
         cache: &'a dyn TensorArg,
         block_table: &'a dyn TensorArg,
