@@ -5,6 +5,11 @@
 
 use cutile::core::*;
 
+/// Lanes of the value width per combine block: a combine spreads one row block's merge
+/// ([`merge::merge_splits`]) over `width / MERGE_LANES` lane-slice blocks, so a short call's few row
+/// blocks still occupy several SMs.
+pub const MERGE_LANES: i32 = 32;
+
 /// Online-softmax state of a query tile: running max (base 2, scaled), running sum, accumulator.
 pub type State<const M: i32, const D: i32> = (
     Tile<f32, S2<M, 1>>,

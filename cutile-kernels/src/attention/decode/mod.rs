@@ -27,6 +27,7 @@ use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
+use crate::attention::online::MERGE_LANES;
 use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, contiguous_strides};
 
 /// The op over a contiguous cache.
@@ -35,8 +36,6 @@ pub const OP: &str = "attention_decode";
 pub const OP_PAGED: &str = "attention_decode_paged";
 /// Element types with a kernel (q, the cache, o).
 pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16];
-/// Lanes of `D` per `decode_combine` block: a row block's merge runs on `D / 32` blocks.
-const COMBINE_LANES: i32 = 32;
 /// What a registry call spec lists for [`OP`] and [`OP_PAGED`].
 pub const SPEC_INPUTS: &str = "[q [B, Hq, Sq, D], cache [B, Hkv, S_max, D]] (contiguous) or [q, cache \
      [blocks, block_size, Hkv, D], block_table [B, max_blocks]] (paged); v has the cache's shape, \
@@ -636,16 +635,16 @@ impl Call {
             pick!(decode_partial, false)
         }
         .ok_or_else(missing)?;
-        // The merge of one row block is spread over `D / COMBINE_LANES` blocks (lane slices).
+        // The merge of one row block is spread over `D / MERGE_LANES` blocks (lane slices).
         let combine = crate::op::mma_kernel!(self.dtype, |E| match (c.m, self.d) {
-            (16, 64) => Some(kn::decode_combine::kernel::<E, 16, 64, COMBINE_LANES>()),
-            (32, 64) => Some(kn::decode_combine::kernel::<E, 32, 64, COMBINE_LANES>()),
-            (64, 64) => Some(kn::decode_combine::kernel::<E, 64, 64, COMBINE_LANES>()),
-            (128, 64) => Some(kn::decode_combine::kernel::<E, 128, 64, COMBINE_LANES>()),
-            (16, 128) => Some(kn::decode_combine::kernel::<E, 16, 128, COMBINE_LANES>()),
-            (32, 128) => Some(kn::decode_combine::kernel::<E, 32, 128, COMBINE_LANES>()),
-            (64, 128) => Some(kn::decode_combine::kernel::<E, 64, 128, COMBINE_LANES>()),
-            (128, 128) => Some(kn::decode_combine::kernel::<E, 128, 128, COMBINE_LANES>()),
+            (16, 64) => Some(kn::decode_combine::kernel::<E, 16, 64, MERGE_LANES>()),
+            (32, 64) => Some(kn::decode_combine::kernel::<E, 32, 64, MERGE_LANES>()),
+            (64, 64) => Some(kn::decode_combine::kernel::<E, 64, 64, MERGE_LANES>()),
+            (128, 64) => Some(kn::decode_combine::kernel::<E, 128, 64, MERGE_LANES>()),
+            (16, 128) => Some(kn::decode_combine::kernel::<E, 16, 128, MERGE_LANES>()),
+            (32, 128) => Some(kn::decode_combine::kernel::<E, 32, 128, MERGE_LANES>()),
+            (64, 128) => Some(kn::decode_combine::kernel::<E, 64, 128, MERGE_LANES>()),
+            (128, 128) => Some(kn::decode_combine::kernel::<E, 128, 128, MERGE_LANES>()),
             _ => None,
         })
         .flatten()
@@ -668,7 +667,7 @@ impl Call {
                     outputs,
                 ]
                 .concat(),
-                grid: Some(grid(self.d / COMBINE_LANES as i64)?),
+                grid: Some(grid(self.d / MERGE_LANES as i64)?),
                 config: format!("{} combine", c.name()),
             },
         ])

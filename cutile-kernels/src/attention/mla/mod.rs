@@ -39,6 +39,7 @@ use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
+use crate::attention::online::MERGE_LANES;
 use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, contiguous_strides};
 
 /// Absorbed decode over a contiguous latent cache.
@@ -49,8 +50,6 @@ pub const OP_DECODE_PAGED: &str = "mla_decode_paged";
 pub const OP_PREFILL: &str = "mla_prefill";
 /// Element types with a kernel.
 pub const DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F16];
-/// Lanes of `DV` per `mla_decode_combine` block: a row tile's merge runs on `DV / 32` blocks.
-const COMBINE_LANES: i32 = 32;
 /// Latent width (`kv_lora_rank`).
 pub const LATENT: i64 = 512;
 /// Rope width (`qk_rope_head_dim`).
@@ -588,7 +587,7 @@ impl DecodeCall {
         }
         .ok_or_else(missing)?;
         let combine = crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv) {
-            (64, 256) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, COMBINE_LANES>()),
+            (64, 256) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, MERGE_LANES>()),
             _ => None,
         })
         .flatten()
@@ -611,7 +610,7 @@ impl DecodeCall {
                     outputs,
                 ]
                 .concat(),
-                grid: Some(grid(c.dv / COMBINE_LANES as i64)?),
+                grid: Some(grid(c.dv / MERGE_LANES as i64)?),
                 config: format!("{} combine", c.name()),
             },
         ])
