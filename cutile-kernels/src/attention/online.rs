@@ -150,8 +150,19 @@ pub mod merge {
             });
             m = m_new;
         }
-        let seen = (l > 0.0f32).broadcast::<S2<M, DB>>();
-        let out = select(seen, acc / l.broadcast::<S2<M, DB>>(), 0.0f32);
+        merged(m, l, acc)
+    }
+
+    /// The end of a merge: the output `acc / l` (zeros where every split was empty) and the
+    /// natural-log LSE `m + ln l` (−inf there), from the running max `m` of the splits' LSEs, the
+    /// weight sum `l` and the weighted sum `acc`.
+    pub fn merged<const M: i32, const W: i32>(
+        m: Tile<f32, S2<M, 1>>,
+        l: Tile<f32, S2<M, 1>>,
+        acc: Tile<f32, S2<M, W>>,
+    ) -> (Tile<f32, S2<M, W>>, Tile<f32, S2<M, 1>>) {
+        let seen = (l > 0.0f32).broadcast::<S2<M, W>>();
+        let out = select(seen, acc / l.broadcast::<S2<M, W>>(), 0.0f32);
         (out, m + l.ln())
     }
 }

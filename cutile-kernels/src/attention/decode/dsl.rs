@@ -40,7 +40,7 @@
 /// The kernels, written in the DSL.
 #[cutile::module]
 pub mod kernels {
-    use crate::attention::online::merge::merge_splits;
+    use crate::attention::online::merge::{merge_splits, merged};
     use crate::attention::online::{State, finish, softmax_step};
     use crate::op::arrival;
     use cutile::core::*;
@@ -508,9 +508,7 @@ pub mod kernels {
             acc = acc * alpha.broadcast::<S2<M, D>>() + os * w.broadcast::<S2<M, D>>();
             m = m_new;
         }
-        let seen = (l > 0.0f32).broadcast::<S2<M, D>>();
-        let out = select(seen, acc / l.broadcast::<S2<M, D>>(), 0.0f32);
-        (out, m + l.ln())
+        merged(m, l, acc)
     }
 
     /// Merge the splits of `(b, kvh)` ([`merge_splits`]) over lanes `slice·DB ..` and scatter that

@@ -179,23 +179,26 @@ pub mod kernels {
         st
     }
 
-    /// Store the row tile `y / P`, part `y % P` of the output into `o: [B, R, 512]` and (part 0) the LSE
-    /// into `lse: [B, R]`; rows past `R` fall outside the views.
-    fn store_out<E: Float, const M: i32, const DV: i32>(
-        out: Tile<f32, S2<M, DV>>,
+    /// Store lane slice `sl` (`W` of the part's `DV` lanes) of row tile `y / P`, part `y % P` of the
+    /// output into `o: [B, R, 512]` and (the first slice of part 0) the LSE into `lse: [B, R]`; rows
+    /// past `R` fall outside the views. `W = DV` with `sl = 0` stores the whole part.
+    #[allow(clippy::too_many_arguments)]
+    fn store_out<E: Float, const M: i32, const DV: i32, const W: i32>(
+        out: Tile<f32, S2<M, W>>,
         lse_rows: Tile<f32, S2<M, 1>>,
         b: Scalar<i32>,
         y: Scalar<i32>,
-        o: &mut Tensor<E, S3<1, M, DV>>,
+        sl: Scalar<i32>,
+        o: &mut Tensor<E, S3<1, M, W>>,
         lse: &mut Tensor<f32, S2<1, M>>,
     ) {
         let parts = 512 / DV;
         let rt = y / parts;
-        let part = y % parts;
-        // SAFETY: block (b, y) is the only writer of output tile (b, y / P, y % P).
-        unsafe { o.store_at((b, rt, part), out.cast::<E>().reshape::<S3<1, M, DV>>()) };
-        if part == 0i32 {
-            // SAFETY: only part 0 of row tile (b, y / P) writes its LSE.
+        let tile = (y % parts) * (DV / W) + sl;
+        // SAFETY: block (b, y, sl) is the only writer of output tile (b, y / P, tile).
+        unsafe { o.store_at((b, rt, tile), out.cast::<E>().reshape::<S3<1, M, W>>()) };
+        if tile == 0i32 {
+            // SAFETY: only the first slice of part 0 of row tile (b, y / P) writes its LSE.
             unsafe { lse.store_at((b, rt), lse_rows.reshape::<S2<1, M>>()) };
         }
     }
@@ -279,7 +282,7 @@ pub mod kernels {
             scalar::<i32>(0i32),
         );
         let (out, lse_rows) = finish::<M, DV>(st);
-        store_out::<E, M, DV>(out, lse_rows, b, y, o, lse);
+        store_out::<E, M, DV, DV>(out, lse_rows, b, y, scalar::<i32>(0), o, lse);
     }
 
     /// Merge the splits of `(b, y)` over lane slice `sl` (`DB` of the `DV` lanes,
@@ -296,16 +299,7 @@ pub mod kernels {
         let (_, ny, _) = num_blocks();
         let (out, lse_rows) =
             merge_splits::<_, _, M, DB>(part_o, part_lse, b * ny + y, part_o.dim(1), sl);
-        let parts = 512 / DV;
-        let rt = y / parts;
-        let part = y % parts;
-        let tile = part * (DV / DB) + sl;
-        // SAFETY: block (b, y, sl) is the only writer of output tile (b, y / P, tile).
-        unsafe { o.store_at((b, rt, tile), out.cast::<E>().reshape::<S3<1, M, DB>>()) };
-        if tile == 0i32 {
-            // SAFETY: only the first slice of part 0 of row tile (b, y / P) writes its LSE.
-            unsafe { lse.store_at((b, rt), lse_rows.reshape::<S2<1, M>>()) };
-        }
+        store_out::<E, M, DV, DB>(out, lse_rows, b, y, sl, o, lse);
     }
 
     // ---- Prefill -------------------------------------------------------------------------------------
