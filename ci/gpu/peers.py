@@ -58,8 +58,9 @@ before every repetition, median):
                       and its keep rate, within 5σ of 1 - p; ours is checked bit-exactly by the harness)
   gemm_fp8_tensor / gemm_fp8_row / gemm_fp8_block
                       torch._scaled_mm (cuBLASLt fp8, bf16 out; use_fast_accum when the call lists a
-                      third shape [1], as ours then does) with per-tensor scales / rowwise scales
-                      (scale_a [m, 1], scale_b [1, n]) / block scales (scale_a [m, k/128], scale_b
+                      third shape [1] or [1, l], as ours then does) with per-tensor scales / rowwise
+                      scales (scale_a [m, 1], scale_b [1, n]) / block scales (scale_a [m, k/128]
+                      M-major whatever l says, l = 1 passes ours M-major too; scale_b
                       [k/128, n/128], accepted by newer torch on sm_90 only: an older torch's refusal is
                       recorded as the row's error), b column-major (w.t()); and torch.matmul in bf16
                       (cuBLAS) of the same shape, impl `cublas-bf16`
@@ -1032,8 +1033,9 @@ def bench_gemm_fp8(rec, call):
         ref = (a.double() @ b.double()) * ref_sa * ref_sb
         scale_a, scale_b = sa, sb
 
-    # A third shape [1] asks for fast accumulation: the peer then uses torch's use_fast_accum too.
-    fast = len(call["shapes"]) > 2 and call["shapes"][2] == [1]
+    # A third shape [1] (or [1, l], l = 1: our sa M-major) asks for fast accumulation: the peer then
+    # uses torch's use_fast_accum too.
+    fast = len(call["shapes"]) > 2 and call["shapes"][2][:1] == [1]
 
     def fp8_fn():
         return torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16,

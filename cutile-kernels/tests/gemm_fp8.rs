@@ -1,7 +1,8 @@
-//! The fp8 GEMM (`gemm::fp8`): the planner without a GPU (typed errors, schedules, scale views), the
-//! registry ops, the catalog's fp8 specializations compiled by tileiras for sm_90/100/120 (and refused
-//! on sm_80, which the catalog skips), the slow `b` layout compiled for sm_90, and GPU tests through
-//! the host API against the CPU reference (`#[ignore]`d; skipped without a GPU).
+//! The fp8 GEMM (`gemm::fp8`): the planner without a GPU (typed errors, schedules, scale views, the
+//! row-major copy of an M-major block-scale `sa`), the registry ops, the catalog's fp8 specializations
+//! compiled by tileiras for sm_90/100/120 (and refused on sm_80, which the catalog skips; the f32 `sa`
+//! copy compiles there too), the slow `b` layout compiled for sm_90, and GPU tests through the host
+//! API against the CPU reference (`#[ignore]`d; skipped without a GPU).
 
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
@@ -85,6 +86,26 @@ fn bad_calls_are_typed_errors_and_empty_calls_plan_nothing() {
             },
             "multiple of 16 bytes",
         ),
+        // The `sa_rows` scratch of a block-scale call: f32, rank 1, `m · k/128` elements.
+        (
+            ScaleMode::Block,
+            |o| o.push(Operand::described("sa_rows", 5, BF16, &[512])),
+            "`sa_rows` has element type bf16",
+        ),
+        (
+            ScaleMode::Block,
+            |o| o.push(Operand::described("sa_rows", 5, F32, &[256, 2])),
+            "`sa_rows` must have 1 dimensions",
+        ),
+        (
+            ScaleMode::Block,
+            |o| {
+                o[2].strides = vec![1, 256];
+                o.push(Operand::described("sa_rows", 5, F32, &[511]));
+            },
+            "sa_rows_len",
+        ),
+        (ScaleMode::Block, |o| o.resize(7, o[0].clone()), "got 7"),
     ];
     for (i, (mode, edit, needle)) in cases.iter().enumerate() {
         let mut o = ops(*mode, 256, 300, 256);
@@ -204,17 +225,45 @@ fn plans_one_launch_with_scale_views_and_grids() {
     assert_eq!(view(&l[0].args[2]), (vec![100, 1], vec![2, 1]));
 }
 
+/// Per call spec flags (`[a, b]` and then these): the launches and operands a registry call of each
+/// op plans. Block scales with `sa` M-major (`[f, 1]`) copy it into the `sa_rows` scratch first: two
+/// launches, six operands; every other call is one launch on `[a, b, sa, sb, c]`. M-major `sa` is
+/// refused for the other modes.
 #[test]
 fn registry_ops_plan_both_formats_and_refuse_16_bit_types() {
     let t = target();
+    // (flags, block scales: (launches, operands), other modes: the same or `None` = refused).
+    type Counts = (usize, usize);
+    let table: &[(&[i64], Counts, Option<Counts>)] = &[
+        (&[], (1, 5), Some((1, 5))),
+        (&[1], (1, 5), Some((1, 5))),
+        (&[0, 0], (1, 5), Some((1, 5))),
+        (&[0, 1], (2, 6), None),
+        (&[1, 1], (2, 6), None),
+    ];
     for op in fp8::OPS {
         for dt in ["f8e4m3", "f8e5m2"] {
-            let p = CallSpec::new(op, dt, &[&[100, 256], &[256, 300]], false)
-                .plan(&t, false)
-                .unwrap();
-            assert_eq!(p.launches.len(), 1, "{op} {dt}");
-            assert_eq!(p.operands.len(), 5);
-            assert_eq!(p.operands[4].dtype, BF16);
+            for (flags, block, other) in table {
+                let mut shapes: Vec<&[i64]> = vec![&[100, 256], &[256, 300]];
+                if !flags.is_empty() {
+                    shapes.push(flags);
+                }
+                let planned = CallSpec::new(op, dt, &shapes, false).plan(&t, false);
+                let want = if *op == fp8::OP_BLOCK {
+                    Some(*block)
+                } else {
+                    *other
+                };
+                let Some((launches, operands)) = want else {
+                    let e = planned.unwrap_err();
+                    assert!(e.to_string().contains("block scales only"), "{e}");
+                    continue;
+                };
+                let p = planned.unwrap_or_else(|e| panic!("{op} {dt} {flags:?}: {e}"));
+                assert_eq!(p.launches.len(), launches, "{op} {dt} {flags:?}");
+                assert_eq!(p.operands.len(), operands, "{op} {dt} {flags:?}");
+                assert_eq!(p.operands[4].dtype, BF16);
+            }
         }
         let e = CallSpec::new(op, "bf16", &[&[100, 256], &[256, 300]], false)
             .plan(&t, false)
@@ -229,17 +278,23 @@ fn registry_ops_plan_both_formats_and_refuse_16_bit_types() {
 
 /// The catalog's fp8 specializations: sm_90, sm_100 and sm_120 compile (the block-scaled sm_90 builds
 /// without a stack frame); sm_80 is skipped by the catalog (`CompileJob::supports`), and tileiras
-/// refuses it with `unsupported type 'f8E4M3FN'`.
+/// refuses it with `unsupported type 'f8E4M3FN'`. The f32 copy of an M-major `sa` compiles for sm_80
+/// as well.
 #[test]
 fn catalog_calls_compile_except_on_sm80() {
     use cutile::toolchain::{CompileRequest, Tileiras};
     let jobs = cutile_kernels::catalog::dsl_jobs(&fp8::representative_calls(), false).unwrap();
-    // Three modes, three specializations each (ragged 64-row, aligned 128-row exact and fast
-    // accumulation; 8192³ shares 4096³'s).
-    assert_eq!(jobs.len(), 9, "{:?}", jobs);
-    for j in &jobs {
+    // Three modes, three products each (ragged 64-row, aligned 128-row exact and fast accumulation;
+    // 8192³ shares 4096³'s); block scales' M-major calls (ragged, 4096³) add their `sa` copies and
+    // share the row-major calls' products.
+    let (copies, products): (Vec<_>, Vec<_>) = jobs.iter().partition(|j| j.kernel == SA_COPY);
+    assert_eq!((products.len(), copies.len()), (9, 2), "{:?}", jobs);
+    for j in &products {
         assert!(!j.supports(GpuArch::Sm80));
         assert!(j.supports(GpuArch::Sm90));
+    }
+    for j in &copies {
+        assert!(j.supports(GpuArch::Sm80));
     }
     let tileiras = match Tileiras::discover() {
         Ok(t) => t,
@@ -248,10 +303,15 @@ fn catalog_calls_compile_except_on_sm80() {
             return;
         }
     };
-    for (n, j) in jobs.iter().enumerate() {
+    for (n, j) in products.iter().chain(&copies).enumerate() {
         let (k, metas) = j.dsl_spec().unwrap();
         let s = k.specialize(metas).unwrap();
-        for arch in [GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+        let archs: &[GpuArch] = if j.supports(GpuArch::Sm80) {
+            &[GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120]
+        } else {
+            &[GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120]
+        };
+        for &arch in archs {
             let c = common::compile_cached(&tileiras, &s, arch)
                 .unwrap_or_else(|e| panic!("{} [{}] {arch}: {e}", j.kernel, j.specialization));
             assert!(!c.is_empty());
@@ -273,6 +333,187 @@ fn catalog_calls_compile_except_on_sm80() {
                 .err()
                 .unwrap_or_else(|| panic!("sm_80 compiled fp8"));
             assert!(e.to_string().contains("unsupported type 'f8E"), "{e}");
+        }
+    }
+}
+
+/// The kernel that copies an M-major block-scale `sa` row-major: the GEMM family's tile copy.
+const SA_COPY: &str = "copy_tiles";
+
+/// Layout facts and cache key of a planned launch on sm_90 (what a bundle entry is found by).
+fn sm90_key(l: &PlannedLaunch, operands: &[Operand]) -> cutile::cache::CacheKey {
+    // SAFETY: described operands only feed specialization and keys.
+    let args = unsafe { cutile_kernels::op::describe(l, operands) };
+    cutile::launch::plan(
+        &l.kernel,
+        &args.tensor_metas(),
+        GpuArch::Sm90,
+        &cutile::launch::CompileOptions::default(),
+        cutile::launch::NO_TOOLCHAIN,
+    )
+    .unwrap()
+    .key
+}
+
+fn tensor_arg(a: &PlannedArg) -> (usize, bool, Vec<i64>, Vec<i64>, i64) {
+    match a {
+        PlannedArg::Tensor {
+            operand,
+            output,
+            shape,
+            strides,
+            offset,
+        } => (*operand, *output, shape.clone(), strides.clone(), *offset),
+        _ => panic!("not a tensor"),
+    }
+}
+
+/// Block scales with `sa` not row-major (M-major `[1, m]` as `torch._scaled_mm` takes it, padded
+/// M-major, or strided both ways): [`fp8::with_scratch`] appends the `sa_rows` scratch, and the plan
+/// copies `sa` into its start, row-major, before the product, which reads the copy as it reads a
+/// row-major `sa` (same configuration, grid and cache key: the same cubin). Every tuning candidate
+/// gets its own copy right before it. Row-major `sa`, a single K block and a single row need no copy:
+/// their operands and single launch are unchanged. Without the scratch the product reads `sa` as it
+/// is (one launch, as before the copy existed).
+#[test]
+fn m_major_sa_plans_a_row_major_copy_before_the_product() {
+    let t = target();
+    let block = ScaleMode::Block;
+    for (m, n, k, fast) in [
+        (1000, 1000, 512, false),
+        (4096, 4096, 4096, false),
+        (4096, 4096, 4096, true),
+        (77, 300, 1024, false),
+    ] {
+        let kb = k / 128;
+        let row = ops(block, m, n, k);
+        // Row-major: no scratch, today's one launch.
+        assert_eq!(fp8::with_scratch(&row, &t, block).unwrap(), row);
+        let plain = fp8::plan_fp8(&row, &t, block, fast, false).unwrap();
+        assert_eq!(plain.len(), 1);
+        assert_eq!(
+            tensor_arg(&plain[0].args[2]),
+            (2, false, vec![m, kb], vec![kb, 1], 0)
+        );
+        for strides in [vec![1, m], vec![1, m + 8], vec![2, 2 * m]] {
+            let case = format!("{m}x{n}x{k} fast {fast} sa strides {strides:?}");
+            let mut o = row.clone();
+            o[2].strides = strides.clone();
+            // As it is without the scratch.
+            let direct = fp8::plan_fp8(&o, &t, block, fast, false).unwrap();
+            assert_eq!(direct.len(), 1, "{case}");
+            assert_eq!(
+                tensor_arg(&direct[0].args[2]),
+                (2, false, vec![m, kb], strides.clone(), 0),
+                "{case}"
+            );
+            let o = fp8::with_scratch(&o, &t, block).unwrap();
+            assert_eq!(o.len(), 6, "{case}");
+            assert_eq!(o[fp8::SA_ROWS].name, "sa_rows");
+            assert_eq!(o[fp8::SA_ROWS].dtype, F32);
+            assert_eq!(o[fp8::SA_ROWS].shape, [fp8::sa_rows_len(m, k)]);
+            assert_eq!(fp8::sa_rows_len(m, k), m * kb);
+            let l = fp8::plan_fp8(&o, &t, block, fast, false).unwrap();
+            assert_eq!(l.len(), 2, "{case}");
+            let (copy, product) = (&l[0], &l[1]);
+            assert_eq!(copy.kernel.name(), SA_COPY, "{case}");
+            assert_eq!(copy.config, format!("{} (sa rows)", plain[0].config));
+            assert_eq!(
+                copy.args.iter().map(tensor_arg).collect::<Vec<_>>(),
+                [
+                    (2, false, vec![m, kb], strides.clone(), 0),
+                    (fp8::SA_ROWS, true, vec![m, kb], vec![kb, 1], 0),
+                ],
+                "{case}"
+            );
+            assert_eq!(
+                tensor_arg(&product.args[2]),
+                (fp8::SA_ROWS, false, vec![m, kb], vec![kb, 1], 0),
+                "{case}"
+            );
+            assert_eq!(
+                (&product.config, product.grid),
+                (&plain[0].config, plain[0].grid),
+                "{case}"
+            );
+            assert_eq!(sm90_key(product, &o), sm90_key(&plain[0], &row), "{case}");
+            // Every candidate: its copy, then its product.
+            let all = fp8::plan_fp8(&o, &t, block, fast, true).unwrap();
+            let n_all = fp8::plan_fp8(&row, &t, block, fast, true).unwrap().len();
+            assert_eq!(all.len(), 2 * n_all, "{case}");
+            for pair in all.chunks(2) {
+                assert_eq!(pair[0].kernel.name(), SA_COPY, "{case}");
+                assert_eq!(pair[0].config, format!("{} (sa rows)", pair[1].config));
+            }
+        }
+    }
+    // One K block (`[m, 1]`) or one row (`[1, kb]`, strides `[1, 1]`): already row-major memory.
+    for (m, k) in [(300, 128), (1, 1024)] {
+        let mut o = ops(block, m, 256, k);
+        o[2].strides = vec![1, m];
+        assert_eq!(
+            fp8::with_scratch(&o, &t, block).unwrap().len(),
+            5,
+            "{m}x{k}"
+        );
+        assert_eq!(fp8::plan_fp8(&o, &t, block, false, false).unwrap().len(), 1);
+    }
+    // Other modes never take one; a given scratch a row-major `sa` does not need is left unused.
+    for mode in [ScaleMode::Tensor, ScaleMode::Row] {
+        let o = ops(mode, 1000, 1000, 512);
+        assert_eq!(fp8::with_scratch(&o, &t, mode).unwrap().len(), 5);
+    }
+    let mut o = ops(block, 1000, 1000, 512);
+    o.push(Operand::described("sa_rows", 5, F32, &[4000]));
+    let l = fp8::plan_fp8(&o, &t, block, false, false).unwrap();
+    assert_eq!(l.len(), 1);
+    assert_eq!(tensor_arg(&l[0].args[2]).0, 2);
+}
+
+/// Every launch of the M-major representative calls' plans compiles: the `sa` copy (f32) for sm_80,
+/// sm_90, sm_100 and sm_120, the product for sm_90, sm_100 and sm_120 (tileiras refuses fp8 on sm_80,
+/// which the catalog skips; the planner refuses an sm_80 target).
+#[test]
+fn m_major_sa_plans_compile_for_every_arch() {
+    use cutile::toolchain::CompileRequest;
+    let calls: Vec<CallSpec> = fp8::representative_calls()
+        .into_iter()
+        .filter(|c| c.shapes.get(2).is_some_and(|f| f.as_slice() == [0, 1]))
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    // The plans need no tileiras: check their shape first.
+    let plans: Vec<_> = calls
+        .iter()
+        .map(|c| (c.label(), c.plan(&target(), false).unwrap()))
+        .collect();
+    for (label, p) in &plans {
+        let names: Vec<&str> = p.launches.iter().map(|l| l.kernel.name()).collect();
+        assert_eq!(names[0], SA_COPY, "{label}");
+        assert!(names[1].starts_with("gemm_fp8_block"), "{label}");
+        assert_eq!(names.len(), 2, "{label}");
+    }
+    let Some(tileiras) = common::tileiras("gemm_fp8 M-major sa plans") else {
+        return;
+    };
+    for (label, p) in &plans {
+        for l in &p.launches {
+            // SAFETY: described operands only feed specialization.
+            let args = unsafe { cutile_kernels::op::describe(l, &p.operands) };
+            let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+            let copy = l.kernel.name() == SA_COPY;
+            for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
+                if arch == GpuArch::Sm80 && !copy {
+                    let e = s
+                        .compile(&tileiras, &CompileRequest::new(arch))
+                        .err()
+                        .unwrap_or_else(|| panic!("{label}: sm_80 compiled fp8"));
+                    assert!(e.to_string().contains("unsupported type 'f8E"), "{e}");
+                    continue;
+                }
+                let c = common::compile_cached(&tileiras, &s, arch)
+                    .unwrap_or_else(|e| panic!("{label} {} {arch}: {e}", l.config));
+                assert!(!c.is_empty());
+            }
         }
     }
 }
@@ -366,15 +607,16 @@ mod gpu {
     use half::bf16;
 
     /// Quantized random operands (`b` as the transposed view of an `[n, k]` weight), scales per
-    /// `mode`, the product against the f64 reference (relative L2 error of the bf16 output).
+    /// `mode` (block scales' `sa` passed M-major with `sa_m_major`: stored `[k/128, m]`, its
+    /// transposed view, which the op copies row-major first), the product against the f64 reference
+    /// (relative L2 error of the bf16 output).
     fn case(
         dev: &Device,
         s: &Stream,
         options: Fp8Options,
         mode: ScaleMode,
-        m: i64,
-        n: i64,
-        k: i64,
+        sa_m_major: bool,
+        [m, n, k]: [i64; 3],
     ) {
         let format = options.format;
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
@@ -405,8 +647,24 @@ mod gpu {
         let ta = Tensor::from_host(dev, &qa, &[m, k]).unwrap();
         let tw = Tensor::from_host(dev, &qw, &[n, k]).unwrap();
         let tb = tw.transpose(0, 1).unwrap();
-        let tsa = Tensor::from_host(dev, &sa, &sa_shape).unwrap();
-        let tsb = Tensor::from_host(dev, &sb, &sb_shape).unwrap();
+        let m_major = sa_m_major && mode == ScaleMode::Block;
+        let ssa = if m_major {
+            let (rows, cols) = (sa_shape[0] as usize, sa_shape[1] as usize);
+            let mut t = vec![0f32; sa_len];
+            for (i, &v) in sa.iter().enumerate() {
+                t[(i % cols) * rows + i / cols] = v;
+            }
+            Tensor::from_host(dev, &t, &[sa_shape[1], sa_shape[0]]).unwrap()
+        } else {
+            Tensor::from_host(dev, &sa, &sa_shape).unwrap()
+        };
+        let tsa = if m_major {
+            ssa.transpose(0, 1).unwrap()
+        } else {
+            ssa.view()
+        };
+        let ssb = Tensor::from_host(dev, &sb, &sb_shape).unwrap();
+        let tsb = ssb.view();
         let scales = match mode {
             ScaleMode::Tensor => Fp8Scales::Tensor { a: &tsa, b: &tsb },
             ScaleMode::Row => Fp8Scales::Row { a: &tsa, b: &tsb },
@@ -429,7 +687,7 @@ mod gpu {
         // rounding of the output (2^-9 relative).
         assert!(
             rel <= 5e-3,
-            "{options:?} {mode:?} {m}x{n}x{k}: rel L2 {rel:.2e}"
+            "{options:?} {mode:?} (sa M-major {m_major}) {m}x{n}x{k}: rel L2 {rel:.2e}"
         );
     }
 
@@ -449,12 +707,23 @@ mod gpu {
             ..e4m3
         };
         for mode in MODES {
-            case(&dev, &s, e4m3, mode, 1000, 1000, 512);
-            case(&dev, &s, e4m3, mode, 77, 300, 256);
-            case(&dev, &s, e5m2, mode, 130, 250, 384);
-            case(&dev, &s, fast, mode, 300, 520, 1024);
+            case(&dev, &s, e4m3, mode, false, [1000, 1000, 512]);
+            case(&dev, &s, e4m3, mode, false, [77, 300, 256]);
+            case(&dev, &s, e5m2, mode, false, [130, 250, 384]);
+            case(&dev, &s, fast, mode, false, [300, 520, 1024]);
         }
-        case(&dev, &s, e4m3, ScaleMode::Block, 2048, 2048, 1024);
+        // Block scales with `sa` M-major (copied row-major into the stream's scratch first), and
+        // one K block (`[m, 1]`: read as it is).
+        for (options, dims) in [
+            (e4m3, [1000, 1000, 512]),
+            (e5m2, [130, 250, 384]),
+            (fast, [300, 520, 1024]),
+            (e4m3, [2048, 2048, 1024]),
+            (e4m3, [77, 300, 128]),
+        ] {
+            case(&dev, &s, options, ScaleMode::Block, true, dims);
+        }
+        case(&dev, &s, e4m3, ScaleMode::Block, false, [2048, 2048, 1024]);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! Inputs (logical, f32 host values): `a` `[m, k]` and `b` `[k, n]` holding values the call's fp8 format
 //! represents exactly (uploaded as their codes; `b` stored as the `[n, k]` weight and passed as its
 //! transposed view, the fast layout), then the scales `sa` and `sb` in the shapes of the op's mode
-//! (`gemm::fp8::ScaleMode::scale_shapes`). Output: `c` `[m, n]` bf16.
+//! (`gemm::fp8::ScaleMode::scale_shapes`; host values row-major; a call listing `[f, 1]` uploads
+//! block scales' `sa` M-major, stored `[k/128, m]` and passed as its transposed view, as
+//! `torch._scaled_mm` takes it). Output: `c` `[m, n]` bf16.
 
 use cutile::runtime::{Device, Stream, Tensor};
 use cutile_kernels::gemm::fp8::{self, Fp8Format, Fp8Options, Fp8Scales, ScaleMode};
@@ -30,10 +32,11 @@ pub fn decode_call(call: &CallSpec) -> Result<(ScaleMode, Fp8Format, i64, i64, i
         .and_then(Fp8Format::of)
         .ok_or_else(|| format!("{}: element type {} is no fp8 one", call.op, call.dtype))?;
     let (a, b) = match fp8::spec_shapes(&call.shapes) {
-        Some((a, b, _)) if a.len() == 2 && b.len() == 2 => (a, b),
+        Some(s) if s.a.len() == 2 && s.b.len() == 2 => (s.a, s.b),
         _ => {
             return Err(format!(
-                "{}: needs [m, k] and [k, n] shapes (and [1] for fast accumulation)",
+                "{}: needs [m, k] and [k, n] shapes (and [f] or [f, l]: 1 for fast accumulation, \
+                 1 for `sa` M-major)",
                 call.label()
             )
             .into());
@@ -44,7 +47,12 @@ pub fn decode_call(call: &CallSpec) -> Result<(ScaleMode, Fp8Format, i64, i64, i
 
 /// Whether the call lists `[1]` after its shapes: fast accumulation.
 pub fn fast_accum(call: &CallSpec) -> bool {
-    fp8::spec_shapes(&call.shapes).is_some_and(|(_, _, fast)| fast)
+    fp8::spec_shapes(&call.shapes).is_some_and(|s| s.fast)
+}
+
+/// Whether the call lists `[f, 1]` after its shapes: block scales' `sa` passed M-major.
+pub fn sa_m_major(call: &CallSpec) -> bool {
+    fp8::spec_shapes(&call.shapes).is_some_and(|s| s.sa_m_major)
 }
 
 /// The one output: `c` `[m, n]` (bf16).
@@ -156,8 +164,28 @@ pub fn run(
     let ta = Tensor::from_host(dev, &qa, &[m, k])?;
     let tw = Tensor::from_host(dev, &qw, &[n, k])?;
     let tb = tw.transpose(0, 1)?;
-    let tsa = Tensor::from_host(dev, &inputs[2].0, &inputs[2].1)?;
-    let tsb = Tensor::from_host(dev, &inputs[3].0, &inputs[3].1)?;
+    // `sa` M-major when the call asks: the `[k/128, m]` transpose stored, its `[m, k/128]` view passed.
+    let m_major = match (mode, inputs[2].1.as_slice()) {
+        (ScaleMode::Block, &[rows, cols]) if sa_m_major(&w.call) => Some((rows, cols)),
+        _ => None,
+    };
+    let ssa = match m_major {
+        Some((rows, cols)) => {
+            let (r, c) = (rows.max(0) as usize, cols.max(1) as usize);
+            let mut t = vec![0f32; r * c];
+            for (idx, &x) in inputs[2].0.iter().enumerate() {
+                t[(idx % c) * r + idx / c] = x;
+            }
+            Tensor::from_host(dev, &t, &[cols, rows])?
+        }
+        None => Tensor::from_host(dev, &inputs[2].0, &inputs[2].1)?,
+    };
+    let tsa = match m_major {
+        Some(_) => ssa.transpose(0, 1)?,
+        None => ssa.view(),
+    };
+    let ssb = Tensor::from_host(dev, &inputs[3].0, &inputs[3].1)?;
+    let tsb = ssb.view();
     let scales = match mode {
         ScaleMode::Tensor => Fp8Scales::Tensor { a: &tsa, b: &tsb },
         ScaleMode::Row => Fp8Scales::Row { a: &tsa, b: &tsb },
@@ -225,20 +253,29 @@ mod tests {
         );
     }
 
-    /// A trailing `[1]` asks for fast accumulation; `[0]` or nothing for exact; anything else is refused.
+    /// A trailing `[1]` asks for fast accumulation; `[0]` or nothing for exact; `[f, 1]` also for `sa`
+    /// M-major; anything else is refused.
     #[test]
-    fn fast_accumulation_switch() {
-        let call = |shapes: &[&[i64]]| CallSpec::new("gemm_fp8_tensor", "f8e4m3", shapes, false);
-        for (shapes, fast) in [
-            (&[&[8, 32][..], &[32, 8]][..], false),
-            (&[&[8, 32], &[32, 8], &[0]], false),
-            (&[&[8, 32], &[32, 8], &[1]], true),
+    fn fast_accumulation_and_sa_layout_switches() {
+        let call = |shapes: &[&[i64]]| CallSpec::new("gemm_fp8_block", "f8e4m3", shapes, false);
+        for (shapes, fast, m_major) in [
+            (&[&[8, 128][..], &[128, 8]][..], false, false),
+            (&[&[8, 128], &[128, 8], &[0]], false, false),
+            (&[&[8, 128], &[128, 8], &[1]], true, false),
+            (&[&[8, 128], &[128, 8], &[0, 0]], false, false),
+            (&[&[8, 128], &[128, 8], &[0, 1]], false, true),
+            (&[&[8, 128], &[128, 8], &[1, 1]], true, true),
         ] {
             let c = call(shapes);
             assert_eq!(fast_accum(&c), fast, "{shapes:?}");
+            assert_eq!(sa_m_major(&c), m_major, "{shapes:?}");
             assert_eq!(decode_call(&c).unwrap().2, 8);
         }
-        assert!(decode_call(&call(&[&[8, 32], &[32, 8], &[2]])).is_err());
-        assert!(decode_call(&call(&[&[8, 32], &[32, 8], &[1, 1]])).is_err());
+        for bad in [&[2][..], &[0, 2], &[1, 1, 1], &[]] {
+            assert!(
+                decode_call(&call(&[&[8, 128], &[128, 8], bad])).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 }

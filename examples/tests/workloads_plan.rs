@@ -293,3 +293,42 @@ fn rope_in_place_partial_counts_the_rotated_lanes() {
     assert!((out - inp - qk * 0.75).abs() < 1.0, "{out} {inp}");
     assert_eq!(bytes([0, 0, 1], 256), bytes([0, 0, 0], 256));
 }
+
+/// Block-scale fp8 with `sa` M-major (a call spec's `[0, 1]`, `torch._scaled_mm`'s layout) is a fixed
+/// check (ragged) and a benchmark at 4096³ beside the row-major call of the same shape; its plan
+/// copies `sa` row-major first (one more launch, `(sa rows)`), the row-major call's does not.
+#[test]
+fn fp8_block_scales_check_and_bench_m_major_sa() {
+    use cutile_examples::workload::benches;
+    use cutile_kernels::gemm::fp8;
+    let m_major = |w: &cutile_examples::workload::Workload| {
+        w.call.shapes.get(2).is_some_and(|f| f.as_slice() == [0, 1])
+    };
+    let copies = |w: &cutile_examples::workload::Workload| {
+        w.plans(GpuArch::Sm90, NO_TOOLCHAIN, false)
+            .unwrap()
+            .iter()
+            .filter(|(label, _)| label.contains("(sa rows)"))
+            .count()
+    };
+    assert!(
+        checks()
+            .iter()
+            .any(|w| w.call.op == fp8::OP_BLOCK && m_major(w) && copies(w) == 1),
+        "no M-major block-scale check"
+    );
+    let big: Vec<_> = benches()
+        .into_iter()
+        .filter(|w| {
+            w.call.op == fp8::OP_BLOCK
+                && w.call.shapes[..2] == [vec![4096, 4096], vec![4096, 4096]]
+                && !fp8::spec_shapes(&w.call.shapes).is_some_and(|s| s.fast)
+        })
+        .collect();
+    let layouts: Vec<(bool, usize)> = big.iter().map(|w| (m_major(w), copies(w))).collect();
+    assert_eq!(
+        layouts,
+        [(false, 0), (true, 1)],
+        "4096³ block-scale benches"
+    );
+}

@@ -829,19 +829,26 @@ pub fn strategy(op: &'static str) -> BoxedStrategy<Case> {
             .boxed(),
         op if gemm::fp8::OPS.contains(&op) => (
             // Ragged m and n (zero-padded edge tiles), tiny ones, K a multiple of 16 (128 with
-            // block scales), within the reference's budget.
+            // block scales), within the reference's budget; block scales' `sa` row-major or
+            // M-major (`[0, 1]`: `torch._scaled_mm`'s layout, copied row-major before the product).
             (dim(2048), dim(2048), 1..=32i64),
+            any::<bool>(),
             dtype,
             seed,
         )
-            .prop_map(move |((m, n, kq), dtype, seed)| {
-                let step = if op == gemm::fp8::OP_BLOCK { 128 } else { 16 };
+            .prop_map(move |((m, n, kq), m_major, dtype, seed)| {
+                let block = op == gemm::fp8::OP_BLOCK;
+                let step = if block { 128 } else { 16 };
                 let k = kq * step;
                 let s = bounded(vec![m, n], (MAX_MACS / k).max(1));
+                let mut shapes = vec![vec![s[0], k], vec![k, s[1]]];
+                if block && m_major {
+                    shapes.push(vec![0, 1]);
+                }
                 Case {
                     op: op.into(),
                     dtype: dtype.into(),
-                    shapes: vec![vec![s[0], k], vec![k, s[1]]],
+                    shapes,
                     causal: false,
                     layout: CaseLayout::Contiguous,
                     values: Values::Normal,
@@ -1792,6 +1799,8 @@ mod tests {
     fn fp8_cases_keep_k_aligned_plan_and_their_references_fit() {
         let ops = [gemm::fp8::OP_TENSOR, gemm::fp8::OP_ROW, gemm::fp8::OP_BLOCK];
         let mut small = 0;
+        // Block-scale cases by `sa` layout: (row-major, M-major).
+        let mut layouts = (0, 0);
         for t in generate(&ops, 60, 11).expect("gen") {
             let c = t.current();
             let (m, k, n) = (c.shapes[0][0], c.shapes[0][1], c.shapes[1][1]);
@@ -1799,8 +1808,22 @@ mod tests {
             assert!(k > 0 && k % step == 0, "{c:?}");
             assert!(["f8e4m3", "f8e5m2"].contains(&c.dtype.as_str()), "{c:?}");
             let w = c.workload();
-            w.plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
+            let plans = w
+                .plans(GpuArch::Sm90, cutile::launch::NO_TOOLCHAIN, false)
                 .unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            if c.op == gemm::fp8::OP_BLOCK {
+                // An M-major `sa` (of more than one K block) plans its row-major copy first.
+                let m_major = c.shapes.get(2).is_some_and(|f| f.as_slice() == [0, 1]);
+                let copied = m_major && k > 128 && m > 1;
+                assert_eq!(plans.len(), 1 + usize::from(copied), "{}", w.name);
+                if m_major {
+                    layouts.1 += 1;
+                } else {
+                    layouts.0 += 1;
+                }
+            } else {
+                assert_eq!(c.shapes.len(), 2, "{c:?}");
+            }
             if m * n * k > 1 << 22 {
                 continue;
             }
@@ -1810,6 +1833,10 @@ mod tests {
             small += 1;
         }
         assert!(small >= 10, "only {small} small cases");
+        assert!(
+            layouts.0 >= 3 && layouts.1 >= 3,
+            "block-scale cases (row-major, M-major sa): {layouts:?}"
+        );
     }
 
     #[test]

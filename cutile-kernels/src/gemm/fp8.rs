@@ -4,7 +4,13 @@
 //!
 //! The runtime has no fp8 element type: fp8 tensors are byte tensors (`u8` or `i8`) holding codes, and
 //! the [`Fp8Format`] of the call says how to read them (the kernel's parameters are typed `f8e4m3fn` or
-//! `f8e5m2`, so the tensor cores read them directly). Operands: `[a, b, sa, sb, c]`.
+//! `f8e5m2`, so the tensor cores read them directly). Operands: `[a, b, sa, sb, c]`, and a sixth,
+//! `sa_rows` (f32 scratch, [`SA_ROWS`]), when block scales come with `sa` not row-major (e.g. M-major,
+//! as `torch._scaled_mm` takes them): the plan then first copies `sa` into a row-major `[m, k/128]`
+//! region of it (the GEMM family's tile copy) and the product reads that copy, since the product runs
+//! 1.06–1.28× slower reading M-major scales (session 33, `docs/gemm.md`). [`gemm_fp8`] takes it from
+//! the stream's scratch ([`crate::op::scratch`]); planning without a device appends a described one
+//! ([`with_scratch`]). Without it the product reads `sa` as it is (correct, slower).
 //!
 //! - [`gemm_fp8`] / [`gemm_fp8_with`]: the host API;
 //! - [`plan_fp8`]: the launches of a call, without a device (registry, catalog, runner);
@@ -35,6 +41,13 @@ pub const SCALE_GROUP: i32 = 8;
 pub const BLOCK: i64 = 128;
 /// Output element types.
 pub const OUT_DTYPES: &[ScalarType] = &[ScalarType::BF16, ScalarType::F32];
+/// Operand index of `sa_rows`, the f32 scratch a block-scale call whose `sa` is not row-major copies
+/// `sa` into (row-major `[m, k/128]` from its start; [`sa_rows_len`] elements).
+pub const SA_ROWS: usize = 5;
+/// Tile of the `sa` relayout copy (`gemm`'s `copy_tiles`, f32): 8 KiB per block, its width a divisor
+/// of the common `k/128` (16, 32, 56 … are multiples of 8; a narrower `sa` is a clipped edge tile).
+const SA_COPY_BM: i32 = 64;
+const SA_COPY_BN: i32 = 32;
 
 /// How the bytes of an fp8 tensor encode values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -121,14 +134,42 @@ pub struct Fp8Options {
     pub fast_accum: bool,
 }
 
-/// The shapes of an fp8 call spec (the registry's and the runner's `shapes`): `[a, b]`, or `[a, b, [f]]`
-/// where `f = 1` asks for fast accumulation (`f = 0`: exact, as when absent). `None` if malformed.
-pub fn spec_shapes(shapes: &[Vec<i64>]) -> Option<(&[i64], &[i64], bool)> {
-    match shapes {
-        [a, b] => Some((a, b, false)),
-        [a, b, f] if f.as_slice() == [0] || f.as_slice() == [1] => Some((a, b, f[0] == 1)),
+/// What an fp8 call spec lists (the registry's and the runner's `shapes`): `[a, b]`, `[a, b, [f]]` or
+/// `[a, b, [f, l]]`, where `f = 1` asks for fast accumulation and `l = 1` passes block scales' `sa`
+/// M-major (strides `[1, m]`, the layout `torch._scaled_mm` takes; the plan then copies it row-major
+/// first). `0`, or absent, is exact accumulation and `sa` row-major.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp8Spec<'s> {
+    pub a: &'s [i64],
+    pub b: &'s [i64],
+    pub fast: bool,
+    pub sa_m_major: bool,
+}
+
+/// The [`Fp8Spec`] of a call spec's shapes; `None` if malformed.
+pub fn spec_shapes(shapes: &[Vec<i64>]) -> Option<Fp8Spec<'_>> {
+    let bit = |v: i64| match v {
+        0 => Some(false),
+        1 => Some(true),
         _ => None,
-    }
+    };
+    let (a, b, flags): (&[i64], &[i64], &[i64]) = match shapes {
+        [a, b] => (a, b, &[]),
+        [a, b, f] if (1..=2).contains(&f.len()) => (a, b, f),
+        _ => return None,
+    };
+    Some(Fp8Spec {
+        a,
+        b,
+        fast: match flags.first() {
+            Some(&f) => bit(f)?,
+            None => false,
+        },
+        sa_m_major: match flags.get(1) {
+            Some(&l) => bit(l)?,
+            None => false,
+        },
+    })
 }
 
 /// The f32 scale tensors of a call (device tensors, as `torch._scaled_mm`'s `scale_a`/`scale_b`).
@@ -139,10 +180,11 @@ pub enum Fp8Scales<'s, S: TensorArg> {
     /// `a`: `[m]` or `[m, 1]` (one per row of `a`); `b`: `[n]` or `[1, n]` (one per column of `b`).
     Row { a: &'s S, b: &'s S },
     /// `a`: `[m, k/128]` (one per row and 128 K elements); `b`: `[k/128, ceil(n/128)]` (one per 128x128
-    /// block of `b`). `k` must be a multiple of 128. Any strides; `a` row-major is the fast layout. `a`
-    /// M-major (strides `[1, m]`, as `torch._scaled_mm` takes it) ran 1.06–1.28× slower on an H100
-    /// (session 33, `docs/gemm.md`): tileiras lays the `[BM, 8]` scale tile out along M, and each
-    /// step's column pick then crosses threads.
+    /// block of `b`). `k` must be a multiple of 128. Any strides; the product reads `a` row-major. An
+    /// `a` of other strides (M-major, `[1, m]`, as `torch._scaled_mm` takes it) is first copied
+    /// row-major into the stream's scratch, one more launch (`m · k/128` f32): read in place it ran
+    /// the product 1.06–1.28× slower on an H100 (session 33, `docs/gemm.md`; tileiras lays the
+    /// `[BM, 8]` scale tile out along M, and each step's column pick then crosses threads).
     Block { a: &'s S, b: &'s S },
 }
 
@@ -203,9 +245,23 @@ pub fn gemm_fp8_with<'a, S: TensorArg>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
+    let call = if call.sa_strided {
+        let mut operands = operands;
+        operands.push(crate::op::scratch::scratch(
+            stream,
+            "sa_rows",
+            ScalarType::F32,
+            sa_rows_len(call.m, call.k),
+        )?);
+        Call::new(&operands, &target, mode, options.fast_accum)?.unwrap_or(call)
+    } else {
+        call
+    };
     let candidates = candidates(&target, &call);
     let class = class(&call);
-    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively).
+    // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`c` exclusively), and the
+    // stream's scratch buffer (`sa_rows`), which lives until process exit and is used by work queued
+    // on `stream` only, in stream order; plans address its first `sa_rows_len` elements.
     unsafe {
         tuning::run_tuned(stream, &call.ops, 4, op, class, &candidates, false, |cfg| {
             launches(cfg, &call, &target)
@@ -232,8 +288,9 @@ fn as_fp8(op: &'static str, mut o: Operand, format: Fp8Format) -> Result<Operand
 }
 
 /// The launches of a call (`operands` = `[a, b, sa, sb, c]`, `a` and `b` typed fp8, e.g. described with
-/// `ScalarType::F8E4M3FN`) with `mode`'s scales and fast accumulation if `fast_accum`: the default
-/// configuration, or every candidate's.
+/// `ScalarType::F8E4M3FN`, and `sa_rows` when [`with_scratch`] appends one) with `mode`'s scales and
+/// fast accumulation if `fast_accum`: the default configuration, or every candidate's (each candidate
+/// with its own `sa` copy first when `sa_rows` is given and `sa` is not row-major).
 pub fn plan_fp8(
     operands: &[Operand],
     target: &Target,
@@ -279,16 +336,94 @@ pub fn described_operands(
     ]
 }
 
+/// Elements of the `sa_rows` scratch of an `m x k` block-scale call: `sa` row-major, `m · k/128`.
+pub fn sa_rows_len(m: i64, k: i64) -> i64 {
+    m.max(0) * ceil_div(k.max(0), BLOCK)
+}
+
+/// `operands` (`[a, b, sa, sb, c]`) with a described `sa_rows` scratch ([`SA_ROWS`]) appended when
+/// `mode` is block scales and `sa` is not row-major: what planning without a device (AOT bundles, the
+/// registry, the runner) passes to [`plan_fp8`]. Operands that already hold one, and calls that need
+/// none, are returned as they are; bad operands get the errors [`plan_fp8`] gives them.
+pub fn with_scratch(
+    operands: &[Operand],
+    target: &Target,
+    mode: ScaleMode,
+) -> Result<Vec<Operand>, OpError> {
+    let mut out = operands.to_vec();
+    if operands.len() != 5 {
+        return Ok(out);
+    }
+    if let Some(call) = Call::new(operands, target, mode, false)?
+        && call.sa_strided
+    {
+        out.push(Operand::described(
+            "sa_rows",
+            SA_ROWS,
+            ScalarType::F32,
+            &[sa_rows_len(call.m, call.k)],
+        ));
+    }
+    Ok(out)
+}
+
+/// The described operands of a call spec ([`spec_shapes`]) in `format` with `mode`'s scales and a
+/// bf16 `c`: `b` of the spec's shape, column-major (a `b` that disagrees with `a` is the planner's
+/// error to report), `sa` M-major when the spec asks, and the `sa_rows` scratch when that needs one
+/// ([`with_scratch`]). `sa` M-major is refused for other than block scales.
+pub fn spec_operands(
+    format: Fp8Format,
+    mode: ScaleMode,
+    spec: &Fp8Spec<'_>,
+    target: &Target,
+) -> Result<Vec<Operand>, OpError> {
+    let (m, k, n) = (
+        spec.a.first().copied().unwrap_or(0),
+        spec.a.get(1).copied().unwrap_or(0),
+        spec.b.get(1).copied().unwrap_or(0),
+    );
+    let mut operands = described_operands(format, mode, ScalarType::BF16, m, n, k);
+    operands[1].strides = match spec.b {
+        [rows, _] => vec![1, (*rows).max(1)],
+        b => crate::op::contiguous_strides(b),
+    };
+    operands[1].shape = spec.b.to_vec();
+    if spec.sa_m_major {
+        if mode != ScaleMode::Block {
+            return Err(OpError::Unsupported {
+                op: mode.op(),
+                what: "an M-major `sa` (a call spec's `[f, 1]`) applies to block scales only"
+                    .into(),
+            });
+        }
+        operands[2].strides = vec![1, m.max(1)];
+    }
+    with_scratch(&operands, target, mode)
+}
+
 /// The calls the catalog compiles and the runner checks and benchmarks: one ragged call per scale mode
 /// (bf16 output, e4m3), the benchmark shapes (4096³ and 8192³, which share one 128-row kernel), and
-/// the same with fast accumulation at 4096³ (and 8192³, sharing its cubin).
+/// the same with fast accumulation at 4096³ (and 8192³, sharing its cubin). Block scales also with
+/// `sa` M-major (`[0, 1]`: `torch._scaled_mm`'s layout, copied row-major before the product), ragged
+/// and at 4096³, beside the row-major calls of the same shape.
 pub fn representative_calls() -> Vec<crate::op::CallSpec> {
     let c = crate::op::CallSpec::new;
     let mut v = Vec::new();
     for op in OPS {
         v.push(c(op, "f8e4m3", &[&[1000, 512], &[512, 1000]], false));
+        if *op == OP_BLOCK {
+            v.push(c(
+                op,
+                "f8e4m3",
+                &[&[1000, 512], &[512, 1000], &[0, 1]],
+                false,
+            ));
+        }
         for s in [4096, 8192] {
             v.push(c(op, "f8e4m3", &[&[s, s], &[s, s]], false));
+            if *op == OP_BLOCK && s == 4096 {
+                v.push(c(op, "f8e4m3", &[&[s, s], &[s, s], &[0, 1]], false));
+            }
             v.push(c(op, "f8e4m3", &[&[s, s], &[s, s], &[1]], false));
         }
     }
@@ -361,10 +496,14 @@ struct Call {
     m: i64,
     n: i64,
     k: i64,
-    /// `[a, b, sa, sb, c]` (a and b typed fp8).
+    /// `[a, b, sa, sb, c]` (a and b typed fp8), and `sa_rows` when given.
     ops: Vec<Operand>,
     /// The `[.., ..]` views the kernel reads `sa` and `sb` through.
     scale_views: [(Vec<i64>, Vec<i64>); 2],
+    /// Block scales whose `sa` is not row-major: the product reads `sa` from a row-major copy.
+    sa_strided: bool,
+    /// `sa_strided` and the `sa_rows` scratch is given: the plan copies `sa` into it first.
+    sa_rows: bool,
 }
 
 fn shape_err(op: &'static str, what: &str, left: &[i64], right: String) -> OpError {
@@ -384,11 +523,18 @@ impl Call {
         fast: bool,
     ) -> Result<Option<Call>, OpError> {
         let op = mode.op();
-        let [a, b, sa, sb, c] = operands else {
-            return Err(OpError::Unsupported {
-                op,
-                what: format!("takes 5 tensors (a, b, sa, sb, c), got {}", operands.len()),
-            });
+        let (a, b, sa, sb, c, rows) = match operands {
+            [a, b, sa, sb, c] => (a, b, sa, sb, c, None),
+            [a, b, sa, sb, c, r] => (a, b, sa, sb, c, Some(r)),
+            _ => {
+                return Err(OpError::Unsupported {
+                    op,
+                    what: format!(
+                        "takes 5 tensors (a, b, sa, sb, c) and an optional scratch (sa_rows), got {}",
+                        operands.len()
+                    ),
+                });
+            }
         };
         let Some(format) = Fp8Format::of(a.dtype) else {
             return Err(OpError::DType {
@@ -487,8 +633,32 @@ impl Call {
                 ]
             }
         };
+        let sa_strided = mode == ScaleMode::Block && !sa_row_major(sa);
+        if let Some(r) = rows {
+            r.expect_dtype(op, &[ScalarType::F32])?;
+            r.expect_rank(op, 1)?;
+            target.expect_device(op, r)?;
+            let need = sa_rows_len(m, k);
+            if r.shape[0] < need {
+                return Err(OpError::Shape {
+                    op,
+                    what: "the `sa_rows` scratch must hold `fp8::sa_rows_len(m, k)` elements \
+                           (`fp8::with_scratch` appends one when planning)"
+                        .into(),
+                    left: r.shape[0].to_string(),
+                    right: need.to_string(),
+                });
+            }
+        }
         if m == 0 || n == 0 {
             return Ok(None);
+        }
+        let sa_rows = sa_strided && rows.is_some();
+        let mut scale_views = scale_views;
+        if sa_rows {
+            // The product reads the row-major copy (`SA_ROWS`) instead.
+            let kb = ceil_div(k, BLOCK);
+            scale_views[0] = (vec![m, kb], vec![kb, 1]);
         }
         Ok(Some(Call {
             mode,
@@ -500,7 +670,18 @@ impl Call {
             k,
             ops: operands.to_vec(),
             scale_views,
+            sa_strided,
+            sa_rows,
         }))
+    }
+}
+
+/// Whether a `[m, k/128]` block-scale `sa` is row-major as the product reads it fastest: its K axis has
+/// stride 1, or has one element (a single column is the same memory whatever its stride says).
+fn sa_row_major(sa: &Operand) -> bool {
+    match (sa.shape.as_slice(), sa.strides.as_slice()) {
+        ([_, kb], [_, inner]) => *kb <= 1 || *inner == 1,
+        _ => true,
     }
 }
 
@@ -787,24 +968,48 @@ fn launches(cfg: &Fp8Config, call: &Call, target: &Target) -> Result<Vec<Planned
         what: format!("{tiles} output tiles exceed the grid's 2^32 - 1 blocks"),
     })?;
     let grid = Some((blocks, 1, 1));
-    let view = |i: usize, (shape, strides): &(Vec<i64>, Vec<i64>)| PlannedArg::Tensor {
-        operand: i,
-        output: false,
-        shape: shape.clone(),
-        strides: strides.clone(),
-        offset: 0,
+    let view =
+        |i: usize, (shape, strides): &(Vec<i64>, Vec<i64>), output: bool| PlannedArg::Tensor {
+            operand: i,
+            output,
+            shape: shape.clone(),
+            strides: strides.clone(),
+            offset: 0,
+        };
+    let mut out = Vec::with_capacity(2);
+    let sa = if call.sa_rows {
+        // `sa` as it is → its row-major copy at the start of `sa_rows`, which the product reads.
+        out.push(PlannedLaunch {
+            kernel: sa_copy_kernel(),
+            args: vec![
+                PlannedArg::whole(2, &call.ops[2], false),
+                view(SA_ROWS, &call.scale_views[0], true),
+            ],
+            grid: None,
+            config: format!("{} (sa rows)", cfg.name()),
+        });
+        SA_ROWS
+    } else {
+        2
     };
-    Ok(vec![PlannedLaunch {
+    out.push(PlannedLaunch {
         kernel,
         args: vec![
             PlannedArg::whole(0, &call.ops[0], false),
             PlannedArg::whole(1, &call.ops[1], false),
-            view(2, &call.scale_views[0]),
-            view(3, &call.scale_views[1]),
+            view(sa, &call.scale_views[0], false),
+            view(3, &call.scale_views[1], false),
             PlannedArg::I32(super::config::GROUP as i32),
             PlannedArg::whole(4, &call.ops[4], true),
         ],
         grid,
         config: cfg.name(),
-    }])
+    });
+    Ok(out)
+}
+
+/// The `sa` relayout: the GEMM family's tile copy (`dst = src`, one `SA_COPY_BM x SA_COPY_BN` tile
+/// per block) on f32, reading `sa` through its strides and writing row-major tiles.
+fn sa_copy_kernel() -> cutile::dsl::Kernel {
+    super::kernels::copy_tiles::kernel::<f32, SA_COPY_BM, SA_COPY_BN>()
 }

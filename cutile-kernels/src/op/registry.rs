@@ -178,7 +178,8 @@ fn plan_gemm(
 }
 
 /// An fp8 GEMM op (any of [`gemm::fp8::OPS`]): `[a, b]` shapes (`b` described column-major, the fast
-/// layout), and `[1]` after them for fast accumulation; the scales follow from the op's mode, the output
+/// layout), and `[f]` or `[f, l]` after them (`f = 1`: fast accumulation; `l = 1`: block scales' `sa`
+/// M-major, which plans its row-major copy first); the scales follow from the op's mode, the output
 /// is bf16.
 fn plan_gemm_fp8(
     spec: &CallSpec,
@@ -195,29 +196,16 @@ fn plan_gemm_fp8(
         op: mode.op(),
         what: format!("element type {dt}: the op takes f8e4m3 or f8e5m2"),
     })?;
-    let (a, b, fast) =
-        gemm::fp8::spec_shapes(&spec.shapes).ok_or_else(|| OpError::Unsupported {
-            op: mode.op(),
-            what: format!(
-                "a call spec lists [a, b] or [a, b, [fast]] shapes (fast: 1 for fast accumulation), \
-                 got {:?}",
-                spec.shapes
-            ),
-        })?;
-    let (a, b) = (a.to_vec(), b.to_vec());
-    let (m, k, n) = (
-        a.first().copied().unwrap_or(0),
-        a.get(1).copied().unwrap_or(0),
-        b.get(1).copied().unwrap_or(0),
-    );
-    let mut operands = gemm::fp8::described_operands(format, mode, ScalarType::BF16, m, n, k);
-    // A `b` shape that disagrees with `a` is the planner's error to report; keep it column-major.
-    operands[1].strides = match b.as_slice() {
-        [rows, _] => vec![1, (*rows).max(1)],
-        _ => super::contiguous_strides(&b),
-    };
-    operands[1].shape = b;
-    let launches = gemm::fp8::plan_fp8(&operands, t, mode, fast, all)?;
+    let fp8_spec = gemm::fp8::spec_shapes(&spec.shapes).ok_or_else(|| OpError::Unsupported {
+        op: mode.op(),
+        what: format!(
+            "a call spec lists [a, b], [a, b, [fast]] or [a, b, [fast, sa_m_major]] shapes (1 for \
+             fast accumulation, 1 for block scales' `sa` M-major), got {:?}",
+            spec.shapes
+        ),
+    })?;
+    let operands = gemm::fp8::spec_operands(format, mode, &fp8_spec, t)?;
+    let launches = gemm::fp8::plan_fp8(&operands, t, mode, fp8_spec.fast, all)?;
     Ok(PlannedCall { operands, launches })
 }
 
@@ -673,7 +661,7 @@ const FP8_OPS: [OpInfo; 3] = [
     OpInfo {
         name: gemm::fp8::OP_BLOCK,
         family: "gemm",
-        inputs: "[a, b] or [a, b, [1]] (fast accumulation) ([m, k], [k, n] fp8; sa [m, k/128], sb [k/128, n/128] f32; c [m, n] bf16)",
+        inputs: "[a, b], [a, b, [f]] or [a, b, [f, 1]] (f = 1: fast accumulation; [f, 1]: sa M-major, copied row-major first) ([m, k], [k, n] fp8; sa [m, k/128], sb [k/128, n/128] f32; c [m, n] bf16)",
         plan: plan_gemm_fp8,
     },
 ];
