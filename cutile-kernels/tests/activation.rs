@@ -6,9 +6,7 @@
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
 
-// The raw-cubin helpers are unused: these tests launch through the host API.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};

@@ -15,8 +15,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};

@@ -8,8 +8,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};
 use cutile::runtime::{CuModule, Device, DeviceElement, KernelArgs, Stream, Tensor};

@@ -6,8 +6,7 @@
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used, clippy::needless_range_loop)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};

@@ -6,8 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::gpu_device;
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};

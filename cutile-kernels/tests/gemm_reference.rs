@@ -20,8 +20,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

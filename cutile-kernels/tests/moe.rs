@@ -20,8 +20,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use cutile::runtime::{DeviceElement, Stream, Tensor};
 use cutile_kernels::moe::reference::{self as r, RoutingMode};

@@ -12,9 +12,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-// The GPU helpers for raw cubin launches are unused: these tests launch through the host API.
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};

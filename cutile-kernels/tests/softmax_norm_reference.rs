@@ -12,8 +12,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 use std::collections::BTreeSet;
 
 use common::*;

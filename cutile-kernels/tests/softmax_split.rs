@@ -11,8 +11,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use common::*;
 use cutile::dsl::{Kernel, TensorMeta};

@@ -11,8 +11,7 @@
 // Test code: an unwrap is an assertion.
 #![allow(clippy::unwrap_used)]
 
-#[allow(dead_code)]
-mod common;
+use crate::common;
 
 use cutile_kernels::catalog::CompileJob;
 use cutile_kernels::op::CallSpec;

@@ -6,6 +6,8 @@
 //! - `markdown_links_resolve`: relative links in tracked `.md` files name files that exist;
 //! - `every_dsl_entry_is_in_the_catalog`: every `#[cutile::entry]` of `cutile-kernels/src/**/dsl.rs` is a
 //!   kernel of `cutile_kernels::catalog::compile_jobs_full()`, so none is dead code no host API launches.
+//! - `catalog_test_files_are_modules_of_its_test_binary`: every `cutile-kernels/tests/*.rs` is a module of
+//!   the crate's one test binary, `tests/kernels.rs` (with `autotests = false` an undeclared file never runs).
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -333,4 +335,38 @@ fn every_dsl_entry_is_in_the_catalog() {
         "DSL entries no compile job (hence no host API) uses: dead code, or a family's planner misses them",
         &missing,
     );
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// (e) the catalog's one test binary
+
+/// `cutile-kernels` sets `autotests = false` and links its tests into `tests/kernels.rs`, so a test file
+/// that file does not declare would never be compiled: this names any such file.
+#[test]
+fn catalog_test_files_are_modules_of_its_test_binary() {
+    let dir = root().join("cutile-kernels/tests");
+    let root_src = std::fs::read_to_string(dir.join("kernels.rs"))
+        .unwrap_or_else(|e| panic!("cutile-kernels/tests/kernels.rs: {e}"));
+    let declared: BTreeSet<&str> = root_src
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if has_ext(&path.to_string_lossy(), &["rs"])
+            && stem != "kernels"
+            && !declared.contains(stem)
+        {
+            missing.push(format!(
+                "cutile-kernels/tests/{stem}.rs: add `mod {stem};` to tests/kernels.rs"
+            ));
+        }
+    }
+    fail_if_any("catalog test files no test binary compiles", &missing);
 }
