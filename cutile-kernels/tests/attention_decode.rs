@@ -45,52 +45,11 @@ fn plan_err(ops: &[Operand], paged: bool, options: &DecodeOptions) -> OpError {
 
 #[test]
 fn every_launch_of_every_representative_call_specializes_and_compiles() {
-    let t = target();
-    let tileiras = cutile::toolchain::Tileiras::discover();
-    if let Err(e) = &tileiras {
-        cutile_testkit::skip(
-            "attention_decode compile",
-            &format!("tileiras not found ({e})"),
-        );
-    }
-    let mut other_archs = std::collections::HashSet::new();
-    let mut kernels = std::collections::HashSet::new();
-    for c in decode::representative_calls() {
-        let planned = c
-            .plan(&t, true)
-            .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
-        assert!(!planned.launches.is_empty(), "{}", c.label());
-        for l in &planned.launches {
-            kernels.insert(l.kernel.name().to_string());
-            // SAFETY: described operands are never launched.
-            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-            let metas = args.tensor_metas();
-            let s = l
-                .kernel
-                .specialize(&metas)
-                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
-            cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
-            if let Ok(tl) = &tileiras {
-                common::compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
-                    panic!(
-                        "{} / {} / {}: {e}\n{}",
-                        c.label(),
-                        l.config,
-                        l.kernel.name(),
-                        s.ir_text()
-                    )
-                });
-                if other_archs.insert(l.kernel.name().to_string()) {
-                    for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
-                        common::compile_cached(tl, &s, arch).unwrap_or_else(|e| {
-                            panic!("{} / {} / {arch}: {e}", c.label(), l.config)
-                        });
-                    }
-                }
-            }
-        }
-    }
+    let kernels = common::compile_every_launch(
+        "attention_decode compile",
+        &decode::representative_calls(),
+        common::OtherArchs::PerKernel,
+    );
     // The calls (with their tuning candidates) cover the four kernels.
     for k in [
         "decode_partial",

@@ -29,7 +29,7 @@ fn arrays_4d(dtype: ScalarType, b: i64, h: i64, h_kv: i64, seq: i64, d: i64) -> 
 }
 
 /// (name, kernel, arrays, snapshot it?)
-fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
+fn cases() -> Vec<common::IrCase> {
     vec![
         (
             "fa3d_bf16_64x128_d128",
@@ -72,15 +72,8 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
 
 #[test]
 fn ir_snapshots_verify() {
-    for (name, k, arrays, snap) in cases() {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if snap {
-            insta::assert_snapshot!(name, s.ir_text());
-        }
+    for (name, ir) in common::verified_snapshot_irs(cases()) {
+        insta::assert_snapshot!(name, ir);
     }
 }
 

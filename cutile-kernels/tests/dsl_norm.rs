@@ -16,27 +16,8 @@ use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::norm::{self, kernels as n};
 use half::bf16;
 
-/// Arrays of an RMSNorm launch: x, w, y.
-fn rms_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
-    vec![
-        t(dtype, &[rows, cols]),
-        t(dtype, &[cols]),
-        t(dtype, &[rows, cols]),
-    ]
-}
-
-/// Arrays of a LayerNorm launch: x, w, b, y.
-fn ln_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
-    vec![
-        t(dtype, &[rows, cols]),
-        t(dtype, &[cols]),
-        t(dtype, &[cols]),
-        t(dtype, &[rows, cols]),
-    ]
-}
-
 /// (name, kernel, arrays, snapshot it?)
-fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
+fn cases() -> Vec<common::IrCase> {
     vec![
         (
             "rms_norm_bf16_1024",
@@ -85,15 +66,8 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
 
 #[test]
 fn ir_snapshots_verify() {
-    for (name, k, arrays, snap) in cases() {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if snap {
-            insta::assert_snapshot!(name, s.ir_text());
-        }
+    for (name, ir) in common::verified_snapshot_irs(cases()) {
+        insta::assert_snapshot!(name, ir);
     }
 }
 

@@ -31,55 +31,12 @@ fn described(dt: ScalarType, x: &[i64], heads: &[i64], sw: &[i64]) -> (Vec<Opera
 
 #[test]
 fn every_launch_of_every_representative_call_specializes_and_compiles() {
-    let t = target();
-    let tileiras = cutile::toolchain::Tileiras::discover();
-    if let Err(e) = &tileiras {
-        cutile_testkit::skip("fused_qkv compile", &format!("tileiras not found ({e})"));
-    }
-    let mut seen = std::collections::HashSet::new();
-    let mut other_archs = std::collections::HashSet::new();
-    for c in fused_qkv::representative_calls() {
-        let planned = c
-            .plan(&t, true)
-            .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
-        assert!(!planned.launches.is_empty(), "{}", c.label());
-        for l in &planned.launches {
-            // SAFETY: described operands are never launched.
-            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-            let metas = args.tensor_metas();
-            let s = l
-                .kernel
-                .specialize(&metas)
-                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
-            cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-                .unwrap_or_else(|e| panic!("{} / {}: {e}", c.label(), l.config));
-            let plan = cutile::launch::plan(
-                &l.kernel,
-                &metas,
-                t.arch,
-                &cutile::launch::CompileOptions::default(),
-                cutile::launch::NO_TOOLCHAIN,
-            )
-            .unwrap();
-            if !seen.insert(plan.key) {
-                continue;
-            }
-            if let Ok(tl) = &tileiras {
-                common::compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
-                    panic!("{} / {} / {}: {e}", c.label(), l.config, l.kernel.name())
-                });
-                // The catalog's other archs, once per kernel (and per input type of the epilogue).
-                let kind = format!("{} {:?}", l.kernel.name(), metas.first().map(|m| m.dtype));
-                if other_archs.insert(kind) {
-                    for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
-                        common::compile_cached(tl, &s, arch).unwrap_or_else(|e| {
-                            panic!("{} / {} / {arch}: {e}", c.label(), l.config)
-                        });
-                    }
-                }
-            }
-        }
-    }
+    // The epilogue differs by input type, so the other archs compile once per kernel and type.
+    common::compile_every_launch(
+        "fused_qkv compile",
+        &fused_qkv::representative_calls(),
+        common::OtherArchs::PerKernelAndDtype,
+    );
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn heads_arrays(dtype: ScalarType, tokens: i64, heads: i64, d: i64) -> Vec<Tenso
 
 /// (name, kernel, arrays, snapshot it?): one bf16 benchmark shape per kernel form (snapshotted) and ragged
 /// ones in other types.
-fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
+fn cases() -> Vec<common::IrCase> {
     vec![
         (
             "add_rms_norm_gather_bf16_8192",
@@ -129,15 +129,8 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
 
 #[test]
 fn ir_snapshots_verify() {
-    for (name, k, arrays, snap) in cases() {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if snap {
-            insta::assert_snapshot!(name, s.ir_text());
-        }
+    for (name, ir) in common::verified_snapshot_irs(cases()) {
+        insta::assert_snapshot!(name, ir);
     }
 }
 

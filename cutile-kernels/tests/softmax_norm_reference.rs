@@ -24,44 +24,25 @@ use cutile_kernels::norm::{self, kernels as n};
 use cutile_kernels::softmax::{self, kernels as sm};
 use half::{bf16, f16};
 
-fn sm_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
-    vec![t(dtype, &[rows, cols]), t(dtype, &[rows, cols])]
-}
-fn rms_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
-    vec![
-        t(dtype, &[rows, cols]),
-        t(dtype, &[cols]),
-        t(dtype, &[rows, cols]),
-    ]
-}
-fn ln_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
-    vec![
-        t(dtype, &[rows, cols]),
-        t(dtype, &[cols]),
-        t(dtype, &[cols]),
-        t(dtype, &[rows, cols]),
-    ]
-}
-
 /// (name, kernel, arrays, snapshot it?): one bf16 benchmark shape per kernel (snapshotted) and a ragged one.
-fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
+fn cases() -> Vec<common::IrCase> {
     vec![
         (
             "softmax_gather_bf16_8192",
             sm::softmax_gather::kernel::<bf16, 8192>(),
-            sm_arrays(BF16, 8192, 8192),
+            softmax_arrays(BF16, 8192, 8192),
             true,
         ),
         (
             "softmax_gather_f16_1024_cols1000",
             sm::softmax_gather::kernel::<f16, 1024>(),
-            sm_arrays(F16, 37, 1000),
+            softmax_arrays(F16, 37, 1000),
             false,
         ),
         (
             "softmax_gather_online_bf16_4096",
             sm::softmax_gather_online::kernel::<bf16, 4096>(),
-            sm_arrays(BF16, 16, 131072),
+            softmax_arrays(BF16, 16, 131072),
             true,
         ),
         (
@@ -105,15 +86,8 @@ fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
 
 #[test]
 fn ir_snapshots_verify() {
-    for (name, k, arrays, snap) in cases() {
-        let s = k
-            .specialize(&arrays)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        if snap {
-            insta::assert_snapshot!(name, s.ir_text());
-        }
+    for (name, ir) in common::verified_snapshot_irs(cases()) {
+        insta::assert_snapshot!(name, ir);
     }
 }
 
@@ -319,7 +293,7 @@ fn softmax_gather_matches_cutile() {
         ),
     ] {
         compare_branches(
-            &ours(meta, sm_arrays(dt, 8192, 8192)),
+            &ours(meta, softmax_arrays(dt, 8192, 8192)),
             fixture,
             if dt == BF16 {
                 "softmax_gather_bf16_37x1000"
@@ -336,7 +310,7 @@ fn softmax_gather_matches_cutile() {
             _ => sm::softmax_gather::kernel::<bf16, 131072>(),
         };
         compare_branches(
-            &ours(k, sm_arrays(BF16, rows, cols)),
+            &ours(k, softmax_arrays(BF16, rows, cols)),
             &format!("softmax_gather_bf16_{rows}x{cols}"),
             "softmax_gather_bf16_37x1000",
         );
@@ -345,7 +319,7 @@ fn softmax_gather_matches_cutile() {
     compare_branches(
         &ours(
             sm::softmax_gather::kernel::<bf16, 1024>(),
-            sm_arrays(BF16, 37, 1000),
+            softmax_arrays(BF16, 37, 1000),
         ),
         "softmax_gather_bf16_32768x1024",
         "softmax_gather_bf16_37x1000",
@@ -471,7 +445,7 @@ fn long_row_gather_kernels_use_cutiles_fast_forms() {
     let o = inventory(
         &entry(&ours(
             sm::softmax_gather_online::kernel::<bf16, 4096>(),
-            sm_arrays(BF16, 16, 131072),
+            softmax_arrays(BF16, 16, 131072),
         ))
         .0
         .ops,
@@ -571,7 +545,7 @@ struct GpuCase {
 impl GpuCase {
     fn arrays(&self) -> Vec<TensorMeta> {
         match self.family {
-            Family::Softmax => sm_arrays(self.dtype, self.rows, self.cols),
+            Family::Softmax => softmax_arrays(self.dtype, self.rows, self.cols),
             Family::Rms => rms_arrays(self.dtype, self.rows, self.cols),
             Family::Ln => ln_arrays(self.dtype, self.rows, self.cols),
         }

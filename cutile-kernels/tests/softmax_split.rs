@@ -14,7 +14,7 @@
 use crate::common;
 
 use common::*;
-use cutile::dsl::{Kernel, TensorMeta};
+use cutile::dsl::TensorMeta;
 use cutile::toolchain::GpuArch;
 use cutile_ir::ScalarType::{self, *};
 use cutile_kernels::op::{CallSpec, Operand, PlannedArg, Target, ceil_div};
@@ -250,7 +250,7 @@ fn split_arrays(dtype: ScalarType, rows: i64, cols: i64, sp: i64) -> [Vec<Tensor
 }
 
 /// (name, kernel, arrays, snapshot it?).
-fn cases() -> Vec<(&'static str, Kernel, Vec<TensorMeta>, bool)> {
+fn cases() -> Vec<common::IrCase> {
     let [s_bf16, a_bf16] = split_arrays(BF16, 16, 131072, 16);
     let [s_f32, a_f32] = split_arrays(F32, 3, 70001, 16);
     let [s_f16, a_f16] = split_arrays(F16, 1, 20000, 16);

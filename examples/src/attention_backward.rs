@@ -12,13 +12,14 @@
 //! are recomputed by the dQ kernel), which the convention does not count.
 
 use cutile::launch::Pending;
-use cutile::runtime::timing::{L2Flush, Stats};
+use cutile::runtime::timing::Stats;
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_kernels::attention::{self, AttentionOptions, Extras};
 use cutile_kernels::op::CallSpec;
 
 use crate::BoxError;
 use crate::data::{Dt, uniform};
+use crate::launch_times::Timing;
 use crate::workload::{HostTensor, OutputSpec};
 
 fn numel(s: &[i64]) -> usize {
@@ -209,8 +210,6 @@ fn down<T: DeviceElement>(t: &Tensor<T>) -> Result<Vec<f32>, BoxError> {
         .collect())
 }
 
-type Timing<'f> = Option<(usize, Option<&'f mut L2Flush>)>;
-
 fn run_typed<T: DeviceElement>(
     dev: &Device,
     stream: &Stream,
@@ -221,21 +220,10 @@ fn run_typed<T: DeviceElement>(
     let mut inst = upload::<T>(dev, stream, call_spec, i)?;
     call(stream, &mut inst)?.wait()?;
     let outs = vec![down(&inst.dq)?, down(&inst.dk)?, down(&inst.dv)?];
-    let stats = match timing {
-        None => None,
-        Some((iters, flush)) => Some(crate::launch_times::time_call(
-            stream,
-            5,
-            iters,
-            flush,
-            || -> Result<(), BoxError> {
-                // Left queued: `time_call` waits for its end event before the next call, and
-                // `inst` outlives the timing.
-                std::mem::forget(call(stream, &mut inst)?);
-                Ok(())
-            },
-        )?),
-    };
+    let stats = crate::launch_times::time_queued(stream, timing, || {
+        std::mem::forget(call(stream, &mut inst)?);
+        Ok(())
+    })?;
     stream.synchronize()?;
     Ok((outs, stats))
 }

@@ -12,6 +12,7 @@ use cutile_kernels::op::CallSpec;
 
 use crate::BoxError;
 use crate::data::{Dt, uniform};
+use crate::launch_times::Timing;
 use crate::workload::{HostTensor, OutputSpec, Workload};
 
 fn numel(s: &[i64]) -> usize {
@@ -245,8 +246,6 @@ fn down<T: DeviceElement>(t: &Tensor<T>) -> Result<Vec<f32>, BoxError> {
         .collect())
 }
 
-type Timing<'f> = Option<(usize, Option<&'f mut cutile::runtime::timing::L2Flush>)>;
-
 fn run_typed<T: DeviceElement>(
     dev: &Device,
     stream: &Stream,
@@ -260,21 +259,10 @@ fn run_typed<T: DeviceElement>(
     if let Some(l) = &inst.lse {
         outs.push(l.to_host()?);
     }
-    let stats = match timing {
-        None => None,
-        Some((iters, flush)) => Some(crate::launch_times::time_call(
-            stream,
-            5,
-            iters,
-            flush,
-            || -> Result<(), BoxError> {
-                // Left queued: `time_call` waits for its end event before the next call, and
-                // `inst` outlives the timing.
-                std::mem::forget(call(stream, &mut inst)?);
-                Ok(())
-            },
-        )?),
-    };
+    let stats = crate::launch_times::time_queued(stream, timing, || {
+        std::mem::forget(call(stream, &mut inst)?);
+        Ok(())
+    })?;
     stream.synchronize()?;
     Ok((outs, stats))
 }

@@ -232,7 +232,7 @@ fn run_typed<T: DeviceElement>(
     dev: &Device,
     stream: &Stream,
     i: &[HostTensor],
-    timing: Option<(usize, Option<&mut cutile::runtime::timing::L2Flush>)>,
+    timing: crate::launch_times::Timing<'_>,
 ) -> Result<(Vec<Vec<f32>>, Option<cutile::runtime::timing::Stats>), BoxError> {
     let mut inst = upload::<T>(dev, i)?;
     call(stream, &mut inst)?.wait()?;
@@ -243,21 +243,10 @@ fn run_typed<T: DeviceElement>(
         .map(|v| v.to_f64() as f32)
         .collect();
     let outs = vec![o, inst.lse.to_host()?];
-    let stats = match timing {
-        None => None,
-        Some((iters, flush)) => Some(crate::launch_times::time_call(
-            stream,
-            5,
-            iters,
-            flush,
-            || -> Result<(), BoxError> {
-                // Left queued: `time_call` waits for its end event before the next call, and
-                // `inst` outlives the timing.
-                std::mem::forget(call(stream, &mut inst)?);
-                Ok(())
-            },
-        )?),
-    };
+    let stats = crate::launch_times::time_queued(stream, timing, || {
+        std::mem::forget(call(stream, &mut inst)?);
+        Ok(())
+    })?;
     stream.synchronize()?;
     Ok((outs, stats))
 }
@@ -268,7 +257,7 @@ pub fn run(
     stream: &Stream,
     dt: Dt,
     inputs: &[HostTensor],
-    timing: Option<(usize, Option<&mut cutile::runtime::timing::L2Flush>)>,
+    timing: crate::launch_times::Timing<'_>,
 ) -> Result<(Vec<Vec<f32>>, Option<cutile::runtime::timing::Stats>), BoxError> {
     match dt {
         Dt::BF16 => run_typed::<half::bf16>(dev, stream, inputs, timing),

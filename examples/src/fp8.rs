@@ -17,6 +17,7 @@ use cutile_kernels::op::registry::parse_dtype;
 
 use crate::BoxError;
 use crate::data::uniform;
+use crate::launch_times::Timing;
 use crate::workload::{Expected, HostTensor, OutputSpec, Workload};
 
 /// Whether `op` is one of the fp8 GEMM ops.
@@ -139,8 +140,6 @@ pub fn reference(call: &CallSpec, i: &[HostTensor]) -> Result<Expected, BoxError
     })
 }
 
-type Timing<'f> = Option<(usize, Option<&'f mut cutile::runtime::timing::L2Flush>)>;
-
 /// Runs the call once on `inputs` (and, with `timing`, times it): `c` read back, and the timing.
 pub fn run(
     dev: &Device,
@@ -198,23 +197,12 @@ pub fn run(
     };
     fp8::gemm_fp8_with(stream, &ta, &tb, &options, &scales, &mut c)?.wait()?;
     let got: Vec<f32> = c.to_host()?.into_iter().map(f32::from).collect();
-    let stats = match timing {
-        None => None,
-        Some((iters, flush)) => Some(crate::launch_times::time_call(
-            stream,
-            5,
-            iters,
-            flush,
-            || -> Result<(), BoxError> {
-                // Left queued: `time_call` waits for its end event before the next call, and the
-                // tensors outlive the timing.
-                std::mem::forget(fp8::gemm_fp8_with(
-                    stream, &ta, &tb, &options, &scales, &mut c,
-                )?);
-                Ok(())
-            },
-        )?),
-    };
+    let stats = crate::launch_times::time_queued(stream, timing, || {
+        std::mem::forget(fp8::gemm_fp8_with(
+            stream, &ta, &tb, &options, &scales, &mut c,
+        )?);
+        Ok(())
+    })?;
     stream.synchronize()?;
     Ok((got, stats))
 }

@@ -275,7 +275,7 @@ fn run_typed<T: DeviceElement>(
     stream: &Stream,
     w: &Workload,
     i: &[HostTensor],
-    timing: Option<(usize, Option<&mut cutile::runtime::timing::L2Flush>)>,
+    timing: crate::launch_times::Timing<'_>,
 ) -> Result<(Vec<Vec<f32>>, Option<cutile::runtime::timing::Stats>), BoxError> {
     let linear = w.layout == Layout::TransposedB;
     let (mut inst, stored) = upload::<T>(dev, w, i, linear)?;
@@ -286,21 +286,10 @@ fn run_typed<T: DeviceElement>(
     };
     call(stream, &mut inst, weight)?.wait()?;
     let outs = vec![down(&inst.q)?, down(&inst.k)?, down(&inst.v)?];
-    let stats = match timing {
-        None => None,
-        Some((iters, flush)) => Some(crate::launch_times::time_call(
-            stream,
-            5,
-            iters,
-            flush,
-            || -> Result<(), BoxError> {
-                // Left queued: `time_call` waits for its end event before the next call, and
-                // `inst` outlives the timing.
-                std::mem::forget(call(stream, &mut inst, weight)?);
-                Ok(())
-            },
-        )?),
-    };
+    let stats = crate::launch_times::time_queued(stream, timing, || {
+        std::mem::forget(call(stream, &mut inst, weight)?);
+        Ok(())
+    })?;
     stream.synchronize()?;
     Ok((outs, stats))
 }
@@ -312,7 +301,7 @@ pub fn run(
     stream: &Stream,
     w: &Workload,
     inputs: &[HostTensor],
-    timing: Option<(usize, Option<&mut cutile::runtime::timing::L2Flush>)>,
+    timing: crate::launch_times::Timing<'_>,
 ) -> Result<(Vec<Vec<f32>>, Option<cutile::runtime::timing::Stats>), BoxError> {
     match w.dt()? {
         Dt::BF16 => run_typed::<half::bf16>(dev, stream, w, inputs, timing),

@@ -161,6 +161,24 @@ pub fn time_call(
     Ok(stats)
 }
 
+/// What a family's `run` was asked to time: the timed iterations and an optional L2 flush before each;
+/// `None`: run once, untimed.
+pub type Timing<'f> = Option<(usize, Option<&'f mut L2Flush>)>;
+
+/// [`time_call`] with 5 warm-up calls as `timing` asks, `None` when it asks for none. `launch` leaves its
+/// call queued (it forgets the launch's guard): `time_call` waits for each call's end event before the
+/// next, and the caller's tensors outlive the timing.
+pub fn time_queued(
+    stream: &Stream,
+    timing: Timing<'_>,
+    launch: impl FnMut() -> Result<(), BoxError>,
+) -> Result<Option<Stats>, BoxError> {
+    match timing {
+        None => Ok(None),
+        Some((iters, flush)) => time_call(stream, 5, iters, flush, launch).map(Some),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

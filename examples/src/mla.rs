@@ -12,7 +12,7 @@
 //! ±1 (q and the cache scaled by 1/2 so the 576-deep scores stay in a softmax-friendly range).
 
 use cutile::launch::Pending;
-use cutile::runtime::timing::{L2Flush, Stats};
+use cutile::runtime::timing::Stats;
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_kernels::attention::mla::{
     self, LatentCache, LatentCacheRef, MlaDecodeOptions, MlaPrefillOptions, OP_DECODE,
@@ -25,7 +25,7 @@ use crate::data::{Dt, uniform};
 use crate::decode::{numel, shuffle};
 use crate::workload::{HostTensor, OutputSpec, Workload};
 
-type Timing<'a> = Option<(usize, Option<&'a mut L2Flush>)>;
+use crate::launch_times::Timing;
 
 /// Whether `op` is one of the MLA ops.
 pub fn covers(op: &str) -> bool {
@@ -336,21 +336,10 @@ fn run_typed<T: DeviceElement>(
         .map(|v| v.to_f64() as f32)
         .collect();
     let outs = vec![o, inst.lse.to_host()?];
-    let stats = match timing {
-        None => None,
-        Some((iters, flush)) => Some(crate::launch_times::time_call(
-            stream,
-            5,
-            iters,
-            flush,
-            || -> Result<(), BoxError> {
-                // Left queued: `time_call` waits for its end event before the next call, and
-                // `inst` outlives the timing.
-                std::mem::forget(call(stream, &mut inst)?);
-                Ok(())
-            },
-        )?),
-    };
+    let stats = crate::launch_times::time_queued(stream, timing, || {
+        std::mem::forget(call(stream, &mut inst)?);
+        Ok(())
+    })?;
     stream.synchronize()?;
     Ok((outs, stats))
 }

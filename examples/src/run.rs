@@ -557,7 +557,7 @@ impl Owned {
         stream: &Stream,
         w: &Workload,
         inputs: &[HostTensor],
-        timing: Option<(usize, Option<&mut L2Flush>)>,
+        timing: crate::launch_times::Timing<'_>,
     ) -> Result<OwnedRun, BoxError> {
         let timing = timing.map(|(n, f)| (n, f.filter(|_| self.flushed())));
         match self {

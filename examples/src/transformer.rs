@@ -24,7 +24,7 @@
 //!   type's tolerance (the logits and `dlogits` are stored in it, as torch's `F.linear` output and
 //!   its gradient; the reference rounds both the same way).
 
-use cutile::runtime::timing::{L2Flush, Stats};
+use cutile::runtime::timing::Stats;
 use cutile::runtime::{Device, DeviceElement, Stream, Tensor};
 use cutile_ir::ScalarType;
 use cutile_kernels::norm::backward::{self as norm_bwd, LAYER_NORM_BACKWARD, RMS_NORM_BACKWARD};
@@ -741,7 +741,7 @@ fn run_typed<T: DeviceElement>(
     stream: &Stream,
     w: &Workload,
     inputs: &[HostTensor],
-    timing: Option<(usize, Option<&mut L2Flush>)>,
+    timing: crate::launch_times::Timing<'_>,
 ) -> Result<(Vec<Vec<f32>>, Option<Stats>), BoxError> {
     let dt = w.dt()?;
     let ops = operands(dt, &w.call)?;
@@ -799,7 +799,7 @@ pub fn run(
     stream: &Stream,
     w: &Workload,
     inputs: &[HostTensor],
-    timing: Option<(usize, Option<&mut L2Flush>)>,
+    timing: crate::launch_times::Timing<'_>,
 ) -> Result<(Vec<Vec<f32>>, Option<Stats>), BoxError> {
     match w.dt()? {
         Dt::BF16 => run_typed::<half::bf16>(dev, stream, w, inputs, timing),

@@ -150,6 +150,123 @@ pub fn tileiras(test: &str) -> Option<cutile::toolchain::Tileiras> {
     }
 }
 
+/// Launch arrays of a row softmax: x, y.
+pub fn softmax_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
+    vec![t(dtype, &[rows, cols]), t(dtype, &[rows, cols])]
+}
+
+/// Launch arrays of an RMSNorm: x, w, y.
+pub fn rms_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
+    vec![
+        t(dtype, &[rows, cols]),
+        t(dtype, &[cols]),
+        t(dtype, &[rows, cols]),
+    ]
+}
+
+/// Launch arrays of a LayerNorm: x, w, b, y.
+pub fn ln_arrays(dtype: ScalarType, rows: i64, cols: i64) -> Vec<TensorMeta> {
+    vec![
+        t(dtype, &[rows, cols]),
+        t(dtype, &[cols]),
+        t(dtype, &[cols]),
+        t(dtype, &[rows, cols]),
+    ]
+}
+
+/// A kernel IR case: name, kernel, launch arrays, and whether its IR is pinned as a snapshot.
+pub type IrCase = (&'static str, Kernel, Vec<TensorMeta>, bool);
+
+/// Specializes and verifies every case; returns (name, IR text) of those to snapshot. The caller asserts
+/// the snapshots itself, so insta names them after the calling test module.
+pub fn verified_snapshot_irs(cases: Vec<IrCase>) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for (name, k, arrays, snap) in cases {
+        let s = k
+            .specialize(&arrays)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        if snap {
+            out.push((name, s.ir_text()));
+        }
+    }
+    out
+}
+
+/// Which launches also compile for sm_80, sm_100 and sm_120 besides sm_90: one per kernel, or one per
+/// kernel and element type of the first operand (a family whose kernels differ by input type).
+#[derive(Clone, Copy, Debug)]
+pub enum OtherArchs {
+    PerKernel,
+    PerKernelAndDtype,
+}
+
+/// Plans every call with all its tuning candidates, then specializes and verifies each launch and, with
+/// tileiras (else skipped, said once), compiles each distinct specialization for sm_90 and, as `other`
+/// says, for the catalog's other archs. Returns the names of the kernels the calls launch.
+pub fn compile_every_launch(
+    test: &str,
+    calls: &[cutile_kernels::op::CallSpec],
+    other: OtherArchs,
+) -> std::collections::BTreeSet<String> {
+    use cutile::toolchain::GpuArch;
+    let target = cutile_kernels::op::Target::planning(GpuArch::Sm90);
+    let tileiras = tileiras(test);
+    let mut kernels = std::collections::BTreeSet::new();
+    let mut sm90 = std::collections::HashSet::new();
+    let mut other_archs = std::collections::HashSet::new();
+    for c in calls {
+        let label = c.label();
+        let planned = c
+            .plan(&target, true)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert!(!planned.launches.is_empty(), "{label}: no launches");
+        for l in &planned.launches {
+            let name = l.kernel.name().to_string();
+            kernels.insert(name.clone());
+            // SAFETY: described operands are never launched.
+            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+            let metas = args.tensor_metas();
+            let s = l
+                .kernel
+                .specialize(&metas)
+                .unwrap_or_else(|e| panic!("{label} / {}: {e}", l.config));
+            cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
+                .unwrap_or_else(|e| panic!("{label} / {}: {e}", l.config));
+            let Some(tl) = &tileiras else { continue };
+            let key = cutile::launch::plan(
+                &l.kernel,
+                &metas,
+                target.arch,
+                &cutile::launch::CompileOptions::default(),
+                cutile::launch::NO_TOOLCHAIN,
+            )
+            .unwrap_or_else(|e| panic!("{label} / {}: {e}", l.config))
+            .key;
+            if !sm90.insert(key) {
+                continue;
+            }
+            compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
+                panic!("{label} / {} / {name}: {e}\n{}", l.config, s.ir_text())
+            });
+            let kind = match other {
+                OtherArchs::PerKernel => name,
+                OtherArchs::PerKernelAndDtype => {
+                    format!("{name} {:?}", metas.first().map(|m| m.dtype))
+                }
+            };
+            if other_archs.insert(kind) {
+                for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
+                    compile_cached(tl, &s, arch)
+                        .unwrap_or_else(|e| panic!("{label} / {} / {arch}: {e}", l.config));
+                }
+            }
+        }
+    }
+    kernels
+}
+
 /// From a cubin (one kernel), read by `cutile::runtime::cubin::inspect`: (registers, stack frame bytes, static
 /// shared memory bytes, `.text` bytes). Panics when the cubin does not parse, has other than one kernel, or
 /// lacks the register count, the stack frame or the `.text` section.
