@@ -289,7 +289,10 @@ fn routing_modes() {
         1,
         4,
         2,
-        RoutingMode::SigmoidBias { scale: 2.5 },
+        RoutingMode::SigmoidBias {
+            scale: 2.5,
+            group_limit: None,
+        },
         Some(&bias),
     );
     assert_eq!(ids, vec![3, 1]);
@@ -301,11 +304,129 @@ fn routing_modes() {
         1,
         4,
         2,
-        RoutingMode::SigmoidBias { scale: 1.0 },
+        RoutingMode::SigmoidBias {
+            scale: 1.0,
+            group_limit: None,
+        },
         Some(&bias),
     );
     assert_eq!(ids, vec![0, 1]);
     assert!((f64::from(w[0]) - s(1.0) / (s(1.0) + s(3.0))).abs() < 1e-6);
+}
+
+/// DeepSeek-V3's group limit, by hand: 8 experts in 4 groups of 2, keep 2, top-2.
+#[test]
+fn group_limit_chooses_from_the_best_groups_only() {
+    let limit = r::GroupLimit { groups: 4, keep: 2 };
+    let mode = RoutingMode::SigmoidBias {
+        scale: 1.0,
+        group_limit: Some(limit),
+    };
+    // Group sums of the two selection scores (the bias adds 0 here): group 0 has the single best expert
+    // (3.0) but a poor partner; groups 1 and 3 win on their pairs.
+    let logits = [3.0f32, -4.0, 1.5, 1.4, -1.0, -1.0, 1.2, 1.2];
+    let (ids, w) = r::route(&logits, 1, 8, 2, mode, Some(&[0.0; 8]));
+    assert_eq!(ids, vec![2, 3], "expert 0 is in a dropped group");
+    let (free, _) = r::route(
+        &logits,
+        1,
+        8,
+        2,
+        RoutingMode::SigmoidBias {
+            scale: 1.0,
+            group_limit: None,
+        },
+        None,
+    );
+    assert_eq!(free, vec![0, 2], "without the limit expert 0 wins");
+    let s = |v: f64| 1.0 / (1.0 + (-v).exp());
+    assert!((f64::from(w[0]) - s(1.5) / (s(1.5) + s(1.4))).abs() < 1e-6);
+    // A negative bias does not pull in an expert of a dropped group (those are out, not scored 0).
+    let bias = [-5.0f32; 8];
+    let (ids, _) = r::route(&logits, 1, 8, 4, mode, Some(&bias));
+    assert!(
+        ids.iter()
+            .all(|&i| (2..4).contains(&i) || (6..8).contains(&i)),
+        "{ids:?}"
+    );
+    // Tied groups go to the lower group id.
+    let flat = [0.0f32; 8];
+    let kept = r::groups_kept(&flat.map(f64::from), limit);
+    assert_eq!(kept, [true, true, true, true, false, false, false, false]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Random routers: every chosen expert is in a kept group, the kept groups are those with the best
+    /// two-score sums, and keeping every group is no limit at all.
+    #[test]
+    fn group_limit_properties(
+        seed in 0u64..1000,
+        t in 1usize..6,
+        (e, groups) in proptest::sample::select(vec![(8usize, 2usize), (8, 4), (64, 8), (128, 4), (256, 8), (256, 16)]),
+        keep_frac in 0.0f64..1.0,
+        k in 1usize..9,
+    ) {
+        let keep = 1 + ((groups - 1) as f64 * keep_frac) as usize;
+        let size = e / groups;
+        let k = k.min(keep * size).min(e);
+        let logits: Vec<f32> = common::data(t * e, seed).iter().map(|v| v * 4.0).collect();
+        let bias: Vec<f32> = common::data(e, seed + 1).iter().map(|v| v * 0.5).collect();
+        let limit = r::GroupLimit { groups, keep };
+        let (ids, _) = r::route(&logits, t, e, k, RoutingMode::SigmoidBias { scale: 1.0, group_limit: Some(limit) }, Some(&bias));
+        for row in 0..t {
+            let sel: Vec<f64> = (0..e)
+                .map(|i| 1.0 / (1.0 + (-f64::from(logits[row * e + i])).exp()) + f64::from(bias[i]))
+                .collect();
+            let kept = r::groups_kept(&sel, limit);
+            proptest::prop_assert_eq!(kept.iter().filter(|&&k| k).count(), keep * size);
+            // No dropped group's pair beats a kept group's pair.
+            let pair = |g: usize| {
+                let mut v = sel[g * size..(g + 1) * size].to_vec();
+                v.sort_by(|a, b| b.total_cmp(a));
+                v[0] + v[1]
+            };
+            let worst_kept = (0..groups).filter(|&g| kept[g * size]).map(pair).fold(f64::INFINITY, f64::min);
+            let best_dropped = (0..groups).filter(|&g| !kept[g * size]).map(pair).fold(f64::NEG_INFINITY, f64::max);
+            proptest::prop_assert!(worst_kept >= best_dropped);
+            for &i in &ids[row * k..(row + 1) * k] {
+                proptest::prop_assert!(kept[i as usize], "row {} expert {} of a dropped group", row, i);
+            }
+        }
+        let all = r::GroupLimit { groups, keep: groups };
+        let with_all = r::route(&logits, t, e, k, RoutingMode::SigmoidBias { scale: 1.0, group_limit: Some(all) }, Some(&bias));
+        let none = r::route(&logits, t, e, k, RoutingMode::SigmoidBias { scale: 1.0, group_limit: None }, Some(&bias));
+        proptest::prop_assert_eq!(with_all, none);
+    }
+}
+
+/// The group limits the kernel takes, and typed errors naming the fix for the others.
+#[test]
+fn group_limit_bounds() {
+    use moe::host::check_group_limit;
+    let l = |groups, keep| r::GroupLimit { groups, keep };
+    for (e, k, limit) in [
+        (256, 8, l(8, 4)),
+        (64, 6, l(8, 3)),
+        (8, 2, l(4, 1)),
+        (128, 8, l(16, 1)),
+    ] {
+        check_group_limit(e, k, limit).unwrap_or_else(|err| panic!("{e} {k} {limit:?}: {err}"));
+    }
+    for (e, k, limit, says) in [
+        (160, 8, l(8, 4), "E of 8, 64, 128 or 256"),
+        (256, 8, l(3, 1), "2, 4, 8 or 16 groups"),
+        (8, 2, l(8, 1), "at least two experts"),
+        (256, 8, l(8, 0), "keep 1 to 8"),
+        (256, 8, l(8, 9), "keep 1 to 8"),
+        (64, 8, l(16, 1), "keep at least 2 groups"),
+    ] {
+        let err = check_group_limit(e, k, limit)
+            .expect_err("accepted")
+            .to_string();
+        assert!(err.contains(says), "{e} {k} {limit:?}: {err}");
+    }
 }
 
 #[test]
@@ -906,7 +1027,7 @@ fn align_rejects_bad_arguments() {
 fn catalog_kernels_compile_for_four_archs() {
     use cutile::toolchain::GpuArch;
     let jobs = cutile_kernels::moe::compile_jobs();
-    assert_eq!(jobs.len(), 49);
+    assert_eq!(jobs.len(), 50);
     let mut specialized = Vec::new();
     for j in &jobs {
         let (k, metas) = j.dsl_spec().unwrap();
@@ -1768,10 +1889,20 @@ fn gpu_route_matches_reference() {
     let Some((d, s)) = common::gpu_device("gpu_route_matches_reference") else {
         return;
     };
+    let grouped = |groups, keep| RoutingMode::SigmoidBias {
+        scale: 2.5,
+        group_limit: Some(r::GroupLimit { groups, keep }),
+    };
     let modes = [
         RoutingMode::SoftmaxTopK { renormalize: false },
         RoutingMode::SoftmaxTopK { renormalize: true },
-        RoutingMode::SigmoidBias { scale: 2.5 },
+        RoutingMode::SigmoidBias {
+            scale: 2.5,
+            group_limit: None,
+        },
+        grouped(4, 2),
+        grouped(8, 4),
+        grouped(16, 16),
     ];
     for (n, &(t, e, k)) in [
         (1, 8, 2),
@@ -1785,6 +1916,16 @@ fn gpu_route_matches_reference() {
     .enumerate()
     {
         for mode in modes {
+            if let RoutingMode::SigmoidBias {
+                group_limit: Some(l),
+                ..
+            } = mode
+            {
+                // The limits the kernel takes for this shape only (`group_limit_bounds`).
+                if moe::host::check_group_limit(e as i64, k as i64, l).is_err() {
+                    continue;
+                }
+            }
             let logits: Vec<f32> = common::data(t * e, 50 + n as u64)
                 .iter()
                 .map(|v| v * 4.0)

@@ -401,6 +401,46 @@ pub mod route {
         }
         (ids, picked)
     }
+
+    /// `sel` with every expert outside each row's best `keep` groups at -inf ([`GroupLimit`]): the `EP`
+    /// experts are `GR` groups of `GS = EP / GR`, ranked by the sum of their two best scores, ties to the
+    /// lower group id (two equal best scores both count, as `torch.topk(2)` has them).
+    ///
+    /// [`GroupLimit`]: crate::moe::reference::GroupLimit
+    pub fn group_limit<const BT: i32, const EP: i32, const GR: i32, const GS: i32>(
+        sel: Tile<f32, S2<BT, EP>>,
+        keep: Scalar<i32>,
+    ) -> Tile<f32, S2<BT, EP>> {
+        let s3 = sel.reshape::<S3<BT, GR, GS>>();
+        let best = s3.amax::<2>();
+        let cols = iota::<GS>()
+            .reshape::<S3<1, 1, GS>>()
+            .broadcast::<S3<BT, GR, GS>>();
+        let at = select(s3.cmp_eq(best.broadcast::<S3<BT, GR, GS>>()), cols, GS).amin::<2>();
+        let rest = select(
+            cols.cmp_eq(at.broadcast::<S3<BT, GR, GS>>()),
+            f32::NEG_INFINITY,
+            s3,
+        );
+        let mut score = (best + rest.amax::<2>()).reshape::<S2<BT, GR>>();
+        let groups = iota::<GR>()
+            .reshape::<S2<1, GR>>()
+            .broadcast::<S2<BT, GR>>();
+        let keep = keep.splat::<S2<BT, GR>>();
+        let mut kept = groups.cmp_lt(0i32);
+        for j in 0..GR {
+            let m = score.amax::<1>().broadcast::<S2<BT, GR>>();
+            let g = select(score.cmp_eq(m), groups, GR).amin::<1>();
+            let hit = groups.cmp_eq(g.broadcast::<S2<BT, GR>>());
+            kept |= hit & keep.cmp_gt(j);
+            score = select(hit, f32::NEG_INFINITY, score);
+        }
+        let kept = kept
+            .reshape::<S3<BT, GR, 1>>()
+            .broadcast::<S3<BT, GR, GS>>()
+            .reshape::<S2<BT, EP>>();
+        select(kept, sel, f32::NEG_INFINITY)
+    }
 }
 
 /// The kernels, written in the DSL.
@@ -2071,16 +2111,27 @@ pub mod kernels {
     /// `MODE`: softmax, top-k probabilities divided by their sum.
     pub const SOFTMAX_RENORM: i32 = 1;
     /// `MODE`: sigmoid; experts chosen by `sigmoid + bias`, weights the chosen sigmoids divided by
-    /// their sum times `scale` (DeepSeek-V3 without expert groups).
+    /// their sum times `scale` (DeepSeek-V3; with `GR > 1` groups, its expert-group limit).
     pub const SIGMOID_BIAS: i32 = 2;
 
     /// Router logits `[T, E]` → `ids`, `weights` `[T, k]` (`E <= EP`, `k <= KP`); block `p` routes
-    /// tokens `p·BT..`. `bias: [E]` is read in `SIGMOID_BIAS` mode only. Grid = tiles of `ids`.
+    /// tokens `p·BT..`. `bias: [E]` is read in `SIGMOID_BIAS` mode only. With `GR > 1` (that mode only,
+    /// `E = EP`, `GS = EP / GR`) each token chooses from its best `keep` of `GR` expert groups
+    /// ([`route::group_limit`]); `GR = 1` ignores `keep`. Grid = tiles of `ids`.
     #[cutile::entry]
-    pub fn moe_route<E: Float, const MODE: i32, const BT: i32, const EP: i32, const KP: i32>(
+    pub fn moe_route<
+        E: Float,
+        const MODE: i32,
+        const BT: i32,
+        const EP: i32,
+        const KP: i32,
+        const GR: i32,
+        const GS: i32,
+    >(
         logits: &Tensor<E, S2<DYN, DYN>>,
         bias: &Tensor<f32, S1<DYN>>,
         scale: Scalar<f32>,
+        keep: Scalar<i32>,
         ids: &mut Tensor<i32, S2<BT, KP>>,
         weights: &mut Tensor<f32, S2<BT, KP>>,
     ) {
@@ -2101,7 +2152,12 @@ pub mod kernels {
                 .load(0i32)
                 .reshape::<S2<1, EP>>()
                 .broadcast::<S2<BT, EP>>();
-            let (top, picked) = route::top_k::<BT, EP, KP>(p + b, p);
+            let sel = if GR > 1 {
+                route::group_limit::<BT, EP, GR, GS>(p + b, keep)
+            } else {
+                p + b
+            };
+            let (top, picked) = route::top_k::<BT, EP, KP>(sel, p);
             let sum = select(slot_ok, picked, 0.0f32)
                 .sum::<1>()
                 .broadcast::<S2<BT, KP>>();

@@ -1816,7 +1816,9 @@ pub fn moe_align_block_size_with<E: MoeElem>(
 
 /// Router logits `logits: [T, E]` (`E <= 256`) → top-`k` expert `ids` and `weights`, both `[T, k]`
 /// (`k <= min(8, E)`), as [`reference::route`](super::reference::route): softmax then top-k (optionally
-/// renormalized), or sigmoid with a selection-only `bias: [E]` (required in that mode). One launch.
+/// renormalized), or sigmoid with a selection-only `bias: [E]` (required in that mode) and an optional
+/// expert-group limit (`E` 8, 64, 128 or 256; 2, 4, 8 or 16 groups of at least two experts; `k` at
+/// most the kept groups' experts). One launch.
 pub fn moe_route<L: Float + DeviceElement>(
     stream: &Stream,
     logits: &Tensor<L>,
@@ -1849,11 +1851,14 @@ pub fn moe_route<L: Float + DeviceElement>(
             ),
         });
     }
-    let (mode_c, scale) = match mode {
-        RoutingMode::SoftmaxTopK { renormalize: false } => (SOFTMAX, 1.0),
-        RoutingMode::SoftmaxTopK { renormalize: true } => (SOFTMAX_RENORM, 1.0),
-        RoutingMode::SigmoidBias { scale } => (SIGMOID_BIAS, scale),
+    let (mode_c, scale, limit) = match mode {
+        RoutingMode::SoftmaxTopK { renormalize: false } => (SOFTMAX, 1.0, None),
+        RoutingMode::SoftmaxTopK { renormalize: true } => (SOFTMAX_RENORM, 1.0, None),
+        RoutingMode::SigmoidBias { scale, group_limit } => (SIGMOID_BIAS, scale, group_limit),
     };
+    if let Some(l) = limit {
+        check_group_limit(e, k, l)?;
+    }
     let zeros;
     let bias = match (bias, mode_c == SIGMOID_BIAS) {
         (Some(b), true) => {
@@ -1880,33 +1885,86 @@ pub fn moe_route<L: Float + DeviceElement>(
         (e as u64).next_power_of_two().max(64) as i64
     };
     let kp = if k <= 2 { 2 } else { 8 };
+    let (groups, keep) = limit.map_or((1, 0), |l| (l.groups as i64, l.keep as i32));
     macro_rules! go {
-        ($m:expr, $bt:literal, $ep:literal, $kp:literal) => {
-            match $m {
-                SOFTMAX => kernels::moe_route::<L, SOFTMAX, $bt, $ep, $kp>(
-                    logits, bias, scale, ids, weights,
+        // No group limit: the three modes.
+        ($bt:literal, $ep:literal, $kp:literal) => {
+            match (mode_c, groups) {
+                (SOFTMAX, _) => kernels::moe_route::<L, SOFTMAX, $bt, $ep, $kp, 1, $ep>(
+                    logits, bias, scale, keep, ids, weights,
                 )
                 .launch(stream)?,
-                SOFTMAX_RENORM => kernels::moe_route::<L, SOFTMAX_RENORM, $bt, $ep, $kp>(
-                    logits, bias, scale, ids, weights,
-                )
-                .launch(stream)?,
-                _ => kernels::moe_route::<L, SIGMOID_BIAS, $bt, $ep, $kp>(
-                    logits, bias, scale, ids, weights,
+                (SOFTMAX_RENORM, _) => {
+                    kernels::moe_route::<L, SOFTMAX_RENORM, $bt, $ep, $kp, 1, $ep>(
+                        logits, bias, scale, keep, ids, weights,
+                    )
+                    .launch(stream)?
+                }
+                (_, 2) => go!($bt, $ep, $kp, 2),
+                (_, 4) => go!($bt, $ep, $kp, 4),
+                (_, 8) => go!($bt, $ep, $kp, 8),
+                (_, 16) => go!($bt, $ep, $kp, 16),
+                _ => kernels::moe_route::<L, SIGMOID_BIAS, $bt, $ep, $kp, 1, $ep>(
+                    logits, bias, scale, keep, ids, weights,
                 )
                 .launch(stream)?,
             }
         };
+        // The sigmoid mode's group limit: `$gr` groups of `$ep / $gr` experts.
+        ($bt:literal, $ep:literal, $kp:literal, $gr:literal) => {{
+            const GS: i32 = $ep / $gr;
+            kernels::moe_route::<L, SIGMOID_BIAS, $bt, $ep, $kp, $gr, GS>(
+                logits, bias, scale, keep, ids, weights,
+            )
+            .launch(stream)?
+        }};
     }
     match (ep, kp) {
-        (8, 2) => go!(mode_c, 16, 8, 2),
-        (8, _) => go!(mode_c, 16, 8, 8),
-        (64, 2) => go!(mode_c, 16, 64, 2),
-        (64, _) => go!(mode_c, 16, 64, 8),
-        (128, 2) => go!(mode_c, 8, 128, 2),
-        (128, _) => go!(mode_c, 8, 128, 8),
-        (_, 2) => go!(mode_c, 8, 256, 2),
-        _ => go!(mode_c, 8, 256, 8),
+        (8, 2) => go!(16, 8, 2),
+        (8, _) => go!(16, 8, 8),
+        (64, 2) => go!(16, 64, 2),
+        (64, _) => go!(16, 64, 8),
+        (128, 2) => go!(8, 128, 2),
+        (128, _) => go!(8, 128, 8),
+        (_, 2) => go!(8, 256, 2),
+        _ => go!(8, 256, 8),
     }
     Ok(())
+}
+
+/// The group limits `moe_route` takes for `e` experts and top-`k`: the kernel reshapes the `[T, E]`
+/// scores into `[T, groups, E / groups]` tiles, so `E` must be its padded width (8, 64, 128 or 256).
+pub fn check_group_limit(
+    e: i64,
+    k: i64,
+    limit: super::reference::GroupLimit,
+) -> Result<(), OpError> {
+    let (g, keep) = (limit.groups as i64, limit.keep as i64);
+    let why = if ![8, 64, 128, 256].contains(&e) {
+        Some(format!(
+            "E = {e}: a group limit needs E of 8, 64, 128 or 256"
+        ))
+    } else if ![2, 4, 8, 16].contains(&g) || e / g < 2 {
+        Some(format!(
+            "{g} groups of E = {e}: take 2, 4, 8 or 16 groups of at least two experts each \
+             (no limit: `group_limit: None`)"
+        ))
+    } else if keep < 1 || keep > g {
+        Some(format!("keep = {keep} of {g} groups: keep 1 to {g}"))
+    } else if k > keep * (e / g) {
+        Some(format!(
+            "k = {k} from {keep} groups of {} experts: keep at least {} groups",
+            e / g,
+            (k + e / g - 1) / (e / g)
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some(what) => Err(OpError::Unsupported {
+            op: "moe_route",
+            what,
+        }),
+        None => Ok(()),
+    }
 }

@@ -548,10 +548,22 @@ pub fn compile_jobs() -> Vec<CompileJob> {
     jobs.push(job(
         "moe_route",
         "L=f32 MODE=sigmoid_bias BT=16 EP=64 KP=8",
-        kernels::moe_route::kernel::<f32, { kernels::SIGMOID_BIAS }, 16, 64, 8>(),
+        kernels::moe_route::kernel::<f32, { kernels::SIGMOID_BIAS }, 16, 64, 8, 1, 64>(),
         vec![
             meta(F32, &[t, 64]),
             meta(F32, &[64]),
+            meta(I32, &[t, 8]),
+            meta(F32, &[t, 8]),
+        ],
+    ));
+    // DeepSeek-V3's router: 256 experts in 8 groups (4 kept), top-8.
+    jobs.push(job(
+        "moe_route",
+        "L=bf16 MODE=sigmoid_bias BT=8 EP=256 KP=8 GR=8 GS=32",
+        kernels::moe_route::kernel::<bf16, { kernels::SIGMOID_BIAS }, 8, 256, 8, 8, 32>(),
+        vec![
+            meta(BF16, &[t, 256]),
+            meta(F32, &[256]),
             meta(I32, &[t, 8]),
             meta(F32, &[t, 8]),
         ],

@@ -199,8 +199,45 @@ pub enum RoutingMode {
     /// `softmax(logits)`, the top-k probabilities, optionally divided by their sum (Mixtral, Qwen).
     SoftmaxTopK { renormalize: bool },
     /// `sigmoid(logits)`; experts chosen by `sigmoid + bias` (the bias only selects), weights the chosen
-    /// sigmoids divided by their sum and multiplied by `scale` (DeepSeek-V3 without expert groups).
-    SigmoidBias { scale: f32 },
+    /// sigmoids divided by their sum and multiplied by `scale` (DeepSeek-V3), with an optional
+    /// [`GroupLimit`] on the choice.
+    SigmoidBias {
+        scale: f32,
+        group_limit: Option<GroupLimit>,
+    },
+}
+
+/// DeepSeek-V3's expert-group limit (`n_group`, `topk_group`): the `e` experts are `groups` groups of
+/// `e / groups` consecutive ids; a token ranks the groups by the sum of their two best selection scores
+/// (`sigmoid + bias`) and chooses its top-k experts from its best `keep` groups only (ties to the lower
+/// group id, as for experts). The others are out of the choice, not merely scored 0, so a negative bias
+/// cannot pull in an expert of a dropped group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupLimit {
+    pub groups: usize,
+    pub keep: usize,
+}
+
+/// The experts a [`GroupLimit`] leaves to one token's choice: `false` for every expert of a dropped group.
+/// `select` holds the token's `e` selection scores; `e` must be a multiple of `groups` with at least two
+/// experts per group.
+pub fn groups_kept(select: &[f64], limit: GroupLimit) -> Vec<bool> {
+    let size = select.len() / limit.groups;
+    let score: Vec<f64> = select
+        .chunks(size)
+        .map(|g| {
+            let mut v = g.to_vec();
+            v.sort_by(|a, b| b.total_cmp(a));
+            v[0] + v[1]
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..limit.groups).collect();
+    order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
+    let mut kept = vec![false; select.len()];
+    for &g in &order[..limit.keep.min(limit.groups)] {
+        kept[g * size..(g + 1) * size].fill(true);
+    }
+    kept
 }
 
 /// Top-k routing of `logits` `[t, e]`: `(ids [t, k], weights [t, k])`, each row's experts in descending
@@ -232,11 +269,23 @@ pub fn route(
                     .iter()
                     .map(|&v| 1.0 / (1.0 + (-f64::from(v)).exp()))
                     .collect();
-                let sel = p
+                let mut sel: Vec<f64> = p
                     .iter()
                     .enumerate()
                     .map(|(i, v)| v + bias.map_or(0.0, |b| f64::from(b[i])))
                     .collect();
+                if let RoutingMode::SigmoidBias {
+                    group_limit: Some(limit),
+                    ..
+                } = mode
+                {
+                    let kept = groups_kept(&sel, limit);
+                    for (v, k) in sel.iter_mut().zip(kept) {
+                        if !k {
+                            *v = f64::NEG_INFINITY;
+                        }
+                    }
+                }
                 (p, sel)
             }
         };
@@ -249,7 +298,7 @@ pub fn route(
             let w = match mode {
                 RoutingMode::SoftmaxTopK { renormalize: true } => prob[i] / sum,
                 RoutingMode::SoftmaxTopK { renormalize: false } => prob[i],
-                RoutingMode::SigmoidBias { scale } => prob[i] / sum * f64::from(scale),
+                RoutingMode::SigmoidBias { scale, .. } => prob[i] / sum * f64::from(scale),
             };
             weights.push(w as f32);
         }
