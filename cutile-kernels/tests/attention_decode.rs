@@ -48,8 +48,9 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     let kernels = common::compile_every_launch(
         "attention_decode compile",
         &decode::representative_calls(),
-        common::OtherArchs::PerKernel,
-    );
+        common::OtherArchsPer::Kernel,
+    )
+    .kernels;
     // The calls (with their tuning candidates) cover the four kernels.
     for k in [
         "decode_partial",

@@ -34,8 +34,9 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     let kernels = common::compile_every_launch(
         "mla compile",
         &mla::representative_calls(),
-        common::OtherArchs::PerKernel,
-    );
+        common::OtherArchsPer::Kernel,
+    )
+    .kernels;
     for k in [
         "mla_decode_partial",
         "mla_decode_combine",

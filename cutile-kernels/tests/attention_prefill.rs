@@ -582,57 +582,23 @@ fn bad_calls_are_typed_errors() {
 #[test]
 fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
     let t = target();
-    let tileiras = cutile::toolchain::Tileiras::discover();
-    if let Err(e) = &tileiras {
-        cutile_testkit::skip(
-            "attention_prefill compile",
-            &format!("tileiras not found ({e})"),
-        );
-    }
-    let mut seen = std::collections::HashSet::new();
     let calls: Vec<_> = attention::representative_calls()
         .into_iter()
         .filter(|c| c.op == attention::PREFILL_OP || c.op == attention::VARLEN_OP)
         .collect();
     assert_eq!(calls.len(), 6);
-    for c in calls {
-        let planned = c
-            .plan(&t, true)
-            .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
+    for c in &calls {
+        let planned = c.plan(&t, true).unwrap();
         assert_eq!(planned.launches.len(), 1, "{}", c.label());
-        for l in &planned.launches {
-            // SAFETY: described operands are never launched.
-            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-            let metas = args.tensor_metas();
-            let s = l
-                .kernel
-                .specialize(&metas)
-                .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
-            cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
-                .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
-            let key = cutile::launch::plan(
-                &l.kernel,
-                &metas,
-                t.arch,
-                &cutile::launch::CompileOptions::default(),
-                cutile::launch::NO_TOOLCHAIN,
-            )
-            .unwrap()
-            .key;
-            // The varlen calls of equal lengths (the benchmark's partner of the dense call) share
-            // the ragged calls' specializations.
-            if !seen.insert(key) {
-                continue;
-            }
-            if let Ok(tl) = &tileiras {
-                for arch in [GpuArch::Sm80, GpuArch::Sm90, GpuArch::Sm100, GpuArch::Sm120] {
-                    common::compile_cached(tl, &s, arch)
-                        .unwrap_or_else(|e| panic!("{} / {arch}: {e}", c.label()));
-                }
-            }
-        }
     }
-    assert_eq!(seen.len(), 4, "specializations");
+    let covered = common::compile_every_launch(
+        "attention_prefill compile",
+        &calls,
+        common::OtherArchsPer::Specialization,
+    );
+    // The varlen calls of equal lengths (the benchmark's partner of the dense call) share the ragged
+    // calls' specializations.
+    assert_eq!(covered.specializations, 4, "specializations");
 }
 
 /// The memory ops of the specialized kernel of `call`'s only launch: (opcode, result element type or

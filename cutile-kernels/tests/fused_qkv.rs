@@ -35,7 +35,7 @@ fn every_launch_of_every_representative_call_specializes_and_compiles() {
     common::compile_every_launch(
         "fused_qkv compile",
         &fused_qkv::representative_calls(),
-        common::OtherArchs::PerKernelAndDtype,
+        common::OtherArchsPer::KernelAndDtype,
     );
 }
 

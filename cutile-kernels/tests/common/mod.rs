@@ -194,22 +194,32 @@ pub fn verified_snapshot_irs(cases: Vec<IrCase>) -> Vec<(&'static str, String)> 
     out
 }
 
-/// Which launches also compile for sm_80, sm_100 and sm_120 besides sm_90: one per kernel, or one per
-/// kernel and element type of the first operand (a family whose kernels differ by input type).
+/// Which launches also compile for sm_80, sm_100 and sm_120 besides sm_90: one per kernel, one per
+/// kernel and element type of the first operand (a family whose kernels differ by input type), or
+/// every distinct specialization.
 #[derive(Clone, Copy, Debug)]
-pub enum OtherArchs {
-    PerKernel,
-    PerKernelAndDtype,
+pub enum OtherArchsPer {
+    Kernel,
+    KernelAndDtype,
+    Specialization,
+}
+
+/// What [`compile_every_launch`] went over: the names of the kernels the calls launch, and how many
+/// distinct specializations (launch plan keys) they make.
+#[derive(Debug)]
+pub struct Covered {
+    pub kernels: std::collections::BTreeSet<String>,
+    pub specializations: usize,
 }
 
 /// Plans every call with all its tuning candidates, then specializes and verifies each launch and, with
 /// tileiras (else skipped, said once), compiles each distinct specialization for sm_90 and, as `other`
-/// says, for the catalog's other archs. Returns the names of the kernels the calls launch.
+/// says, for the catalog's other archs.
 pub fn compile_every_launch(
     test: &str,
     calls: &[cutile_kernels::op::CallSpec],
-    other: OtherArchs,
-) -> std::collections::BTreeSet<String> {
+    other: OtherArchsPer,
+) -> Covered {
     use cutile::toolchain::GpuArch;
     let target = cutile_kernels::op::Target::planning(GpuArch::Sm90);
     let tileiras = tileiras(test);
@@ -234,7 +244,6 @@ pub fn compile_every_launch(
                 .unwrap_or_else(|e| panic!("{label} / {}: {e}", l.config));
             cutile_ir::verify::verify_module(&s.module, cutile_ir::V13_5)
                 .unwrap_or_else(|e| panic!("{label} / {}: {e}", l.config));
-            let Some(tl) = &tileiras else { continue };
             let key = cutile::launch::plan(
                 &l.kernel,
                 &metas,
@@ -247,14 +256,16 @@ pub fn compile_every_launch(
             if !sm90.insert(key) {
                 continue;
             }
+            let Some(tl) = &tileiras else { continue };
             compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
                 panic!("{label} / {} / {name}: {e}\n{}", l.config, s.ir_text())
             });
             let kind = match other {
-                OtherArchs::PerKernel => name,
-                OtherArchs::PerKernelAndDtype => {
+                OtherArchsPer::Kernel => name,
+                OtherArchsPer::KernelAndDtype => {
                     format!("{name} {:?}", metas.first().map(|m| m.dtype))
                 }
+                OtherArchsPer::Specialization => format!("{}", sm90.len()),
             };
             if other_archs.insert(kind) {
                 for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
@@ -264,7 +275,10 @@ pub fn compile_every_launch(
             }
         }
     }
-    kernels
+    Covered {
+        kernels,
+        specializations: sm90.len(),
+    }
 }
 
 /// From a cubin (one kernel), read by `cutile::runtime::cubin::inspect`: (registers, stack frame bytes, static
