@@ -382,13 +382,9 @@ proptest::proptest! {
             let kept = r::groups_kept(&sel, limit);
             proptest::prop_assert_eq!(kept.iter().filter(|&&k| k).count(), keep * size);
             // No dropped group's pair beats a kept group's pair.
-            let pair = |g: usize| {
-                let mut v = sel[g * size..(g + 1) * size].to_vec();
-                v.sort_by(|a, b| b.total_cmp(a));
-                v[0] + v[1]
-            };
-            let worst_kept = (0..groups).filter(|&g| kept[g * size]).map(pair).fold(f64::INFINITY, f64::min);
-            let best_dropped = (0..groups).filter(|&g| !kept[g * size]).map(pair).fold(f64::NEG_INFINITY, f64::max);
+            let pair = r::group_scores(&sel, groups);
+            let worst_kept = (0..groups).filter(|&g| kept[g * size]).map(|g| pair[g]).fold(f64::INFINITY, f64::min);
+            let best_dropped = (0..groups).filter(|&g| !kept[g * size]).map(|g| pair[g]).fold(f64::NEG_INFINITY, f64::max);
             proptest::prop_assert!(worst_kept >= best_dropped);
             for &i in &ids[row * k..(row + 1) * k] {
                 proptest::prop_assert!(kept[i as usize], "row {} expert {} of a dropped group", row, i);
@@ -1994,14 +1990,7 @@ fn kept_groups_are_a_near_tie(logits: &[f32], bias: &[f32], l: r::GroupLimit) ->
         .zip(bias)
         .map(|(&v, &b)| 1.0 / (1.0 + (-f64::from(v)).exp()) + f64::from(b))
         .collect();
-    let mut scores: Vec<f64> = sel
-        .chunks(sel.len() / l.groups)
-        .map(|g| {
-            let mut v = g.to_vec();
-            v.sort_by(|a, b| b.total_cmp(a));
-            v[0] + v[1]
-        })
-        .collect();
+    let mut scores = r::group_scores(&sel, l.groups);
     scores.sort_by(|a, b| b.total_cmp(a));
     (scores[l.keep - 1] - scores[l.keep]).abs() < 1e-5
 }

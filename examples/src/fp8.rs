@@ -140,6 +140,17 @@ pub fn reference(call: &CallSpec, i: &[HostTensor]) -> Result<Expected, BoxError
     })
 }
 
+/// The `[cols, rows]` row-major transpose of the row-major `[rows, cols]` matrix `v`.
+fn transposed<T: Copy + Default>(v: &[T], rows: usize, cols: usize) -> Vec<T> {
+    let mut out = vec![T::default(); rows * cols];
+    for (i, row) in v.chunks(cols.max(1)).take(rows).enumerate() {
+        for (j, &x) in row.iter().enumerate() {
+            out[j * rows + i] = x;
+        }
+    }
+    out
+}
+
 /// Runs the call once on `inputs` (and, with `timing`, times it): `c` read back, and the timing.
 pub fn run(
     dev: &Device,
@@ -155,11 +166,8 @@ pub fn run(
     }
     let qa: Vec<u8> = inputs[0].0.iter().map(|&x| encode(format, x)).collect();
     // The `[n, k]` weight: b[p, j] = w[j, p].
-    let mut qw = vec![0u8; nu * ku];
-    for (idx, &x) in inputs[1].0.iter().enumerate() {
-        let (p, j) = (idx / nu.max(1), idx % nu.max(1));
-        qw[j * ku + p] = encode(format, x);
-    }
+    let qb: Vec<u8> = inputs[1].0.iter().map(|&x| encode(format, x)).collect();
+    let qw = transposed(&qb, ku, nu);
     let ta = Tensor::from_host(dev, &qa, &[m, k])?;
     let tw = Tensor::from_host(dev, &qw, &[n, k])?;
     let tb = tw.transpose(0, 1)?;
@@ -170,11 +178,7 @@ pub fn run(
     };
     let ssa = match m_major {
         Some((rows, cols)) => {
-            let (r, c) = (rows.max(0) as usize, cols.max(1) as usize);
-            let mut t = vec![0f32; r * c];
-            for (idx, &x) in inputs[2].0.iter().enumerate() {
-                t[(idx % c) * r + idx / c] = x;
-            }
+            let t = transposed(&inputs[2].0, rows.max(0) as usize, cols.max(0) as usize);
             Tensor::from_host(dev, &t, &[cols, rows])?
         }
         None => Tensor::from_host(dev, &inputs[2].0, &inputs[2].1)?,
@@ -239,6 +243,16 @@ mod tests {
             ))
             .is_err()
         );
+    }
+
+    #[test]
+    fn transposed_swaps_rows_and_columns() {
+        assert_eq!(
+            transposed(&[1, 2, 3, 4, 5, 6], 2, 3),
+            vec![1, 4, 2, 5, 3, 6]
+        );
+        assert_eq!(transposed(&[1, 2, 3], 3, 1), vec![1, 2, 3]);
+        assert!(transposed::<f32>(&[], 0, 4).is_empty());
     }
 
     /// A trailing `[1]` asks for fast accumulation; `[0]` or nothing for exact; `[f, 1]` also for `sa`

@@ -218,19 +218,25 @@ pub struct GroupLimit {
     pub keep: usize,
 }
 
-/// The experts a [`GroupLimit`] leaves to one token's choice: `false` for every expert of a dropped group.
-/// `select` holds the token's `e` selection scores; `e` must be a multiple of `groups` with at least two
-/// experts per group.
-pub fn groups_kept(select: &[f64], limit: GroupLimit) -> Vec<bool> {
-    let size = select.len() / limit.groups;
-    let score: Vec<f64> = select
-        .chunks(size)
+/// What a [`GroupLimit`] ranks `groups` groups of one token's selection scores `select` by: the sum of
+/// each group's two best (both count when they are equal). Same bounds as [`groups_kept`].
+pub fn group_scores(select: &[f64], groups: usize) -> Vec<f64> {
+    select
+        .chunks(select.len() / groups)
         .map(|g| {
             let mut v = g.to_vec();
             v.sort_by(|a, b| b.total_cmp(a));
             v[0] + v[1]
         })
-        .collect();
+        .collect()
+}
+
+/// The experts a [`GroupLimit`] leaves to one token's choice: `false` for every expert of a dropped group.
+/// `select` holds the token's `e` selection scores; `e` must be a multiple of `groups` with at least two
+/// experts per group.
+pub fn groups_kept(select: &[f64], limit: GroupLimit) -> Vec<bool> {
+    let size = select.len() / limit.groups;
+    let score = group_scores(select, limit.groups);
     let mut order: Vec<usize> = (0..limit.groups).collect();
     order.sort_by(|&a, &b| score[b].total_cmp(&score[a]).then(a.cmp(&b)));
     let mut kept = vec![false; select.len()];

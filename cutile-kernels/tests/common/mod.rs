@@ -260,14 +260,15 @@ pub fn compile_every_launch(
             compile_cached(tl, &s, GpuArch::Sm90).unwrap_or_else(|e| {
                 panic!("{label} / {} / {name}: {e}\n{}", l.config, s.ir_text())
             });
-            let kind = match other {
-                OtherArchsPer::Kernel => name,
+            let first_of_its_kind = match other {
+                OtherArchsPer::Kernel => other_archs.insert(name),
                 OtherArchsPer::KernelAndDtype => {
-                    format!("{name} {:?}", metas.first().map(|m| m.dtype))
+                    other_archs.insert(format!("{name} {:?}", metas.first().map(|m| m.dtype)))
                 }
-                OtherArchsPer::Specialization => format!("{}", sm90.len()),
+                // New by the sm_90 check above.
+                OtherArchsPer::Specialization => true,
             };
-            if other_archs.insert(kind) {
+            if first_of_its_kind {
                 for arch in [GpuArch::Sm80, GpuArch::Sm100, GpuArch::Sm120] {
                     compile_cached(tl, &s, arch)
                         .unwrap_or_else(|e| panic!("{label} / {} / {arch}: {e}", l.config));
