@@ -1935,8 +1935,14 @@ fn gpu_route_matches_reference() {
             let tb = Tensor::from_host(&d, &bias, &[e as i64]).unwrap();
             let mut ids = Tensor::<i32>::zeros(&d, &[t as i64, k as i64]).unwrap();
             let mut w = Tensor::<f32>::zeros(&d, &[t as i64, k as i64]).unwrap();
-            moe::moe_route(&s, &tl, mode, Some(&tb), &mut ids, &mut w).unwrap();
-            let (got_ids, got_w) = (ids.to_host().unwrap(), w.to_host().unwrap());
+            // A fault surfaces at the copy back (the first synchronization): name the case there.
+            let case = format!("{mode:?} t={t} e={e} k={k}");
+            moe::moe_route(&s, &tl, mode, Some(&tb), &mut ids, &mut w)
+                .unwrap_or_else(|err| panic!("{case}: {err}"));
+            let (got_ids, got_w) = ids
+                .to_host()
+                .and_then(|i| Ok((i, w.to_host()?)))
+                .unwrap_or_else(|err| panic!("{case}: {err}"));
             for row in 0..t {
                 let sl = row * k..(row + 1) * k;
                 // f32 scores may order near-ties differently from the f64 reference: then only the
@@ -2351,4 +2357,52 @@ fn fp4_activation_reference_error_is_the_formats() {
     eprintln!("relative L2: x quantized {rel1:.4}, x and h {rel:.4}");
     // Sizes that are not whole 32-element scale pairs are refused.
     assert!(r::moe_fp4_activations(&x, &w13, &w2, &ids, &weights, (t, h, 100, k), |v| v).is_none());
+}
+
+/// The router's `bias` is read one element per lane: tileiras 13.5.37 turned its padded tile load into
+/// 64- and 128-bit loads at 4- and 8-byte offsets (CUDA_ERROR_MISALIGNED_ADDRESS on the H200, session
+/// 38) once the scores were regrouped into groups of 2 or 4 experts. Reads the PTX of the smallest
+/// grouped routers (8 experts) and of an ungrouped one.
+#[test]
+fn route_bias_loads_are_scalar_in_the_ptx() {
+    use common::t;
+    use cutile_ir::ScalarType::{F32, I32};
+    use moe::kernels::SIGMOID_BIAS;
+    let Some(tileiras) = common::tileiras("route_bias_loads_are_scalar_in_the_ptx") else {
+        return;
+    };
+    let ptx = common::Sm90Ptx::new(tileiras);
+    let metas = |tt: i64, k: i64| {
+        vec![
+            t(F32, &[tt, 8]),
+            t(F32, &[8]),
+            t(I32, &[tt, k]),
+            t(F32, &[tt, k]),
+        ]
+    };
+    let cases = [
+        (
+            "4 groups of 2",
+            moe::kernels::moe_route::kernel::<f32, SIGMOID_BIAS, 16, 8, 2, 4, 2>(),
+            metas(1, 2),
+        ),
+        (
+            "2 groups of 4",
+            moe::kernels::moe_route::kernel::<f32, SIGMOID_BIAS, 16, 8, 2, 2, 4>(),
+            metas(1, 2),
+        ),
+        (
+            "no groups",
+            moe::kernels::moe_route::kernel::<f32, SIGMOID_BIAS, 16, 8, 2, 1, 8>(),
+            metas(37, 1),
+        ),
+    ];
+    for (label, kernel, metas) in cases {
+        let text = ptx.of_kernel(&kernel, &metas, label);
+        let vector_loads: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("ld.global") && (l.contains(".v2") || l.contains(".v4")))
+            .collect();
+        assert!(vector_loads.is_empty(), "{label}: {vector_loads:#?}");
+    }
 }

@@ -2147,11 +2147,19 @@ pub mod kernels {
             .cmp_lt(k.splat::<S2<BT, KP>>());
         if MODE == SIGMOID_BIAS {
             let p = full::<f32, S2<BT, EP>>(1.0f32) / ((-v).exp() + 1.0f32);
-            let b = bias
-                .partition_padded::<S1<EP>>(Padding::NegInf)
-                .load(0i32)
-                .reshape::<S2<1, EP>>()
-                .broadcast::<S2<BT, EP>>();
+            // One element per lane through a clamped index (vectors of it are not provably contiguous):
+            // tileiras 13.5.37 vectorizes the padded tile load of `bias` into 64- and 128-bit loads at
+            // 4- and 8-byte offsets (CUDA_ERROR_MISALIGNED_ADDRESS) when the scores are regrouped into
+            // groups of 2 or 4 experts (`docs/toolchain-findings.md`).
+            let lanes = iota::<EP>();
+            let e = bias.dim(0);
+            let b = select(
+                lanes.cmp_lt(e.splat::<S1<EP>>()),
+                bias.gather(lanes.min(e - 1i32), None, 0.0f32),
+                f32::NEG_INFINITY,
+            )
+            .reshape::<S2<1, EP>>()
+            .broadcast::<S2<BT, EP>>();
             let sel = if GR > 1 {
                 route::group_limit::<BT, EP, GR, GS>(p + b, keep)
             } else {

@@ -351,11 +351,16 @@ impl Sm90Ptx {
 
     /// The PTX of `job` (panics naming `label` when tileiras fails or runs no ptxas).
     pub fn of(&self, job: &cutile_kernels::catalog::CompileJob, label: &str) -> String {
+        let (kernel, metas) = job.dsl_spec().unwrap();
+        self.of_kernel(kernel, metas, label)
+    }
+
+    /// The PTX of `kernel` specialized on `metas` (see [`Sm90Ptx::of`]).
+    pub fn of_kernel(&self, kernel: &Kernel, metas: &[TensorMeta], label: &str) -> String {
         let i = self.count.get();
         self.count.set(i + 1);
         let tmp = self.dir.path();
         let version = cutile::dsl::bytecode_version_for(&self.tileiras);
-        let (kernel, metas) = job.dsl_spec().unwrap();
         let bytecode = kernel.specialize(metas).unwrap().bytecode(version).unwrap();
         let (bc, ptx) = (
             tmp.join(format!("{i}.tilebc")),
