@@ -4,7 +4,8 @@
 //! The `R = H·Sq` query rows of a sequence go into row tiles of `M` = 64 rows (H 128 is two row tiles,
 //! each reading the cache once; H 16 pads 48 zero rows: decode is bound by the cache reads, not the
 //! mma). Each row tile is split into two value parts of `DV` = 256 columns: two blocks that recompute
-//! the same scores over the same cache tiles (the second read mostly from L2). `ptxas -v` on sm_90a
+//! the same scores over the same cache tiles (the second read mostly from L2), each taking its value
+//! columns out of the latent tile it loaded for the scores. `ptxas -v` on sm_90a
 //! (tileiras 13.5): M 64 / DV 256 uses 384 threads, 168 registers, no spills; DV 512 (one block per
 //! row tile) drops to 128 threads and spills 7.5 KB; M 32 / DV 256 spills 1.8 KB. sm_80 and sm_120
 //! (no wgmma, 99 KB smem) spill 2–3.6 KB at M 64 / DV 256.
