@@ -1991,11 +1991,7 @@ fn kept_groups_are_a_near_tie(logits: &[f32], bias: &[f32], l: r::GroupLimit) ->
     if l.keep >= l.groups {
         return false;
     }
-    let sel: Vec<f64> = logits
-        .iter()
-        .zip(bias)
-        .map(|(&v, &b)| 1.0 / (1.0 + (-f64::from(v)).exp()) + f64::from(b))
-        .collect();
+    let (_, sel) = r::sigmoid_scores(logits, Some(bias));
     let mut scores = r::group_scores(&sel, l.groups);
     scores.sort_by(|a, b| b.total_cmp(a));
     (scores[l.keep - 1] - scores[l.keep]).abs() < 1e-5

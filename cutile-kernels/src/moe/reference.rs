@@ -218,6 +218,21 @@ pub struct GroupLimit {
     pub keep: usize,
 }
 
+/// One token's scores in the sigmoid mode: `sigmoid(logits)` (what the weights come from) and
+/// `sigmoid(logits) + bias` (what chooses the experts; no bias adds 0).
+pub fn sigmoid_scores(logits: &[f32], bias: Option<&[f32]>) -> (Vec<f64>, Vec<f64>) {
+    let p: Vec<f64> = logits
+        .iter()
+        .map(|&v| 1.0 / (1.0 + (-f64::from(v)).exp()))
+        .collect();
+    let sel = p
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v + bias.map_or(0.0, |b| f64::from(b[i])))
+        .collect();
+    (p, sel)
+}
+
 /// What a [`GroupLimit`] ranks `groups` groups of one token's selection scores `select` by: the sum of
 /// each group's two best (both count when they are equal). Same bounds as [`groups_kept`].
 pub fn group_scores(select: &[f64], groups: usize) -> Vec<f64> {
@@ -271,15 +286,7 @@ pub fn route(
                 (p.clone(), p)
             }
             RoutingMode::SigmoidBias { .. } => {
-                let p: Vec<f64> = row
-                    .iter()
-                    .map(|&v| 1.0 / (1.0 + (-f64::from(v)).exp()))
-                    .collect();
-                let mut sel: Vec<f64> = p
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| v + bias.map_or(0.0, |b| f64::from(b[i])))
-                    .collect();
+                let (p, mut sel) = sigmoid_scores(row, bias);
                 if let RoutingMode::SigmoidBias {
                     group_limit: Some(limit),
                     ..
