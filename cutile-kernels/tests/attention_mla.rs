@@ -125,7 +125,7 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
         chunk % 64 == 0 && chunk * 32 >= 32768 && chunk * 31 < 32768,
         "{chunk}"
     );
-    // B 128: 512 blocks fill the SMs: one split, direct.
+    // B 128: 256 blocks of whole row tiles fill the SMs: one split, direct, one block per row tile.
     let p = launches(
         OP_DECODE_PAGED,
         &[&[128, 128, 1, 576], &[2048, 64, 576], &[128, 16]],
@@ -133,7 +133,8 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     );
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].kernel.name(), "mla_decode_direct");
-    assert_eq!(p[0].grid, Some((128, 4, 1)));
+    assert_eq!(p[0].grid, Some((128, 2, 1)));
+    assert_eq!(p[0].config, "mla_decode M=64 BN=32 DV=512 splits=1 w8");
     // H 16 x Sq 2 = 32 rows: one row tile; H 32 x Sq 4 = 128 rows: two; H 64 x Sq 3 = 192: three.
     for (h, sq, y) in [(16, 1, 2), (16, 2, 2), (32, 4, 4), (64, 3, 6), (128, 2, 8)] {
         let p = launches(OP_DECODE, &[&[2, h, sq, 576], &[2, 4096, 576]], false);
@@ -172,6 +173,67 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     );
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].grid, Some((32, 16, 1)));
+}
+
+/// The table takes one block per row tile (DV 512, 8 worker warps, key tile 32 or the page) where
+/// the call does not split and those blocks fill the SMs; the tuner then also times the narrow
+/// configuration and the 16-key tile; split calls have one candidate; a forced split count is never
+/// wide; only the wide kernels carry the worker-warp hint.
+#[test]
+fn wide_row_tiles_where_the_call_does_not_split() {
+    let t = target();
+    let choose = |rows, b, cap, bs| mla::config::choose(&t, rows, b, cap, bs, None);
+    let summary = |c: &mla::MlaDecodeConfig| (c.bn, c.dv, c.splits, c.workers);
+    // B 128 x H 128: 256 wide blocks; B 66 x H 128: 132; B 65: 130 < 132 SMs stays narrow (260
+    // blocks, one split).
+    assert_eq!(summary(&choose(128, 128, 8192, None)), (32, 512, 1, 8));
+    assert_eq!(summary(&choose(128, 66, 8192, None)), (32, 512, 1, 8));
+    assert_eq!(summary(&choose(128, 65, 8192, None)), (64, 256, 1, 0));
+    // 16-token pages: the page is the key tile.
+    assert_eq!(summary(&choose(128, 128, 1000, Some(16))), (16, 512, 1, 8));
+    // Split calls stay narrow.
+    assert_eq!(summary(&choose(128, 1, 32768, None)), (64, 256, 32, 0));
+    assert_eq!(summary(&choose(128, 32, 8192, None)), (64, 256, 2, 0));
+    let wide = choose(128, 128, 8192, None);
+    assert_eq!(wide.name(), "mla_decode M=64 BN=32 DV=512 splits=1 w8");
+    assert_eq!(wide.chunk, 8192);
+    let cands = mla::config::candidates(&t, 128, 128, 8192, None, wide);
+    let got: Vec<_> = cands.iter().map(summary).collect();
+    assert_eq!(got, [(32, 512, 1, 8), (64, 256, 1, 0), (16, 512, 1, 8)]);
+    let narrow = choose(128, 65, 8192, None);
+    let cands = mla::config::candidates(&t, 128, 65, 8192, None, narrow);
+    let got: Vec<_> = cands.iter().map(summary).collect();
+    assert_eq!(got, [(64, 256, 1, 0), (32, 512, 1, 8), (16, 512, 1, 8)]);
+    let split = choose(128, 1, 32768, None);
+    assert_eq!(
+        mla::config::candidates(&t, 128, 1, 32768, None, split),
+        [split]
+    );
+    // Plans: only the wide kernels carry the hint; a tuning plan holds every candidate.
+    let spec = CallSpec::new(
+        OP_DECODE,
+        "bf16",
+        &[&[128, 128, 1, 576], &[128, 1024, 576]],
+        false,
+    );
+    let planned = |all: bool| spec.plan(&t, all).unwrap().launches;
+    assert_eq!(planned(false).len(), 1);
+    let all = planned(true);
+    assert_eq!(all.len(), 3);
+    for l in &all {
+        let hinted = format!("{:?}", l.kernel.hints()).contains("num_worker_warps_per_cta");
+        assert_eq!(hinted, l.config.ends_with(" w8"), "{}", l.config);
+    }
+    // A forced split count is never wide, tuning or not.
+    let (ops, paged) = described(OP_DECODE, BF16, &[&[128, 128, 1, 576], &[128, 1024, 576]]);
+    let one = MlaDecodeOptions {
+        splits: Some(1),
+        ..Default::default()
+    };
+    let ops = mla::with_scratch_for(&ops, paged, &t, &one, true).unwrap();
+    let p = mla::plan_decode_all(&ops, paged, &t, &one, true).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].config, "mla_decode M=64 BN=64 DV=256 splits=1");
 }
 
 #[test]

@@ -409,6 +409,13 @@ pub fn check_calls() -> Vec<CallSpec> {
         c(OP_DECODE, "bf16", &[&[5, 128, 1, 576], &[5, 1000, 576]]),
         c(OP_DECODE, "f16", &[&[7, 16, 2, 576], &[7, 300, 576]]),
         c(OP_DECODE, "bf16", &[&[70, 16, 1, 576], &[70, 129, 576]]),
+        // One block per row tile (the wide direct form): 140 and 3 x 72 of them.
+        c(OP_DECODE, "bf16", &[&[140, 64, 1, 576], &[140, 97, 576]]),
+        c(
+            OP_DECODE_PAGED,
+            "f16",
+            &[&[72, 48, 3, 576], &[300, 16, 576], &[72, 4]],
+        ),
         c(
             OP_DECODE_PAGED,
             "bf16",

@@ -309,13 +309,13 @@ fn plan_mla_decode(
     spec: &CallSpec,
     dt: ScalarType,
     t: &Target,
-    _all: bool,
+    all: bool,
 ) -> Result<PlannedCall, OpError> {
     use attention::mla;
     let (ops, paged) = mla::described_call(&spec.op, dt, &spec.shapes)?;
     let options = mla::MlaDecodeOptions::default();
-    let operands = mla::with_scratch(&ops, paged, t, &options)?;
-    let launches = mla::plan_decode(&operands, paged, t, &options)?;
+    let operands = mla::with_scratch_for(&ops, paged, t, &options, all)?;
+    let launches = mla::plan_decode_all(&operands, paged, t, &options, all)?;
     Ok(PlannedCall { operands, launches })
 }
 

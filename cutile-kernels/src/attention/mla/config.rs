@@ -4,11 +4,19 @@
 //! The `R = H·Sq` query rows of a sequence go into row tiles of `M` = 64 rows (H 128 is two row tiles,
 //! each reading the cache once; H 16 pads 48 zero rows: decode is bound by the cache reads, not the
 //! mma). Each row tile is split into two value parts of `DV` = 256 columns: two blocks that recompute
-//! the same scores over the same cache tiles (the second read mostly from L2), each taking its value
-//! columns out of the latent tile it loaded for the scores. `ptxas -v` on sm_90a
+//! the same scores over the same cache tiles (the second read mostly from L2). `ptxas -v` on sm_90a
 //! (tileiras 13.5): M 64 / DV 256 uses 384 threads, 168 registers, no spills; DV 512 (one block per
-//! row tile) drops to 128 threads and spills 7.5 KB; M 32 / DV 256 spills 1.8 KB. sm_80 and sm_120
-//! (no wgmma, 99 KB smem) spill 2–3.6 KB at M 64 / DV 256.
+//! row tile) without a worker-warp hint drops to 128 threads and spills 7.5 KB; M 32 / DV 256 spills
+//! 1.8 KB. sm_80 and sm_120 (no wgmma, 99 KB smem) spill 2–3.6 KB at M 64 / DV 256.
+//!
+//! A call that does not split and has at least one block per SM with one block per row tile takes
+//! that instead ([`WIDE_VALUE_PART`] = 512, the scores computed once, each cache tile read by half as
+//! many blocks), with 8 worker warps (`num_worker_warps_per_cta`) and key tiles of 32 ([`WIDE_KEY_TILE`],
+//! at most the page): `mla_decode_direct` then takes 384 threads, 168 registers, 174 KB, no spills
+//! (BN 64 spills 1.6 KB). The split kernel of the same tiles is not used: `mla_decode_partial` gets
+//! 256 threads and 212 registers from tileiras (the same with its f32 partial stored as two 256-column
+//! halves, or bf16-rounded), and ran 1.6–2.2× slower than the narrow split on an H100 (session 39
+//! tuner, `docs/attention.md`).
 //!
 //! The split count follows the decode rule (`decode::config`) with one block per SM instead of two (a
 //! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): at least
@@ -16,6 +24,7 @@
 //! read `seq_lens`).
 
 use crate::op::Target;
+use crate::op::tuning::Candidate;
 
 /// The most queries per sequence (MTP / speculative decoding).
 pub const MAX_QUERIES: i64 = 8;
@@ -31,6 +40,12 @@ pub const MAX_SPLITS: i64 = 32;
 pub const MIN_KEYS_PER_SPLIT: i64 = 256;
 /// The key tile of contiguous caches (and of pages at least this large).
 pub const KEY_TILE: i64 = 64;
+/// Value columns per block of the one-block-per-row-tile configurations (the whole latent).
+pub const WIDE_VALUE_PART: i64 = 512;
+/// The `num_worker_warps_per_cta` hint of the [`WIDE_VALUE_PART`] configurations.
+pub const WIDE_WORKERS: i64 = 8;
+/// The key tile of the [`WIDE_VALUE_PART`] configurations (at most the block size of a paged cache).
+pub const WIDE_KEY_TILE: i64 = 32;
 
 /// An MLA decode configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,13 +60,26 @@ pub struct MlaDecodeConfig {
     pub splits: i64,
     /// Keys per split (a multiple of `bn`).
     pub chunk: i64,
+    /// The `num_worker_warps_per_cta` hint (0: none, tileiras's choice).
+    pub workers: i64,
+}
+
+impl Candidate for MlaDecodeConfig {
+    fn name(&self) -> String {
+        MlaDecodeConfig::name(self)
+    }
 }
 
 impl MlaDecodeConfig {
-    /// The configuration in words.
+    /// The configuration in words, with ` wN` for a worker-warp hint.
     pub fn name(&self) -> String {
+        let workers = if self.workers > 0 {
+            format!(" w{}", self.workers)
+        } else {
+            String::new()
+        };
         format!(
-            "mla_decode M={} BN={} DV={} splits={}",
+            "mla_decode M={} BN={} DV={} splits={}{workers}",
             self.m, self.bn, self.dv, self.splits
         )
     }
@@ -65,6 +93,27 @@ impl MlaDecodeConfig {
 /// The configuration of a call: `rows` = `H·Sq`, `b` sequences, `capacity` keys per sequence,
 /// `block_size` for paged caches, `splits` forced when given.
 pub fn choose(
+    target: &Target,
+    rows: i64,
+    b: i64,
+    capacity: i64,
+    block_size: Option<i64>,
+    splits: Option<i64>,
+) -> MlaDecodeConfig {
+    let narrow = narrow(target, rows, b, capacity, block_size, splits);
+    let row_tiles = (rows.max(1) + MAX_M - 1) / MAX_M;
+    if splits.is_none()
+        && narrow.splits == 1
+        && b.max(1) * row_tiles >= i64::from(target.sm_count.max(1))
+    {
+        wide(capacity, block_size, WIDE_KEY_TILE)
+    } else {
+        narrow
+    }
+}
+
+/// Two value parts of [`VALUE_PART`] per row tile, split by the rule of the module docs.
+fn narrow(
     target: &Target,
     rows: i64,
     b: i64,
@@ -93,5 +142,47 @@ pub fn choose(
         dv,
         splits,
         chunk,
+        workers: 0,
     }
+}
+
+/// One block per row tile over the whole key range, key tile `tile` (at most the page).
+fn wide(capacity: i64, block_size: Option<i64>, tile: i64) -> MlaDecodeConfig {
+    let bn = block_size.map_or(tile, |bs| bs.min(tile));
+    MlaDecodeConfig {
+        m: MAX_M,
+        bn,
+        dv: WIDE_VALUE_PART,
+        splits: 1,
+        chunk: (capacity.max(1) + bn - 1) / bn * bn,
+        workers: WIDE_WORKERS,
+    }
+}
+
+/// What the tuner times for a call whose table choice is `default`: the default first; where the
+/// narrow configuration does not split, also the narrow one and the one-block-per-row-tile ones at
+/// key tiles 32 and 16 (whichever the default is not). Split calls have nothing else to time (the
+/// wide split kernel lost everywhere, module docs).
+pub fn candidates(
+    target: &Target,
+    rows: i64,
+    b: i64,
+    capacity: i64,
+    block_size: Option<i64>,
+    default: MlaDecodeConfig,
+) -> Vec<MlaDecodeConfig> {
+    let mut out = vec![default];
+    let narrow = narrow(target, rows, b, capacity, block_size, None);
+    if narrow.splits == 1 {
+        for c in [
+            narrow,
+            wide(capacity, block_size, WIDE_KEY_TILE),
+            wide(capacity, block_size, WIDE_KEY_TILE / 2),
+        ] {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    out
 }

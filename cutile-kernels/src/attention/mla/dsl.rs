@@ -97,17 +97,18 @@ pub mod kernels {
         (mma(q_rope, tr.transpose(), s), tc)
     }
 
-    /// The value part `part` (`DV` columns) of key tile `at`: columns `part·DV ..` of the latent tile
-    /// the scores already loaded (`DV` is 256 or 512), so a block reads each cache row once.
+    /// The value part `part` (`DV` columns) of key tile `at`, or the latent tile itself when `DV` is 512.
     fn value_tile<E: ElementType, const BN: i32, const DV: i32>(
+        c: &Tensor<E, S3<DYN, DYN, 576>>,
+        at: (Scalar<i32>, Scalar<i32>),
         part: Scalar<i32>,
         tc: Tile<E, S2<BN, 512>>,
     ) -> Tile<E, S2<BN, DV>> {
-        let mut tv = tc.extract::<S2<BN, DV>>(&[0, 0]);
-        if DV == 256 {
-            if part != 0i32 {
-                tv = tc.extract::<S2<BN, DV>>(&[0, 1]);
-            }
+        let mut tv = zeros::<E, S2<BN, DV>>();
+        if DV == 512 {
+            tv = tc.reshape::<S2<BN, DV>>();
+        } else {
+            tv = cache_cols::<E, BN, DV>(c, at, part);
         }
         tv
     }
@@ -155,7 +156,7 @@ pub mod kernels {
         for j in t_lo..t_full {
             let at = locate::<E, BN, PAGED>(c, block_table, b, j);
             let (s, tc) = scores::<E, M, BN>(c, at, q_nope, q_rope);
-            let tv = value_tile::<E, BN, DV>(part, tc);
+            let tv = value_tile::<E, BN, DV>(c, at, part, tc);
             st = softmax_step::<E, M, BN, DV, false>(s, tv, qk_scale, st);
         }
         // Row r is query (rt·M + r) % Sq; its last visible key is len − Sq + that.
@@ -165,7 +166,7 @@ pub mod kernels {
         for j in t_full..t_end {
             let at = locate::<E, BN, PAGED>(c, block_table, b, j);
             let (s, tc) = scores::<E, M, BN>(c, at, q_nope, q_rope);
-            let tv = value_tile::<E, BN, DV>(part, tc);
+            let tv = value_tile::<E, BN, DV>(c, at, part, tc);
             let keys = iota::<BN>() + j * BN;
             let in_seq = (keys < len)
                 .reshape::<S2<BN, 1>>()

@@ -256,7 +256,10 @@ pub fn mla_decode<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let parts = call.scratch_elems();
+    // With `CUTILE_TUNE` on, every candidate may run, so the scratch covers them all.
+    let tuning = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
+    let configs = call.configs(tuning);
+    let parts = call.scratch_for(&configs);
     let dummy = if lse.is_none() {
         lse_shape.iter().product::<i64>()
     } else {
@@ -271,10 +274,21 @@ pub fn mla_decode<'a>(
         }
         operands.push(s);
     }
-    let plan = call.launches(&operands)?;
     // SAFETY: the operands are the caller's tensors, borrowed for 'a (o and lse exclusively), and the
-    // stream's scratch, which lives until exit.
-    unsafe { crate::op::execute(stream, &operands, &plan) }
+    // stream's scratch, which lives until exit. Trials redirect `o` to the tuner's scratch and write
+    // the same LSE values.
+    unsafe {
+        crate::op::tuning::run_tuned(
+            stream,
+            &operands,
+            slot::O,
+            op,
+            call.class(),
+            &configs,
+            true,
+            |c| call.with(*c).launches(&operands),
+        )
+    }
 }
 
 /// A validated decode call.
@@ -289,6 +303,8 @@ struct DecodeCall {
     sq: i64,
     scale: f32,
     cfg: MlaDecodeConfig,
+    /// What the tuner times (`cfg` first; only `cfg` when the split count is forced).
+    candidates: Vec<MlaDecodeConfig>,
     /// `q`, `o`, `lse` viewed `[B, R, 576]`, `[B, R, 512]`, `[B, R]`.
     views: [(Vec<i64>, Vec<i64>); 3],
     ops: Vec<Operand>,
@@ -446,6 +462,11 @@ impl DecodeCall {
             (vec![b, rows, LATENT], vec![o.strides[0], os, 1]),
             (vec![b, rows], vec![lse.strides[0], ls]),
         ];
+        let candidates = if options.splits.is_some() {
+            vec![cfg]
+        } else {
+            config::candidates(target, rows, b, capacity, block_size, cfg)
+        };
         Ok(Some(DecodeCall {
             op,
             dtype: q.dtype,
@@ -455,9 +476,54 @@ impl DecodeCall {
             sq,
             scale,
             cfg,
+            candidates,
             views,
             ops: operands[..slot::COUNT].to_vec(),
         }))
+    }
+
+    /// The same call with configuration `cfg`.
+    fn with(&self, cfg: MlaDecodeConfig) -> DecodeCall {
+        DecodeCall {
+            cfg,
+            ..self.clone()
+        }
+    }
+
+    /// The configurations to consider: the table's, and with `all` (tuning on, or a plan for a
+    /// tuning run's bundle) every candidate ([`config::candidates`]).
+    fn configs(&self, all: bool) -> Vec<MlaDecodeConfig> {
+        if all {
+            self.candidates.clone()
+        } else {
+            vec![self.cfg]
+        }
+    }
+
+    /// f32 elements of scratch any of `configs` needs.
+    fn scratch_for(&self, configs: &[MlaDecodeConfig]) -> i64 {
+        configs
+            .iter()
+            .map(|c| self.with(*c).scratch_elems())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The tuning class: the call's shape, not its configuration.
+    fn class(&self) -> String {
+        let table = if self.paged {
+            &self.ops[slot::BLOCK_TABLE].shape
+        } else {
+            &self.ops[slot::SEQ_LENS].shape
+        };
+        format!(
+            "{} b{} rows{} cache{:?} table{:?}",
+            self.dtype,
+            self.b,
+            self.rows,
+            self.ops[slot::CACHE].shape,
+            table
+        )
     }
 
     /// f32 elements of scratch the split partials need (0 with one split), a multiple of 64.
@@ -529,9 +595,15 @@ impl DecodeCall {
                     (64, 16, 256) => Some(kn::$k::kernel::<E, 64, 16, 256, $($extra)*>()),
                     (64, 32, 256) => Some(kn::$k::kernel::<E, 64, 32, 256, $($extra)*>()),
                     (64, 64, 256) => Some(kn::$k::kernel::<E, 64, 64, 256, $($extra)*>()),
+                    (64, 16, 512) => Some(kn::$k::kernel::<E, 64, 16, 512, $($extra)*>()),
+                    (64, 32, 512) => Some(kn::$k::kernel::<E, 64, 32, 512, $($extra)*>()),
                     _ => None,
                 })
                 .flatten()
+                .map(|k| match i32::try_from(c.workers) {
+                    Ok(w) if w > 0 => k.with_hint("default", "num_worker_warps_per_cta", w),
+                    _ => k,
+                })
             };
         }
         if c.splits <= 1 {
@@ -588,6 +660,7 @@ impl DecodeCall {
         .ok_or_else(missing)?;
         let combine = crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv) {
             (64, 256) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, MERGE_LANES>()),
+            (64, 512) => Some(kn::mla_decode_combine::kernel::<E, 64, 512, MERGE_LANES>()),
             _ => None,
         })
         .flatten()
@@ -625,10 +698,21 @@ pub fn with_scratch(
     target: &Target,
     options: &MlaDecodeOptions,
 ) -> Result<Vec<Operand>, OpError> {
+    with_scratch_for(operands, paged, target, options, false)
+}
+
+/// [`with_scratch`], the scratch covering every tuning candidate when `all`.
+pub fn with_scratch_for(
+    operands: &[Operand],
+    paged: bool,
+    target: &Target,
+    options: &MlaDecodeOptions,
+    all: bool,
+) -> Result<Vec<Operand>, OpError> {
     let op = if paged { OP_DECODE_PAGED } else { OP_DECODE };
     let mut out = operands.to_vec();
     if let Some(call) = DecodeCall::new(op, operands, paged, target, options)? {
-        let elems = call.scratch_elems();
+        let elems = call.scratch_for(&call.configs(all));
         if elems > 0 {
             out.truncate(slot::COUNT);
             out.push(Operand::described(
@@ -650,11 +734,27 @@ pub fn plan_decode(
     target: &Target,
     options: &MlaDecodeOptions,
 ) -> Result<Vec<PlannedLaunch>, OpError> {
+    plan_decode_all(operands, paged, target, options, false)
+}
+
+/// [`plan_decode`], and with `all` the launches of every tuning candidate after the table's (what a
+/// bundle for a tuning run must hold; operands from [`with_scratch_for`] with the same `all`).
+pub fn plan_decode_all(
+    operands: &[Operand],
+    paged: bool,
+    target: &Target,
+    options: &MlaDecodeOptions,
+    all: bool,
+) -> Result<Vec<PlannedLaunch>, OpError> {
     let op = if paged { OP_DECODE_PAGED } else { OP_DECODE };
-    match DecodeCall::new(op, operands, paged, target, options)? {
-        None => Ok(Vec::new()),
-        Some(call) => call.launches(operands),
+    let Some(call) = DecodeCall::new(op, operands, paged, target, options)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for c in call.configs(all) {
+        out.extend(call.with(c).launches(operands)?);
     }
+    Ok(out)
 }
 
 /// The configuration a decode call gets (for tests and reports).
