@@ -175,8 +175,8 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     assert_eq!(p[0].grid, Some((32, 16, 1)));
 }
 
-/// The table takes one block per row tile (DV 512, 8 worker warps, key tile 32 or the page) where
-/// the call does not split and those blocks fill the SMs; the tuner then also times the narrow
+/// The table takes one block per row tile (DV 512, 8 worker warps, key tile 32) where the call does
+/// not split, its pages (if any) hold at least 32 tokens and those blocks fill the SMs; the tuner then also times the narrow
 /// configuration and the 16-key tile; split calls have one candidate; a forced split count is never
 /// wide; only the wide kernels carry the worker-warp hint.
 #[test]
@@ -189,8 +189,13 @@ fn wide_row_tiles_where_the_call_does_not_split() {
     assert_eq!(summary(&choose(128, 128, 8192, None)), (32, 512, 1, 8));
     assert_eq!(summary(&choose(128, 66, 8192, None)), (32, 512, 1, 8));
     assert_eq!(summary(&choose(128, 65, 8192, None)), (64, 256, 1, 0));
-    // 16-token pages: the page is the key tile.
-    assert_eq!(summary(&choose(128, 128, 1000, Some(16))), (16, 512, 1, 8));
+    // 32-token pages are the wide key tile; 16-token pages stay narrow (the tuner times BN 16 wide).
+    assert_eq!(summary(&choose(128, 128, 1000, Some(32))), (32, 512, 1, 8));
+    let paged16 = choose(128, 128, 1000, Some(16));
+    assert_eq!(summary(&paged16), (16, 256, 1, 0));
+    let cands = mla::config::candidates(&t, 128, 128, 1000, Some(16), paged16);
+    let got: Vec<_> = cands.iter().map(summary).collect();
+    assert_eq!(got, [(16, 256, 1, 0), (16, 512, 1, 8)]);
     // Split calls stay narrow.
     assert_eq!(summary(&choose(128, 1, 32768, None)), (64, 256, 32, 0));
     assert_eq!(summary(&choose(128, 32, 8192, None)), (64, 256, 2, 0));

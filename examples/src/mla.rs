@@ -414,7 +414,7 @@ pub fn check_calls() -> Vec<CallSpec> {
         c(
             OP_DECODE_PAGED,
             "f16",
-            &[&[72, 48, 3, 576], &[300, 16, 576], &[72, 4]],
+            &[&[72, 48, 3, 576], &[150, 32, 576], &[72, 2]],
         ),
         c(
             OP_DECODE_PAGED,

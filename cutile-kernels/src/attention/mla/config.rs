@@ -11,9 +11,10 @@
 //!
 //! A call that does not split and has at least one block per SM with one block per row tile takes
 //! that instead ([`WIDE_VALUE_PART`] = 512, the scores computed once, each cache tile read by half as
-//! many blocks), with 8 worker warps (`num_worker_warps_per_cta`) and key tiles of 32 ([`WIDE_KEY_TILE`],
-//! at most the page): `mla_decode_direct` then takes 384 threads, 168 registers, 174 KB, no spills
-//! (BN 64 spills 1.6 KB). The split kernel of the same tiles is not used: `mla_decode_partial` gets
+//! many blocks), with 8 worker warps (`num_worker_warps_per_cta`) and key tiles of 32 ([`WIDE_KEY_TILE`];
+//! pages under 32 tokens stay narrow): `mla_decode_direct` then takes 384 threads, 168 registers,
+//! 174 KB, no spills (BN 64 spills 1.6 KB; BN 16 fits, but ran 1.26–1.36× slower than the narrow
+//! form). The split kernel of the same tiles is not used: `mla_decode_partial` gets
 //! 256 threads and 212 registers from tileiras (the same with its f32 partial stored as two 256-column
 //! halves, or bf16-rounded), and ran 1.6–2.2× slower than the narrow split on an H100 (session 39
 //! tuner, `docs/attention.md`).
@@ -102,11 +103,15 @@ pub fn choose(
 ) -> MlaDecodeConfig {
     let narrow = narrow(target, rows, b, capacity, block_size, splits);
     let row_tiles = (rows.max(1) + MAX_M - 1) / MAX_M;
+    let wide = wide(capacity, block_size, WIDE_KEY_TILE);
+    // Pages under 32 tokens would make the wide key tile 16, which ran slower than the narrow form
+    // (module docs); those calls stay narrow unless the tuner says otherwise.
     if splits.is_none()
         && narrow.splits == 1
+        && wide.bn == WIDE_KEY_TILE
         && b.max(1) * row_tiles >= i64::from(target.sm_count.max(1))
     {
-        wide(capacity, block_size, WIDE_KEY_TILE)
+        wide
     } else {
         narrow
     }
