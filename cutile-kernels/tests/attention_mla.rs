@@ -118,8 +118,14 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     assert_eq!(p[0].kernel.name(), "mla_decode_partial");
     assert_eq!(p[0].grid, Some((1, 4, 32)));
     assert_eq!(p[1].kernel.name(), "mla_decode_combine");
-    // The merge of each row tile and part spread over DV / 32 = 8 lane slices.
-    assert_eq!(p[1].grid, Some((1, 4, 8)));
+    // The merge of each row tile and part spread over DV / 8 = 32 lane slices: 128 blocks (at 32
+    // lanes, 32 blocks would leave most SMs idle).
+    assert_eq!(p[1].grid, Some((1, 4, 32)));
+    assert!(
+        p[1].config.ends_with("splits=32 c8 combine"),
+        "{}",
+        p[1].config
+    );
     let chunk = chunk_of(&p[0]);
     assert!(
         chunk % 64 == 0 && chunk * 32 >= 32768 && chunk * 31 < 32768,
@@ -176,11 +182,11 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
 }
 
 /// The table takes one block per row tile (DV 512, 8 worker warps, key tile 32) where the call does
-/// not split, its pages (if any) hold at least 32 tokens and those blocks fill the SMs; the tuner then also times the narrow
-/// configuration and the 16-key tile; split calls have one candidate; a forced split count is never
-/// wide; only the wide kernels carry the worker-warp hint.
+/// not split, its pages (if any) hold at least 32 tokens and those blocks fill the SMs; the tuner then
+/// also times the narrow configuration and the 16-key tile; split calls time the combine at narrower
+/// lane slices; a forced split count is never tuned; only the wide kernels carry the worker-warp hint.
 #[test]
-fn wide_row_tiles_where_the_call_does_not_split() {
+fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
     let t = target();
     let choose = |rows, b, cap, bs| mla::config::choose(&t, rows, b, cap, bs, None);
     let summary = |c: &mla::MlaDecodeConfig| (c.bn, c.dv, c.splits, c.workers);
@@ -209,11 +215,41 @@ fn wide_row_tiles_where_the_call_does_not_split() {
     let cands = mla::config::candidates(&t, 128, 65, 8192, None, narrow);
     let got: Vec<_> = cands.iter().map(summary).collect();
     assert_eq!(got, [(64, 256, 1, 0), (32, 512, 1, 8), (16, 512, 1, 8)]);
+    // Split calls: the combine's lanes. B 1 x H 128: 32 combine blocks at 32 lanes, so the table
+    // takes 8 (128 blocks); B 32: 1024 blocks at 32 lanes. The tuner times the other widths.
     let split = choose(128, 1, 32768, None);
-    assert_eq!(
-        mla::config::candidates(&t, 128, 1, 32768, None, split),
-        [split]
+    let cands = mla::config::candidates(&t, 128, 1, 32768, None, split);
+    let lanes: Vec<i64> = cands.iter().map(|c| c.lanes).collect();
+    assert_eq!(lanes, [8, 32, 16]);
+    assert_eq!(choose(128, 32, 8192, None).lanes, 32);
+    // Combine blocks = (sequence, row tile, part) triples x 256 / lanes. B 4 x H 16 (8 triples): 64
+    // at 32 lanes, 128 at 16, 256 at 8. B 4 x H 128 (16): 128 at 32, 256 at 16. B 8 x H 128 (32):
+    // 256 at 32.
+    assert_eq!(choose(16, 4, 8192, None).lanes, 8);
+    assert_eq!(choose(128, 4, 8192, None).lanes, 16);
+    assert_eq!(choose(128, 8, 8192, None).lanes, 32);
+    assert!(
+        cands
+            .iter()
+            .all(|c| c.splits == split.splits && c.dv == 256)
     );
+    assert_eq!(cands[0].name(), "mla_decode M=64 BN=64 DV=256 splits=32 c8");
+    assert_eq!(cands[1].name(), "mla_decode M=64 BN=64 DV=256 splits=32");
+    let spec = CallSpec::new(
+        OP_DECODE,
+        "bf16",
+        &[&[1, 128, 1, 576], &[1, 32768, 576]],
+        false,
+    );
+    let grids: Vec<_> = spec
+        .plan(&t, true)
+        .unwrap()
+        .launches
+        .iter()
+        .filter(|l| l.kernel.name() == "mla_decode_combine")
+        .map(|l| l.grid)
+        .collect();
+    assert_eq!(grids, [Some((1, 4, 32)), Some((1, 4, 8)), Some((1, 4, 16))]);
     // Plans: only the wide kernels carry the hint; a tuning plan holds every candidate.
     let spec = CallSpec::new(
         OP_DECODE,

@@ -45,6 +45,10 @@ pub const KEY_TILE: i64 = 64;
 pub const WIDE_VALUE_PART: i64 = 512;
 /// The `num_worker_warps_per_cta` hint of the [`WIDE_VALUE_PART`] configurations.
 pub const WIDE_WORKERS: i64 = 8;
+/// Value lanes per combine block of the table's split configurations (the attention decode's).
+pub const MERGE_LANES: i64 = crate::attention::online::MERGE_LANES as i64;
+/// The combine's lane slices the tuner times on split calls ([`combine_lanes`] picks one).
+pub const TUNED_MERGE_LANES: &[i64] = &[32, 16, 8];
 /// The key tile of the [`WIDE_VALUE_PART`] configurations (at most the block size of a paged cache).
 pub const WIDE_KEY_TILE: i64 = 32;
 
@@ -63,6 +67,8 @@ pub struct MlaDecodeConfig {
     pub chunk: i64,
     /// The `num_worker_warps_per_cta` hint (0: none, tileiras's choice).
     pub workers: i64,
+    /// Value lanes per combine block (split calls): `dv / lanes` blocks merge a row tile's part.
+    pub lanes: i64,
 }
 
 impl Candidate for MlaDecodeConfig {
@@ -79,8 +85,13 @@ impl MlaDecodeConfig {
         } else {
             String::new()
         };
+        let lanes = if self.splits > 1 && self.lanes != MERGE_LANES {
+            format!(" c{}", self.lanes)
+        } else {
+            String::new()
+        };
         format!(
-            "mla_decode M={} BN={} DV={} splits={}{workers}",
+            "mla_decode M={} BN={} DV={} splits={}{workers}{lanes}",
             self.m, self.bn, self.dv, self.splits
         )
     }
@@ -148,7 +159,21 @@ fn narrow(
         splits,
         chunk,
         workers: 0,
+        lanes: combine_lanes(target, blocks, dv),
     }
+}
+
+/// Value lanes per combine block for `row_parts` (sequence, row tile, value part) triples of `dv`
+/// lanes each (the split kernel's blocks per split): [`MERGE_LANES`], or narrower slices (down to 8) while the combine has fewer blocks
+/// than SMs. H100 tuner (session 39): B 1 x H 128 (32 blocks at 32 lanes) 1.05–1.09x faster at 8
+/// lanes with 32 splits; B 32 (1024 blocks) 1.03–1.40x slower at 8.
+fn combine_lanes(target: &Target, row_parts: i64, dv: i64) -> i64 {
+    let sms = i64::from(target.sm_count.max(1));
+    let mut lanes = MERGE_LANES;
+    while lanes > 8 && row_parts.max(1) * (dv / lanes) < sms {
+        lanes /= 2;
+    }
+    lanes
 }
 
 /// One block per row tile over the whole key range, key tile `tile` (at most the page).
@@ -161,13 +186,14 @@ fn wide(capacity: i64, block_size: Option<i64>, tile: i64) -> MlaDecodeConfig {
         splits: 1,
         chunk: (capacity.max(1) + bn - 1) / bn * bn,
         workers: WIDE_WORKERS,
+        lanes: MERGE_LANES,
     }
 }
 
 /// What the tuner times for a call whose table choice is `default`: the default first; where the
 /// narrow configuration does not split, also the narrow one and the one-block-per-row-tile ones at
-/// key tiles 32 and 16 (whichever the default is not). Split calls have nothing else to time (the
-/// wide split kernel lost everywhere, module docs).
+/// key tiles 32 and 16 (whichever the default is not); where it splits, the combine at the other
+/// [`TUNED_MERGE_LANES`] (the wide split kernel lost everywhere, module docs).
 pub fn candidates(
     target: &Target,
     rows: i64,
@@ -178,6 +204,14 @@ pub fn candidates(
 ) -> Vec<MlaDecodeConfig> {
     let mut out = vec![default];
     let narrow = narrow(target, rows, b, capacity, block_size, None);
+    if default.splits > 1 {
+        for &lanes in TUNED_MERGE_LANES {
+            let c = MlaDecodeConfig { lanes, ..default };
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
     if narrow.splits == 1 {
         for c in [
             narrow,

@@ -39,7 +39,6 @@ use cutile::launch::{Pending, TensorArg, TensorArgMut};
 use cutile::runtime::Stream;
 use cutile_ir::ScalarType;
 
-use crate::attention::online::MERGE_LANES;
 use crate::op::{OpError, Operand, PlannedArg, PlannedLaunch, Target, contiguous_strides};
 
 /// Absorbed decode over a contiguous latent cache.
@@ -658,9 +657,10 @@ impl DecodeCall {
             pick!(mla_decode_partial, false)
         }
         .ok_or_else(missing)?;
-        let combine = crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv) {
-            (64, 256) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, MERGE_LANES>()),
-            (64, 512) => Some(kn::mla_decode_combine::kernel::<E, 64, 512, MERGE_LANES>()),
+        let combine = crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv, c.lanes) {
+            (64, 256, 32) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, 32>()),
+            (64, 256, 16) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, 16>()),
+            (64, 256, 8) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, 8>()),
             _ => None,
         })
         .flatten()
@@ -683,7 +683,7 @@ impl DecodeCall {
                     outputs,
                 ]
                 .concat(),
-                grid: Some(grid(c.dv / MERGE_LANES as i64)?),
+                grid: Some(grid(c.dv / c.lanes)?),
                 config: format!("{} combine", c.name()),
             },
         ])
