@@ -14,10 +14,13 @@
 //! many blocks), with 8 worker warps (`num_worker_warps_per_cta`) and key tiles of 32 ([`WIDE_KEY_TILE`];
 //! pages under 32 tokens stay narrow): `mla_decode_direct` then takes 384 threads, 168 registers,
 //! 174 KB, no spills (BN 64 spills 1.6 KB; BN 16 fits, but ran 1.26–1.36× slower than the narrow
-//! form). The split kernel of the same tiles is not used: `mla_decode_partial` gets
-//! 256 threads and 212 registers from tileiras (the same with its f32 partial stored as two 256-column
-//! halves, or bf16-rounded), and ran 1.6–2.2× slower than the narrow split on an H100 (session 39
-//! tuner, `docs/attention.md`).
+//! form). The split kernel of the same tiles is not used: `mla_decode_partial` gets 256 threads and
+//! 212 registers from tileiras whatever its epilogue (tried: the f32 partial stored as two 256-column
+//! halves, rounded to bf16, as rank-3 tiles, without TMA), and ran 1.6–2.2× slower than the narrow
+//! split on an H100 (session 39 tuner, `docs/attention.md`).
+//!
+//! Split calls merge each row tile's part in `256 / lanes` combine blocks ([`combine_lanes`]: 32
+//! lanes, narrower while the combine would have fewer blocks than SMs).
 //!
 //! The split count follows the decode rule (`decode::config`) with one block per SM instead of two (a
 //! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): at least
@@ -78,7 +81,8 @@ impl Candidate for MlaDecodeConfig {
 }
 
 impl MlaDecodeConfig {
-    /// The configuration in words, with ` wN` for a worker-warp hint.
+    /// The configuration in words, with ` wN` for a worker-warp hint and ` cN` for a split call's
+    /// combine narrower or wider than [`MERGE_LANES`].
     pub fn name(&self) -> String {
         let workers = if self.workers > 0 {
             format!(" w{}", self.workers)
@@ -164,9 +168,9 @@ fn narrow(
 }
 
 /// Value lanes per combine block for `row_parts` (sequence, row tile, value part) triples of `dv`
-/// lanes each (the split kernel's blocks per split): [`MERGE_LANES`], or narrower slices (down to 8) while the combine has fewer blocks
-/// than SMs. H100 tuner (session 39): B 1 x H 128 (32 blocks at 32 lanes) 1.05–1.09x faster at 8
-/// lanes with 32 splits; B 32 (1024 blocks) 1.03–1.40x slower at 8.
+/// lanes each (the split kernel's blocks per split): [`MERGE_LANES`], or narrower slices (down to 8)
+/// while the combine has fewer blocks than SMs. H100 tuner (session 39): B 1 x H 128 (32 blocks at
+/// 32 lanes) 1.05–1.09x faster at 8 lanes with 32 splits; B 32 (1024 blocks) 1.03–1.40x slower at 8.
 fn combine_lanes(target: &Target, row_parts: i64, dv: i64) -> i64 {
     let sms = i64::from(target.sm_count.max(1));
     let mut lanes = MERGE_LANES;
