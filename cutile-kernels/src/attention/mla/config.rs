@@ -15,9 +15,10 @@
 //! pages under 32 tokens stay narrow): `mla_decode_direct` then takes 384 threads, 168 registers,
 //! 174 KB, no spills (BN 64 spills 1.6 KB; BN 16 fits, but ran 1.26–1.36× slower than the narrow
 //! form). The split kernel of the same tiles is not used: `mla_decode_partial` gets 256 threads and
-//! 212 registers from tileiras whatever its epilogue (tried: the f32 partial stored as two 256-column
-//! halves, rounded to bf16, as rank-3 tiles, without TMA), and ran 1.6–2.2× slower than the narrow
-//! split on an H100 (session 39 tuner, `docs/attention.md`).
+//! 212 registers from tileiras with any f32 partial store (tried: two 256-column halves, rounded to
+//! bf16 first, rank-3 tiles, without TMA), and ran 1.6–2.2× slower than the narrow split on an H100
+//! (session 39 tuner, `docs/attention.md`). Storing the partial as bf16 gives it the direct kernel's
+//! 384 threads and 168 registers (`docs/toolchain-findings.md`); not built (the combine reads f32).
 //!
 //! Split calls merge each row tile's part in `256 / lanes` combine blocks ([`combine_lanes`]: 32
 //! lanes, narrower while the combine would have fewer blocks than SMs).
