@@ -257,7 +257,7 @@ pub fn mla_decode<'a>(
     };
     // With `CUTILE_TUNE` on, every candidate may run, so the scratch covers them all.
     let tuning = cutile::tune::Tuner::global().mode() != cutile::tune::TuneMode::Off;
-    let configs = call.configs(tuning);
+    let configs = call.configs(tuning, &target);
     let parts = call.scratch_for(&configs);
     let dummy = if lse.is_none() {
         lse_shape.iter().product::<i64>()
@@ -302,8 +302,11 @@ struct DecodeCall {
     sq: i64,
     scale: f32,
     cfg: MlaDecodeConfig,
-    /// What the tuner times (`cfg` first; only `cfg` when the split count is forced).
-    candidates: Vec<MlaDecodeConfig>,
+    /// Keys the cache holds per sequence, and the page size of a paged cache.
+    capacity: i64,
+    block_size: Option<i64>,
+    /// The split count was forced (`MlaDecodeOptions::splits`): never tuned.
+    forced: bool,
     /// `q`, `o`, `lse` viewed `[B, R, 576]`, `[B, R, 512]`, `[B, R]`.
     views: [(Vec<i64>, Vec<i64>); 3],
     ops: Vec<Operand>,
@@ -461,11 +464,6 @@ impl DecodeCall {
             (vec![b, rows, LATENT], vec![o.strides[0], os, 1]),
             (vec![b, rows], vec![lse.strides[0], ls]),
         ];
-        let candidates = if options.splits.is_some() {
-            vec![cfg]
-        } else {
-            config::candidates(target, rows, b, capacity, block_size, cfg)
-        };
         Ok(Some(DecodeCall {
             op,
             dtype: q.dtype,
@@ -475,7 +473,9 @@ impl DecodeCall {
             sq,
             scale,
             cfg,
-            candidates,
+            capacity,
+            block_size,
+            forced: options.splits.is_some(),
             views,
             ops: operands[..slot::COUNT].to_vec(),
         }))
@@ -490,10 +490,18 @@ impl DecodeCall {
     }
 
     /// The configurations to consider: the table's, and with `all` (tuning on, or a plan for a
-    /// tuning run's bundle) every candidate ([`config::candidates`]).
-    fn configs(&self, all: bool) -> Vec<MlaDecodeConfig> {
-        if all {
-            self.candidates.clone()
+    /// tuning run's bundle) every candidate ([`config::candidates`]); a forced split count is never
+    /// tuned.
+    fn configs(&self, all: bool, target: &Target) -> Vec<MlaDecodeConfig> {
+        if all && !self.forced {
+            config::candidates(
+                target,
+                self.rows,
+                self.b,
+                self.capacity,
+                self.block_size,
+                self.cfg,
+            )
         } else {
             vec![self.cfg]
         }
@@ -712,7 +720,7 @@ pub fn with_scratch_for(
     let op = if paged { OP_DECODE_PAGED } else { OP_DECODE };
     let mut out = operands.to_vec();
     if let Some(call) = DecodeCall::new(op, operands, paged, target, options)? {
-        let elems = call.scratch_for(&call.configs(all));
+        let elems = call.scratch_for(&call.configs(all, target));
         if elems > 0 {
             out.truncate(slot::COUNT);
             out.push(Operand::described(
@@ -751,7 +759,7 @@ pub fn plan_decode_all(
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for c in call.configs(all) {
+    for c in call.configs(all, target) {
         out.extend(call.with(c).launches(operands)?);
     }
     Ok(out)
