@@ -193,6 +193,42 @@ fn modes_and_the_persistent_cache() {
     assert!(TuneCache::open(Some(path)).get(&key("c1").id()).is_some());
 }
 
+/// A tuned class's cache entry names the candidates the gate or a failure kept out, and why, so a
+/// wrong kernel is visible in `tuning.json` and not only missing from its timings.
+#[test]
+fn the_cache_records_rejected_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuning.json");
+    let candidates = [
+        fake("default", 1.0, 10e-6),
+        fake("wrong", 2.0, 1e-6),
+        Fake {
+            fails: true,
+            ..fake("broken", 1.0, 1e-6)
+        },
+    ];
+    let tuner = Tuner::new(TuneMode::Force, TuneCache::open(Some(path.clone())));
+    tuner
+        .choose(&key("c1"), Some(&mut FakeTrial::default()), &candidates)
+        .unwrap();
+    let entry = TuneCache::open(Some(path)).get(&key("c1").id()).unwrap();
+    assert_eq!(entry.winner, "default");
+    assert_eq!(entry.timings.len(), 1);
+    assert_eq!(
+        entry.rejected,
+        vec![
+            (
+                "wrong".to_string(),
+                "output differs from the default's beyond the tolerance".to_string()
+            ),
+            (
+                "broken".to_string(),
+                "failed: broken does not compile".to_string()
+            ),
+        ]
+    );
+}
+
 #[test]
 fn mode_parsing() {
     for (v, m) in [

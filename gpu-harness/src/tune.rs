@@ -34,6 +34,8 @@ pub struct Tuned {
     pub speedup: Option<f64>,
     /// Every timed candidate (name, seconds).
     pub timings: Vec<(String, f64)>,
+    /// Every candidate kept out by the correctness gate or a failure (name, why).
+    pub rejected: Vec<(String, String)>,
     pub note: String,
     pub error: Option<String>,
 }
@@ -143,6 +145,7 @@ fn run(
             winner: None,
             speedup: None,
             timings: Vec::new(),
+            rejected: Vec::new(),
             note: String::new(),
             error: None,
         };
@@ -155,6 +158,7 @@ fn run(
             t.winner = Some(e.winner.clone());
             t.speedup = Some(e.speedup);
             t.timings = e.timings.clone();
+            t.rejected = e.rejected.clone();
             if new.len() > 1 {
                 t.note = format!("{} tuned classes; the first shown", new.len());
             }
@@ -162,6 +166,9 @@ fn run(
                 "{:<56} default {:<28} winner {:<28} x{:.2}",
                 w.name, e.default, e.winner, e.speedup
             );
+            for (name, why) in &e.rejected {
+                println!("{:<56}   rejected {name}: {why}", "");
+            }
         } else {
             t.note =
                 "not tuned: its class was tuned by an earlier call, or the op has no candidates"

@@ -25,6 +25,10 @@ pub struct TuneEntry {
     pub speedup: f64,
     /// Every timed candidate (name, seconds).
     pub timings: Vec<(String, f64)>,
+    /// Every candidate the correctness gate or a failure kept out (name, why). Absent in files
+    /// written before it was recorded.
+    #[serde(default)]
+    pub rejected: Vec<(String, String)>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

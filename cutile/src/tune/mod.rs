@@ -133,6 +133,17 @@ pub enum Rejection {
     Failed(String),
 }
 
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rejection::Mismatch => {
+                f.write_str("output differs from the default's beyond the tolerance")
+            }
+            Rejection::Failed(e) => write!(f, "failed: {e}"),
+        }
+    }
+}
+
 /// The result of one tuning run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -328,6 +339,11 @@ impl Tuner {
                 default: outcome.default.clone(),
                 speedup: outcome.speedup(),
                 timings: outcome.timings.clone(),
+                rejected: outcome
+                    .rejected
+                    .iter()
+                    .map(|(n, r)| (n.clone(), r.to_string()))
+                    .collect(),
             },
         );
         Ok(Choice::Tuned(outcome))
