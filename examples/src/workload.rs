@@ -846,7 +846,9 @@ impl Workload {
                     scale: None,
                     ..Default::default()
                 };
-                attention::plan(&operands, &target, &options, false)?
+                // Every candidate too: a tuned run picks among them on this view (session 39's
+                // tuned check met an overlap pick the bundle lacked).
+                attention::plan(&operands, &target, &options, all_candidates)?
             }
             Layout::Strided { pad, offset } => {
                 let x = &mut operands[0];
