@@ -98,15 +98,17 @@ fn launches(op: &str, shapes: &[&[i64]], causal: bool) -> Vec<cutile_kernels::op
 }
 
 fn chunk_of(l: &cutile_kernels::op::PlannedLaunch) -> i64 {
-    // The last i32 scalar is the chunk (after Sq).
-    l.args
+    // The i32 scalars are Sq, the chunk and the grid order.
+    let ints: Vec<i64> = l
+        .args
         .iter()
         .filter_map(|a| match a {
             cutile_kernels::op::PlannedArg::I32(c) => Some(*c as i64),
             _ => None,
         })
-        .next_back()
-        .unwrap()
+        .collect();
+    assert_eq!(ints.len(), 3, "{}", l.config);
+    ints[1]
 }
 
 #[test]
@@ -122,7 +124,7 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     // lanes, 32 blocks would leave most SMs idle).
     assert_eq!(p[1].grid, Some((1, 4, 32)));
     assert!(
-        p[1].config.ends_with("splits=32 c8 combine"),
+        p[1].config.ends_with("splits=32 c8 p16 combine"),
         "{}",
         p[1].config
     );
@@ -131,7 +133,8 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
         chunk % 64 == 0 && chunk * 32 >= 32768 && chunk * 31 < 32768,
         "{chunk}"
     );
-    // B 128: 256 blocks of whole row tiles fill the SMs: one split, direct, one block per row tile.
+    // B 128 x 1k keys: 512 blocks fill the SMs: one split, direct, in the rows-first grid (the
+    // four blocks of a sequence next to each other).
     let p = launches(
         OP_DECODE_PAGED,
         &[&[128, 128, 1, 576], &[2048, 64, 576], &[128, 16]],
@@ -139,12 +142,22 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     );
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].kernel.name(), "mla_decode_direct");
-    assert_eq!(p[0].grid, Some((128, 2, 1)));
-    assert_eq!(p[0].config, "mla_decode M=64 BN=32 DV=512 splits=1 w8");
-    // H 16 x Sq 2 = 32 rows: one row tile; H 32 x Sq 4 = 128 rows: two; H 64 x Sq 3 = 192: three.
+    assert_eq!(p[0].grid, Some((4, 128, 1)));
+    assert_eq!(p[0].config, "mla_decode M=64 BN=64 DV=256 splits=1 rf");
+    // Up to 256 keys, one block per row tile (the wide form).
+    let p = launches(
+        OP_DECODE_PAGED,
+        &[&[128, 128, 1, 576], &[512, 64, 576], &[128, 4]],
+        false,
+    );
+    assert_eq!(p[0].grid, Some((2, 128, 1)));
+    assert_eq!(p[0].config, "mla_decode M=64 BN=32 DV=512 splits=1 w8 rf");
+    // H 16 x Sq 2 = 32 rows: one row tile; H 32 x Sq 4 = 128 rows: two; H 64 x Sq 3 = 192: three
+    // (B 2: rows first, Y on the grid's x axis).
     for (h, sq, y) in [(16, 1, 2), (16, 2, 2), (32, 4, 4), (64, 3, 6), (128, 2, 8)] {
         let p = launches(OP_DECODE, &[&[2, h, sq, 576], &[2, 4096, 576]], false);
-        assert_eq!(p[0].grid.unwrap().1, y, "H {h} Sq {sq}");
+        assert_eq!(p[0].grid.unwrap().0, y, "H {h} Sq {sq}");
+        assert_eq!(p[0].grid.unwrap().1, 2, "H {h} Sq {sq}");
     }
     // The paged key tile is the block size up to 64; short caches are not split below 256 keys.
     let p = launches(
@@ -182,59 +195,111 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
 }
 
 /// The table takes one block per row tile (DV 512, 8 worker warps, key tile 32) where the call does
-/// not split, its pages (if any) hold at least 32 tokens and those blocks fill the SMs; the tuner then
-/// also times the narrow configuration and the 16-key tile; split calls time the combine at narrower
-/// lane slices; a forced split count is never tuned; only the wide kernels carry the worker-warp hint.
+/// not split, holds at most 256 keys, its pages (if any) hold at least 32 tokens and those blocks fill
+/// the SMs; the tuner then also times the narrow configuration and the 16-key tile; split calls store
+/// 16-bit partials and time f32 ones, the wide split and the combine at other lane slices; calls of
+/// more than one sequence take the rows-first grid and time the other order; a forced split count
+/// is never tuned; only the wide kernels carry the worker-warp hint.
 #[test]
 fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
     let t = target();
     let choose = |rows, b, cap, bs| mla::config::choose(&t, rows, b, cap, bs, None);
     let summary = |c: &mla::MlaDecodeConfig| (c.bn, c.dv, c.splits, c.workers);
-    // B 128 x H 128: 256 wide blocks; B 66 x H 128: 132; B 65: 130 < 132 SMs stays narrow (260
-    // blocks, one split).
-    assert_eq!(summary(&choose(128, 128, 8192, None)), (32, 512, 1, 8));
-    assert_eq!(summary(&choose(128, 66, 8192, None)), (32, 512, 1, 8));
-    assert_eq!(summary(&choose(128, 65, 8192, None)), (64, 256, 1, 0));
+    // 256 keys: B 128 x H 128: 256 wide blocks; B 66 x H 128: 132; B 65: 130 < 132 SMs stays
+    // narrow (260 blocks, one split). From 257 keys, narrow.
+    assert_eq!(summary(&choose(128, 128, 256, None)), (32, 512, 1, 8));
+    assert_eq!(summary(&choose(128, 66, 256, None)), (32, 512, 1, 8));
+    assert_eq!(summary(&choose(128, 65, 256, None)), (64, 256, 1, 0));
+    assert_eq!(summary(&choose(128, 128, 257, None)), (64, 256, 1, 0));
+    assert_eq!(summary(&choose(128, 128, 8192, None)), (64, 256, 1, 0));
     // 32-token pages are the wide key tile; 16-token pages stay narrow (the tuner times BN 16 wide).
-    assert_eq!(summary(&choose(128, 128, 1000, Some(32))), (32, 512, 1, 8));
-    let paged16 = choose(128, 128, 1000, Some(16));
+    assert_eq!(summary(&choose(128, 128, 256, Some(32))), (32, 512, 1, 8));
+    let paged16 = choose(128, 128, 256, Some(16));
     assert_eq!(summary(&paged16), (16, 256, 1, 0));
-    let cands = mla::config::candidates(&t, 128, 128, 1000, Some(16), paged16);
+    let cands = mla::config::candidates(&t, 128, 128, 256, Some(16), paged16);
     let got: Vec<_> = cands.iter().map(summary).collect();
-    assert_eq!(got, [(16, 256, 1, 0), (16, 512, 1, 8)]);
+    assert_eq!(got, [(16, 256, 1, 0), (16, 512, 1, 8)].repeat(2));
+    // The second half is the other grid order of the first; B > 1 defaults to rows first.
+    let order: Vec<_> = cands.iter().map(|c| c.rows_fast).collect();
+    assert_eq!(order, [true, true, false, false]);
+    assert!(!choose(128, 1, 256, None).rows_fast);
     // Split calls stay narrow.
     assert_eq!(summary(&choose(128, 1, 32768, None)), (64, 256, 32, 0));
     assert_eq!(summary(&choose(128, 32, 8192, None)), (64, 256, 2, 0));
-    let wide = choose(128, 128, 8192, None);
-    assert_eq!(wide.name(), "mla_decode M=64 BN=32 DV=512 splits=1 w8");
-    assert_eq!(wide.chunk, 8192);
-    let cands = mla::config::candidates(&t, 128, 128, 8192, None, wide);
+    let wide = choose(128, 128, 256, None);
+    assert_eq!(wide.name(), "mla_decode M=64 BN=32 DV=512 splits=1 w8 rf");
+    assert_eq!(wide.chunk, 256);
+    let cands = mla::config::candidates(&t, 128, 128, 256, None, wide);
     let got: Vec<_> = cands.iter().map(summary).collect();
-    assert_eq!(got, [(32, 512, 1, 8), (64, 256, 1, 0), (16, 512, 1, 8)]);
+    assert_eq!(
+        got,
+        [(32, 512, 1, 8), (64, 256, 1, 0), (16, 512, 1, 8)].repeat(2)
+    );
     let narrow = choose(128, 65, 8192, None);
+    assert_eq!(narrow.name(), "mla_decode M=64 BN=64 DV=256 splits=1 rf");
     let cands = mla::config::candidates(&t, 128, 65, 8192, None, narrow);
     let got: Vec<_> = cands.iter().map(summary).collect();
-    assert_eq!(got, [(64, 256, 1, 0), (32, 512, 1, 8), (16, 512, 1, 8)]);
+    assert_eq!(
+        got,
+        [(64, 256, 1, 0), (32, 512, 1, 8), (16, 512, 1, 8)].repeat(2)
+    );
     // Split calls: the combine's lanes. B 1 x H 128: 32 combine blocks at 32 lanes, so the table
     // takes 8 (128 blocks); B 32: 1024 blocks at 32 lanes. The tuner times the other widths.
+    // Then f32 partials (the default stores 16-bit ones), and the wide tile at the default's split
+    // count (B 1: 2 blocks per split, whose combine is narrowed to 8 lanes too).
     let split = choose(128, 1, 32768, None);
+    assert!(split.elem_partials);
     let cands = mla::config::candidates(&t, 128, 1, 32768, None, split);
-    let lanes: Vec<i64> = cands.iter().map(|c| c.lanes).collect();
-    assert_eq!(lanes, [8, 32, 16]);
-    assert_eq!(choose(128, 32, 8192, None).lanes, 32);
+    let got: Vec<_> = cands
+        .iter()
+        .map(|c| (c.bn, c.dv, c.splits, c.lanes, c.elem_partials))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (64, 256, 32, 8, true),
+            (64, 256, 32, 32, true),
+            (64, 256, 32, 16, true),
+            (64, 256, 32, 8, false),
+            (32, 512, 32, 8, true),
+        ]
+    );
+    assert_eq!(
+        cands[4].name(),
+        "mla_decode M=64 BN=32 DV=512 splits=32 w8 c8 p16"
+    );
+    // B 32 x 8k: the narrow form splits 2 ways (256 blocks), the wide one too (128); 16-token pages
+    // have no wide split.
+    let b32 = choose(128, 32, 8192, None);
+    assert_eq!(b32.lanes, 32);
+    let wide_splits: Vec<_> = mla::config::candidates(&t, 128, 32, 8192, None, b32)
+        .iter()
+        .filter(|c| c.dv == 512)
+        .map(|c| (c.splits, c.chunk, c.lanes))
+        .collect();
+    assert_eq!(wide_splits, [(2, 4096, 32)].repeat(2));
+    let paged16 = choose(128, 1, 8192, Some(16));
+    assert!(
+        mla::config::candidates(&t, 128, 1, 8192, Some(16), paged16)
+            .iter()
+            .all(|c| c.dv == 256)
+    );
     // Combine blocks = (sequence, row tile, part) triples x 256 / lanes. B 4 x H 16 (8 triples): 64
     // at 32 lanes, 128 at 16, 256 at 8. B 4 x H 128 (16): 128 at 32, 256 at 16. B 8 x H 128 (32):
     // 256 at 32.
     assert_eq!(choose(16, 4, 8192, None).lanes, 8);
     assert_eq!(choose(128, 4, 8192, None).lanes, 16);
     assert_eq!(choose(128, 8, 8192, None).lanes, 32);
-    assert!(
-        cands
-            .iter()
-            .all(|c| c.splits == split.splits && c.dv == 256)
+    assert!(cands.iter().all(|c| c.splits == split.splits));
+    assert_eq!(
+        cands[0].name(),
+        "mla_decode M=64 BN=64 DV=256 splits=32 c8 p16"
     );
-    assert_eq!(cands[0].name(), "mla_decode M=64 BN=64 DV=256 splits=32 c8");
-    assert_eq!(cands[1].name(), "mla_decode M=64 BN=64 DV=256 splits=32");
+    assert_eq!(
+        cands[1].name(),
+        "mla_decode M=64 BN=64 DV=256 splits=32 p16"
+    );
+    assert_eq!(cands[3].name(), "mla_decode M=64 BN=64 DV=256 splits=32 c8");
     let spec = CallSpec::new(
         OP_DECODE,
         "bf16",
@@ -249,7 +314,16 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
         .filter(|l| l.kernel.name() == "mla_decode_combine")
         .map(|l| l.grid)
         .collect();
-    assert_eq!(grids, [Some((1, 4, 32)), Some((1, 4, 8)), Some((1, 4, 16))]);
+    assert_eq!(
+        grids,
+        [
+            Some((1, 4, 32)),
+            Some((1, 4, 8)),
+            Some((1, 4, 16)),
+            Some((1, 4, 32)),
+            Some((1, 2, 64)),
+        ]
+    );
     // Plans: only the wide kernels carry the hint; a tuning plan holds every candidate.
     let spec = CallSpec::new(
         OP_DECODE,
@@ -260,10 +334,18 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
     let planned = |all: bool| spec.plan(&t, all).unwrap().launches;
     assert_eq!(planned(false).len(), 1);
     let all = planned(true);
-    assert_eq!(all.len(), 3);
+    assert_eq!(all.len(), 6);
     for l in &all {
         let hinted = format!("{:?}", l.kernel.hints()).contains("num_worker_warps_per_cta");
-        assert_eq!(hinted, l.config.ends_with(" w8"), "{}", l.config);
+        assert_eq!(hinted, l.config.contains(" w8"), "{}", l.config);
+        // Rows-first: (Y, B, 1) instead of (B, Y, 1).
+        let y = if l.config.contains("DV=512") { 2 } else { 4 };
+        let want = if l.config.ends_with(" rf") {
+            (y, 128, 1)
+        } else {
+            (128, y, 1)
+        };
+        assert_eq!(l.grid, Some(want), "{}", l.config);
     }
     // A forced split count is never wide, tuning or not.
     let (ops, paged) = described(OP_DECODE, BF16, &[&[128, 128, 1, 576], &[128, 1024, 576]]);
@@ -274,7 +356,7 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
     let ops = mla::with_scratch_for(&ops, paged, &t, &one, true).unwrap();
     let p = mla::plan_decode_all(&ops, paged, &t, &one, true).unwrap();
     assert_eq!(p.len(), 1);
-    assert_eq!(p[0].config, "mla_decode M=64 BN=64 DV=256 splits=1");
+    assert_eq!(p[0].config, "mla_decode M=64 BN=64 DV=256 splits=1 rf");
 }
 
 #[test]
@@ -789,5 +871,49 @@ fn gpu_mla_prefill_matches_the_reference() {
                 "B {b} H {h} S {s} causal {causal}: lse err {lerr}"
             );
         }
+    }
+}
+
+/// The wide split kernel (`mla_decode_partial`, DV 512, key tile 32, 8 worker warps) keeps the direct
+/// kernel's sm_90 budget only with 16-bit partials: no stack frame and at most 168 registers (384
+/// threads), where its f32-partial form got 212 (256 threads, 1.6–2.2x slower on an H100, session
+/// 39), which is why no candidate stores f32 at DV 512. Checked on the B 1 x 32k call's candidates.
+#[test]
+fn sm90_wide_split_kernel_fits_384_threads_with_16_bit_partials() {
+    let test = "attention_mla sm90_wide_split_kernel_fits_384_threads_with_16_bit_partials";
+    let Some(tileiras) = common::tileiras(test) else {
+        return;
+    };
+    let t = target();
+    let spec = CallSpec::new(
+        OP_DECODE,
+        "bf16",
+        &[&[1, 128, 1, 576], &[1, 32768, 576]],
+        false,
+    );
+    let planned = spec.plan(&t, true).unwrap();
+    let wide: Vec<_> = planned
+        .launches
+        .iter()
+        .filter(|l| l.kernel.name() == "mla_decode_partial" && l.config.contains("DV=512"))
+        .collect();
+    assert!(!wide.is_empty(), "no wide split candidate");
+    for l in wide {
+        assert!(l.config.ends_with(" p16"), "{}", l.config);
+        // SAFETY: described operands are never launched.
+        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+        let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+        let cubin = common::compile_cached(&tileiras, &s, GpuArch::Sm90).unwrap();
+        let (regs, stack, smem, _) = common::resources(&cubin);
+        println!(
+            "{}: {regs} registers, {stack} B stack, {smem} B static smem",
+            l.config
+        );
+        assert_eq!(stack, 0, "{}: {stack} bytes of stack frame", l.config);
+        assert!(
+            regs <= 168,
+            "{}: {regs} registers (> 168: < 384 threads)",
+            l.config
+        );
     }
 }

@@ -421,6 +421,12 @@ pub fn check_calls() -> Vec<CallSpec> {
             "bf16",
             &[&[6, 128, 1, 576], &[64, 16, 576], &[6, 12]],
         ),
+        // Split over 32-token pages, where the tuner also times the wide split with 16-bit partials.
+        c(
+            OP_DECODE_PAGED,
+            "f16",
+            &[&[2, 64, 2, 576], &[40, 32, 576], &[2, 20]],
+        ),
         c(
             OP_DECODE_PAGED,
             "bf16",

@@ -67,7 +67,9 @@ pub mod merge {
     /// The LSE-weighted merge of the `splits` partials of row block `bh = b·Hkv + kvh` over lane slice
     /// `slice` (lanes `slice·DB ..`): `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s − max lse)`,
     /// `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). Returns the `(o, lse)` rows.
-    /// `part_o: [rows, splits, M, D]`, `part_lse: [rows, splits, M]`.
+    /// `part_o: [rows, splits, M, D]` of element type `P` (f32, or the call's bf16/f16 where the
+    /// split kernel stores its partials rounded; the merge upcasts each load), `part_lse: [rows,
+    /// splits, M]`.
     ///
     /// `SC` splits per step: a step issues the `SC` LSE `[M]` and partial `[M, DB]` loads together
     /// (split indices clamped to the last split, the extra splits given LSE −inf) and folds them one
@@ -77,8 +79,14 @@ pub mod merge {
     /// large as keeps a step's `SC · M · DB` elements within 8192 (at least 1). Every split is folded in
     /// split order, so the result does not depend on which block runs the merge.
     #[allow(clippy::too_many_arguments)]
-    pub fn merge_splits<SO: Shape<Rank = R4>, SL: Shape<Rank = R3>, const M: i32, const DB: i32>(
-        part_o: &Tensor<f32, SO>,
+    pub fn merge_splits<
+        P: ElementType,
+        SO: Shape<Rank = R4>,
+        SL: Shape<Rank = R3>,
+        const M: i32,
+        const DB: i32,
+    >(
+        part_o: &Tensor<P, SO>,
         part_lse: &Tensor<f32, SL>,
         bh: Scalar<i32>,
         splits: Scalar<i32>,
@@ -86,27 +94,28 @@ pub mod merge {
     ) -> (Tile<f32, S2<M, DB>>, Tile<f32, S2<M, 1>>) {
         let per = 8192 / (M * DB);
         if per >= 16 {
-            merge_steps::<SO, SL, M, DB, 16>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 16>(part_o, part_lse, bh, splits, slice)
         } else if per >= 8 {
-            merge_steps::<SO, SL, M, DB, 8>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 8>(part_o, part_lse, bh, splits, slice)
         } else if per >= 4 {
-            merge_steps::<SO, SL, M, DB, 4>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 4>(part_o, part_lse, bh, splits, slice)
         } else if per >= 2 {
-            merge_steps::<SO, SL, M, DB, 2>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 2>(part_o, part_lse, bh, splits, slice)
         } else {
-            merge_steps::<SO, SL, M, DB, 1>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 1>(part_o, part_lse, bh, splits, slice)
         }
     }
 
     /// [`merge_splits`] at `SC` splits per step.
     fn merge_steps<
+        P: ElementType,
         SO: Shape<Rank = R4>,
         SL: Shape<Rank = R3>,
         const M: i32,
         const DB: i32,
         const SC: i32,
     >(
-        part_o: &Tensor<f32, SO>,
+        part_o: &Tensor<P, SO>,
         part_lse: &Tensor<f32, SL>,
         bh: Scalar<i32>,
         splits: Scalar<i32>,
@@ -137,6 +146,7 @@ pub mod merge {
                 .map(|i| {
                     po.load((bh, (base + i).min(last), 0i32, slice))
                         .reshape::<S2<M, DB>>()
+                        .cast::<f32>()
                 })
                 .collect();
             // (Host-side folds: the DSL turns `for` loops into device loops.)

@@ -9,16 +9,31 @@
 //! row tile) without a worker-warp hint drops to 128 threads and spills 7.5 KB; M 32 / DV 256 spills
 //! 1.8 KB. sm_80 and sm_120 (no wgmma, 99 KB smem) spill 2–3.6 KB at M 64 / DV 256.
 //!
-//! A call that does not split and has at least one block per SM with one block per row tile takes
-//! that instead ([`WIDE_VALUE_PART`] = 512, the scores computed once, each cache tile read by half as
-//! many blocks), with 8 worker warps (`num_worker_warps_per_cta`) and key tiles of 32 ([`WIDE_KEY_TILE`];
-//! pages under 32 tokens stay narrow): `mla_decode_direct` then takes 384 threads, 168 registers,
-//! 174 KB, no spills (BN 64 spills 1.6 KB; BN 16 fits, but ran 1.26–1.36× slower than the narrow
-//! form). The split kernel of the same tiles is not used: `mla_decode_partial` gets 256 threads and
-//! 212 registers from tileiras with any f32 partial store (tried: two 256-column halves, rounded to
-//! bf16 first, rank-3 tiles, without TMA), and ran 1.6–2.2× slower than the narrow split on an H100
-//! (session 39 tuner, `docs/attention.md`). Storing the partial as bf16 gives it the direct kernel's
-//! 384 threads and 168 registers (`docs/toolchain-findings.md`); not built (the combine reads f32).
+//! **Grid order.** With more than one sequence the grid is rows first, `(Y, B, splits)`
+//! ([`MlaDecodeConfig::rows_fast`]): the row tiles and value parts of a sequence, which read the
+//! same cache tiles, launch next to each other, so the later ones find the tiles in L2. In the
+//! `(B, Y, splits)` order they launched `B` blocks apart, at B 128 in different waves, and each read
+//! the cache from HBM. H100 tuner, session 40, same call: 1.08–1.16× at B 32 (1k–32k keys), and at
+//! B 128 the narrow form went from 1560 to 935 µs at 8k keys (1.67×; 1.41× over the wide form that
+//! was the table's choice there).
+//!
+//! **One block per row tile** ([`WIDE_VALUE_PART`] = 512, the scores computed once), with 8 worker
+//! warps (`num_worker_warps_per_cta`) and key tiles of 32 ([`WIDE_KEY_TILE`]; pages under 32 tokens
+//! stay narrow): `mla_decode_direct` then takes 384 threads, 168 registers, 174 KB, no spills (BN 64
+//! spills 1.6 KB; BN 16 fits, but ran 1.26–1.36× slower than the narrow form). Rows first, it beats
+//! the narrow form only on short caches (64 and 97 keys in session 40's checks; from 1k keys the
+//! narrow one wins 1.21–1.34×), so the table takes it for a call that does not split, holds at most
+//! [`WIDE_MAX_KEYS`] keys and has a block per SM with one block per row tile. The split kernel of
+//! the same tiles gets 256 threads and 212 registers from tileiras with any f32 partial store
+//! (session 39), and the direct kernel's 384 threads and 168 registers when it stores its partial in
+//! the call's 16-bit type (`elem_partials`). Even so it lost to the narrow split at B 1 and B 32 on
+//! an H100 (session 40: 1.2–1.5× at B 1, 1.15–1.25× at B 32 from 8k keys, `docs/attention.md`), so
+//! it is only a tuning candidate, at the narrow form's split count.
+//!
+//! **16-bit partials.** Split calls store their normalized partial outputs in the call's element
+//! type (`elem_partials`; the combine upcasts, one more rounding per partial, inside the bf16/f16
+//! tolerance): half the scratch traffic. Rows first at B 32 they were 1–7% faster than f32 partials
+//! in all six calls timed (session 40); at B 1 within ±2%. The tuner times f32 ones.
 //!
 //! Split calls merge each row tile's part in `256 / lanes` combine blocks ([`combine_lanes`]: 32
 //! lanes, narrower while the combine would have fewer blocks than SMs).
@@ -55,6 +70,9 @@ pub const MERGE_LANES: i64 = crate::attention::online::MERGE_LANES as i64;
 pub const TUNED_MERGE_LANES: &[i64] = &[32, 16, 8];
 /// The key tile of the [`WIDE_VALUE_PART`] configurations (at most the block size of a paged cache).
 pub const WIDE_KEY_TILE: i64 = 32;
+/// The longest cache the table gives the [`WIDE_VALUE_PART`] direct form: it won on caches of 64 and
+/// 97 keys and lost from 1k (session 40, rows-first grids); between those it is not timed.
+pub const WIDE_MAX_KEYS: i64 = 256;
 
 /// An MLA decode configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,6 +91,12 @@ pub struct MlaDecodeConfig {
     pub workers: i64,
     /// Value lanes per combine block (split calls): `dv / lanes` blocks merge a row tile's part.
     pub lanes: i64,
+    /// Split calls store their partial outputs in the call's element type (bf16/f16) instead of f32:
+    /// half the scratch traffic, one more rounding per partial (module docs).
+    pub elem_partials: bool,
+    /// The split/direct grid is `(Y, B, splits)` instead of `(B, Y, splits)`: the row tiles and
+    /// parts of one sequence, which read the same cache tiles, launch next to each other.
+    pub rows_fast: bool,
 }
 
 impl Candidate for MlaDecodeConfig {
@@ -82,8 +106,9 @@ impl Candidate for MlaDecodeConfig {
 }
 
 impl MlaDecodeConfig {
-    /// The configuration in words, with ` wN` for a worker-warp hint and ` cN` for a split call's
-    /// combine narrower or wider than [`MERGE_LANES`].
+    /// The configuration in words, with ` wN` for a worker-warp hint, ` cN` for a split call's
+    /// combine narrower or wider than [`MERGE_LANES`], ` p16` for 16-bit split partials and ` rf`
+    /// for the rows-first grid.
     pub fn name(&self) -> String {
         let workers = if self.workers > 0 {
             format!(" w{}", self.workers)
@@ -95,8 +120,14 @@ impl MlaDecodeConfig {
         } else {
             String::new()
         };
+        let partials = if self.splits > 1 && self.elem_partials {
+            " p16"
+        } else {
+            ""
+        };
+        let order = if self.rows_fast { " rf" } else { "" };
         format!(
-            "mla_decode M={} BN={} DV={} splits={}{workers}{lanes}",
+            "mla_decode M={} BN={} DV={} splits={}{workers}{lanes}{partials}{order}",
             self.m, self.bn, self.dv, self.splits
         )
     }
@@ -119,12 +150,14 @@ pub fn choose(
 ) -> MlaDecodeConfig {
     let narrow = narrow(target, rows, b, capacity, block_size, splits);
     let row_tiles = (rows.max(1) + MAX_M - 1) / MAX_M;
-    let wide = wide(capacity, block_size, WIDE_KEY_TILE);
+    let wide = wide(b, capacity, block_size, WIDE_KEY_TILE);
     // Pages under 32 tokens would make the wide key tile 16, which ran slower than the narrow form
-    // (module docs); those calls stay narrow unless the tuner says otherwise.
+    // (module docs); those calls stay narrow unless the tuner says otherwise. From 1k keys the
+    // narrow form in the rows-first grid is faster (session 40).
     if splits.is_none()
         && narrow.splits == 1
         && wide.bn == WIDE_KEY_TILE
+        && capacity <= WIDE_MAX_KEYS
         && b.max(1) * row_tiles >= i64::from(target.sm_count.max(1))
     {
         wide
@@ -146,17 +179,7 @@ fn narrow(
     let bn = block_size.map_or(KEY_TILE, |bs| bs.min(KEY_TILE));
     let dv = VALUE_PART;
     let blocks = b.max(1) * ((rows.max(1) + m - 1) / m) * (super::LATENT / dv);
-    let cap = capacity.max(1);
-    let wanted = splits.unwrap_or_else(|| {
-        let target_blocks = i64::from(target.sm_count.max(1));
-        let by_sm = (target_blocks + blocks - 1) / blocks;
-        let by_len = (cap + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT;
-        by_sm.min(by_len).min(MAX_SPLITS)
-    });
-    let wanted = wanted.clamp(1, MAX_SPLITS);
-    let per = (cap + wanted - 1) / wanted;
-    let chunk = (per + bn - 1) / bn * bn;
-    let splits = (cap + chunk - 1) / chunk;
+    let (splits, chunk) = split_keys(target, blocks, capacity, bn, splits);
     MlaDecodeConfig {
         m,
         bn,
@@ -165,7 +188,40 @@ fn narrow(
         chunk,
         workers: 0,
         lanes: combine_lanes(target, blocks, dv),
+        elem_partials: splits > 1,
+        rows_fast: rows_first(b),
     }
+}
+
+/// The split count and keys per split (a multiple of `bn`) of `capacity` keys for a call of `blocks`
+/// blocks per split: enough splits to give every SM a block, at least [`MIN_KEYS_PER_SPLIT`] keys
+/// each, at most [`MAX_SPLITS`]; `forced` overrides the count (clamped).
+fn split_keys(
+    target: &Target,
+    blocks: i64,
+    capacity: i64,
+    bn: i64,
+    forced: Option<i64>,
+) -> (i64, i64) {
+    let cap = capacity.max(1);
+    let wanted = forced.unwrap_or_else(|| {
+        let target_blocks = i64::from(target.sm_count.max(1));
+        let by_sm = (target_blocks + blocks - 1) / blocks;
+        let by_len = (cap + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT;
+        by_sm.min(by_len).min(MAX_SPLITS)
+    });
+    let wanted = wanted.clamp(1, MAX_SPLITS);
+    let per = (cap + wanted - 1) / wanted;
+    let chunk = (per + bn - 1) / bn * bn;
+    ((cap + chunk - 1) / chunk, chunk)
+}
+
+/// Whether a call of `b` sequences takes the rows-first grid `(Y, B, splits)`: with more than one
+/// sequence (B goes on the grid's y axis, so at most 65535). H100, session 40: 1.08–1.16x at B 32,
+/// 1.53–1.67x at B 128 for the narrow form over `(B, Y, splits)` (the blocks reading one sequence's
+/// cache launched `B` apart, at B 128 in different waves, so each read it from HBM).
+fn rows_first(b: i64) -> bool {
+    b > 1 && b <= i64::from(u16::MAX)
 }
 
 /// Value lanes per combine block for `row_parts` (sequence, row tile, value part) triples of `dv`
@@ -182,7 +238,7 @@ fn combine_lanes(target: &Target, row_parts: i64, dv: i64) -> i64 {
 }
 
 /// One block per row tile over the whole key range, key tile `tile` (at most the page).
-fn wide(capacity: i64, block_size: Option<i64>, tile: i64) -> MlaDecodeConfig {
+fn wide(b: i64, capacity: i64, block_size: Option<i64>, tile: i64) -> MlaDecodeConfig {
     let bn = block_size.map_or(tile, |bs| bs.min(tile));
     MlaDecodeConfig {
         m: MAX_M,
@@ -192,13 +248,42 @@ fn wide(capacity: i64, block_size: Option<i64>, tile: i64) -> MlaDecodeConfig {
         chunk: (capacity.max(1) + bn - 1) / bn * bn,
         workers: WIDE_WORKERS,
         lanes: MERGE_LANES,
+        elem_partials: false,
+        rows_fast: rows_first(b),
     }
+}
+
+/// One block per row tile ([`WIDE_VALUE_PART`], [`WIDE_KEY_TILE`]) over `splits` key ranges, with
+/// 16-bit partials (`elem_partials`: the store that keeps tileiras at 384 threads). `None` for
+/// pages under [`WIDE_KEY_TILE`] tokens or one split.
+fn wide_split(
+    target: &Target,
+    rows: i64,
+    b: i64,
+    capacity: i64,
+    block_size: Option<i64>,
+    splits: i64,
+) -> Option<MlaDecodeConfig> {
+    let base = wide(b, capacity, block_size, WIDE_KEY_TILE);
+    if base.bn != WIDE_KEY_TILE {
+        return None;
+    }
+    let blocks = b.max(1) * ((rows.max(1) + MAX_M - 1) / MAX_M);
+    let (splits, chunk) = split_keys(target, blocks, capacity, base.bn, Some(splits));
+    (splits > 1).then(|| MlaDecodeConfig {
+        splits,
+        chunk,
+        lanes: combine_lanes(target, blocks, WIDE_VALUE_PART),
+        elem_partials: true,
+        ..base
+    })
 }
 
 /// What the tuner times for a call whose table choice is `default`: the default first; where the
 /// narrow configuration does not split, also the narrow one and the one-block-per-row-tile ones at
 /// key tiles 32 and 16 (whichever the default is not); where it splits, the combine at the other
-/// [`TUNED_MERGE_LANES`] (the wide split kernel lost everywhere, module docs).
+/// [`TUNED_MERGE_LANES`], the default with 16-bit partials and the wide split kernel at the
+/// default's split count (module docs).
 pub fn candidates(
     target: &Target,
     rows: i64,
@@ -216,13 +301,48 @@ pub fn candidates(
                 out.push(c);
             }
         }
+        // The default's tiles with the other partial type, and the wide tile (16-bit partials) at
+        // the default's split count (the only count at which it came near the default, module
+        // docs).
+        let mut extra = vec![MlaDecodeConfig {
+            elem_partials: !default.elem_partials,
+            ..default
+        }];
+        extra.extend(wide_split(
+            target,
+            rows,
+            b,
+            capacity,
+            block_size,
+            default.splits,
+        ));
+        for c in extra {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
     }
     if narrow.splits == 1 {
         for c in [
             narrow,
-            wide(capacity, block_size, WIDE_KEY_TILE),
-            wide(capacity, block_size, WIDE_KEY_TILE / 2),
+            wide(b, capacity, block_size, WIDE_KEY_TILE),
+            wide(b, capacity, block_size, WIDE_KEY_TILE / 2),
         ] {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    // With more than one sequence, each of the above in the other grid order too.
+    if rows_first(b) {
+        let flipped: Vec<_> = out
+            .iter()
+            .map(|c| MlaDecodeConfig {
+                rows_fast: !c.rows_fast,
+                ..*c
+            })
+            .collect();
+        for c in flipped {
             if !out.contains(&c) {
                 out.push(c);
             }

@@ -9,7 +9,8 @@
 //! that the head and query axes merge). Block `(b, y, split)` takes row tile `y / P` (`M` rows, the pad
 //! rows are zero queries whose stores fall outside the view) and value part `y % P` (`DV = 512 / P`
 //! columns of the output, `P` ∈ {1, 2}); the parts of one row tile recompute the same scores and read
-//! the same cache tiles, so only the accumulator is divided. Query `i` of `Sq` sees keys
+//! the same cache tiles, so only the accumulator is divided. The host may lay the grid out `(Y, B,
+//! splits)` instead (`rows_fast`), the blocks of one sequence next to each other. Query `i` of `Sq` sees keys
 //! `0 ..= len − Sq + i`, `len = seq_lens[b]` clamped to `[0, capacity]`.
 //!
 //! Key tiles fully visible run unmasked; the tail masks the scores to −inf and zeroes the value rows
@@ -18,9 +19,9 @@
 //! with `block_table: [B, max_blocks]` (`BN` divides the block size, so a tile never crosses a page;
 //! the table is read only for pages holding keys below `len`).
 //!
-//! - `mla_decode_partial`: normalized f32 partial output and natural-log LSE of split `s` into tile
-//!   `(b·Y + y, s)` of `part_o: [B·Y, splits, M, DV]` / `part_lse: [B·Y, splits, M]`. Grid `(B, Y,
-//!   splits)`, `Y` = row tiles × parts.
+//! - `mla_decode_partial`: normalized partial output (element type `P`: f32, or the call's bf16/f16,
+//!   see `config`) and natural-log f32 LSE of split `s` into tile `(b·Y + y, s)` of `part_o: [B·Y,
+//!   splits, M, DV]` / `part_lse: [B·Y, splits, M]`. Grid `(B, Y, splits)`, `Y` = row tiles × parts.
 //! - `mla_decode_combine`: merges the splits LSE-weighted into `o` and `lse`, many splits per load.
 //!   Grid `(B, Y, DV / DB)`: each block one `DB`-lane slice.
 //! - `mla_decode_direct`: one split, writes `o` and `lse` itself. Grid `(B, Y, 1)`.
@@ -179,6 +180,21 @@ pub mod kernels {
         st
     }
 
+    /// Block `(b, y, split)` and the grid's `Y` (row tiles × parts): the grid is `(B, Y, splits)`, or
+    /// `(Y, B, splits)` when `rows_fast` is 1, so that the blocks reading one sequence's cache are
+    /// launched next to each other and the later ones find its tiles in L2.
+    fn block_of(rows_fast: Scalar<i32>) -> (Scalar<i32>, Scalar<i32>, Scalar<i32>, Scalar<i32>) {
+        let (x, y, split) = block_id();
+        let (nx, ny, _) = num_blocks();
+        let keep = scalar::<i32>(1i32) - rows_fast;
+        (
+            x * keep + y * rows_fast,
+            y * keep + x * rows_fast,
+            split,
+            ny * keep + nx * rows_fast,
+        )
+    }
+
     /// Store lane slice `sl` (`W` of the part's `DV` lanes) of row tile `y / P`, part `y % P` of the
     /// output into `o: [B, R, 512]` and (the first slice of part 0) the LSE into `lse: [B, R]`; rows
     /// past `R` fall outside the views. `W = DV` with `sl = 0` stores the whole part.
@@ -203,12 +219,14 @@ pub mod kernels {
         }
     }
 
-    /// One split of the keys of `(b, y)` into the scratch tiles `(b·Y + y, split)`. Grid explicit:
-    /// `(B, Y, splits)`. `chunk`: keys per split, a multiple of `BN`; `sq`: queries per sequence.
+    /// One split of the keys of `(b, y)` into the scratch tiles `(b·Y + y, split)`, the output part
+    /// rounded to `P`. Grid explicit: `(B, Y, splits)`, or `(Y, B, splits)` with `rows_fast` 1
+    /// ([`block_of`]). `chunk`: keys per split, a multiple of `BN`; `sq`: queries per sequence.
     #[cutile::entry(occupancy = 1)]
     #[allow(clippy::too_many_arguments)]
     pub fn mla_decode_partial<
         E: MmaOperand<f32>,
+        P: Float,
         const M: i32,
         const BN: i32,
         const DV: i32,
@@ -221,11 +239,11 @@ pub mod kernels {
         scale: Scalar<f32>,
         sq: Scalar<i32>,
         chunk: Scalar<i32>,
-        part_o: &mut Tensor<f32, S4<1, 1, M, DV>>,
+        rows_fast: Scalar<i32>,
+        part_o: &mut Tensor<P, S4<1, 1, M, DV>>,
         part_lse: &mut Tensor<f32, S3<1, 1, M>>,
     ) {
-        let (b, y, split) = block_id();
-        let (_, ny, _) = num_blocks();
+        let (b, y, split, ny) = block_of(rows_fast);
         let st = attend::<E, M, BN, DV, PAGED>(
             q,
             c,
@@ -242,13 +260,16 @@ pub mod kernels {
         let by = b * ny + y;
         // SAFETY: tile (b·Y + y, split) is written by block (b, y, split) only.
         unsafe {
-            part_o.store_at((by, split, 0i32, 0i32), out.reshape::<S4<1, 1, M, DV>>());
+            part_o.store_at(
+                (by, split, 0i32, 0i32),
+                out.cast::<P>().reshape::<S4<1, 1, M, DV>>(),
+            );
             part_lse.store_at((by, split, 0i32), lse.reshape::<S3<1, 1, M>>());
         }
     }
 
     /// The whole key range in one block per `(b, y)`: writes `o` (`[B, R, 512]`) and `lse` (`[B, R]`).
-    /// Grid explicit: `(B, Y, 1)`.
+    /// Grid explicit: `(B, Y, 1)`, or `(Y, B, 1)` with `rows_fast` 1 ([`block_of`]).
     #[cutile::entry(occupancy = 1)]
     #[allow(clippy::too_many_arguments)]
     pub fn mla_decode_direct<
@@ -265,10 +286,11 @@ pub mod kernels {
         scale: Scalar<f32>,
         sq: Scalar<i32>,
         chunk: Scalar<i32>,
+        rows_fast: Scalar<i32>,
         o: &mut Tensor<E, S3<1, M, DV>>,
         lse: &mut Tensor<f32, S2<1, M>>,
     ) {
-        let (b, y, _) = block_id();
+        let (b, y, _, _) = block_of(rows_fast);
         let st = attend::<E, M, BN, DV, PAGED>(
             q,
             c,
@@ -289,8 +311,8 @@ pub mod kernels {
     /// [`merge_splits`]) and store that slice of `o` (and, from slice 0 of part 0, `lse`). Grid
     /// explicit: `(B, Y, DV / DB)`.
     #[cutile::entry]
-    pub fn mla_decode_combine<E: Float, const M: i32, const DV: i32, const DB: i32>(
-        part_o: &Tensor<f32, S4<DYN, DYN, M, DV>>,
+    pub fn mla_decode_combine<E: Float, P: Float, const M: i32, const DV: i32, const DB: i32>(
+        part_o: &Tensor<P, S4<DYN, DYN, M, DV>>,
         part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
         o: &mut Tensor<E, S3<1, M, DB>>,
         lse: &mut Tensor<f32, S2<1, M>>,
@@ -298,7 +320,7 @@ pub mod kernels {
         let (b, y, sl) = block_id();
         let (_, ny, _) = num_blocks();
         let (out, lse_rows) =
-            merge_splits::<_, _, M, DB>(part_o, part_lse, b * ny + y, part_o.dim(1), sl);
+            merge_splits::<_, _, _, M, DB>(part_o, part_lse, b * ny + y, part_o.dim(1), sl);
         store_out::<E, M, DV, DB>(out, lse_rows, b, y, sl, o, lse);
     }
 

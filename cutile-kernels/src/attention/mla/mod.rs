@@ -81,6 +81,8 @@ pub mod slot {
     pub const LSE: usize = 5;
     /// f32 scratch (split partials, and the LSE when not asked for).
     pub const SCRATCH: usize = 6;
+    /// The same scratch bytes viewed as the call's element type (16-bit split partials).
+    pub const SCRATCH_ELEM: usize = 7;
     /// Operands without scratch.
     pub const COUNT: usize = 6;
 }
@@ -271,7 +273,8 @@ pub fn mla_decode<'a>(
             l.ptr = s.ptr + 4 * parts as u64;
             l.device = s.device;
         }
-        operands.push(s);
+        let e = elem_view(&s, call.dtype);
+        operands.extend([s, e]);
     }
     // SAFETY: the operands are the caller's tensors, borrowed for 'a (o and lse exclusively), and the
     // stream's scratch, which lives until exit. Trials redirect `o` to the tuner's scratch and write
@@ -533,14 +536,20 @@ impl DecodeCall {
         )
     }
 
-    /// f32 elements of scratch the split partials need (0 with one split), a multiple of 64.
+    /// f32 elements of scratch the split partials need (0 with one split), a multiple of 64: the
+    /// LSEs, then the outputs (f32, or 16-bit ones two to an f32 element).
     fn scratch_elems(&self) -> i64 {
         let c = &self.cfg;
         if c.splits <= 1 {
             return 0;
         }
         let n = self.b * c.y_blocks(self.rows) * c.splits * c.m;
-        round_up(n, 64) + round_up(n * c.dv, 64)
+        let outputs = if c.elem_partials {
+            (n * c.dv + 1) / 2
+        } else {
+            n * c.dv
+        };
+        round_up(n, 64) + round_up(outputs, 64)
     }
 
     fn view(&self, slot: usize, which: usize, output: bool) -> PlannedArg {
@@ -569,10 +578,17 @@ impl DecodeCall {
             )
         };
         let y = c.y_blocks(self.rows);
-        let grid = |z: i64| -> Result<(u32, u32, u32), OpError> {
+        let grid = |z: i64, rows_fast: bool| -> Result<(u32, u32, u32), OpError> {
             let f =
                 |n: i64| u32::try_from(n).map_err(|_| unsupported(op, format!("grid extent {n}")));
-            Ok((f(self.b)?, f(y)?, f(z)?))
+            let (gx, gy) = if rows_fast { (y, self.b) } else { (self.b, y) };
+            if gy > i64::from(u16::MAX) {
+                return Err(unsupported(
+                    op,
+                    format!("grid y extent {gy} of `{}` exceeds 65535", c.name()),
+                ));
+            }
+            Ok((f(gx)?, f(gy)?, f(z)?))
         };
         let ops = &self.ops;
         let table = if self.paged {
@@ -594,16 +610,19 @@ impl DecodeCall {
             PlannedArg::F32(self.scale),
             PlannedArg::I32(self.sq as i32),
             PlannedArg::I32(c.chunk as i32),
+            PlannedArg::I32(i32::from(c.rows_fast)),
         ];
         let outputs = vec![self.view(slot::O, 1, true), self.view(slot::LSE, 2, true)];
+        // `$p`: the partial's element type for the split kernel (`E` or `f32`), nothing for the
+        // direct one.
         macro_rules! pick {
-            ($k:ident, $($extra:tt)*) => {
+            ($k:ident, [$($p:ty)?], $($extra:tt)*) => {
                 crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.bn, c.dv) {
-                    (64, 16, 256) => Some(kn::$k::kernel::<E, 64, 16, 256, $($extra)*>()),
-                    (64, 32, 256) => Some(kn::$k::kernel::<E, 64, 32, 256, $($extra)*>()),
-                    (64, 64, 256) => Some(kn::$k::kernel::<E, 64, 64, 256, $($extra)*>()),
-                    (64, 16, 512) => Some(kn::$k::kernel::<E, 64, 16, 512, $($extra)*>()),
-                    (64, 32, 512) => Some(kn::$k::kernel::<E, 64, 32, 512, $($extra)*>()),
+                    (64, 16, 256) => Some(kn::$k::kernel::<E, $($p,)? 64, 16, 256, $($extra)*>()),
+                    (64, 32, 256) => Some(kn::$k::kernel::<E, $($p,)? 64, 32, 256, $($extra)*>()),
+                    (64, 64, 256) => Some(kn::$k::kernel::<E, $($p,)? 64, 64, 256, $($extra)*>()),
+                    (64, 16, 512) => Some(kn::$k::kernel::<E, $($p,)? 64, 16, 512, $($extra)*>()),
+                    (64, 32, 512) => Some(kn::$k::kernel::<E, $($p,)? 64, 32, 512, $($extra)*>()),
                     _ => None,
                 })
                 .flatten()
@@ -615,18 +634,23 @@ impl DecodeCall {
         }
         if c.splits <= 1 {
             let kernel = if self.paged {
-                pick!(mla_decode_direct, true)
+                pick!(mla_decode_direct, [], true)
             } else {
-                pick!(mla_decode_direct, false)
+                pick!(mla_decode_direct, [], false)
             }
             .ok_or_else(missing)?;
             return Ok(vec![PlannedLaunch {
                 kernel,
                 args: [inputs, outputs].concat(),
-                grid: Some(grid(1)?),
+                grid: Some(grid(1, c.rows_fast)?),
                 config: c.name(),
             }]);
         }
+        let scratch_slot = if c.elem_partials {
+            slot::SCRATCH_ELEM
+        } else {
+            slot::SCRATCH
+        };
         let s = operands.get(slot::SCRATCH).ok_or_else(|| {
             unsupported(
                 op,
@@ -648,29 +672,58 @@ impl DecodeCall {
                 ),
             ));
         }
+        let e = operands.get(scratch_slot).filter(|e| {
+            e.ptr == s.ptr && e.numel() * e.elem_bytes() as i64 >= self.scratch_elems() * 4
+        });
+        if c.elem_partials && e.is_none_or(|e| e.dtype != self.dtype) {
+            return Err(unsupported(
+                op,
+                format!(
+                    "`{}` stores 16-bit partials and needs the scratch viewed as {} after it (use                      `mla::with_scratch`)",
+                    c.name(),
+                    self.dtype
+                ),
+            ));
+        }
         let by = self.b * y;
         let lse_shape = vec![by, c.splits, c.m];
         let o_shape = vec![by, c.splits, c.m, c.dv];
-        let tensor = |output: bool, shape: &Vec<i64>, offset: i64| PlannedArg::Tensor {
-            operand: slot::SCRATCH,
-            output,
-            strides: contiguous_strides(shape),
-            shape: shape.clone(),
-            offset,
-        };
+        let tensor =
+            |operand: usize, output: bool, shape: &Vec<i64>, offset: i64| PlannedArg::Tensor {
+                operand,
+                output,
+                strides: contiguous_strides(shape),
+                shape: shape.clone(),
+                offset,
+            };
+        // The outputs start after the LSEs: offset `o_off` f32 elements, in the view's elements.
         let o_off = round_up(by * c.splits * c.m, 64);
-        let partial = if self.paged {
-            pick!(mla_decode_partial, true)
-        } else {
-            pick!(mla_decode_partial, false)
+        let o_off = if c.elem_partials { 2 * o_off } else { o_off };
+        let partial = match (self.paged, c.elem_partials) {
+            (true, true) => pick!(mla_decode_partial, [E], true),
+            (false, true) => pick!(mla_decode_partial, [E], false),
+            (true, false) => pick!(mla_decode_partial, [f32], true),
+            (false, false) => pick!(mla_decode_partial, [f32], false),
         }
         .ok_or_else(missing)?;
-        let combine = crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv, c.lanes) {
-            (64, 256, 32) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, 32>()),
-            (64, 256, 16) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, 16>()),
-            (64, 256, 8) => Some(kn::mla_decode_combine::kernel::<E, 64, 256, 8>()),
-            _ => None,
-        })
+        macro_rules! combine {
+            ($p:ty) => {
+                crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv, c.lanes) {
+                    (64, 256, 32) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 256, 32>()),
+                    (64, 256, 16) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 256, 16>()),
+                    (64, 256, 8) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 256, 8>()),
+                    (64, 512, 32) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 512, 32>()),
+                    (64, 512, 16) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 512, 16>()),
+                    (64, 512, 8) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 512, 8>()),
+                    _ => None,
+                })
+            };
+        }
+        let combine = if c.elem_partials {
+            combine!(E)
+        } else {
+            combine!(f32)
+        }
         .flatten()
         .ok_or_else(missing)?;
         Ok(vec![
@@ -678,20 +731,26 @@ impl DecodeCall {
                 kernel: partial,
                 args: [
                     inputs,
-                    vec![tensor(true, &o_shape, o_off), tensor(true, &lse_shape, 0)],
+                    vec![
+                        tensor(scratch_slot, true, &o_shape, o_off),
+                        tensor(slot::SCRATCH, true, &lse_shape, 0),
+                    ],
                 ]
                 .concat(),
-                grid: Some(grid(c.splits)?),
+                grid: Some(grid(c.splits, c.rows_fast)?),
                 config: c.name(),
             },
             PlannedLaunch {
                 kernel: combine,
                 args: [
-                    vec![tensor(false, &o_shape, o_off), tensor(false, &lse_shape, 0)],
+                    vec![
+                        tensor(scratch_slot, false, &o_shape, o_off),
+                        tensor(slot::SCRATCH, false, &lse_shape, 0),
+                    ],
                     outputs,
                 ]
                 .concat(),
-                grid: Some(grid(c.dv / c.lanes)?),
+                grid: Some(grid(c.dv / c.lanes, false)?),
                 config: format!("{} combine", c.name()),
             },
         ])
@@ -723,15 +782,25 @@ pub fn with_scratch_for(
         let elems = call.scratch_for(&call.configs(all, target));
         if elems > 0 {
             out.truncate(slot::COUNT);
-            out.push(Operand::described(
-                "scratch",
-                slot::SCRATCH,
-                ScalarType::F32,
-                &[elems],
-            ));
+            let s = Operand::described("scratch", slot::SCRATCH, ScalarType::F32, &[elems]);
+            let e = elem_view(&s, call.dtype);
+            out.extend([s, e]);
         }
     }
     Ok(out)
+}
+
+/// The f32 scratch `s` viewed as `dtype` (same address, as many whole elements as its bytes hold):
+/// the [`slot::SCRATCH_ELEM`] operand.
+fn elem_view(s: &Operand, dtype: ScalarType) -> Operand {
+    let n = s.numel() * s.elem_bytes() as i64 / dtype.storage_bytes().max(1) as i64;
+    Operand {
+        name: "scratch_elem",
+        dtype,
+        shape: vec![n],
+        strides: vec![1],
+        ..s.clone()
+    }
 }
 
 /// The launches of a decode call over `operands` ([`with_scratch`]'s list): `mla_decode_direct`, or
