@@ -362,6 +362,16 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
 #[test]
 fn bad_calls_are_typed_errors() {
     let opts = MlaDecodeOptions::default();
+    // A split call whose operands lack the scratch's 16-bit view.
+    let (ops, paged) = described(OP_DECODE, BF16, &[&[1, 128, 1, 576], &[1, 32768, 576]]);
+    let mut ops = mla::with_scratch(&ops, paged, &target(), &opts).unwrap();
+    assert_eq!(ops.len(), slot::SCRATCH_ELEM + 1);
+    ops.truncate(slot::SCRATCH_ELEM);
+    let e = decode_err(&ops, paged, &opts).to_string();
+    assert!(
+        e.contains("16-bit partials") && e.contains("(use `mla::with_scratch`)"),
+        "{e}"
+    );
     let base = || described(OP_DECODE, BF16, &[&[2, 16, 1, 576], &[2, 512, 576]]).0;
     let paged = || {
         described(

@@ -679,7 +679,8 @@ impl DecodeCall {
             return Err(unsupported(
                 op,
                 format!(
-                    "`{}` stores 16-bit partials and needs the scratch viewed as {} after it (use                      `mla::with_scratch`)",
+                    "`{}` stores 16-bit partials and needs the scratch viewed as {} after it \
+                     (use `mla::with_scratch`)",
                     c.name(),
                     self.dtype
                 ),
