@@ -149,7 +149,6 @@ pub fn choose(
     splits: Option<i64>,
 ) -> MlaDecodeConfig {
     let narrow = narrow(target, rows, b, capacity, block_size, splits);
-    let row_tiles = (rows.max(1) + MAX_M - 1) / MAX_M;
     let wide = wide(b, capacity, block_size, WIDE_KEY_TILE);
     // Pages under 32 tokens would make the wide key tile 16, which ran slower than the narrow form
     // (module docs); those calls stay narrow unless the tuner says otherwise. From 1k keys the
@@ -158,12 +157,17 @@ pub fn choose(
         && narrow.splits == 1
         && wide.bn == WIDE_KEY_TILE
         && capacity <= WIDE_MAX_KEYS
-        && b.max(1) * row_tiles >= i64::from(target.sm_count.max(1))
+        && b.max(1) * row_tiles(rows) >= i64::from(target.sm_count.max(1))
     {
         wide
     } else {
         narrow
     }
+}
+
+/// Row tiles of [`MAX_M`] rows for `rows` query rows per sequence (at least one).
+fn row_tiles(rows: i64) -> i64 {
+    (rows.max(1) + MAX_M - 1) / MAX_M
 }
 
 /// Two value parts of [`VALUE_PART`] per row tile, split by the rule of the module docs.
@@ -178,7 +182,7 @@ fn narrow(
     let m = MAX_M;
     let bn = block_size.map_or(KEY_TILE, |bs| bs.min(KEY_TILE));
     let dv = VALUE_PART;
-    let blocks = b.max(1) * ((rows.max(1) + m - 1) / m) * (super::LATENT / dv);
+    let blocks = b.max(1) * row_tiles(rows) * (super::LATENT / dv);
     let (splits, chunk) = split_keys(target, blocks, capacity, bn, splits);
     MlaDecodeConfig {
         m,
@@ -268,7 +272,7 @@ fn wide_split(
     if base.bn != WIDE_KEY_TILE {
         return None;
     }
-    let blocks = b.max(1) * ((rows.max(1) + MAX_M - 1) / MAX_M);
+    let blocks = b.max(1) * row_tiles(rows);
     let (splits, chunk) = split_keys(target, blocks, capacity, base.bn, Some(splits));
     (splits > 1).then(|| MlaDecodeConfig {
         splits,
@@ -295,43 +299,29 @@ pub fn candidates(
     let mut out = vec![default];
     let narrow = narrow(target, rows, b, capacity, block_size, None);
     if default.splits > 1 {
-        for &lanes in TUNED_MERGE_LANES {
-            let c = MlaDecodeConfig { lanes, ..default };
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
+        let lanes = TUNED_MERGE_LANES
+            .iter()
+            .map(|&lanes| MlaDecodeConfig { lanes, ..default });
+        push_new(&mut out, lanes);
         // The default's tiles with the other partial type, and the wide tile (16-bit partials) at
         // the default's split count (the only count at which it came near the default, module
         // docs).
-        let mut extra = vec![MlaDecodeConfig {
+        let other_partials = MlaDecodeConfig {
             elem_partials: !default.elem_partials,
             ..default
-        }];
-        extra.extend(wide_split(
-            target,
-            rows,
-            b,
-            capacity,
-            block_size,
-            default.splits,
-        ));
-        for c in extra {
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
+        };
+        let wide = wide_split(target, rows, b, capacity, block_size, default.splits);
+        push_new(&mut out, std::iter::once(other_partials).chain(wide));
     }
     if narrow.splits == 1 {
-        for c in [
-            narrow,
-            wide(b, capacity, block_size, WIDE_KEY_TILE),
-            wide(b, capacity, block_size, WIDE_KEY_TILE / 2),
-        ] {
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
+        push_new(
+            &mut out,
+            [
+                narrow,
+                wide(b, capacity, block_size, WIDE_KEY_TILE),
+                wide(b, capacity, block_size, WIDE_KEY_TILE / 2),
+            ],
+        );
     }
     // With more than one sequence, each of the above in the other grid order too.
     if rows_first(b) {
@@ -342,11 +332,16 @@ pub fn candidates(
                 ..*c
             })
             .collect();
-        for c in flipped {
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
+        push_new(&mut out, flipped);
     }
     out
+}
+
+/// Appends each of `configs` that `out` does not hold yet, in order.
+fn push_new(out: &mut Vec<MlaDecodeConfig>, configs: impl IntoIterator<Item = MlaDecodeConfig>) {
+    for c in configs {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
 }

@@ -10,8 +10,8 @@
 //! rows are zero queries whose stores fall outside the view) and value part `y % P` (`DV = 512 / P`
 //! columns of the output, `P` ∈ {1, 2}); the parts of one row tile recompute the same scores and read
 //! the same cache tiles, so only the accumulator is divided. The host may lay the grid out `(Y, B,
-//! splits)` instead (`rows_fast`), the blocks of one sequence next to each other. Query `i` of `Sq` sees keys
-//! `0 ..= len − Sq + i`, `len = seq_lens[b]` clamped to `[0, capacity]`.
+//! splits)` instead (`rows_fast`), the blocks of one sequence next to each other. Query `i` of `Sq`
+//! sees keys `0 ..= len − Sq + i`, `len = seq_lens[b]` clamped to `[0, capacity]`.
 //!
 //! Key tiles fully visible run unmasked; the tail masks the scores to −inf and zeroes the value rows
 //! past `len`, so NaN or stale data past a sequence's length never reaches the output. Contiguous

@@ -536,20 +536,25 @@ impl DecodeCall {
         )
     }
 
+    /// The element type the split kernel stores its partial outputs in.
+    fn partial_dtype(&self) -> ScalarType {
+        if self.cfg.elem_partials {
+            self.dtype
+        } else {
+            ScalarType::F32
+        }
+    }
+
     /// f32 elements of scratch the split partials need (0 with one split), a multiple of 64: the
-    /// LSEs, then the outputs (f32, or 16-bit ones two to an f32 element).
+    /// LSEs, then the outputs (of [`Self::partial_dtype`], packed into f32 elements).
     fn scratch_elems(&self) -> i64 {
         let c = &self.cfg;
         if c.splits <= 1 {
             return 0;
         }
         let n = self.b * c.y_blocks(self.rows) * c.splits * c.m;
-        let outputs = if c.elem_partials {
-            (n * c.dv + 1) / 2
-        } else {
-            n * c.dv
-        };
-        round_up(n, 64) + round_up(outputs, 64)
+        let bytes = n * c.dv * self.partial_dtype().storage_bytes() as i64;
+        round_up(n, 64) + round_up((bytes + 3) / 4, 64)
     }
 
     fn view(&self, slot: usize, which: usize, output: bool) -> PlannedArg {
@@ -672,10 +677,12 @@ impl DecodeCall {
                 ),
             ));
         }
-        let e = operands.get(scratch_slot).filter(|e| {
-            e.ptr == s.ptr && e.numel() * e.elem_bytes() as i64 >= self.scratch_elems() * 4
+        let viewed = operands.get(scratch_slot).is_some_and(|e| {
+            e.dtype == self.partial_dtype()
+                && e.ptr == s.ptr
+                && e.numel() * e.elem_bytes() as i64 >= self.scratch_elems() * 4
         });
-        if c.elem_partials && e.is_none_or(|e| e.dtype != self.dtype) {
+        if !viewed {
             return Err(unsupported(
                 op,
                 format!(
@@ -698,8 +705,8 @@ impl DecodeCall {
                 offset,
             };
         // The outputs start after the LSEs: offset `o_off` f32 elements, in the view's elements.
-        let o_off = round_up(by * c.splits * c.m, 64);
-        let o_off = if c.elem_partials { 2 * o_off } else { o_off };
+        let o_off =
+            round_up(by * c.splits * c.m, 64) * 4 / self.partial_dtype().storage_bytes() as i64;
         let partial = match (self.paged, c.elem_partials) {
             (true, true) => pick!(mla_decode_partial, [E], true),
             (false, true) => pick!(mla_decode_partial, [E], false),
