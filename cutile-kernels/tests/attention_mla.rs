@@ -120,11 +120,11 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     assert_eq!(p[0].kernel.name(), "mla_decode_partial");
     assert_eq!(p[0].grid, Some((1, 4, 32)));
     assert_eq!(p[1].kernel.name(), "mla_decode_combine");
-    // The merge of each row tile and part spread over DV / 8 = 32 lane slices: 128 blocks (at 32
-    // lanes, 32 blocks would leave most SMs idle).
+    // The merge of each row tile and part spread over 64 x 8 element tiles (at 64 x 32, 32 blocks
+    // would leave most SMs idle), as 2 rows x 256 lanes: 128 blocks.
     assert_eq!(p[1].grid, Some((1, 4, 32)));
     assert!(
-        p[1].config.ends_with("splits=32 c8 p16 combine"),
+        p[1].config.ends_with("splits=32 c2x256 p16 combine"),
         "{}",
         p[1].config
     );
@@ -144,6 +144,14 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     assert_eq!(p[0].kernel.name(), "mla_decode_direct");
     assert_eq!(p[0].grid, Some((4, 128, 1)));
     assert_eq!(p[0].config, "mla_decode M=64 BN=64 DV=256 splits=1 rf");
+    // B 32 x H 128: 128 blocks, one wave on 132 SMs: not split either. B 1 x 1k: 8 splits of two
+    // key tiles.
+    let p = launches(OP_DECODE, &[&[32, 128, 1, 576], &[32, 1024, 576]], false);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].grid, Some((4, 32, 1)));
+    let p = launches(OP_DECODE, &[&[1, 128, 1, 576], &[1, 1024, 576]], false);
+    assert_eq!(p[0].grid, Some((1, 4, 8)));
+    assert_eq!(chunk_of(&p[0]), 128);
     // Up to 256 keys, one block per row tile (the wide form).
     let p = launches(
         OP_DECODE_PAGED,
@@ -159,7 +167,7 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
         assert_eq!(p[0].grid.unwrap().0, y, "H {h} Sq {sq}");
         assert_eq!(p[0].grid.unwrap().1, 2, "H {h} Sq {sq}");
     }
-    // The paged key tile is the block size up to 64; short caches are not split below 256 keys.
+    // The paged key tile is the block size up to 64; short caches are not split below 128 keys.
     let p = launches(
         OP_DECODE_PAGED,
         &[&[2, 16, 1, 576], &[100, 16, 576], &[2, 50]],
@@ -172,8 +180,10 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
         false,
     );
     assert!(p[0].config.contains("BN=64"), "{}", p[0].config);
-    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 200, 576]], false);
+    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 128, 576]], false);
     assert_eq!(p.len(), 1);
+    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 129, 576]], false);
+    assert_eq!(p.len(), 2);
     // A forced split count.
     let (ops, paged) = described(OP_DECODE, BF16, &[&[1, 128, 1, 576], &[1, 32768, 576]]);
     let one = MlaDecodeOptions {
@@ -197,7 +207,9 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
 /// The table takes one block per row tile (DV 512, 8 worker warps, key tile 32) where the call does
 /// not split, holds at most 256 keys, its pages (if any) hold at least 32 tokens and those blocks fill
 /// the SMs; the tuner then also times the narrow configuration and the 16-key tile; split calls store
-/// 16-bit partials and time f32 ones, the wide split and the combine at other lane slices; calls of
+/// 16-bit partials and time f32 ones, the wide split, the combine in other tile shapes and twice,
+/// four times and half the split count (at least a key tile per split; also for grids with fewer
+/// blocks than SMs); calls of
 /// more than one sequence take the rows-first grid and time the other order; a forced split count
 /// is never tuned; only the wide kernels carry the worker-warp hint.
 #[test]
@@ -223,9 +235,10 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
     let order: Vec<_> = cands.iter().map(|c| c.rows_fast).collect();
     assert_eq!(order, [true, true, false, false]);
     assert!(!choose(128, 1, 256, None).rows_fast);
-    // Split calls stay narrow.
+    // Split calls stay narrow. B 32 x H 128 (128 blocks) fills one wave without splitting.
     assert_eq!(summary(&choose(128, 1, 32768, None)), (64, 256, 32, 0));
-    assert_eq!(summary(&choose(128, 32, 8192, None)), (64, 256, 2, 0));
+    assert_eq!(summary(&choose(128, 16, 8192, None)), (64, 256, 2, 0));
+    assert_eq!(summary(&choose(128, 32, 8192, None)), (64, 256, 1, 0));
     let wide = choose(128, 128, 256, None);
     assert_eq!(wide.name(), "mla_decode M=64 BN=32 DV=512 splits=1 w8 rf");
     assert_eq!(wide.chunk, 256);
@@ -243,36 +256,75 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
         got,
         [(64, 256, 1, 0), (32, 512, 1, 8), (16, 512, 1, 8)].repeat(2)
     );
-    // Split calls: the combine's lanes. B 1 x H 128: 32 combine blocks at 32 lanes, so the table
-    // takes 8 (128 blocks); B 32: 1024 blocks at 32 lanes. The tuner times the other widths.
-    // Then f32 partials (the default stores 16-bit ones), and the wide tile at the default's split
-    // count (B 1: 2 blocks per split, whose combine is narrowed to 8 lanes too).
+    // Split calls: the combine's tile. B 1 x H 128: 32 combine blocks in 64 x 32 tiles, so the
+    // table takes 64 x 8 elements per block (128 blocks) as 2 rows x 256 lanes; B 16: 512 blocks
+    // at 64 x 32. The tuner times whole row tiles at each lane count, f32 partials (merged in
+    // whole rows of as many elements), the wide tile at the default's split count (B 1: 2 blocks
+    // per split, whose combine is narrowed to 8 lanes), twice, four times and half the splits, and
+    // the default's combine elements as 8 x 64 and 4 x 128.
     let split = choose(128, 1, 32768, None);
     assert!(split.elem_partials);
+    assert_eq!((split.combine_rows, split.lanes), (2, 256));
     let cands = mla::config::candidates(&t, 128, 1, 32768, None, split);
     let got: Vec<_> = cands
         .iter()
-        .map(|c| (c.bn, c.dv, c.splits, c.lanes, c.elem_partials))
+        .map(|c| (c.dv, c.splits, c.combine_rows, c.lanes, c.elem_partials))
         .collect();
     assert_eq!(
         got,
         [
-            (64, 256, 32, 8, true),
-            (64, 256, 32, 32, true),
-            (64, 256, 32, 16, true),
-            (64, 256, 32, 8, false),
-            (32, 512, 32, 8, true),
+            (256, 32, 2, 256, true),
+            (256, 32, 64, 32, true),
+            (256, 32, 64, 16, true),
+            (256, 32, 64, 8, true),
+            (256, 32, 64, 8, false),
+            (512, 32, 64, 8, true),
+            (256, 64, 2, 256, true),
+            (256, 128, 2, 256, true),
+            (256, 16, 2, 256, true),
+            (256, 32, 8, 64, true),
+            (256, 32, 4, 128, true),
         ]
     );
-    assert_eq!(
-        cands[4].name(),
-        "mla_decode M=64 BN=32 DV=512 splits=32 w8 c8 p16"
-    );
-    // B 32 x 8k: the narrow form splits 2 ways (256 blocks), the wide one too (128); 16-token pages
-    // have no wide split.
+    let chunks: Vec<_> = cands[6..9].iter().map(|c| c.chunk).collect();
+    assert_eq!(chunks, [512, 256, 2048]);
+    let names: Vec<_> = cands.iter().map(|c| c.name()).collect();
+    for (i, name) in [
+        (0, "mla_decode M=64 BN=64 DV=256 splits=32 c2x256 p16"),
+        (1, "mla_decode M=64 BN=64 DV=256 splits=32 p16"),
+        (3, "mla_decode M=64 BN=64 DV=256 splits=32 c8 p16"),
+        (4, "mla_decode M=64 BN=64 DV=256 splits=32 c8"),
+        (5, "mla_decode M=64 BN=32 DV=512 splits=32 w8 c8 p16"),
+        (10, "mla_decode M=64 BN=64 DV=256 splits=32 c4x128 p16"),
+    ] {
+        assert_eq!(names[i], name);
+    }
+    assert!(cands[..6].iter().all(|c| c.splits == split.splits));
+    // B 1 x 1k keys: 8 splits of two key tiles (64 blocks); the tuner also times 16 (one tile
+    // each; 32 would be less than a tile) and 4.
+    let short = choose(128, 1, 1024, None);
+    assert_eq!((short.splits, short.chunk), (8, 128));
+    let short_cands = mla::config::candidates(&t, 128, 1, 1024, None, short);
+    let resplit: Vec<_> = short_cands
+        .iter()
+        .filter(|c| c.dv == 256 && c.lanes == short.lanes && c.elem_partials)
+        .map(|c| (c.splits, c.chunk))
+        .collect();
+    assert_eq!(resplit, [(8, 128), (16, 64), (4, 256)]);
+    assert!(short_cands.iter().all(|c| c.chunk >= 64));
+    // B 32 x 8k: one split (128 blocks on 132 SMs); the tuner times 2 and 4 splits and the wide
+    // direct forms. B 16 x 8k: the narrow form splits 2 ways (128 blocks), the wide one too (64);
+    // 16-token pages have no wide split.
     let b32 = choose(128, 32, 8192, None);
-    assert_eq!(b32.lanes, 32);
-    let wide_splits: Vec<_> = mla::config::candidates(&t, 128, 32, 8192, None, b32)
+    let got: Vec<_> = mla::config::candidates(&t, 128, 32, 8192, None, b32)
+        .iter()
+        .filter(|c| c.rows_fast)
+        .map(|c| (c.dv, c.splits))
+        .collect();
+    assert_eq!(got, [(256, 1), (256, 2), (256, 4), (512, 1), (512, 1)]);
+    let b16 = choose(128, 16, 8192, None);
+    assert_eq!((b16.combine_rows, b16.lanes), (64, 32));
+    let wide_splits: Vec<_> = mla::config::candidates(&t, 128, 16, 8192, None, b16)
         .iter()
         .filter(|c| c.dv == 512)
         .map(|c| (c.splits, c.chunk, c.lanes))
@@ -284,22 +336,13 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
             .iter()
             .all(|c| c.dv == 256)
     );
-    // Combine blocks = (sequence, row tile, part) triples x 256 / lanes. B 4 x H 16 (8 triples): 64
-    // at 32 lanes, 128 at 16, 256 at 8. B 4 x H 128 (16): 128 at 32, 256 at 16. B 8 x H 128 (32):
-    // 256 at 32.
-    assert_eq!(choose(16, 4, 8192, None).lanes, 8);
-    assert_eq!(choose(128, 4, 8192, None).lanes, 16);
-    assert_eq!(choose(128, 8, 8192, None).lanes, 32);
-    assert!(cands.iter().all(|c| c.splits == split.splits));
-    assert_eq!(
-        cands[0].name(),
-        "mla_decode M=64 BN=64 DV=256 splits=32 c8 p16"
-    );
-    assert_eq!(
-        cands[1].name(),
-        "mla_decode M=64 BN=64 DV=256 splits=32 p16"
-    );
-    assert_eq!(cands[3].name(), "mla_decode M=64 BN=64 DV=256 splits=32 c8");
+    // Combine blocks = (sequence, row tile, part) triples x 64 rows x 256 lanes / the tile's
+    // elements. B 4 x H 16 (8 triples): 64 at 64 x 32, 128 at 64 x 16, 256 at 64 x 8 (taken as
+    // 2 x 256). B 4 x H 128 (16): 256 at 64 x 16 (4 x 256). B 8 x H 128 (32): 256 at 64 x 32.
+    let tile = |c: mla::MlaDecodeConfig| (c.combine_rows, c.lanes);
+    assert_eq!(tile(choose(16, 4, 8192, None)), (2, 256));
+    assert_eq!(tile(choose(128, 4, 8192, None)), (4, 256));
+    assert_eq!(tile(choose(128, 8, 8192, None)), (64, 32));
     let spec = CallSpec::new(
         OP_DECODE,
         "bf16",
@@ -314,16 +357,11 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
         .filter(|l| l.kernel.name() == "mla_decode_combine")
         .map(|l| l.grid)
         .collect();
-    assert_eq!(
-        grids,
-        [
-            Some((1, 4, 32)),
-            Some((1, 4, 8)),
-            Some((1, 4, 16)),
-            Some((1, 4, 32)),
-            Some((1, 2, 64)),
-        ]
-    );
+    let mut want = vec![Some((1, 4, 32)); 11];
+    want[1] = Some((1, 4, 8));
+    want[2] = Some((1, 4, 16));
+    want[5] = Some((1, 2, 64));
+    assert_eq!(grids, want);
     // Plans: only the wide kernels carry the hint; a tuning plan holds every candidate.
     let spec = CallSpec::new(
         OP_DECODE,

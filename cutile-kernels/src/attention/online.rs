@@ -64,7 +64,8 @@ pub mod merge {
 
     const LOG2_E: f64 = std::f64::consts::LOG2_E;
 
-    /// The LSE-weighted merge of the `splits` partials of row block `bh = b·Hkv + kvh` over lane slice
+    /// The LSE-weighted merge of the `splits` partials of row block `bh = b·Hkv + kvh` over row slice
+    /// `row` (rows `row·M ..` of the partials' row tile; 0 where `M` is the whole tile) and lane slice
     /// `slice` (lanes `slice·DB ..`): `o = Σ_s w_s·o_s / Σ_s w_s` with `w_s = exp(lse_s − max lse)`,
     /// `lse = max + ln Σ w_s` (zeros and −inf when every split is empty). Returns the `(o, lse)` rows.
     /// `part_o: [rows, splits, M, D]` of element type `P` (f32, or the call's bf16/f16 where the
@@ -90,19 +91,20 @@ pub mod merge {
         part_lse: &Tensor<f32, SL>,
         bh: Scalar<i32>,
         splits: Scalar<i32>,
+        row: Scalar<i32>,
         slice: Scalar<i32>,
     ) -> (Tile<f32, S2<M, DB>>, Tile<f32, S2<M, 1>>) {
         let per = 8192 / (M * DB);
         if per >= 16 {
-            merge_steps::<P, SO, SL, M, DB, 16>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 16>(part_o, part_lse, bh, splits, row, slice)
         } else if per >= 8 {
-            merge_steps::<P, SO, SL, M, DB, 8>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 8>(part_o, part_lse, bh, splits, row, slice)
         } else if per >= 4 {
-            merge_steps::<P, SO, SL, M, DB, 4>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 4>(part_o, part_lse, bh, splits, row, slice)
         } else if per >= 2 {
-            merge_steps::<P, SO, SL, M, DB, 2>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 2>(part_o, part_lse, bh, splits, row, slice)
         } else {
-            merge_steps::<P, SO, SL, M, DB, 1>(part_o, part_lse, bh, splits, slice)
+            merge_steps::<P, SO, SL, M, DB, 1>(part_o, part_lse, bh, splits, row, slice)
         }
     }
 
@@ -119,6 +121,7 @@ pub mod merge {
         part_lse: &Tensor<f32, SL>,
         bh: Scalar<i32>,
         splits: Scalar<i32>,
+        row: Scalar<i32>,
         slice: Scalar<i32>,
     ) -> (Tile<f32, S2<M, DB>>, Tile<f32, S2<M, 1>>) {
         let po = part_o.partition::<S4<1, 1, M, DB>>();
@@ -138,13 +141,13 @@ pub mod merge {
             let ls: Vec<Tile<f32, S2<M, 1>>> = (0..SC)
                 .map(|i| {
                     let s = base + i;
-                    let t = pl.load((bh, s.min(last), 0i32)).reshape::<S2<M, 1>>();
+                    let t = pl.load((bh, s.min(last), row)).reshape::<S2<M, 1>>();
                     select((s < splits).splat::<S2<M, 1>>(), t, f32::NEG_INFINITY)
                 })
                 .collect();
             let os: Vec<Tile<f32, S2<M, DB>>> = (0..SC)
                 .map(|i| {
-                    po.load((bh, (base + i).min(last), 0i32, slice))
+                    po.load((bh, (base + i).min(last), row, slice))
                         .reshape::<S2<M, DB>>()
                         .cast::<f32>()
                 })

@@ -526,8 +526,14 @@ pub mod kernels {
         let (_, hkv, _) = num_blocks();
         let group = q.dim(1) / hkv;
         let sq = q.dim(2);
-        let (out, lse_rows) =
-            merge_splits::<_, _, _, M, DB>(part_o, part_lse, b * hkv + kvh, part_o.dim(1), slice);
+        let (out, lse_rows) = merge_splits::<_, _, _, M, DB>(
+            part_o,
+            part_lse,
+            b * hkv + kvh,
+            part_o.dim(1),
+            scalar::<i32>(0i32),
+            slice,
+        );
         store_rows::<E, M, DB, D>(out, lse_rows, b, kvh, group, sq, slice * DB, o, lse);
     }
 

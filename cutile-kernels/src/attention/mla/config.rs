@@ -39,9 +39,13 @@
 //! lanes, narrower while the combine would have fewer blocks than SMs).
 //!
 //! The split count follows the decode rule (`decode::config`) with one block per SM instead of two (a
-//! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): at least
-//! [`MIN_KEYS_PER_SPLIT`] keys per split, at most [`MAX_SPLITS`], from the capacity (the host cannot
-//! read `seq_lens`).
+//! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): as many splits as fit
+//! one wave, at least [`MIN_KEYS_PER_SPLIT`] keys per split, at most [`MAX_SPLITS`], from the capacity
+//! (the host cannot read `seq_lens`). A block spends about 2.4 µs per 64-key tile (it is bound by the
+//! mma, `docs/attention.md`), so short caches at B 1 split down to two tiles per split; a grid that
+//! already has a block on nearly every SM (B 32 x H 128: 128 blocks) does not split (session 41).
+//! The tuner also times twice, four times and half the splits, and the combine's tile in other
+//! shapes.
 
 use crate::op::Target;
 use crate::op::tuning::Candidate;
@@ -54,10 +58,13 @@ pub const MAX_M: i64 = 64;
 pub const VALUE_PART: i64 = 256;
 /// Paged block sizes with a kernel (powers of two).
 pub const BLOCK_SIZES: &[i64] = &[16, 32, 64, 128, 256];
-/// The most splits of one sequence's keys.
+/// The most splits of one sequence's keys the table gives.
 pub const MAX_SPLITS: i64 = 32;
-/// The fewest keys a split gets (unless the capacity is smaller).
-pub const MIN_KEYS_PER_SPLIT: i64 = 256;
+/// The most splits the tuner times (twice and four times the table's count, below).
+pub const MAX_TUNED_SPLITS: i64 = 128;
+/// The fewest keys a split gets (unless the capacity is smaller): two key tiles. H100, session 41:
+/// B 1 x 1k keys 1.17x faster at 8 splits than at the 4 of 256 keys (16 splits 1.12-1.22x).
+pub const MIN_KEYS_PER_SPLIT: i64 = 128;
 /// The key tile of contiguous caches (and of pages at least this large).
 pub const KEY_TILE: i64 = 64;
 /// Value columns per block of the one-block-per-row-tile configurations (the whole latent).
@@ -68,6 +75,9 @@ pub const WIDE_WORKERS: i64 = 8;
 pub const MERGE_LANES: i64 = crate::attention::online::MERGE_LANES as i64;
 /// The combine's lane slices the tuner times on split calls ([`combine_lanes`] picks one).
 pub const TUNED_MERGE_LANES: &[i64] = &[32, 16, 8];
+/// The lane slices of the combine tiles the tuner times with fewer rows (the table's combine takes
+/// whole row tiles, [`MlaDecodeConfig::combine_rows`]).
+pub const COMBINE_WIDE_LANES: &[i64] = &[64, 128, 256];
 /// The key tile of the [`WIDE_VALUE_PART`] configurations (at most the block size of a paged cache).
 pub const WIDE_KEY_TILE: i64 = 32;
 /// The longest cache the table gives the [`WIDE_VALUE_PART`] direct form: it won on caches of 64 and
@@ -91,6 +101,9 @@ pub struct MlaDecodeConfig {
     pub workers: i64,
     /// Value lanes per combine block (split calls): `dv / lanes` blocks merge a row tile's part.
     pub lanes: i64,
+    /// Query rows per combine block (split calls): `m` (one row tile), or a slice of it so that a
+    /// block with as many elements takes wider lane slices (`combine_rows · lanes` elements).
+    pub combine_rows: i64,
     /// Split calls store their partial outputs in the call's element type (bf16/f16) instead of f32:
     /// half the scratch traffic, one more rounding per partial (module docs).
     pub elem_partials: bool,
@@ -107,15 +120,17 @@ impl Candidate for MlaDecodeConfig {
 
 impl MlaDecodeConfig {
     /// The configuration in words, with ` wN` for a worker-warp hint, ` cN` for a split call's
-    /// combine narrower or wider than [`MERGE_LANES`], ` p16` for 16-bit split partials and ` rf`
-    /// for the rows-first grid.
+    /// combine narrower or wider than [`MERGE_LANES`] (` cRxN` when its blocks take `R` of the row
+    /// tile's rows), ` p16` for 16-bit split partials and ` rf` for the rows-first grid.
     pub fn name(&self) -> String {
         let workers = if self.workers > 0 {
             format!(" w{}", self.workers)
         } else {
             String::new()
         };
-        let lanes = if self.splits > 1 && self.lanes != MERGE_LANES {
+        let lanes = if self.splits > 1 && self.combine_rows != self.m {
+            format!(" c{}x{}", self.combine_rows, self.lanes)
+        } else if self.splits > 1 && self.lanes != MERGE_LANES {
             format!(" c{}", self.lanes)
         } else {
             String::new()
@@ -148,7 +163,7 @@ pub fn choose(
     block_size: Option<i64>,
     splits: Option<i64>,
 ) -> MlaDecodeConfig {
-    let narrow = narrow(target, rows, b, capacity, block_size, splits);
+    let narrow = narrow(target, rows, b, capacity, block_size, splits, MAX_SPLITS);
     let wide = wide(b, capacity, block_size, WIDE_KEY_TILE);
     // Pages under 32 tokens would make the wide key tile 16, which ran slower than the narrow form
     // (module docs); those calls stay narrow unless the tuner says otherwise. From 1k keys the
@@ -170,7 +185,8 @@ fn row_tiles(rows: i64) -> i64 {
     (rows.max(1) + MAX_M - 1) / MAX_M
 }
 
-/// Two value parts of [`VALUE_PART`] per row tile, split by the rule of the module docs.
+/// Two value parts of [`VALUE_PART`] per row tile, split by the rule of the module docs (a forced
+/// count clamped to `max_splits`).
 fn narrow(
     target: &Target,
     rows: i64,
@@ -178,12 +194,22 @@ fn narrow(
     capacity: i64,
     block_size: Option<i64>,
     splits: Option<i64>,
+    max_splits: i64,
 ) -> MlaDecodeConfig {
     let m = MAX_M;
     let bn = block_size.map_or(KEY_TILE, |bs| bs.min(KEY_TILE));
     let dv = VALUE_PART;
     let blocks = b.max(1) * row_tiles(rows) * (super::LATENT / dv);
-    let (splits, chunk) = split_keys(target, blocks, capacity, bn, splits);
+    let (splits, chunk) = split_keys(target, blocks, capacity, bn, splits, max_splits);
+    // A combine narrowed below [`MERGE_LANES`] (few row parts) takes as many elements per block as
+    // whole `dv`-lane rows: 512-byte scratch rows per load instead of 16-32 bytes of each (H100,
+    // session 41: B 1 x H 128, 1.03-1.04x at 8k and 32k keys).
+    let lanes = combine_lanes(target, blocks, dv);
+    let (combine_rows, lanes) = if lanes < MERGE_LANES {
+        (m * lanes / dv, dv)
+    } else {
+        (m, lanes)
+    };
     MlaDecodeConfig {
         m,
         bn,
@@ -191,30 +217,34 @@ fn narrow(
         splits,
         chunk,
         workers: 0,
-        lanes: combine_lanes(target, blocks, dv),
+        lanes,
+        combine_rows,
         elem_partials: splits > 1,
         rows_fast: rows_first(b),
     }
 }
 
 /// The split count and keys per split (a multiple of `bn`) of `capacity` keys for a call of `blocks`
-/// blocks per split: enough splits to give every SM a block, at least [`MIN_KEYS_PER_SPLIT`] keys
-/// each, at most [`MAX_SPLITS`]; `forced` overrides the count (clamped).
+/// blocks per split: as many splits as fit one wave (`SMs / blocks`, at least one), at least
+/// [`MIN_KEYS_PER_SPLIT`] keys each, at most [`MAX_SPLITS`]; `forced` overrides the count (clamped to
+/// `max`). (Rounding the wave up split B 32 x H 128, 128 blocks, in two: 1.05-1.34x slower than one
+/// split at 1k-8k keys on an H100, session 41.)
 fn split_keys(
     target: &Target,
     blocks: i64,
     capacity: i64,
     bn: i64,
     forced: Option<i64>,
+    max: i64,
 ) -> (i64, i64) {
     let cap = capacity.max(1);
     let wanted = forced.unwrap_or_else(|| {
         let target_blocks = i64::from(target.sm_count.max(1));
-        let by_sm = (target_blocks + blocks - 1) / blocks;
+        let by_sm = (target_blocks / blocks.max(1)).max(1);
         let by_len = (cap + MIN_KEYS_PER_SPLIT - 1) / MIN_KEYS_PER_SPLIT;
         by_sm.min(by_len).min(MAX_SPLITS)
     });
-    let wanted = wanted.clamp(1, MAX_SPLITS);
+    let wanted = wanted.clamp(1, max);
     let per = (cap + wanted - 1) / wanted;
     let chunk = (per + bn - 1) / bn * bn;
     ((cap + chunk - 1) / chunk, chunk)
@@ -252,6 +282,7 @@ fn wide(b: i64, capacity: i64, block_size: Option<i64>, tile: i64) -> MlaDecodeC
         chunk: (capacity.max(1) + bn - 1) / bn * bn,
         workers: WIDE_WORKERS,
         lanes: MERGE_LANES,
+        combine_rows: MAX_M,
         elem_partials: false,
         rows_fast: rows_first(b),
     }
@@ -273,7 +304,7 @@ fn wide_split(
         return None;
     }
     let blocks = b.max(1) * row_tiles(rows);
-    let (splits, chunk) = split_keys(target, blocks, capacity, base.bn, Some(splits));
+    let (splits, chunk) = split_keys(target, blocks, capacity, base.bn, Some(splits), MAX_SPLITS);
     (splits > 1).then(|| MlaDecodeConfig {
         splits,
         chunk,
@@ -286,8 +317,11 @@ fn wide_split(
 /// What the tuner times for a call whose table choice is `default`: the default first; where the
 /// narrow configuration does not split, also the narrow one and the one-block-per-row-tile ones at
 /// key tiles 32 and 16 (whichever the default is not); where it splits, the combine at the other
-/// [`TUNED_MERGE_LANES`], the default with 16-bit partials and the wide split kernel at the
-/// default's split count (module docs).
+/// [`TUNED_MERGE_LANES`], the default with 16-bit partials, the wide split kernel at the
+/// default's split count (module docs), and the default at twice, four times and half its split
+/// count (at most [`MAX_TUNED_SPLITS`], at least one key tile per split: the table's
+/// [`MIN_KEYS_PER_SPLIT`] leaves B 1 x 1k keys 16 blocks), then with 16-bit partials the default's
+/// combine tile as fewer rows by [`COMBINE_WIDE_LANES`] lanes.
 pub fn candidates(
     target: &Target,
     rows: i64,
@@ -297,21 +331,63 @@ pub fn candidates(
     default: MlaDecodeConfig,
 ) -> Vec<MlaDecodeConfig> {
     let mut out = vec![default];
-    let narrow = narrow(target, rows, b, capacity, block_size, None);
+    let narrow_at = |want: Option<i64>| {
+        narrow(
+            target,
+            rows,
+            b,
+            capacity,
+            block_size,
+            want,
+            MAX_TUNED_SPLITS,
+        )
+    };
+    let narrow = narrow_at(None);
     if default.splits > 1 {
-        let lanes = TUNED_MERGE_LANES
-            .iter()
-            .map(|&lanes| MlaDecodeConfig { lanes, ..default });
+        // The combine in whole row tiles at each lane slice.
+        let lanes = TUNED_MERGE_LANES.iter().map(|&lanes| MlaDecodeConfig {
+            combine_rows: default.m,
+            lanes,
+            ..default
+        });
         push_new(&mut out, lanes);
-        // The default's tiles with the other partial type, and the wide tile (16-bit partials) at
-        // the default's split count (the only count at which it came near the default, module
-        // docs).
+        // The default's tiles with the other partial type (f32 partials merge in whole row tiles of
+        // as many elements), and the wide tile (16-bit partials) at the default's split count (the
+        // only count at which it came near the default, module docs).
         let other_partials = MlaDecodeConfig {
             elem_partials: !default.elem_partials,
+            combine_rows: default.m,
+            lanes: default.combine_rows * default.lanes / default.m,
             ..default
         };
         let wide = wide_split(target, rows, b, capacity, block_size, default.splits);
         push_new(&mut out, std::iter::once(other_partials).chain(wide));
+    }
+    // Twice, four times and half the default's splits, where it splits or its grid has fewer
+    // blocks than SMs (B 32 x H 128: 128 blocks; the rule that split it in two ran 1.00-1.34x slower
+    // on an H100, session 41).
+    let blocks = b.max(1) * default.y_blocks(rows);
+    if default.dv == VALUE_PART && (default.splits > 1 || blocks < i64::from(target.sm_count)) {
+        let counts = [default.splits * 2, default.splits * 4, default.splits / 2];
+        let resplit = counts.into_iter().map(|want| MlaDecodeConfig {
+            rows_fast: default.rows_fast,
+            ..narrow_at(Some(want))
+        });
+        push_new(&mut out, resplit);
+    }
+    if default.splits > 1 && default.elem_partials {
+        // The default's combine tile reshaped to other row and lane counts of the same elements
+        // per block (so the same splits per merge step).
+        let elems = default.combine_rows * default.lanes;
+        let tiles = COMBINE_WIDE_LANES.iter().filter_map(|&lanes| {
+            let rows = elems / lanes;
+            (rows >= 1 && rows < default.m && lanes <= default.dv).then_some(MlaDecodeConfig {
+                combine_rows: rows,
+                lanes,
+                ..default
+            })
+        });
+        push_new(&mut out, tiles);
     }
     if narrow.splits == 1 {
         push_new(

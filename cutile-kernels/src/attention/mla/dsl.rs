@@ -195,27 +195,29 @@ pub mod kernels {
         )
     }
 
-    /// Store lane slice `sl` (`W` of the part's `DV` lanes) of row tile `y / P`, part `y % P` of the
-    /// output into `o: [B, R, 512]` and (the first slice of part 0) the LSE into `lse: [B, R]`; rows
-    /// past `R` fall outside the views. `W = DV` with `sl = 0` stores the whole part.
+    /// Store row slice `rs` (`MB` of the row tile's `M` rows) and lane slice `sl` (`W` of the
+    /// part's `DV` lanes) of row tile `y / P`, part `y % P` of the output into `o: [B, R, 512]` and
+    /// (the first lane slice of part 0) the LSE into `lse: [B, R]`; rows past `R` fall outside the
+    /// views. `MB = M`, `W = DV` with `rs = sl = 0` stores the whole part.
     #[allow(clippy::too_many_arguments)]
-    fn store_out<E: Float, const M: i32, const DV: i32, const W: i32>(
-        out: Tile<f32, S2<M, W>>,
-        lse_rows: Tile<f32, S2<M, 1>>,
+    fn store_out<E: Float, const M: i32, const MB: i32, const DV: i32, const W: i32>(
+        out: Tile<f32, S2<MB, W>>,
+        lse_rows: Tile<f32, S2<MB, 1>>,
         b: Scalar<i32>,
         y: Scalar<i32>,
+        rs: Scalar<i32>,
         sl: Scalar<i32>,
-        o: &mut Tensor<E, S3<1, M, W>>,
-        lse: &mut Tensor<f32, S2<1, M>>,
+        o: &mut Tensor<E, S3<1, MB, W>>,
+        lse: &mut Tensor<f32, S2<1, MB>>,
     ) {
         let parts = 512 / DV;
-        let rt = y / parts;
+        let row = y / parts * (M / MB) + rs;
         let tile = (y % parts) * (DV / W) + sl;
-        // SAFETY: block (b, y, sl) is the only writer of output tile (b, y / P, tile).
-        unsafe { o.store_at((b, rt, tile), out.cast::<E>().reshape::<S3<1, M, W>>()) };
+        // SAFETY: block (b, y, rs, sl) is the only writer of output tile (b, row, tile).
+        unsafe { o.store_at((b, row, tile), out.cast::<E>().reshape::<S3<1, MB, W>>()) };
         if tile == 0i32 {
-            // SAFETY: only the first slice of part 0 of row tile (b, y / P) writes its LSE.
-            unsafe { lse.store_at((b, rt), lse_rows.reshape::<S2<1, M>>()) };
+            // SAFETY: only the first lane slice of part 0 of row slice `row` writes its LSE.
+            unsafe { lse.store_at((b, row), lse_rows.reshape::<S2<1, MB>>()) };
         }
     }
 
@@ -304,24 +306,36 @@ pub mod kernels {
             scalar::<i32>(0i32),
         );
         let (out, lse_rows) = finish::<M, DV>(st);
-        store_out::<E, M, DV, DV>(out, lse_rows, b, y, scalar::<i32>(0), o, lse);
+        let zero = scalar::<i32>(0);
+        store_out::<E, M, M, DV, DV>(out, lse_rows, b, y, zero, zero, o, lse);
     }
 
-    /// Merge the splits of `(b, y)` over lane slice `sl` (`DB` of the `DV` lanes,
-    /// [`merge_splits`]) and store that slice of `o` (and, from slice 0 of part 0, `lse`). Grid
-    /// explicit: `(B, Y, DV / DB)`.
+    /// Merge the splits of `(b, y)` over row slice `rs` (`MB` of the `M` rows) and lane slice `sl`
+    /// (`DB` of the `DV` lanes, [`merge_splits`]) and store that tile of `o` (and, from the first lane
+    /// slice of part 0, `lse`). Grid explicit: `(B, Y, (M / MB) · (DV / DB))`, lane slices fastest.
+    /// The scratch rows hold `DV` contiguous lanes, so a wide slice (`DB` 64–256) loads whole rows
+    /// where a narrow one loads 16–64 bytes of each.
     #[cutile::entry]
-    pub fn mla_decode_combine<E: Float, P: Float, const M: i32, const DV: i32, const DB: i32>(
+    pub fn mla_decode_combine<
+        E: Float,
+        P: Float,
+        const M: i32,
+        const MB: i32,
+        const DV: i32,
+        const DB: i32,
+    >(
         part_o: &Tensor<P, S4<DYN, DYN, M, DV>>,
         part_lse: &Tensor<f32, S3<DYN, DYN, M>>,
-        o: &mut Tensor<E, S3<1, M, DB>>,
-        lse: &mut Tensor<f32, S2<1, M>>,
+        o: &mut Tensor<E, S3<1, MB, DB>>,
+        lse: &mut Tensor<f32, S2<1, MB>>,
     ) {
-        let (b, y, sl) = block_id();
+        let (b, y, z) = block_id();
         let (_, ny, _) = num_blocks();
+        let lanes = DV / DB;
+        let (rs, sl) = (z / lanes, z % lanes);
         let (out, lse_rows) =
-            merge_splits::<_, _, _, M, DB>(part_o, part_lse, b * ny + y, part_o.dim(1), sl);
-        store_out::<E, M, DV, DB>(out, lse_rows, b, y, sl, o, lse);
+            merge_splits::<_, _, _, MB, DB>(part_o, part_lse, b * ny + y, part_o.dim(1), rs, sl);
+        store_out::<E, M, MB, DV, DB>(out, lse_rows, b, y, rs, sl, o, lse);
     }
 
     // ---- Prefill -------------------------------------------------------------------------------------

@@ -714,23 +714,43 @@ impl DecodeCall {
             (false, false) => pick!(mla_decode_partial, [f32], false),
         }
         .ok_or_else(missing)?;
+        // Combine tiles: whole row tiles at 8–32 lanes (both partial types), and with 16-bit
+        // partials the same element counts as fewer rows of 64–256 lanes (the tuner's
+        // `combine_rows` candidates).
         macro_rules! combine {
-            ($p:ty) => {
-                crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.dv, c.lanes) {
-                    (64, 256, 32) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 256, 32>()),
-                    (64, 256, 16) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 256, 16>()),
-                    (64, 256, 8) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 256, 8>()),
-                    (64, 512, 32) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 512, 32>()),
-                    (64, 512, 16) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 512, 16>()),
-                    (64, 512, 8) => Some(kn::mla_decode_combine::kernel::<E, $p, 64, 512, 8>()),
+            ($p:ty, [$(($mb:literal, $dv:literal, $db:literal)),*]) => {
+                crate::op::mma_kernel!(self.dtype, |E| match (c.m, c.combine_rows, c.dv, c.lanes) {
+                    $((64, $mb, $dv, $db) => {
+                        Some(kn::mla_decode_combine::kernel::<E, $p, 64, $mb, $dv, $db>())
+                    })*
                     _ => None,
                 })
             };
         }
+        macro_rules! whole_rows {
+            ($p:ty $(, $extra:tt)*) => {
+                combine!($p, [
+                    (64, 256, 32), (64, 256, 16), (64, 256, 8),
+                    (64, 512, 32), (64, 512, 16), (64, 512, 8)
+                    $(, $extra)*
+                ])
+            };
+        }
         let combine = if c.elem_partials {
-            combine!(E)
+            whole_rows!(
+                E,
+                (32, 256, 64),
+                (16, 256, 128),
+                (8, 256, 256),
+                (16, 256, 64),
+                (8, 256, 128),
+                (4, 256, 256),
+                (8, 256, 64),
+                (4, 256, 128),
+                (2, 256, 256)
+            )
         } else {
-            combine!(f32)
+            whole_rows!(f32)
         }
         .flatten()
         .ok_or_else(missing)?;
@@ -758,7 +778,7 @@ impl DecodeCall {
                     outputs,
                 ]
                 .concat(),
-                grid: Some(grid(c.dv / c.lanes, false)?),
+                grid: Some(grid((c.m / c.combine_rows) * (c.dv / c.lanes), false)?),
                 config: format!("{} combine", c.name()),
             },
         ])
