@@ -144,14 +144,14 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
     assert_eq!(p[0].kernel.name(), "mla_decode_direct");
     assert_eq!(p[0].grid, Some((4, 128, 1)));
     assert_eq!(p[0].config, "mla_decode M=64 BN=64 DV=256 splits=1 rf");
-    // B 32 x H 128: 128 blocks, one wave on 132 SMs: not split either. B 1 x 1k: 8 splits of two
-    // key tiles.
+    // B 32 x H 128: 128 blocks, one wave on 132 SMs: not split either. B 1 x 1k: 16 splits of one
+    // key tile.
     let p = launches(OP_DECODE, &[&[32, 128, 1, 576], &[32, 1024, 576]], false);
     assert_eq!(p.len(), 1);
     assert_eq!(p[0].grid, Some((4, 32, 1)));
     let p = launches(OP_DECODE, &[&[1, 128, 1, 576], &[1, 1024, 576]], false);
-    assert_eq!(p[0].grid, Some((1, 4, 8)));
-    assert_eq!(chunk_of(&p[0]), 128);
+    assert_eq!(p[0].grid, Some((1, 4, 16)));
+    assert_eq!(chunk_of(&p[0]), 64);
     // Up to 256 keys, one block per row tile (the wide form).
     let p = launches(
         OP_DECODE_PAGED,
@@ -167,7 +167,7 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
         assert_eq!(p[0].grid.unwrap().0, y, "H {h} Sq {sq}");
         assert_eq!(p[0].grid.unwrap().1, 2, "H {h} Sq {sq}");
     }
-    // The paged key tile is the block size up to 64; short caches are not split below 128 keys.
+    // The paged key tile is the block size up to 64; short caches are not split below 64 keys.
     let p = launches(
         OP_DECODE_PAGED,
         &[&[2, 16, 1, 576], &[100, 16, 576], &[2, 50]],
@@ -180,9 +180,9 @@ fn decode_grid_follows_heads_queries_sms_and_capacity() {
         false,
     );
     assert!(p[0].config.contains("BN=64"), "{}", p[0].config);
-    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 128, 576]], false);
+    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 64, 576]], false);
     assert_eq!(p.len(), 1);
-    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 129, 576]], false);
+    let p = launches(OP_DECODE, &[&[1, 16, 1, 576], &[1, 65, 576]], false);
     assert_eq!(p.len(), 2);
     // A forced split count.
     let (ops, paged) = described(OP_DECODE, BF16, &[&[1, 128, 1, 576], &[1, 32768, 576]]);
@@ -300,17 +300,17 @@ fn tuning_candidates_wide_row_tiles_and_combine_lanes() {
         assert_eq!(names[i], name);
     }
     assert!(cands[..6].iter().all(|c| c.splits == split.splits));
-    // B 1 x 1k keys: 8 splits of two key tiles (64 blocks); the tuner also times 16 (one tile
-    // each; 32 would be less than a tile) and 4.
+    // B 1 x 1k keys: 16 splits of one key tile (64 blocks); the tuner also times 8 (32 and 64
+    // would be less than a tile).
     let short = choose(128, 1, 1024, None);
-    assert_eq!((short.splits, short.chunk), (8, 128));
+    assert_eq!((short.splits, short.chunk), (16, 64));
     let short_cands = mla::config::candidates(&t, 128, 1, 1024, None, short);
     let resplit: Vec<_> = short_cands
         .iter()
         .filter(|c| c.dv == 256 && c.lanes == short.lanes && c.elem_partials)
         .map(|c| (c.splits, c.chunk))
         .collect();
-    assert_eq!(resplit, [(8, 128), (16, 64), (4, 256)]);
+    assert_eq!(resplit, [(16, 64), (8, 128)]);
     assert!(short_cands.iter().all(|c| c.chunk >= 64));
     // B 32 x 8k: one split (128 blocks on 132 SMs); the tuner times 2 and 4 splits and the wide
     // direct forms. B 16 x 8k: the narrow form splits 2 ways (128 blocks), the wide one too (64);

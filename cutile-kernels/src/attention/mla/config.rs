@@ -42,7 +42,7 @@
 //! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): as many splits as fit
 //! one wave, at least [`MIN_KEYS_PER_SPLIT`] keys per split, at most [`MAX_SPLITS`], from the capacity
 //! (the host cannot read `seq_lens`). A block spends about 2.4 µs per 64-key tile (it is bound by the
-//! mma, `docs/attention.md`), so short caches at B 1 split down to two tiles per split; a grid that
+//! mma, `docs/attention.md`), so short caches at B 1 split down to one tile per split; a grid that
 //! already has a block on nearly every SM (B 32 x H 128: 128 blocks) does not split (session 41).
 //! The tuner also times twice, four times and half the splits, and the combine's tile in other
 //! shapes.
@@ -62,9 +62,10 @@ pub const BLOCK_SIZES: &[i64] = &[16, 32, 64, 128, 256];
 pub const MAX_SPLITS: i64 = 32;
 /// The most splits the tuner times (twice and four times the table's count, below).
 pub const MAX_TUNED_SPLITS: i64 = 128;
-/// The fewest keys a split gets (unless the capacity is smaller): two key tiles. H100, session 41:
-/// B 1 x 1k keys 1.17x faster at 8 splits than at the 4 of 256 keys (16 splits 1.12-1.22x).
-pub const MIN_KEYS_PER_SPLIT: i64 = 128;
+/// The fewest keys a split gets (unless the capacity is smaller): one key tile. H100, session 41:
+/// B 1 x 1k keys at 16 splits 1.12-1.22x faster than at the 4 of 256 keys each, and 1.04-1.07x
+/// faster than at 8 once the combine reads whole rows.
+pub const MIN_KEYS_PER_SPLIT: i64 = KEY_TILE;
 /// The key tile of contiguous caches (and of pages at least this large).
 pub const KEY_TILE: i64 = 64;
 /// Value columns per block of the one-block-per-row-tile configurations (the whole latent).
