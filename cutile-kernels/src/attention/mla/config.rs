@@ -35,8 +35,9 @@
 //! tolerance): half the scratch traffic. Rows first at B 32 they were 1–7% faster than f32 partials
 //! in all six calls timed (session 40); at B 1 within ±2%. The tuner times f32 ones.
 //!
-//! Split calls merge each row tile's part in `256 / lanes` combine blocks ([`combine_lanes`]: 32
-//! lanes, narrower while the combine would have fewer blocks than SMs).
+//! Split calls merge each row tile's part in `64 × lanes`-element combine blocks ([`combine_lanes`]:
+//! 32 lanes, narrower while the combine would have fewer blocks than SMs); a narrowed combine takes
+//! its elements as whole 256-lane rows instead ([`MlaDecodeConfig::combine_rows`]).
 //!
 //! The split count follows the decode rule (`decode::config`) with one block per SM instead of two (a
 //! block takes 213 KB of shared memory on sm_90a, so one is resident per SM): as many splits as fit
@@ -76,8 +77,8 @@ pub const WIDE_WORKERS: i64 = 8;
 pub const MERGE_LANES: i64 = crate::attention::online::MERGE_LANES as i64;
 /// The combine's lane slices the tuner times on split calls ([`combine_lanes`] picks one).
 pub const TUNED_MERGE_LANES: &[i64] = &[32, 16, 8];
-/// The lane slices of the combine tiles the tuner times with fewer rows (the table's combine takes
-/// whole row tiles, [`MlaDecodeConfig::combine_rows`]).
+/// The lane slices of the combine tiles the tuner times with fewer rows than a row tile, at the
+/// default's elements per block ([`MlaDecodeConfig::combine_rows`]).
 pub const COMBINE_WIDE_LANES: &[i64] = &[64, 128, 256];
 /// The key tile of the [`WIDE_VALUE_PART`] configurations (at most the block size of a paged cache).
 pub const WIDE_KEY_TILE: i64 = 32;
@@ -100,7 +101,8 @@ pub struct MlaDecodeConfig {
     pub chunk: i64,
     /// The `num_worker_warps_per_cta` hint (0: none, tileiras's choice).
     pub workers: i64,
-    /// Value lanes per combine block (split calls): `dv / lanes` blocks merge a row tile's part.
+    /// Value lanes per combine block (split calls): `(m / combine_rows) · (dv / lanes)` blocks merge
+    /// a row tile's part.
     pub lanes: i64,
     /// Query rows per combine block (split calls): `m` (one row tile), or a slice of it so that a
     /// block with as many elements takes wider lane slices (`combine_rows · lanes` elements).
