@@ -190,6 +190,27 @@ fn plans_one_launch_with_scale_views_and_grids() {
     let all = fp8::plan_fp8(&o, &t, ScaleMode::Row, false, true).unwrap();
     assert!(all.len() >= 4);
     assert_eq!(all[0].config, "gemm_fp8 64x128x128 w4");
+    // Per-tensor and per-row scales also run one warpgroup per 64x128 tile at two blocks per SM.
+    for mode in [ScaleMode::Tensor, ScaleMode::Row] {
+        let o = ops(mode, 8192, 8192, 8192);
+        let all = fp8::plan_fp8(&o, &t, mode, false, true).unwrap();
+        let o2 = all
+            .iter()
+            .find(|l| l.config == "gemm_fp8 persistent 64x128x128 w4 o2")
+            .unwrap_or_else(|| panic!("{mode:?}: no two-blocks-per-SM candidate"));
+        assert_eq!(o2.grid, Some((264, 1, 1)));
+        // Tiles split over 2-CTA clusters: a persistent grid of SMs / 2 clusters.
+        for config in [
+            "gemm_fp8 persistent 256x128x128 w8 c2",
+            "gemm_fp8 persistent 256x256x128 w8 c2",
+        ] {
+            let l = all
+                .iter()
+                .find(|l| l.config == config)
+                .unwrap_or_else(|| panic!("{mode:?}: no candidate `{config}`"));
+            assert_eq!(l.grid, Some((66, 1, 1)), "{mode:?} {config}");
+        }
+    }
     // Block scales add the grouped scale loads with both column picks, also on one-warpgroup tiles
     // at two blocks per SM (a persistent grid of two per SM).
     let o = ops(ScaleMode::Block, 8192, 8192, 8192);
@@ -284,10 +305,10 @@ fn catalog_calls_compile_except_on_sm80() {
     use cutile::toolchain::{CompileRequest, Tileiras};
     let jobs = cutile_kernels::catalog::dsl_jobs(&fp8::representative_calls(), false).unwrap();
     // Three modes, three products each (ragged 64-row, aligned 128-row exact and fast accumulation;
-    // 8192³ shares 4096³'s); block scales' M-major calls (ragged, 4096³) add their `sa` copies and
-    // share the row-major calls' products.
+    // 8192³ shares 4096³'s), plus the per-tensor e5m2 product; block scales' M-major calls (ragged,
+    // 4096³) add their `sa` copies and share the row-major calls' products.
     let (copies, products): (Vec<_>, Vec<_>) = jobs.iter().partition(|j| j.kernel == SA_COPY);
-    assert_eq!((products.len(), copies.len()), (9, 2), "{:?}", jobs);
+    assert_eq!((products.len(), copies.len()), (10, 2), "{:?}", jobs);
     for j in &products {
         assert!(!j.supports(GpuArch::Sm80));
         assert!(j.supports(GpuArch::Sm90));

@@ -31,7 +31,7 @@ use cutile_ir::{
 use cutile_kernels::op::CallSpec;
 
 /// (our configuration as the tuner names it, cuTile fixture stem without the shape).
-const PAIRS: [(&str, &str); 4] = [
+const PAIRS: [(&str, &str); 5] = [
     ("gemm 128x128x64", "matmul_bf16_{S}_128x128x64_occ1"),
     ("gemm 128x256x64 w8", "matmul_bf16_{S}_128x256x64_nww8"),
     (
@@ -41,6 +41,10 @@ const PAIRS: [(&str, &str); 4] = [
     (
         "gemm_persistent 128x256x64 w8",
         "matmul_persist_bf16_{S}_128x256x64_nww8",
+    ),
+    (
+        "gemm_persistent 256x256x64 w8 c2",
+        "matmul_persist_bf16_{S}_256x256x64_nww8_cta2",
     ),
 ];
 
@@ -102,6 +106,8 @@ struct Inventory {
     assumes: BTreeMap<(usize, &'static str), BTreeSet<String>>,
     /// `num_worker_warps_per_cta` (None: tileiras's default, 4).
     worker_warps: Option<String>,
+    /// `num_cta_in_cga` (None: one CTA per tile block).
+    cga: Option<String>,
     /// The K loop's trip count: where it is defined (loop depth) and which entry parameters it depends
     /// on, as (array, role).
     k_bound: (usize, BTreeSet<(usize, &'static str)>),
@@ -231,6 +237,7 @@ fn inventory(m: &IrModule) -> Inventory {
         casts: vec![],
         assumes: BTreeMap::new(),
         worker_warps: None,
+        cga: None,
         k_bound: (usize::MAX, BTreeSet::new()),
         k_bound_from_view: false,
     };
@@ -311,14 +318,8 @@ fn inventory(m: &IrModule) -> Inventory {
         }
         _ => {}
     });
-    if let FunctionKind::Entry { hints } = &f.kind {
-        inv.worker_warps = hints
-            .by_arch
-            .iter()
-            .flat_map(|(a, v)| v.iter().map(move |(k, x)| (a, k, x)))
-            .find(|(_, k, _)| k.as_str() == "num_worker_warps_per_cta")
-            .map(|(a, _, x)| format!("{a}={x:?}"));
-    }
+    inv.worker_warps = entry_hint(m, "num_worker_warps_per_cta");
+    inv.cga = entry_hint(m, "num_cta_in_cga");
     inv
 }
 
@@ -361,6 +362,40 @@ fn host_configurations() {
             assert!(c.iter().any(|(n, _, _)| n == config), "{config}");
         }
     }
+}
+
+/// Tiles split over 2-CTA clusters: a block of the grid is a cluster, so a persistent grid is half
+/// the SMs and a one-tile-per-block grid is the tile count; the kernel carries the hint.
+#[test]
+fn cluster_candidates_grid_clusters() {
+    use cutile_kernels::op::{Operand, Target};
+    let t = Target::planning(cutile::toolchain::GpuArch::Sm90);
+    let o = |n, i, s: &[i64]| Operand::described(n, i, cutile_ir::ScalarType::BF16, s);
+    let ops = [
+        o("a", 0, &[4096, 4096]),
+        o("b", 1, &[4096, 4096]),
+        o("c", 2, &[4096, 4096]),
+    ];
+    let all = cutile_kernels::gemm::plan(&ops, &t, true).unwrap();
+    for (config, grid) in [
+        ("gemm_persistent 256x256x64 w8 c2", 66),
+        ("gemm_persistent 128x128x64 c2", 66),
+        ("gemm 256x256x64 w8 c2", 16 * 16),
+    ] {
+        let l = all
+            .iter()
+            .find(|l| l.config == config)
+            .unwrap_or_else(|| panic!("no candidate `{config}`"));
+        assert_eq!(l.grid, Some((grid, 1, 1)), "{config}");
+        let (k, metas) = ours(4096, config);
+        let m = k.specialize(&metas).unwrap().module;
+        // Its value is compared with cuTile's `num_ctas = 2` in `gemm_matches_cutile`.
+        assert!(entry_hint(&m, "num_cta_in_cga").is_some(), "{config}");
+    }
+    // The default carries no cluster hint.
+    let (k, metas) = ours(4096, "gemm_persistent 128x128x64");
+    let m = k.specialize(&metas).unwrap().module;
+    assert_eq!(entry_hint(&m, "num_cta_in_cga"), None);
 }
 
 #[test]

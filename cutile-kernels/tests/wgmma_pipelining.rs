@@ -72,6 +72,17 @@ fn cases() -> Vec<(Source, &'static str, bool)> {
             "gemm_persistent 128x256x64 w8",
             true,
         ),
+        // Tiles split over 2-CTA clusters (tuner candidates): per CTA the 128x256 tile of 8192³.
+        (
+            Source::Call(gemm("gemm", 8192, 8192, 8192), true),
+            "gemm_persistent 256x256x64 w8 c2",
+            true,
+        ),
+        (
+            Source::Call(gemm("gemm", 8192, 8192, 8192), true),
+            "gemm 256x256x64 w8 c2",
+            true,
+        ),
         // A residual alone starts the accumulator: 128x128 over 8 warps keeps the overlap (the 128x256
         // tile with a loaded accumulator serialized every K step).
         (

@@ -23,6 +23,11 @@ pub struct GemmConfig {
     /// Blocks per SM tileiras sizes registers and pipeline stages for (the `occupancy` hint; 0 leaves
     /// tileiras's default).
     pub occupancy: i32,
+    /// CTAs per cluster (the `num_cta_in_cga` hint; 1: none). At 2 tileiras splits each tile over a
+    /// pair of CTAs on neighbouring SMs, which load the operand they share once for both (TMA
+    /// multicast; `.reqnctapercluster 2` and `.blocksareclusters` in the sm_90 PTX of tileiras
+    /// 13.5.37), so a block of the grid is a cluster: a persistent grid is `SMs / cga` blocks.
+    pub cga: i32,
 }
 
 /// Tile rows per band of the plain product's grouped tile order by default (Triton's `GROUP_M`): a
@@ -52,6 +57,9 @@ impl Candidate for GemmConfig {
         }
         if self.occupancy != 0 {
             name += &format!(" o{}", self.occupancy);
+        }
+        if self.cga > 1 {
+            name += &format!(" c{}", self.cga);
         }
         name
     }
@@ -95,6 +103,7 @@ pub fn choose(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig 
         group: GROUP,
         workers: 4,
         occupancy: 0,
+        cga: 1,
     }
 }
 
@@ -187,8 +196,8 @@ fn depth(dtype: ScalarType) -> i64 {
 /// SMs (decode shapes such as `16 x 8192 x 8192`: 64 blocks of 64x128 leave half of 132 SMs idle on a
 /// bandwidth-bound product; 64x64 gives 128). Products with at least one 128x256 tile per SM also try
 /// 128x256 tiles over 8 worker warps (two warpgroups share the 128x256 f32 accumulator, the form
-/// cuBLAS's sm_90 bf16 kernels use, and the one fp8 won with) and 128x128 over 8 workers; the
-/// default's row-major order (`group` 1) is a candidate too.
+/// cuBLAS's sm_90 bf16 kernels use, and the one fp8 won with) and 128x128 over 8 workers, and tiles
+/// split over 2-CTA clusters (`cga` 2); the default's row-major order (`group` 1) is a candidate too.
 pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GemmConfig> {
     let first = choose_product(target, dtype, m, n);
     let mut all = vec![first];
@@ -201,6 +210,7 @@ pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<Gem
         group: GROUP,
         workers,
         occupancy: 0,
+        cga: 1,
     };
     for persistent in [false, true] {
         for (bm, bn) in [(128, 128), (64, 128), (64, 64)] {
@@ -216,6 +226,19 @@ pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<Gem
             all.push(cfg(persistent, 128, 256, 8));
             all.push(cfg(persistent, 128, 128, 8));
         }
+        // Tiles split over CTA pairs that share one operand's loads (cuBLAS's sm_90 kernels run
+        // 2-CTA clusters): per CTA the 128x256 / 8-warp tile of the default, 128x128, 64x256 and
+        // 64x128.
+        let pair = |persistent, bm, bn, workers| GemmConfig {
+            cga: 2,
+            ..cfg(persistent, bm, bn, workers)
+        };
+        for persistent in [false, true] {
+            all.push(pair(persistent, 256, 256, 8));
+        }
+        all.push(pair(true, 256, 128, 8));
+        all.push(pair(true, 128, 256, 8));
+        all.push(pair(true, 128, 128, 4));
     }
     // At most 32 rows: the default's 16- or 32-row tiles, 64 or 128 columns, 64 or 128 deep; at most
     // 16 rows also 32 columns (twice the blocks), and two blocks per SM (twice the loads in flight).

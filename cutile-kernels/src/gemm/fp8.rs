@@ -427,6 +427,13 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
             v.push(c(op, "f8e4m3", &[&[s, s], &[s, s], &[1]], false));
         }
     }
+    // e5m2 operands at a bench size (cuBLAS refuses e5m2 x e5m2, so `_scaled_mm` has no twin).
+    v.push(c(
+        OP_TENSOR,
+        "f8e5m2",
+        &[&[4096, 4096], &[4096, 4096]],
+        false,
+    ));
     v
 }
 
@@ -444,6 +451,9 @@ pub struct Fp8Config {
     pub occupancy: i64,
     /// How block scales reach each K step (other modes: [`BlockScales::PerStep`]).
     pub scales: BlockScales,
+    /// CTAs per cluster (`num_cta_in_cga`; 1: none), as [`crate::gemm::GemmConfig::cga`]: each tile
+    /// split over that many CTAs that share one operand's loads; a block of the grid is a cluster.
+    pub cga: i64,
 }
 
 /// How the block-scale kernels bring each 128-deep K step its scales.
@@ -469,8 +479,13 @@ impl Candidate for Fp8Config {
         } else {
             String::new()
         };
+        let cga = if self.cga > 1 {
+            format!(" c{}", self.cga)
+        } else {
+            String::new()
+        };
         format!(
-            "gemm_fp8{} {}x{}x{} w{}{occupancy}{}",
+            "gemm_fp8{} {}x{}x{} w{}{occupancy}{cga}{}",
             if self.persistent { " persistent" } else { "" },
             self.bm,
             self.bn,
@@ -766,6 +781,7 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             workers: if call.mode == ScaleMode::Block { 8 } else { 4 },
             occupancy: 0,
             scales: BlockScales::PerStep,
+            cga: 1,
         };
     }
     if call.mode == ScaleMode::Block {
@@ -777,6 +793,7 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             workers: 4,
             occupancy: 2,
             scales: BlockScales::GroupSum,
+            cga: 1,
         };
     }
     let wide = call.fast;
@@ -788,12 +805,15 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
         workers: 8,
         occupancy: 0,
         scales: BlockScales::PerStep,
+        cga: 1,
     }
 }
 
 /// Every configuration, the default first: 64x128 and 128x128 tiles with 4 or 8 worker warps, and
 /// 128x256 (per-tensor and per-row scales; block scales need one `b` scale per 128 columns) with 8,
-/// each persistent or one tile per block.
+/// each persistent or one tile per block; per-tensor and per-row scales also 64x128 on one
+/// warpgroup at two blocks per SM (` o2`) and persistent 256x128 / 256x256 tiles split over 2-CTA
+/// clusters (` c2`).
 fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
     let mut all = vec![choose(target, call)];
     let wide = call.mode != ScaleMode::Block;
@@ -816,6 +836,21 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                 workers,
                 occupancy: 0,
                 scales: BlockScales::PerStep,
+                cga: 1,
+            });
+        }
+        if call.mode != ScaleMode::Block {
+            // One warpgroup per 64x128 tile at two blocks per SM, the block-scale kernels' winner
+            // (session 32: one block's waits overlap the other's products).
+            all.push(Fp8Config {
+                persistent,
+                bm: 64,
+                bn: 128,
+                bk: 128,
+                workers: 4,
+                occupancy: 2,
+                scales: BlockScales::PerStep,
+                cga: 1,
             });
         }
         if call.mode == ScaleMode::Block {
@@ -832,9 +867,28 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                         workers,
                         occupancy,
                         scales,
+                        cga: 1,
                     });
                 }
             }
+        }
+    }
+    if call.mode != ScaleMode::Block {
+        // Tiles split over 2-CTA clusters that share one operand's loads (as the 16-bit GEMM's
+        // ` c2` candidates): 128x128 per CTA, and 128x256 where the call has the tiles for it.
+        let pair = |bn| Fp8Config {
+            persistent: true,
+            bm: 256,
+            bn,
+            bk: 128,
+            workers: 8,
+            occupancy: 0,
+            scales: BlockScales::PerStep,
+            cga: 2,
+        };
+        all.push(pair(128));
+        if wide {
+            all.push(pair(256));
         }
     }
     let mut seen = std::collections::HashSet::new();
@@ -913,6 +967,12 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
                 (ScaleMode::Tensor, 128, 256) => {
                     Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 0, $fast>())
                 }
+                (ScaleMode::Tensor, 256, 128) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 128, 128, 0, $fast>())
+                }
+                (ScaleMode::Tensor, 256, 256) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 256, 128, 0, $fast>())
+                }
                 (ScaleMode::Row, 128, 128) => {
                     Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 128, 128, 1, $fast>())
                 }
@@ -921,6 +981,12 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
                 }
                 (ScaleMode::Row, 128, 256) => {
                     Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 1, $fast>())
+                }
+                (ScaleMode::Row, 256, 128) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 128, 128, 1, $fast>())
+                }
+                (ScaleMode::Row, 256, 256) => {
+                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 256, 128, 1, $fast>())
                 }
                 (ScaleMode::Block, 128, 128) => Some(block!(128)),
                 (ScaleMode::Block, 64, 128) => Some(block!(64)),
@@ -943,7 +1009,10 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
             cfg.name()
         ),
     })?;
-    let kernel = kernel.with_occupancy(cfg.occupancy);
+    let mut kernel = kernel.with_occupancy(cfg.occupancy);
+    if cfg.cga > 1 {
+        kernel = kernel.with_hint("default", "num_cta_in_cga", cfg.cga as i32);
+    }
     Ok(if cfg.workers == 4 {
         kernel
     } else {
@@ -955,10 +1024,11 @@ fn launches(cfg: &Fp8Config, call: &Call, target: &Target) -> Result<Vec<Planned
     let kernel = kernel(cfg, call)?;
     let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
     // The kernels loop over tiles `p, p + grid, …` along x: persistent → one block per SM (`occupancy`
-    // per SM with that hint), else one block per tile.
+    // per SM with that hint; a block of a `cga` cluster config is a cluster of that many CTAs), else
+    // one block per tile.
     let blocks = if cfg.persistent {
         tiles
-            .min(target.sm_count as i64 * cfg.occupancy.max(1))
+            .min(target.sm_count as i64 * cfg.occupancy.max(1) / cfg.cga.max(1))
             .max(1)
     } else {
         tiles

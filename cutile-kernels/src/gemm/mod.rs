@@ -383,6 +383,10 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
             (true, 64, 64, 32) => Some(k::gemm_persistent::kernel::<E, M, 64, 64, 32>()),
             (false, 128, 256, 64) => Some(k::gemm::kernel::<E, M, 128, 256, 64>()),
             (true, 128, 256, 64) => Some(k::gemm_persistent::kernel::<E, M, 128, 256, 64>()),
+            // Split over a 2-CTA cluster (`cfg.cga`): 128x256 and 128x128 per CTA.
+            (false, 256, 256, 64) => Some(k::gemm::kernel::<E, M, 256, 256, 64>()),
+            (true, 256, 256, 64) => Some(k::gemm_persistent::kernel::<E, M, 256, 256, 64>()),
+            (true, 256, 128, 64) => Some(k::gemm_persistent::kernel::<E, M, 256, 128, 64>()),
             // Decode shapes (a few rows of `a`): no 64-row tile of which most rows are padding.
             (false, 16, 32, 128) => Some(k::gemm::kernel::<E, M, 16, 32, 128>()),
             (false, 16, 64, 64) => Some(k::gemm::kernel::<E, M, 16, 64, 64>()),
@@ -400,6 +404,9 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
     .map(|mut kernel| {
         if cfg.workers != 4 {
             kernel = kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers);
+        }
+        if cfg.cga > 1 {
+            kernel = kernel.with_hint("default", "num_cta_in_cga", cfg.cga);
         }
         kernel.with_occupancy(cfg.occupancy.into())
     })
@@ -424,8 +431,11 @@ fn launches(cfg: &GemmConfig, call: &Call, target: &Target) -> Result<Vec<Planne
         what: format!("no {} tile copy kernel", call.dtype),
     })?;
     let tiles = ceil_div(call.m, cfg.bm) * ceil_div(call.n, cfg.bn);
+    // A block of the grid is a cluster of `cga` CTAs.
     let blocks = if cfg.persistent {
-        tiles.min(target.sm_count as i64).max(1)
+        tiles
+            .min(target.sm_count as i64 / cfg.cga.max(1) as i64)
+            .max(1)
     } else {
         tiles
     };
@@ -596,6 +606,7 @@ pub fn representative_calls() -> Vec<crate::op::CallSpec> {
         c(OP, "bf16", &[&[1000, 517], &[517, 1023]], false),
         c(OP, "f16", &[&[1000, 517], &[517, 1023]], false),
         c(OP, "f16", &[&[4096, 4096], &[4096, 4096]], false),
+        c(OP, "f16", &[&[8192, 8192], &[8192, 8192]], false),
         c(OP, "f32", &[&[4096, 4096], &[4096, 4096]], false),
         c(OP, "f32", &[&[1000, 517], &[517, 1023]], false),
         c(BMM, "bf16", &[&[16, 512, 512], &[16, 512, 1024]], false),

@@ -218,6 +218,8 @@ def cases():
         out.append((f"matmul_persist_bf16_{s}_128x256x64_nww8", ct_matmul_persist, ops + [128, 256, 64, 8], nww8))
         out.append((f"matmul_persist_bf16_{s}_128x128x64_occ1", ct_matmul_persist, ops + [128, 128, 64, 8],
                     {"occupancy": 1}))
+        out.append((f"matmul_persist_bf16_{s}_256x256x64_nww8_cta2", ct_matmul_persist, ops + [256, 256, 64, 8],
+                    dict(nww8, num_ctas=2)))
     return out
 
 
