@@ -840,8 +840,9 @@ fn varlen_scales_scores_inside_the_step_fma() {
 
 /// The dense kernel's tuning candidates: the default 64 x 128 tile first, then 128 x 128 and 128 x 64
 /// on two warpgroups (8 worker warps, occupancy 1), then the overlap twins of the default and of the
-/// wide 128 x 128 tile (the `_overlap` kernels); each specializes and compiles for sm_90, where the
-/// tuner times them.
+/// wide 128 x 128 tile (the `_overlap` kernels), then 128 query rows split over a 2-CTA cluster (one
+/// warpgroup per CTA, the cluster hint); each specializes and compiles for sm_90, where the tuner
+/// times them.
 #[test]
 fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
     let t = target();
@@ -860,7 +861,8 @@ fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
             "flash_attention BM=128 BN=128 w8",
             "flash_attention BM=128 BN=64 w8",
             "flash_attention BM=64 BN=128 overlap",
-            "flash_attention BM=128 BN=128 w8 overlap"
+            "flash_attention BM=128 BN=128 w8 overlap",
+            "flash_attention BM=128 BN=128 c2"
         ]
     );
     assert_eq!(call.plan(&t, false).unwrap().launches.len(), 1);
@@ -876,6 +878,11 @@ fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
             l.config
         );
         assert_eq!(hints.contains("num_worker_warps_per_cta"), wide, "{hints}");
+        assert_eq!(
+            hints.contains("num_cta_in_cga"),
+            l.config.ends_with(" c2"),
+            "{hints}"
+        );
         let occupancy = if wide { "value: 1 }" } else { "value: 2 }" };
         assert!(hints.contains(occupancy), "{hints}");
         // 128 query rows per block: half the grid's query tiles.

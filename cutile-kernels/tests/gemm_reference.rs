@@ -355,8 +355,12 @@ fn host_configurations() {
     // catalog plans for 132 SMs), and the tuner candidates compared below.
     let c4 = our_candidates(4096);
     let c8 = our_candidates(8192);
-    assert_eq!(c4[0].0, "gemm_persistent 128x128x64");
-    assert_eq!(c8[0].0, "gemm_persistent 128x256x64 w8");
+    // Both take tiles split over 2-CTA clusters (`config::choose_plain`); the one-CTA defaults they
+    // replaced come next.
+    assert_eq!(c4[0].0, "gemm_persistent 256x256x64 w8 c2");
+    assert_eq!(c8[0].0, "gemm_persistent 256x256x64 w8 c2");
+    assert_eq!(c4[1].0, "gemm_persistent 128x128x64");
+    assert_eq!(c8[1].0, "gemm_persistent 128x256x64 w8");
     for (config, _) in PAIRS {
         for c in [&c4, &c8] {
             assert!(c.iter().any(|(n, _, _)| n == config), "{config}");

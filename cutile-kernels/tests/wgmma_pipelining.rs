@@ -2,7 +2,8 @@
 //! step waits for its own tensor-core work before the next is issued (`wgmma.wait_group 0` after every
 //! commit: the tensor cores idle while each step's operands are waited for) or keeps one step in flight
 //! (`wgmma.wait_group 1`), and nothing in the Tile IR says which (`docs/toolchain-findings.md`,
-//! "Serialized wgmma K loops"). Schedule rules rely on it: the GEMM family's persistent 128x256 product,
+//! "Serialized wgmma K loops"). Schedule rules rely on it: the GEMM family's persistent 128x256 product
+//! (one CTA, and per CTA of the 2-CTA cluster default),
 //! the 128x128 tiles of a product whose accumulator starts from the residual (`gemm::config::
 //! choose_epilogue`), the MoE staged GEMM 2 (`moe::host::Form::SortedStaged`). This test compiles those kernels through a `ptxas` wrapper that keeps the PTX
 //! tileiras hands it, and checks each against the table: a tileiras update or a kernel change that
@@ -61,21 +62,27 @@ fn cases() -> Vec<(Source, &'static str, bool)> {
         false,
     );
     vec![
-        // The plain product's defaults at 4096³ and 8192³.
+        // The plain product's default at 4096³ and 8192³ (tiles split over 2-CTA clusters, 128x256
+        // per CTA), and the one-CTA defaults it replaced (tuner candidates; `choose_product`, which
+        // epilogue products keep).
         (
             Source::Call(gemm("gemm", 4096, 4096, 4096), false),
-            "gemm_persistent 128x128x64",
+            "gemm_persistent 256x256x64 w8 c2",
             true,
         ),
         (
             Source::Call(gemm("gemm", 8192, 8192, 8192), false),
-            "gemm_persistent 128x256x64 w8",
+            "gemm_persistent 256x256x64 w8 c2",
             true,
         ),
-        // Tiles split over 2-CTA clusters (tuner candidates): per CTA the 128x256 tile of 8192³.
+        (
+            Source::Call(gemm("gemm", 4096, 4096, 4096), true),
+            "gemm_persistent 128x128x64",
+            true,
+        ),
         (
             Source::Call(gemm("gemm", 8192, 8192, 8192), true),
-            "gemm_persistent 256x256x64 w8 c2",
+            "gemm_persistent 128x256x64 w8",
             true,
         ),
         (

@@ -20,13 +20,22 @@ pub struct AttentionConfig {
     pub bn: i64,
     pub wide: bool,
     pub overlap: bool,
+    /// CTAs per cluster (`num_cta_in_cga`; 1: none): tileiras splits the `BM` query rows over that
+    /// many CTAs, which share each key and value tile's load (TMA multicast); a block of the grid is
+    /// a cluster (as `gemm::GemmConfig::cga`).
+    pub cga: i64,
 }
 
 impl Candidate for AttentionConfig {
     fn name(&self) -> String {
         let w = if self.wide { " w8" } else { "" };
         let o = if self.overlap { " overlap" } else { "" };
-        format!("flash_attention BM={} BN={}{w}{o}", self.bm, self.bn)
+        let c = if self.cga > 1 {
+            format!(" c{}", self.cga)
+        } else {
+            String::new()
+        };
+        format!("flash_attention BM={} BN={}{w}{o}{c}", self.bm, self.bn)
     }
 }
 
@@ -38,6 +47,7 @@ pub fn choose(d: i64) -> AttentionConfig {
         bn: 128,
         wide: false,
         overlap: false,
+        cga: 1,
     }
 }
 
@@ -53,21 +63,31 @@ pub fn choose(d: i64) -> AttentionConfig {
 /// two blocks may not fit an SM); 168 registers, no local memory and 132,200 B for the wide tile (one
 /// block per SM). On the H200 (session 23's tuner) both lost at B4 H32 S4096 D128: 1880 and 1993 µs
 /// against the default's 1792, causal 1088 and 1234 against 1048; at the small calls the 64 x 128
-/// twin came within 1-2% either way (e.g. f16 B2 H8 777 causal 25.7 against 26.2 µs).
+/// twin came within 1-2% either way (e.g. f16 B2 H8 777 causal 25.7 against 26.2 µs). Last, 128
+/// query rows over a 2-CTA cluster (` c2`).
 pub fn candidates(d: i64) -> Vec<AttentionConfig> {
     let wide = |bm, bn| AttentionConfig {
         bm,
         bn,
         wide: true,
         overlap: false,
+        cga: 1,
     };
     let overlap = |c: AttentionConfig| AttentionConfig { overlap: true, ..c };
+    // 128 query rows split over a 2-CTA cluster: per CTA the default's 64 x 128 tile on one
+    // warpgroup, each key and value tile loaded once for both CTAs (session 42).
+    let pair = AttentionConfig {
+        bm: 128,
+        cga: 2,
+        ..choose(d)
+    };
     vec![
         choose(d),
         wide(128, 128),
         wide(128, 64),
         overlap(choose(d)),
         overlap(wide(128, 128)),
+        pair,
     ]
 }
 

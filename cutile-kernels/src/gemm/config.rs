@@ -129,6 +129,28 @@ pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Gem
     cfg
 }
 
+/// The plain product's configuration (the `gemm` op): [`choose_product`], except that a 16-bit
+/// product with at least a wave of 256x256 tiles over 2-CTA clusters (`ceil(m/256)·ceil(n/256) ≥
+/// SMs/2`) runs them persistent, split over the cluster's CTAs (128x256 each, 8 worker warps; the
+/// shared operand's loads multicast, [`GemmConfig::cga`]). H100 tuner, session 42
+/// (`docs/gemm.md`, "Clusters"): 1.03–1.05x over [`choose_product`] at 4096³ and 8192³ (bf16 and
+/// f16), `8192 x 4096 x 4096` and `16384 x 4096 x 4096`. Epilogue products keep [`choose_product`]:
+/// their kernels take no clusters.
+pub fn choose_plain(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
+    let cfg = choose_product(target, dtype, m, n);
+    let clusters = ceil_div(m, 256) * ceil_div(n, 256);
+    if cfg.persistent && dtype != ScalarType::F32 && 2 * clusters >= target.sm_count as i64 {
+        return GemmConfig {
+            bm: 256,
+            bn: 256,
+            workers: 8,
+            cga: 2,
+            ..cfg
+        };
+    }
+    cfg
+}
+
 /// [`choose`], except that a 16-bit product of at most 32 rows (decode) runs 16- or 32-row tiles (the
 /// next of the two at or above `m`), 64 columns, 128 deep, one per block (see [`choose_product`] for
 /// the H200 figures). The single-launch schedule of every product with an epilogue as well.
@@ -192,15 +214,16 @@ fn depth(dtype: ScalarType) -> i64 {
     if dtype == ScalarType::F32 { 32 } else { 64 }
 }
 
-/// Every configuration, the plain product's default ([`choose_product`]) first. 64x64 tiles are for products with fewer 64x128 tiles than
+/// Every configuration, the plain product's default ([`choose_plain`]) first, then
+/// [`choose_product`]. 64x64 tiles are for products with fewer 64x128 tiles than
 /// SMs (decode shapes such as `16 x 8192 x 8192`: 64 blocks of 64x128 leave half of 132 SMs idle on a
 /// bandwidth-bound product; 64x64 gives 128). Products with at least one 128x256 tile per SM also try
 /// 128x256 tiles over 8 worker warps (two warpgroups share the 128x256 f32 accumulator, the form
 /// cuBLAS's sm_90 bf16 kernels use, and the one fp8 won with) and 128x128 over 8 workers, and tiles
 /// split over 2-CTA clusters (`cga` 2); the default's row-major order (`group` 1) is a candidate too.
 pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<GemmConfig> {
-    let first = choose_product(target, dtype, m, n);
-    let mut all = vec![first];
+    let first = choose_plain(target, dtype, m, n);
+    let mut all = vec![first, choose_product(target, dtype, m, n)];
     let narrow = ceil_div(m, 64) * ceil_div(n, 128) < target.sm_count as i64;
     let cfg = |persistent, bm, bn, workers| GemmConfig {
         persistent,

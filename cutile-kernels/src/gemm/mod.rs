@@ -327,7 +327,7 @@ pub fn plan_with(
     let configs = if all_candidates {
         config::candidates(target, call.dtype, call.m, call.n)
     } else {
-        vec![config::choose_product(target, call.dtype, call.m, call.n)]
+        vec![config::choose_plain(target, call.dtype, call.m, call.n)]
     };
     let mut out = Vec::new();
     for c in &configs {
