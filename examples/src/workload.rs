@@ -1081,6 +1081,14 @@ pub fn extra_checks() -> Vec<Workload> {
             CallSpec::new(gemm::OP, dt, &[&[1000, 512], &[512, 1023]], false),
             Layout::TransposedB,
         ));
+        // A ragged product with a wave of 256x256 tiles: the plain product's 2-CTA cluster tiles,
+        // partial tiles on both edges.
+        w.push(Workload::new(CallSpec::new(
+            gemm::OP,
+            dt,
+            &[&[4400, 72], &[72, 8200]],
+            false,
+        )));
         // Fused QKV with PyTorch's `Linear` weight `[N, hidden]` passed transposed: a decode call
         // (split-K, one launch) and a prefill one, ragged, with every epilogue switch on.
         for t in [3, 77] {
