@@ -396,10 +396,19 @@ fn cluster_candidates_grid_clusters() {
         // Its value is compared with cuTile's `num_ctas = 2` in `gemm_matches_cutile`.
         assert!(entry_hint(&m, "num_cta_in_cga").is_some(), "{config}");
     }
-    // The default carries no cluster hint.
+    // The one-CTA tile carries no cluster hint.
     let (k, metas) = ours(4096, "gemm_persistent 128x128x64");
     let m = k.specialize(&metas).unwrap().module;
     assert_eq!(entry_hint(&m, "num_cta_in_cga"), None);
+    // sm_80 has no clusters: neither the default nor any candidate takes them there.
+    let a100 = Target {
+        arch: cutile::toolchain::GpuArch::Sm80,
+        sm_count: 108,
+        device: 0,
+    };
+    let all = cutile_kernels::gemm::plan(&ops, &a100, true).unwrap();
+    assert_eq!(all[0].config, "gemm_persistent 128x128x64");
+    assert!(all.iter().all(|l| !l.config.contains(" c2")));
 }
 
 #[test]

@@ -7,6 +7,7 @@ use cutile_ir::ScalarType;
 use crate::op::Target;
 use crate::op::ceil_div;
 use crate::op::tuning::Candidate;
+use cutile::toolchain::GpuArch;
 
 /// A GEMM configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -139,7 +140,13 @@ pub fn choose_product(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Gem
 pub fn choose_plain(target: &Target, dtype: ScalarType, m: i64, n: i64) -> GemmConfig {
     let cfg = choose_product(target, dtype, m, n);
     let clusters = ceil_div(m, 256) * ceil_div(n, 256);
-    if cfg.persistent && dtype != ScalarType::F32 && 2 * clusters >= target.sm_count as i64 {
+    // Measured on sm_90 only; sm_80 has no clusters (tileiras drops the hint, which would leave one
+    // CTA a whole 256x256 tile and half the SMs idle).
+    if target.arch == GpuArch::Sm90
+        && cfg.persistent
+        && dtype != ScalarType::F32
+        && 2 * clusters >= target.sm_count as i64
+    {
         return GemmConfig {
             bm: 256,
             bn: 256,
@@ -249,9 +256,11 @@ pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<Gem
             all.push(cfg(persistent, 128, 256, 8));
             all.push(cfg(persistent, 128, 128, 8));
         }
+    }
+    if wide && dtype != ScalarType::F32 && target.arch.sm() >= 90 {
         // Tiles split over CTA pairs that share one operand's loads (cuBLAS's sm_90 kernels run
-        // 2-CTA clusters): per CTA the 128x256 / 8-warp tile of the default, 128x128, 64x256 and
-        // 64x128.
+        // 2-CTA clusters; sm_80 has none): per CTA the 128x256 / 8-warp tile of the default,
+        // 128x128, 64x256 and 64x128.
         let pair = |persistent, bm, bn, workers| GemmConfig {
             cga: 2,
             ..cfg(persistent, bm, bn, workers)
