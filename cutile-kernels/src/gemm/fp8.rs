@@ -875,7 +875,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
     }
     if call.mode != ScaleMode::Block {
         // Tiles split over 2-CTA clusters that share one operand's loads (as the 16-bit GEMM's
-        // ` c2` candidates): 128x128 per CTA, and 128x256 where the call has the tiles for it.
+        // ` c2` candidates): 128x128 and 128x256 per CTA.
         let pair = |bn| Fp8Config {
             persistent: true,
             bm: 256,
@@ -887,9 +887,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
             cga: 2,
         };
         all.push(pair(128));
-        if wide {
-            all.push(pair(256));
-        }
+        all.push(pair(256));
     }
     let mut seen = std::collections::HashSet::new();
     all.retain(|c| seen.insert(*c));
