@@ -281,11 +281,7 @@ fn launches(cfg: &AttentionConfig, call: &Call) -> Result<Vec<PlannedLaunch>, Op
         _ => None,
     }
     .map(|k| {
-        let k = if cfg.cga > 1 {
-            k.with_hint("default", "num_cta_in_cga", cfg.cga as i32)
-        } else {
-            k
-        };
+        let k = k.with_cluster(cfg.cga);
         if cfg.wide {
             k.with_hint("default", "occupancy", 1).with_hint(
                 "default",

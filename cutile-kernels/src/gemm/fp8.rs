@@ -839,7 +839,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                 cga: 1,
             });
         }
-        if call.mode != ScaleMode::Block {
+        if wide {
             // One warpgroup per 64x128 tile at two blocks per SM, the block-scale kernels' winner
             // (session 32: one block's waits overlap the other's products).
             all.push(Fp8Config {
@@ -873,7 +873,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
             }
         }
     }
-    if call.mode != ScaleMode::Block {
+    if wide {
         // Tiles split over 2-CTA clusters that share one operand's loads (as the 16-bit GEMM's
         // ` c2` candidates): 128x128 and 128x256 per CTA.
         let pair = |bn| Fp8Config {
@@ -1007,10 +1007,7 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
             cfg.name()
         ),
     })?;
-    let mut kernel = kernel.with_occupancy(cfg.occupancy);
-    if cfg.cga > 1 {
-        kernel = kernel.with_hint("default", "num_cta_in_cga", cfg.cga as i32);
-    }
+    let kernel = kernel.with_occupancy(cfg.occupancy).with_cluster(cfg.cga);
     Ok(if cfg.workers == 4 {
         kernel
     } else {

@@ -405,10 +405,9 @@ fn product_kernel(cfg: &GemmConfig, dtype: ScalarType) -> Result<cutile::dsl::Ke
         if cfg.workers != 4 {
             kernel = kernel.with_hint("default", "num_worker_warps_per_cta", cfg.workers);
         }
-        if cfg.cga > 1 {
-            kernel = kernel.with_hint("default", "num_cta_in_cga", cfg.cga);
-        }
-        kernel.with_occupancy(cfg.occupancy.into())
+        kernel
+            .with_cluster(cfg.cga.into())
+            .with_occupancy(cfg.occupancy.into())
     })
     .ok_or_else(|| OpError::Unsupported {
         op: OP,

@@ -163,6 +163,17 @@ impl Kernel {
         }
     }
 
+    /// The `num_cta_in_cga` hint on every arch when `ctas > 1`: tileiras splits each tile block over
+    /// a cluster of that many CTAs, which share operand loads (TMA multicast), and a block of the
+    /// launch grid is then a cluster (sm_80 has no clusters and ignores it). 1 leaves the kernel as
+    /// it is, as [`Kernel::with_occupancy`] does with 0.
+    pub fn with_cluster(self, ctas: i64) -> Kernel {
+        match i32::try_from(ctas) {
+            Ok(n) if n > 1 => self.with_hint("default", "num_cta_in_cga", n),
+            _ => self,
+        }
+    }
+
     /// The optimization hints this kernel will carry.
     pub fn hints(&self) -> &OptimizationHints {
         &self.hints
