@@ -841,8 +841,8 @@ fn varlen_scales_scores_inside_the_step_fma() {
 /// The dense kernel's tuning candidates: the default 64 x 128 tile first, then 128 x 128 and 128 x 64
 /// on two warpgroups (8 worker warps, occupancy 1), then the overlap twins of the default and of the
 /// wide 128 x 128 tile (the `_overlap` kernels), then 128 query rows split over a 2-CTA cluster (one
-/// warpgroup per CTA, the cluster hint); each specializes and compiles for sm_90, where the tuner
-/// times them.
+/// warpgroup per CTA, the cluster hint; not on sm_80); each specializes and compiles for sm_90,
+/// where the tuner times them.
 #[test]
 fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
     let t = target();
@@ -866,6 +866,15 @@ fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
         ]
     );
     assert_eq!(call.plan(&t, false).unwrap().launches.len(), 1);
+    // sm_80 has no clusters: the same call there offers every candidate but the cluster one.
+    let sm80: Vec<_> = call
+        .plan(&Target::planning(GpuArch::Sm80), true)
+        .unwrap()
+        .launches
+        .iter()
+        .map(|l| l.config.clone())
+        .collect();
+    assert_eq!(sm80, names[..names.len() - 1]);
     let tileiras = common::tileiras("dense attention candidates");
     for l in &planned.launches {
         let hints = format!("{:?}", l.kernel.hints());

@@ -3,6 +3,7 @@
 //! and the dense kernel's tuning candidates: 128-row tiles on two warpgroups (8 worker warps, one block
 //! per SM), which share each key/value tile between 128 query rows.
 
+use crate::op::Target;
 use crate::op::tuning::Candidate;
 
 /// Head dimensions with a kernel.
@@ -64,8 +65,9 @@ pub fn choose(d: i64) -> AttentionConfig {
 /// block per SM). On the H200 (session 23's tuner) both lost at B4 H32 S4096 D128: 1880 and 1993 µs
 /// against the default's 1792, causal 1088 and 1234 against 1048; at the small calls the 64 x 128
 /// twin came within 1-2% either way (e.g. f16 B2 H8 777 causal 25.7 against 26.2 µs). Last, 128
-/// query rows over a 2-CTA cluster (` c2`).
-pub fn candidates(d: i64) -> Vec<AttentionConfig> {
+/// query rows over a 2-CTA cluster (` c2`), on sm_90 and later only (sm_80 has no clusters: tileiras
+/// drops the hint and the 128-row block would run as one CTA with the default's warps).
+pub fn candidates(target: &Target, d: i64) -> Vec<AttentionConfig> {
     let wide = |bm, bn| AttentionConfig {
         bm,
         bn,
@@ -81,14 +83,17 @@ pub fn candidates(d: i64) -> Vec<AttentionConfig> {
         cga: 2,
         ..choose(d)
     };
-    vec![
+    let mut all = vec![
         choose(d),
         wide(128, 128),
         wide(128, 64),
         overlap(choose(d)),
         overlap(wide(128, 128)),
-        pair,
-    ]
+    ];
+    if target.arch.sm() >= 90 {
+        all.push(pair);
+    }
+    all
 }
 
 /// Tiles of the backward kernels (`attention_backward`): `delta_bm` query rows per block of the

@@ -99,7 +99,7 @@ pub fn attention<'a>(
         // SAFETY: nothing was queued.
         return Ok(unsafe { Pending::for_enqueued(stream) });
     };
-    let candidates = config::candidates(call.d);
+    let candidates = config::candidates(&target, call.d);
     let class = format!("{} D={} causal={}", call.dtype, call.d, call.causal);
     // SAFETY: the operands come from the caller's tensors, borrowed for 'a (`o` exclusively).
     unsafe {
@@ -243,7 +243,7 @@ pub fn plan(
         None => Ok(Vec::new()),
         Some(call) if all_candidates => {
             let mut out = Vec::new();
-            for c in config::candidates(call.d) {
+            for c in config::candidates(target, call.d) {
                 out.extend(launches(&c, &call)?);
             }
             Ok(out)
