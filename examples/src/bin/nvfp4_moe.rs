@@ -6,8 +6,9 @@
 //! the same numbers, except in the sorted prefill form, which itself dequantizes and runs the dense
 //! kernels: there the GPU tests' CPU reference is the check), then timed: the whole layer, each stage (alignment, GEMM 1, GEMM 2, combine)
 //! and the bf16-weight layer, with reused intermediates. Prints times, weight bandwidth (bytes of the
-//! experts the tokens hit) and the memory saved against bf16 weights. Two layers: 8 experts, H 4096,
-//! I 14336, top-2 (Mixtral-8x7B), and 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B); T = 1, 16, 64
+//! experts the tokens hit) and the memory saved against bf16 weights. Three layers: 8 experts, H 4096,
+//! I 14336, top-2 (Mixtral-8x7B), 128 experts, H 2048, I 768, top-8 (Qwen3-30B-A3B), and 64 experts,
+//! H 2048, I 1024, top-8 (OLMoE-1B-7B); T = 1, 16, 64
 //! (decode) and 4096 (prefill), or the token counts of `NVFP4_MOE_TOKENS` (e.g. `1024,4096`). Prints
 //! one markdown table row per (layer, T, row block, form).
 //! `NVFP4_MOE_SWEEP=1` times every candidate, not only the host's pick: for decode (row block 16) every
@@ -413,6 +414,13 @@ fn main() {
             e: 128,
             h: 2048,
             i: 768,
+            k: 8,
+        },
+        // The 64-expert top-8 shape issue 12 names: OLMoE-1B-7B's experts.
+        Layer {
+            e: 64,
+            h: 2048,
+            i: 1024,
             k: 8,
         },
     ];
