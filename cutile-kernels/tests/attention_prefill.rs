@@ -838,6 +838,41 @@ fn varlen_scales_scores_inside_the_step_fma() {
     }
 }
 
+/// Every `exp2` of the prefill softmax carries `flush_to_zero`, in the dense kernels (every tuning
+/// candidate) and the varlen one: a plain `exp2` costs sm_90 a range check and two multiplies per
+/// score around its `MUFU.EX2` (ncu beside cuDNN, session 43, `docs/attention.md`), and cuTile
+/// Python's `fmha` asks for flush to zero too.
+#[test]
+fn prefill_softmax_exponentials_flush_to_zero() {
+    let dense = cutile_kernels::op::CallSpec::new(
+        attention::OP,
+        "bf16",
+        &[&[4, 32, 4096, 128], &[4, 32, 4096, 128]],
+        false,
+    );
+    let varlen = cutile_kernels::op::CallSpec {
+        op: attention::VARLEN_OP.into(),
+        dtype: "bf16".into(),
+        shapes: vec![vec![8, 2, 64], vec![300, 77], vec![300, 77]],
+        causal: true,
+    };
+    for (call, all) in [(dense, true), (varlen, false)] {
+        let planned = call.plan(&target(), all).unwrap();
+        for l in &planned.launches {
+            // SAFETY: described operands are never launched.
+            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+            let ir = l.kernel.specialize(&args.tensor_metas()).unwrap().ir_text();
+            let exps: Vec<&str> = ir.lines().filter(|l| l.contains("= exp2 ")).collect();
+            assert!(!exps.is_empty(), "{}: no exp2", l.config);
+            assert!(
+                exps.iter().all(|l| l.contains("flush_to_zero")),
+                "{}: {exps:#?}",
+                l.config
+            );
+        }
+    }
+}
+
 /// The dense kernel's tuning candidates: the default 64 x 128 tile first, then 128 x 128 and 128 x 64
 /// on two warpgroups (8 worker warps, occupancy 1), then the overlap twins of the default and of the
 /// wide 128 x 128 tile (the `_overlap` kernels), then 128 query rows split over a 2-CTA cluster (one

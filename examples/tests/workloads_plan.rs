@@ -332,3 +332,24 @@ fn fp8_block_scales_check_and_bench_m_major_sa() {
         "4096³ block-scale benches"
     );
 }
+
+/// The ragged fixed check `gemm [4400, 72] @ [72, 8200]` exists to put the plain product's default
+/// 2-CTA cluster tile against the CPU reference on a GPU (`docs/gemm.md`, "Clusters"), so on sm_90
+/// each of its dtypes must plan that tile.
+#[test]
+fn the_ragged_gemm_check_takes_the_cluster_tile() {
+    let ragged: Vec<_> = checks()
+        .into_iter()
+        .filter(|w| w.call.label().starts_with("gemm ") && w.name.contains("[4400, 72] [72, 8200]"))
+        .collect();
+    assert_eq!(ragged.len(), 2, "bf16 and f16");
+    for w in ragged {
+        let plans = w.plans(GpuArch::Sm90, NO_TOOLCHAIN, false).unwrap();
+        let labels: Vec<&String> = plans.iter().map(|(l, _)| l).collect();
+        assert!(
+            labels.len() == 1 && labels[0].contains("gemm_persistent 256x256x64 w8 c2"),
+            "{}: {labels:?}",
+            w.name
+        );
+    }
+}

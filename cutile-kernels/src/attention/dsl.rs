@@ -1,8 +1,8 @@
 //! Flash-attention forward: `O = softmax(Q Kᵀ · scale) V`, one block per (tile of `BM` queries, batch·head),
 //! streaming `BN`-row tiles of keys and values with an online softmax: running row max `m` and sum `l` in
-//! f32, exponentials in base 2 (`scale · log2 e` folded into one fma per score), the f32 accumulator
-//! rescaled by `exp2(m_old - m_new)` before each `P · V` mma. Inputs and output share one element type
-//! (bf16 or f16), accumulation is f32.
+//! f32, exponentials in base 2 with flush to zero (`scale · log2 e` folded into one fma per score), the
+//! f32 accumulator rescaled by `exp2(m_old - m_new)` before each `P · V` mma. Inputs and output share
+//! one element type (bf16 or f16), accumulation is f32.
 //!
 //! Key tiles are split in two loops so only the tiles that need it pay for masking: tiles entirely inside
 //! the sequence (and, when `CAUSAL`, entirely at or below the diagonal) run unmasked; the rest get an
@@ -329,8 +329,10 @@ pub mod kernels {
         let (m, l, acc) = st;
         // `qk_scale` > 0, so scaling after the max is the same as before it.
         let m_new = m.max(s.amax::<1>() * qk_scale);
-        let p = fma(s, qk_scale, (-m_new).broadcast::<S2<BM, BN>>()).exp2();
-        let alpha = (m - m_new).exp2();
+        // Flush to zero: a plain `exp2` costs sm_90 a range check and two multiplies per score around
+        // its `MUFU.EX2` (ncu, session 43); a subnormal weight is nothing beside the row's sum ≥ 1.
+        let p = fma(s, qk_scale, (-m_new).broadcast::<S2<BM, BN>>()).exp2_ftz();
+        let alpha = (m - m_new).exp2_ftz();
         let l_new = fma(l, alpha, p.sum::<1>());
         let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<BM, D>>());
         (m_new, l_new, acc_new)
@@ -672,8 +674,9 @@ pub mod kernels {
         let (m, l, acc) = st;
         let m_new = m.max(s.amax::<1>() * qk_scale);
         let m_use = select(m_new == f32::NEG_INFINITY, zeros::<f32, S2<BM, 1>>(), m_new);
-        let p = fma(s, qk_scale, (-m_use).broadcast::<S2<BM, BN>>()).exp2();
-        let alpha = (m - m_use).exp2();
+        // Flush to zero, as `softmax_step`.
+        let p = fma(s, qk_scale, (-m_use).broadcast::<S2<BM, BN>>()).exp2_ftz();
+        let alpha = (m - m_use).exp2_ftz();
         let l_new = fma(l, alpha, p.sum::<1>());
         let acc_new = mma(p.cast::<E>(), tv, acc * alpha.broadcast::<S2<BM, D>>());
         (m_new, l_new, acc_new)
