@@ -10,16 +10,15 @@ with it (`docs/attention.md`, `docs/gemm.md`).
 import argparse
 import collections
 import csv
-import io
 import lzma
 
 
 def kernels(path):
     """The per-kernel sections of one source page: [(name, header, rows)]."""
     opener = lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt") as f:
-        rows = list(csv.reader(io.StringIO(f.read())))
     out = []
+    with opener(path, "rt", newline="") as f:
+        rows = list(csv.reader(f))
     for r in rows:
         if r and r[0] == "Kernel Name":
             out.append([r[1], None, []])
@@ -38,13 +37,14 @@ def report(path, top):
     samples = col["Warp Stall Sampling (All Samples)"]
     reasons = [k for k in hdr if k.startswith("stall_") and "Not Issued" not in k]
     num = lambda r, k: int(r[col[k]] or 0)
-    total = sum(int(r[samples] or 0) for r in rows)
+    sampled = lambda r: int(r[samples] or 0)
+    total = sum(map(sampled, rows))
     by_reason = collections.Counter({k: sum(num(r, k) for r in rows) for k in reasons})
     print(f"  {total} samples over {len(rows)} instructions")
     for k, v in by_reason.most_common(10):
         print(f"  {k:<24} {v:>7} {100 * v / max(total, 1):5.1f}%")
     print("  instructions with the most samples:")
-    for r in sorted(rows, key=lambda r: -int(r[samples] or 0))[:top]:
+    for r in sorted(rows, key=sampled, reverse=True)[:top]:
         main = max(reasons, key=lambda k: num(r, k))
         print(f"  {r[samples]:>7}  {r[0][-5:]}  {r[1].strip()[:60]:<60} {main}")
     mix = collections.Counter()

@@ -1004,9 +1004,7 @@ fn folded_tanh_gelu_is_a_candidate_of_its_16_bit_forward_ops_only() {
             .iter()
             .find(|l| l.config.ends_with(" folded") == folded)
             .unwrap();
-        // SAFETY: described operands are never launched.
-        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-        l.kernel.specialize(&args.tensor_metas()).unwrap().ir_text()
+        common::specialize_launch(&planned, l).ir_text()
     };
     let math = |ir: &str| {
         ["mulf", "addf", "subf", "negf", "fma", "divf", "exp2"]

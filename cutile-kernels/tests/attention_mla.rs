@@ -948,9 +948,7 @@ fn sm90_wide_split_kernel_fits_384_threads_with_16_bit_partials() {
     assert!(!wide.is_empty(), "no wide split candidate");
     for l in wide {
         assert!(l.config.ends_with(" p16"), "{}", l.config);
-        // SAFETY: described operands are never launched.
-        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-        let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+        let s = common::specialize_launch(&planned, l);
         let cubin = common::compile_cached(&tileiras, &s, GpuArch::Sm90).unwrap();
         let (regs, stack, smem, _) = common::resources(&cubin);
         println!(

@@ -606,10 +606,7 @@ fn every_representative_variant_call_specializes_and_compiles_for_four_archs() {
 fn memory_ops(call: &cutile_kernels::op::CallSpec) -> Vec<(cutile_ir::Opcode, String, String)> {
     use cutile_ir::Opcode::*;
     let planned = call.plan(&target(), true).unwrap();
-    let l = &planned.launches[0];
-    // SAFETY: described operands are never launched.
-    let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-    let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+    let s = common::specialize_launch(&planned, &planned.launches[0]);
     let f = s.module.function(s.entry).unwrap();
     let mut out = vec![];
     f.walk(&mut |op| {
@@ -824,10 +821,7 @@ fn varlen_scales_scores_inside_the_step_fma() {
             causal,
         };
         let planned = call.plan(&target(), false).unwrap();
-        let l = &planned.launches[0];
-        // SAFETY: described operands are never launched.
-        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-        let ir = l.kernel.specialize(&args.tensor_metas()).unwrap().ir_text();
+        let ir = common::specialize_launch(&planned, &planned.launches[0]).ir_text();
         let on_scores = |op: &str| {
             ir.lines()
                 .filter(|l| l.contains(&format!("= {op} ")) && l.contains("tile<64x128xf32>"))
@@ -859,9 +853,7 @@ fn prefill_softmax_exponentials_flush_to_zero() {
     for (call, all) in [(dense, true), (varlen, false)] {
         let planned = call.plan(&target(), all).unwrap();
         for l in &planned.launches {
-            // SAFETY: described operands are never launched.
-            let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-            let ir = l.kernel.specialize(&args.tensor_metas()).unwrap().ir_text();
+            let ir = common::specialize_launch(&planned, l).ir_text();
             let exps: Vec<&str> = ir.lines().filter(|l| l.contains("= exp2 ")).collect();
             assert!(!exps.is_empty(), "{}: no exp2", l.config);
             assert!(
@@ -932,9 +924,7 @@ fn dense_candidates_add_128_row_tiles_on_two_warpgroups_and_overlap_twins() {
         // 128 query rows per block: half the grid's query tiles.
         let q_tiles = if l.config.contains("BM=128") { 32 } else { 64 };
         assert_eq!(l.grid, Some((128, q_tiles, 1)), "{}", l.config);
-        // SAFETY: described operands are never launched.
-        let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
-        let s = l.kernel.specialize(&args.tensor_metas()).unwrap();
+        let s = common::specialize_launch(&planned, l);
         if let Some(tl) = &tileiras {
             common::compile_cached(tl, &s, GpuArch::Sm90)
                 .unwrap_or_else(|e| panic!("{}: {e}", l.config));

@@ -90,7 +90,7 @@ pub fn candidates(target: &Target, d: i64) -> Vec<AttentionConfig> {
         overlap(choose(d)),
         overlap(wide(128, 128)),
     ];
-    if target.arch.sm() >= 90 {
+    if target.arch.has_clusters() {
         all.push(pair);
     }
     all

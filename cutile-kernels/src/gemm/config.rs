@@ -257,7 +257,7 @@ pub fn candidates(target: &Target, dtype: ScalarType, m: i64, n: i64) -> Vec<Gem
             all.push(cfg(persistent, 128, 128, 8));
         }
     }
-    if wide && dtype != ScalarType::F32 && target.arch.sm() >= 90 {
+    if wide && dtype != ScalarType::F32 && target.arch.has_clusters() {
         // Tiles split over CTA pairs that share one operand's loads (cuBLAS's sm_90 kernels run
         // 2-CTA clusters; sm_80 has none): per CTA the 128x256 / 8-warp tile of the default,
         // 128x128, 64x256 and 64x128.

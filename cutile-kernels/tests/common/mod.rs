@@ -16,6 +16,19 @@ pub use cutile_testkit::{assert_all_close, data, max_abs_err};
 
 /// The sm_90 cubin of a specialization: from tileiras, else from `CUTILE_KERNELS_CUBINS`; `None` (after
 /// printing why) when neither has it.
+/// A planned launch specialized on its call's described operands (never launched), as the tests that
+/// read a launch's IR or compile it need.
+pub fn specialize_launch(
+    planned: &cutile_kernels::op::registry::PlannedCall,
+    l: &cutile_kernels::op::PlannedLaunch,
+) -> Specialized {
+    // SAFETY: described operands are never launched.
+    let args = unsafe { cutile_kernels::op::describe(l, &planned.operands) };
+    l.kernel
+        .specialize(&args.tensor_metas())
+        .unwrap_or_else(|e| panic!("{}: {e}", l.config))
+}
+
 pub fn gpu_cubin(name: &str, s: &Specialized) -> Option<Vec<u8>> {
     if let Ok(t) = cutile::toolchain::Tileiras::discover() {
         let req = cutile::toolchain::CompileRequest::new(cutile::toolchain::GpuArch::Sm90);

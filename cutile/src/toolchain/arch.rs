@@ -118,6 +118,12 @@ impl GpuArch {
         self.sm() >= 90
     }
 
+    /// Whether the arch has thread-block clusters (sm_90 and newer), which the `num_cta_in_cga`
+    /// hint asks for (`Kernel::with_cluster`); sm_80 has none and tileiras drops the hint there.
+    pub const fn has_clusters(self) -> bool {
+        self.sm() >= 90
+    }
+
     /// The ptxas target the cubin is built for: `sm_90a` for arch-specific ones, else `sm_80`.
     pub fn target_name(self) -> String {
         if self.is_arch_specific() {
