@@ -17,7 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import FLUSH_MODE, timed  # noqa: E402
 
-LAYERS = [(8, 4096, 14336, 2), (128, 2048, 768, 8)]  # (E, H, I, top-k), as the example
+LAYERS = [(8, 4096, 14336, 2), (128, 2048, 768, 8), (64, 2048, 1024, 8)]  # (E, H, I, top-k), as the example
 TOKENS = [int(t) for t in os.environ.get("NVFP4_MOE_TOKENS", "1,16,64,4096").split(",")]
 
 

@@ -865,6 +865,44 @@ fn prefill_softmax_exponentials_flush_to_zero() {
     }
 }
 
+/// What tileiras makes of the flush-to-zero `exp2` on sm_90: the default dense kernels (non-causal
+/// and causal) have their `MUFU.EX2`s and none of the plain `exp2`'s range checks (`FSETP.GEU x,
+/// -126` and the two predicated `FMUL`s around each `MUFU.EX2`; session 44 counted 132 of them in the
+/// plain-`exp2` build of the B4 H32 S4096 D128 kernel, and 392 fewer instructions without them).
+#[test]
+fn prefill_sass_has_no_exp2_range_check() {
+    let test = "prefill_sass_has_no_exp2_range_check";
+    let Some(tileiras) = common::tileiras(test) else {
+        return;
+    };
+    for causal in [false, true] {
+        let call = cutile_kernels::op::CallSpec::new(
+            attention::OP,
+            "bf16",
+            &[&[4, 32, 4096, 128], &[4, 32, 4096, 128]],
+            causal,
+        );
+        let planned = call.plan(&target(), false).unwrap();
+        let l = &planned.launches[0];
+        let spec = common::specialize_launch(&planned, l);
+        let cubin = common::compile_cached(&tileiras, &spec, GpuArch::Sm90).unwrap();
+        let Some(sass) = common::sass(test, &tileiras, &cubin) else {
+            return;
+        };
+        let ex2 = common::sass_instructions(&sass, "MUFU.EX2").len();
+        let checks: Vec<_> = common::sass_instructions(&sass, "FSETP.GEU")
+            .into_iter()
+            .filter(|i| i.contains("-126"))
+            .collect();
+        assert!(ex2 >= 64, "{} causal={causal}: {ex2} MUFU.EX2", l.config);
+        assert!(
+            checks.is_empty(),
+            "{} causal={causal}: {checks:#?}",
+            l.config
+        );
+    }
+}
+
 /// The dense kernel's tuning candidates: the default 64 x 128 tile first, then 128 x 128 and 128 x 64
 /// on two warpgroups (8 worker warps, occupancy 1), then the overlap twins of the default and of the
 /// wide 128 x 128 tile (the `_overlap` kernels), then 128 query rows split over a 2-CTA cluster (one

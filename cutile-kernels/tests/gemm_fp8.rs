@@ -768,3 +768,114 @@ mod gpu {
         assert!(e.to_string().contains("byte tensors"), "{e}");
     }
 }
+
+/// The operand-load `latency` hint (the ` l10` candidate) deepens the per-tensor and per-row 128x128
+/// kernels' operand pipeline on sm_90: tileiras 13.5.37 gives the hinted tile more shared memory
+/// than the same tile without it (7 stages of the 128-deep K step, about 231 KB, against 5 exact and
+/// 6 fast), and the exact kernel keeps no stack frame. The 128x256 tiles get fewer stages with the
+/// hint (about 67 KB exact), so they have no such candidate.
+#[test]
+fn operand_latency_hint_deepens_the_pipeline() {
+    let t = target();
+    let Some(tileiras) = common::tileiras("fp8 operand latency hint") else {
+        return;
+    };
+    let plain = "gemm_fp8 persistent 128x128x128 w8";
+    let hinted = format!("{plain} l{}", fp8::OPERAND_LATENCY);
+    for op in [fp8::OP_TENSOR, fp8::OP_ROW] {
+        for (shapes, fast) in [
+            (&[&[4096i64, 4096][..], &[4096, 4096]][..], false),
+            (&[&[4096, 4096], &[4096, 4096], &[1]], true),
+        ] {
+            let planned = CallSpec::new(op, "f8e4m3", shapes, false)
+                .plan(&t, true)
+                .unwrap();
+            let configs: Vec<_> = planned.launches.iter().map(|l| l.config.as_str()).collect();
+            assert!(
+                !configs.iter().any(|c| c.contains("x256x128 w8 l")),
+                "{configs:?}"
+            );
+            let compiled = |config: &str| {
+                let l = planned
+                    .launches
+                    .iter()
+                    .find(|l| l.config == config)
+                    .unwrap_or_else(|| panic!("{op}: no candidate `{config}` in {configs:?}"));
+                let s = common::specialize_launch(&planned, l);
+                let cubin = common::compile_cached(&tileiras, &s, GpuArch::Sm90).unwrap();
+                (common::resources(&cubin), s.ir_text())
+            };
+            let ((_, _, smem, _), plain_ir) = compiled(plain);
+            let ((regs, stack, smem_l, _), ir) = compiled(&hinted);
+            println!(
+                "{op} fast={fast}: {plain} {smem} B smem; {hinted} {smem_l} B, {regs} registers, {stack} B stack"
+            );
+            assert!(
+                ir.contains("latency") && !plain_ir.contains("latency"),
+                "{op}"
+            );
+            assert!(
+                smem_l > smem,
+                "{op} fast={fast}: {hinted} {smem_l} B, {plain} {smem} B"
+            );
+            if !fast {
+                assert_eq!(stack, 0, "{op}: {hinted}");
+            }
+        }
+    }
+}
+
+/// The per-tensor kernel loads its two scales once per block, before the tile loop: in the IR both
+/// `[1, 1]` loads precede the loop, and in the sm_90 SASS they are two plain `LDG`s with no
+/// `LDGSTS` and no `LDGSTSBAR` arrival left in the kernel (session 43's ncu found ~9% of the exact
+/// 4096³ kernel's samples in each tile's epilogue chain of those; session 44's SASS of the build
+/// before: 4 `ARRIVES.LDGSTSBAR`, 108 `SYNCS`, against none and 90).
+#[test]
+fn per_tensor_scales_load_once_before_the_tile_loop() {
+    let test = "per_tensor_scales_load_once_before_the_tile_loop";
+    let t = target();
+    for shapes in [
+        &[&[4096i64, 4096][..], &[4096, 4096]][..],
+        &[&[4096, 4096], &[4096, 4096], &[1]],
+        &[&[1000, 512], &[512, 1000]],
+    ] {
+        let planned = CallSpec::new(fp8::OP_TENSOR, "f8e4m3", shapes, false)
+            .plan(&t, false)
+            .unwrap();
+        let l = &planned.launches[0];
+        let spec = common::specialize_launch(&planned, l);
+        let ir = spec.ir_text();
+        let lines: Vec<&str> = ir.lines().collect();
+        let first_loop = lines.iter().position(|l| l.contains(" = for ")).unwrap();
+        let scale_loads: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].contains("load_view") && lines[i].contains("tile=(1x1)"))
+            .collect();
+        assert_eq!(scale_loads.len(), 2, "{}: {ir}", l.config);
+        assert!(
+            scale_loads.iter().all(|&i| i < first_loop),
+            "{}: {ir}",
+            l.config
+        );
+        let Some(tileiras) = common::tileiras(test) else {
+            continue;
+        };
+        let cubin = common::compile_cached(&tileiras, &spec, GpuArch::Sm90).unwrap();
+        let Some(sass) = common::sass(test, &tileiras, &cubin) else {
+            return;
+        };
+        let config = &l.config;
+        assert_eq!(
+            common::sass_instructions(&sass, "LDG.E").len(),
+            2,
+            "{config}"
+        );
+        assert!(
+            common::sass_instructions(&sass, "LDGSTS").is_empty(),
+            "{config}"
+        );
+        assert!(
+            common::sass_instructions(&sass, "ARRIVES.LDGSTSBAR").is_empty(),
+            "{config}"
+        );
+    }
+}

@@ -265,6 +265,44 @@ fn discover_in_validates_the_find() {
     assert_eq!(t.info().libnvvm, fake.layout().libnvvm());
 }
 
+/// nvdisasm is optional next to tileiras: without it [`Tileiras::sass`] names the wheel that ships
+/// it; with it, its output is returned and a failing run keeps its input.
+#[test]
+fn sass_needs_nvdisasm_and_reports_its_failures() {
+    let fake = Fake::new(WRITE_ELF);
+    let t = Tileiras::at(fake.layout().tileiras()).expect("fake validates");
+    assert_eq!(t.nvdisasm(), None);
+    let err = t.sass(b"not a cubin").expect_err("no nvdisasm");
+    assert!(
+        matches!(err, ToolchainError::MissingNvdisasm { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("nvidia-cuda-nvdisasm==13.5.37"),
+        "{err}"
+    );
+
+    let fake = Fake::new(WRITE_ELF);
+    write_exe(
+        &fake.layout().nvdisasm(),
+        "#!/bin/sh\n[ \"$1\" = -c ] || exit 9\necho '        /*0000*/   MUFU.EX2 R1, R2 ;'\n",
+    );
+    let t = Tileiras::at(fake.layout().tileiras()).expect("fake validates");
+    assert_eq!(t.nvdisasm(), Some(fake.layout().nvdisasm().as_path()));
+    assert!(t.sass(b"cubin").expect("runs").contains("MUFU.EX2"));
+
+    let fake = Fake::new(WRITE_ELF);
+    write_exe(
+        &fake.layout().nvdisasm(),
+        "#!/bin/sh\necho 'bad cubin' >&2\nexit 1\n",
+    );
+    let t = Tileiras::at(fake.layout().tileiras()).expect("fake validates");
+    match t.sass(b"cubin") {
+        Err(ToolchainError::ToolFailed(f)) => assert!(f.stderr.contains("bad cubin"), "{f:?}"),
+        other => panic!("expected ToolFailed, got {other:?}"),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Validation
 
@@ -571,6 +609,7 @@ fn run_install(
 fn installer_installs_verifies_and_is_idempotent() {
     poison_cuda_env();
     let template = Fake::new(WRITE_ELF);
+    write_exe(&template.layout().nvdisasm(), "#!/bin/sh\nexit 0\n");
     let work = tempfile::tempdir().expect("tempdir");
     let python = fake_python(
         work.path(),
@@ -582,7 +621,7 @@ fn installer_installs_verifies_and_is_idempotent() {
     );
     let prefix = work.path().join("cache/cutile/toolchain/13.5.37");
     let mut opts = InstallOptions::new(&prefix);
-    opts.python = python;
+    opts.python = python.clone();
 
     let (r, log) = run_install(&opts);
     let inst = r.expect("installs");
@@ -612,6 +651,16 @@ fn installer_installs_verifies_and_is_idempotent() {
     let (r, _) = run_install(&opts);
     assert_eq!(r.expect("adopted").outcome, InstallOutcome::Adopted);
     assert!(ToolchainLayout::new(&prefix).is_complete());
+
+    // A prefix from before nvdisasm was one of the wheels is incomplete: installing again brings it
+    // up to date (with pip).
+    std::fs::remove_file(ToolchainLayout::new(&prefix).nvdisasm()).expect("rm nvdisasm");
+    assert!(!ToolchainLayout::new(&prefix).is_complete());
+    opts.python = python;
+    let (r, _) = run_install(&opts);
+    assert_eq!(r.expect("upgraded").outcome, InstallOutcome::Installed);
+    assert!(ToolchainLayout::new(&prefix).is_complete());
+    opts.python = work.path().join("no-python").into_os_string();
 
     // --force reinstalls, so it does need python; the existing install survives the failure.
     opts.force = true;

@@ -52,6 +52,10 @@ pub fn run(args: &Args) -> Result<(), BoxError> {
         Some(p) => println!("  tileirdisasm:      {}", p.display()),
         None => println!("  tileirdisasm:      (missing)"),
     }
+    match &info.nvdisasm {
+        Some(p) => println!("  nvdisasm:          {}", p.display()),
+        None => println!("  nvdisasm:          (missing)"),
+    }
     println!("  ptxas:             {}", info.ptxas.display());
     println!("  libnvvm:           {}", info.libnvvm.display());
     println!(

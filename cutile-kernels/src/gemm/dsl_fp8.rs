@@ -38,8 +38,10 @@ pub mod kernels {
     }
 
     /// `c = (a @ b) · sa · sb` with `a: [M, K]`, `b: [K, N]` of fp8 type `F`. `ROWWISE = 0`: `sa` and
-    /// `sb` are `[1, 1]` views of one f32 each; `ROWWISE = 1`: `sa` is `[M, 1]` (one per row of `a`),
-    /// `sb` `[1, N]` (one per column of `b`), applied as an outer product.
+    /// `sb` are `[1, 1]` views of one f32 each, loaded once per block before the tile loop;
+    /// `ROWWISE = 1`: `sa` is `[M, 1]` (one per row of `a`), `sb` `[1, N]` (one per column of `b`),
+    /// applied as an outer product. `LAT > 0` puts tileiras's `latency` hint on the operand loads,
+    /// which sizes the operand pipeline (`docs/toolchain-findings.md`).
     #[cutile::entry]
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_fp8_scaled<
@@ -50,6 +52,7 @@ pub mod kernels {
         const BK: i32,
         const ROWWISE: i32,
         const FAST: i32,
+        const LAT: i32,
     >(
         a: &Tensor<F, S2<DYN, DYN>>,
         b: &Tensor<F, S2<DYN, DYN>>,
@@ -64,13 +67,33 @@ pub mod kernels {
         let tiles_n = pb.num_tiles(1);
         let k_tiles = pa.num_tiles(1);
         let (nblocks, _, _) = num_blocks();
+        let hints = if LAT > 0 {
+            Hints::with_latency(LAT)
+        } else {
+            Hints::default()
+        };
+        // One scale per tensor: loaded once, so a tile's epilogue does not wait on its load.
+        let tensor_scale = if ROWWISE == 0 {
+            Some(
+                sa.partition_padded::<S2<1, 1>>(Padding::Zero).load((0, 0))
+                    * sb.partition_padded::<S2<1, 1>>(Padding::Zero).load((0, 0)),
+            )
+        } else {
+            None
+        };
         for tile in (block_id_x()..tiles_m * tiles_n).step_by(nblocks) {
             let (tm, tn) = crate::gemm::dsl::grouped_tile(tile, tiles_m, tiles_n, group);
             let mut acc = zeros::<f32, S2<BM, BN>>();
             for k in 0..k_tiles {
-                acc = product::<F, BM, BN, BK, FAST>(pa.load((tm, k)), pb.load((k, tn)), acc);
+                acc = product::<F, BM, BN, BK, FAST>(
+                    pa.load_with((tm, k), hints),
+                    pb.load_with((k, tn), hints),
+                    acc,
+                );
             }
-            let scaled = if ROWWISE != 0 {
+            let scaled = if let Some(s) = tensor_scale {
+                acc * s.broadcast::<S2<BM, BN>>()
+            } else {
                 let ra = sa
                     .partition_padded::<S2<BM, 1>>(Padding::Zero)
                     .load((tm, 0))
@@ -80,10 +103,6 @@ pub mod kernels {
                     .load((0, tn))
                     .broadcast::<S2<BM, BN>>();
                 acc * ra * rb
-            } else {
-                let s = sa.partition_padded::<S2<1, 1>>(Padding::Zero).load((0, 0))
-                    * sb.partition_padded::<S2<1, 1>>(Padding::Zero).load((0, 0));
-                acc * s.broadcast::<S2<BM, BN>>()
             };
             // SAFETY: tile indices `p + i·grid` are distinct across blocks.
             unsafe { c.store_at((tm, tn), scaled.cast::<O>()) };

@@ -454,7 +454,13 @@ pub struct Fp8Config {
     /// CTAs per cluster (`num_cta_in_cga`; 1: none), as [`crate::gemm::GemmConfig::cga`]: each tile
     /// split over that many CTAs that share one operand's loads; a block of the grid is a cluster.
     pub cga: i64,
+    /// tileiras's `latency` hint on the operand loads (0: none; else [`OPERAND_LATENCY`], per-tensor
+    /// and per-row scales only). tileiras sizes the operand pipeline by it. Name suffix ` l{n}`.
+    pub latency: i32,
 }
+
+/// The operand-load `latency` hint of the deeper-pipeline candidates.
+pub const OPERAND_LATENCY: i32 = 10;
 
 /// How the block-scale kernels bring each 128-deep K step its scales.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -484,8 +490,13 @@ impl Candidate for Fp8Config {
         } else {
             String::new()
         };
+        let latency = if self.latency > 0 {
+            format!(" l{}", self.latency)
+        } else {
+            String::new()
+        };
         format!(
-            "gemm_fp8{} {}x{}x{} w{}{occupancy}{cga}{}",
+            "gemm_fp8{} {}x{}x{} w{}{occupancy}{cga}{latency}{}",
             if self.persistent { " persistent" } else { "" },
             self.bm,
             self.bn,
@@ -782,6 +793,7 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             occupancy: 0,
             scales: BlockScales::PerStep,
             cga: 1,
+            latency: 0,
         };
     }
     if call.mode == ScaleMode::Block {
@@ -794,6 +806,7 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
             occupancy: 2,
             scales: BlockScales::GroupSum,
             cga: 1,
+            latency: 0,
         };
     }
     let wide = call.fast;
@@ -806,14 +819,15 @@ fn choose(target: &Target, call: &Call) -> Fp8Config {
         occupancy: 0,
         scales: BlockScales::PerStep,
         cga: 1,
+        latency: 0,
     }
 }
 
 /// Every configuration, the default first: 64x128 and 128x128 tiles with 4 or 8 worker warps, and
 /// 128x256 (per-tensor and per-row scales; block scales need one `b` scale per 128 columns) with 8,
 /// each persistent or one tile per block; per-tensor and per-row scales also 64x128 on one
-/// warpgroup at two blocks per SM (` o2`) and persistent 256x128 / 256x256 tiles split over 2-CTA
-/// clusters (` c2`).
+/// warpgroup at two blocks per SM (` o2`), persistent 256x128 / 256x256 tiles split over 2-CTA
+/// clusters (` c2`), and the persistent 128x128 tile with the operand-load latency hint (` l10`).
 fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
     let mut all = vec![choose(target, call)];
     let wide = call.mode != ScaleMode::Block;
@@ -837,6 +851,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                 occupancy: 0,
                 scales: BlockScales::PerStep,
                 cga: 1,
+                latency: 0,
             });
         }
         if wide {
@@ -851,6 +866,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                 occupancy: 2,
                 scales: BlockScales::PerStep,
                 cga: 1,
+                latency: 0,
             });
         }
         if call.mode == ScaleMode::Block {
@@ -868,6 +884,7 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
                         occupancy,
                         scales,
                         cga: 1,
+                        latency: 0,
                     });
                 }
             }
@@ -885,9 +902,24 @@ fn candidates(target: &Target, call: &Call) -> Vec<Fp8Config> {
             occupancy: 0,
             scales: BlockScales::PerStep,
             cga: 2,
+            latency: 0,
         };
         all.push(pair(128));
         all.push(pair(256));
+        // The persistent 128x128 tile with the operand pipeline deepened by the latency hint
+        // (session 43's ncu: cuBLAS runs 6 stages of 128x128x128 where tileiras gives ours 5; with
+        // the hint tileiras gives 7, 231 KB). The 128x256 tiles get fewer stages with it, not more.
+        all.push(Fp8Config {
+            persistent: true,
+            bm: 128,
+            bn: 128,
+            bk: 128,
+            workers: 8,
+            occupancy: 0,
+            scales: BlockScales::PerStep,
+            cga: 1,
+            latency: OPERAND_LATENCY,
+        });
     }
     let mut seen = std::collections::HashSet::new();
     all.retain(|c| seen.insert(*c));
@@ -955,39 +987,34 @@ fn kernel(cfg: &Fp8Config, call: &Call) -> Result<cutile::dsl::Kernel, OpError> 
                     }
                 };
             }
+            // The per-tensor or per-row entry (`$rw`) of a `$bm x $bn` tile at `cfg.latency`.
+            macro_rules! scaled {
+                ($bm:literal, $bn:literal, $rw:literal) => {{
+                    macro_rules! at {
+                        ($lat:expr) => {
+                            k::gemm_fp8_scaled::kernel::<$f, $o, $bm, $bn, 128, $rw, $fast, { $lat }>()
+                        };
+                    }
+                    match cfg.latency {
+                        0 => Some(at!(0)),
+                        OPERAND_LATENCY => Some(at!(OPERAND_LATENCY)),
+                        _ => None,
+                    }
+                }};
+            }
             match (call.mode, cfg.bm, cfg.bn) {
-                (ScaleMode::Tensor, 128, 128) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 128, 128, 0, $fast>())
-                }
-                (ScaleMode::Tensor, 64, 128) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 64, 128, 128, 0, $fast>())
-                }
-                (ScaleMode::Tensor, 128, 256) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 0, $fast>())
-                }
-                (ScaleMode::Tensor, 256, 128) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 128, 128, 0, $fast>())
-                }
-                (ScaleMode::Tensor, 256, 256) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 256, 128, 0, $fast>())
-                }
-                (ScaleMode::Row, 128, 128) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 128, 128, 1, $fast>())
-                }
-                (ScaleMode::Row, 64, 128) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 64, 128, 128, 1, $fast>())
-                }
-                (ScaleMode::Row, 128, 256) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 128, 256, 128, 1, $fast>())
-                }
-                (ScaleMode::Row, 256, 128) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 128, 128, 1, $fast>())
-                }
-                (ScaleMode::Row, 256, 256) => {
-                    Some(k::gemm_fp8_scaled::kernel::<$f, $o, 256, 256, 128, 1, $fast>())
-                }
-                (ScaleMode::Block, 128, 128) => Some(block!(128)),
-                (ScaleMode::Block, 64, 128) => Some(block!(64)),
+                (ScaleMode::Tensor, 128, 128) => scaled!(128, 128, 0),
+                (ScaleMode::Tensor, 64, 128) => scaled!(64, 128, 0),
+                (ScaleMode::Tensor, 128, 256) => scaled!(128, 256, 0),
+                (ScaleMode::Tensor, 256, 128) => scaled!(256, 128, 0),
+                (ScaleMode::Tensor, 256, 256) => scaled!(256, 256, 0),
+                (ScaleMode::Row, 128, 128) => scaled!(128, 128, 1),
+                (ScaleMode::Row, 64, 128) => scaled!(64, 128, 1),
+                (ScaleMode::Row, 128, 256) => scaled!(128, 256, 1),
+                (ScaleMode::Row, 256, 128) => scaled!(256, 128, 1),
+                (ScaleMode::Row, 256, 256) => scaled!(256, 256, 1),
+                (ScaleMode::Block, 128, 128) if cfg.latency == 0 => Some(block!(128)),
+                (ScaleMode::Block, 64, 128) if cfg.latency == 0 => Some(block!(64)),
                 _ => None,
             }
         }};

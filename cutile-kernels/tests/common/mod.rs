@@ -399,3 +399,33 @@ impl Sm90Ptx {
             .unwrap_or_else(|e| panic!("{label}: tileiras ran no ptxas through CUDA_HOME ({e})"))
     }
 }
+
+/// The SASS of `cubin` (`nvdisasm -c`, next to tileiras). Without nvdisasm the test is skipped, which
+/// fails where tools are required (CI). Any other nvdisasm failure panics.
+pub fn sass(test: &str, tileiras: &cutile::toolchain::Tileiras, cubin: &[u8]) -> Option<String> {
+    match tileiras.sass(cubin) {
+        Ok(text) => Some(text),
+        Err(e @ cutile::toolchain::ToolchainError::MissingNvdisasm { .. }) => {
+            cutile_testkit::skip(test, &e.to_string());
+            None
+        }
+        Err(e) => panic!("{test}: {e}"),
+    }
+}
+
+/// The instructions of SASS text whose opcode (after an optional `@P` predicate) starts with `op`,
+/// e.g. `"MUFU.EX2"` or `"FSETP.GEU"`.
+pub fn sass_instructions<'a>(sass: &'a str, op: &str) -> Vec<&'a str> {
+    sass.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("/*")?;
+            let (_, instr) = rest.split_once("*/")?;
+            let instr = instr.trim_start();
+            let instr = match instr.strip_prefix('@') {
+                Some(p) => p.split_once(' ')?.1.trim_start(),
+                None => instr,
+            };
+            instr.starts_with(op).then_some(instr)
+        })
+        .collect()
+}

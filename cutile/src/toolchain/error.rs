@@ -11,7 +11,7 @@ use thiserror::Error;
 use super::arch::{GpuArch, UnsupportedArch, list_archs};
 use super::searched::SearchedLocation;
 use super::version::TileirasVersion;
-use super::{TILEIRAS_VERSION, WHEEL_NVCC, WHEEL_NVVM, WHEEL_TILEIRAS};
+use super::{TILEIRAS_VERSION, WHEEL_NVCC, WHEEL_NVDISASM, WHEEL_NVVM, WHEEL_TILEIRAS};
 
 /// How a tool process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +179,14 @@ pub enum ToolchainError {
         .looked.display(), WHEEL_TILEIRAS, TILEIRAS_VERSION
     )]
     MissingTileirdisasm { looked: PathBuf },
+
+    /// nvdisasm (wheel nvidia-cuda-nvdisasm) is not next to tileiras.
+    #[error(
+        "nvdisasm not found at {}; install the `{}=={}` wheel into the same prefix as tileiras \
+         (`cargo xtask toolchain` does)",
+        .looked.display(), WHEEL_NVDISASM, TILEIRAS_VERSION
+    )]
+    MissingNvdisasm { looked: PathBuf },
 
     /// The architecture text is not one tileiras 13.5 knows.
     #[error(transparent)]

@@ -1,4 +1,4 @@
-//! Installing the toolchain: the three NVIDIA wheels (tileiras, libNVVM, ptxas) are installed by pip
+//! Installing the toolchain: the four NVIDIA wheels (tileiras, libNVVM, ptxas, nvdisasm) are installed by pip
 //! into a temporary directory next to the prefix, verified by compiling a module, marked, and then
 //! renamed into place, so an interrupted install never looks installed. A complete, marked prefix
 //! makes installing a no-op; an unmarked but complete tree (e.g. made by hand with pip) is verified

@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{TILEIRAS_VERSION, WHEEL_NVCC, WHEEL_NVVM, WHEEL_TILEIRAS};
+use super::{TILEIRAS_VERSION, WHEEL_NVCC, WHEEL_NVDISASM, WHEEL_NVVM, WHEEL_TILEIRAS};
 
 /// Env var naming the install prefix itself (overrides the cache location).
 pub const ENV_TOOLCHAIN_DIR: &str = "CUTILE_TOOLCHAIN_DIR";
@@ -42,7 +42,7 @@ pub fn install_dir_from(
     )
 }
 
-/// The file layout of a prefix made by `pip install --no-deps --target <prefix>` of the three wheels.
+/// The file layout of a prefix made by `pip install --no-deps --target <prefix>` of the four wheels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolchainLayout {
     prefix: PathBuf,
@@ -79,6 +79,10 @@ impl ToolchainLayout {
         self.bin_dir().join("ptxas")
     }
 
+    pub fn nvdisasm(&self) -> PathBuf {
+        self.bin_dir().join("nvdisasm")
+    }
+
     /// `<prefix>/nvidia/cu13/lib/libnvvm.so.4` (the nvidia-nvvm wheel's location).
     pub fn libnvvm(&self) -> PathBuf {
         self.prefix
@@ -93,13 +97,15 @@ impl ToolchainLayout {
         self.prefix.join(MARKER_FILE)
     }
 
-    /// Each file a complete install needs, with the wheel that provides it.
-    pub fn required_files(&self) -> [(&'static str, PathBuf); 4] {
+    /// Each file a complete install needs, with the wheel that provides it. A prefix installed
+    /// before nvdisasm was one of them is incomplete, so the installer brings it up to date.
+    pub fn required_files(&self) -> [(&'static str, PathBuf); 5] {
         [
             (WHEEL_TILEIRAS, self.tileiras()),
             (WHEEL_TILEIRAS, self.tileirdisasm()),
             (WHEEL_NVCC, self.ptxas()),
             (WHEEL_NVVM, self.libnvvm()),
+            (WHEEL_NVDISASM, self.nvdisasm()),
         ]
     }
 

@@ -1,5 +1,5 @@
-//! The tileiras toolchain: finding, validating and running NVIDIA's Tile IR compiler (and its
-//! disassembler), and installing it from PyPI.
+//! The tileiras toolchain: finding, validating and running NVIDIA's Tile IR compiler (and the
+//! bytecode and cubin disassemblers), and installing it from PyPI.
 //!
 //! - [`Tileiras::discover`] searches `CUTILE_TILEIRAS`, the installed prefix
 //!   (`$CUTILE_TOOLCHAIN_DIR` or `~/.cache/cutile/toolchain/13.5.37`), `CUDA_TOOLKIT_PATH`/bin,
@@ -7,8 +7,9 @@
 //! - [`Tileiras::compile`] turns bytecode into a [`Cubin`] for one [`GpuArch`]; failures are typed
 //!   by exit code and carry the kept input and a reproduction command.
 //! - [`Tileiras::disassemble`] and [`Tileiras::create_tile_library`] wrap tileirdisasm and the
-//!   `.tilelib` packager.
-//! - [`install::install`] puts the three wheels into the prefix (used by `cargo xtask toolchain`).
+//!   `.tilelib` packager; [`Tileiras::sass`] runs nvdisasm on a cubin (what tileiras made of a
+//!   kernel, readable on a machine without a GPU).
+//! - [`install::install`] puts the four wheels into the prefix (used by `cargo xtask toolchain`).
 //!
 //! tileiras always runs with `CUDA_HOME`, `CUDA_PATH` and `CUDA_ROOT` removed: they redirect its
 //! libNVVM search to another toolkit and break every compile (toolchain.md §5.1).
@@ -50,5 +51,7 @@ pub const WHEEL_TILEIRAS: &str = "nvidia-cuda-tileiras";
 pub const WHEEL_NVVM: &str = "nvidia-nvvm";
 /// PyPI wheel providing ptxas.
 pub const WHEEL_NVCC: &str = "nvidia-cuda-nvcc";
-/// The three wheels, all at [`TILEIRAS_VERSION`], installed into one prefix.
-pub const WHEELS: [&str; 3] = [WHEEL_TILEIRAS, WHEEL_NVVM, WHEEL_NVCC];
+/// PyPI wheel providing nvdisasm (cubin → SASS text; inspection only, tileiras does not need it).
+pub const WHEEL_NVDISASM: &str = "nvidia-cuda-nvdisasm";
+/// The four wheels, all at [`TILEIRAS_VERSION`], installed into one prefix.
+pub const WHEELS: [&str; 4] = [WHEEL_TILEIRAS, WHEEL_NVVM, WHEEL_NVCC, WHEEL_NVDISASM];

@@ -38,6 +38,8 @@ pub struct ToolchainInfo {
     pub ptxas: PathBuf,
     /// tileirdisasm next to it, if present.
     pub tileirdisasm: Option<PathBuf>,
+    /// nvdisasm next to it, if present (wheel nvidia-cuda-nvdisasm; [`Tileiras::sass`]).
+    pub nvdisasm: Option<PathBuf>,
 }
 
 /// A found and validated tileiras. Cheap to clone; share one per process.
@@ -99,6 +101,11 @@ impl Tileiras {
     /// tileirdisasm next to tileiras, if present.
     pub fn tileirdisasm(&self) -> Option<&Path> {
         self.info.tileirdisasm.as_deref()
+    }
+
+    /// nvdisasm next to tileiras, if present.
+    pub fn nvdisasm(&self) -> Option<&Path> {
+        self.info.nvdisasm.as_deref()
     }
 
     /// The search rule that found it (`None` when built with [`Tileiras::at`]).
@@ -218,6 +225,8 @@ fn validate(tileiras: &Path) -> Result<ToolchainInfo, ToolchainError> {
     let ptxas = find_ptxas(&bin_dir)?;
     let disasm = bin_dir.join("tileirdisasm");
     let tileirdisasm = unusable_reason(&disasm).is_none().then_some(disasm);
+    let sass = bin_dir.join("nvdisasm");
+    let nvdisasm = unusable_reason(&sass).is_none().then_some(sass);
 
     Ok(ToolchainInfo {
         tileiras: tileiras.to_owned(),
@@ -229,6 +238,7 @@ fn validate(tileiras: &Path) -> Result<ToolchainInfo, ToolchainError> {
         libnvvm,
         ptxas,
         tileirdisasm,
+        nvdisasm,
     })
 }
 
