@@ -865,41 +865,46 @@ fn prefill_softmax_exponentials_flush_to_zero() {
     }
 }
 
-/// What tileiras makes of the flush-to-zero `exp2` on sm_90: the default dense kernels (non-causal
-/// and causal) have their `MUFU.EX2`s and none of the plain `exp2`'s range checks (`FSETP.GEU x,
-/// -126` and the two predicated `FMUL`s around each `MUFU.EX2`; session 44 counted 132 of them in the
-/// plain-`exp2` build of the B4 H32 S4096 D128 kernel, and 392 fewer instructions without them).
+/// What tileiras makes of the attention kernels' exponentials and normalizations on sm_90, for the
+/// default kernel of every representative prefill, decode and MLA call: no plain-`exp2` range check
+/// (`FSETP.GEU x, -126` and two predicated `FMUL`s around a `MUFU.EX2`; the plain-`exp2` build of the
+/// B4 H32 S4096 D128 kernel had 132 of them) and no per-element division (each is an `FCHK` range
+/// check and a slow-path branch around its `MUFU.RCP`: 64 per thread in that kernel's `acc / l`,
+/// now one reciprocal per row and a multiply; 1952 SASS instructions against 3264 before both
+/// changes, session 44). A scalar division of the call's parameters (the soft-cap's `scale / cap`)
+/// may keep one `FCHK`.
 #[test]
-fn prefill_sass_has_no_exp2_range_check() {
-    let test = "prefill_sass_has_no_exp2_range_check";
+fn attention_sass_has_no_exp2_or_divide_range_checks() {
+    let test = "attention_sass_has_no_exp2_or_divide_range_checks";
     let Some(tileiras) = common::tileiras(test) else {
         return;
     };
-    for causal in [false, true] {
-        let call = cutile_kernels::op::CallSpec::new(
-            attention::OP,
-            "bf16",
-            &[&[4, 32, 4096, 128], &[4, 32, 4096, 128]],
-            causal,
-        );
-        let planned = call.plan(&target(), false).unwrap();
-        let l = &planned.launches[0];
-        let spec = common::specialize_launch(&planned, l);
+    let mut calls = attention::representative_calls();
+    calls.extend(attention::decode::representative_calls());
+    calls.extend(attention::mla::representative_calls());
+    let jobs = cutile_kernels::catalog::dsl_jobs(&calls, false).unwrap();
+    assert!(jobs.len() >= 20, "{} jobs", jobs.len());
+    for j in &jobs {
+        let (k, metas) = j.dsl_spec().unwrap();
+        let spec = k.specialize(metas).unwrap();
         let cubin = common::compile_cached(&tileiras, &spec, GpuArch::Sm90).unwrap();
         let Some(sass) = common::sass(test, &tileiras, &cubin) else {
             return;
         };
-        let ex2 = common::sass_instructions(&sass, "MUFU.EX2").len();
+        let what = format!("{} [{}]", j.kernel, j.specialization);
         let checks: Vec<_> = common::sass_instructions(&sass, "FSETP.GEU")
             .into_iter()
             .filter(|i| i.contains("-126"))
             .collect();
-        assert!(ex2 >= 64, "{} causal={causal}: {ex2} MUFU.EX2", l.config);
-        assert!(
-            checks.is_empty(),
-            "{} causal={causal}: {checks:#?}",
-            l.config
-        );
+        assert!(checks.is_empty(), "{what}: {checks:#?}");
+        let divides = common::sass_instructions(&sass, "FCHK").len();
+        assert!(divides <= 1, "{what}: {divides} FCHK");
+        if j.kernel.contains("flash_attention") {
+            assert!(
+                common::sass_instructions(&sass, "MUFU.EX2").len() >= 64,
+                "{what}"
+            );
+        }
     }
 }
 

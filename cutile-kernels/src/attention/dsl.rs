@@ -340,7 +340,9 @@ pub mod kernels {
 
     fn finish<const BM: i32, const D: i32>(st: State<BM, D>) -> Tile<f32, S2<BM, D>> {
         let (_, l, acc) = st;
-        acc / l.broadcast::<S2<BM, D>>()
+        // One reciprocal per row and a multiply per element: a full-precision divide per element
+        // is an `FCHK` range check and a slow-path branch around each reciprocal on sm_90.
+        acc * (1.0f32 / l).broadcast::<S2<BM, D>>()
     }
 
     // ---- Prefill variants: dense `[B, S, H, D]` views and packed variable-length batches ----------------

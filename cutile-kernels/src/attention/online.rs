@@ -51,7 +51,8 @@ pub fn finish<const M: i32, const D: i32>(
 ) -> (Tile<f32, S2<M, D>>, Tile<f32, S2<M, 1>>) {
     let (m, l, acc) = st;
     let seen = l.cmp_gt(0.0f32).broadcast::<S2<M, D>>();
-    let o = select(seen, acc / l.broadcast::<S2<M, D>>(), 0.0f32);
+    // One reciprocal per row (see `dsl::finish`); rows with `l = 0` are replaced by the `select`.
+    let o = select(seen, acc * (1.0f32 / l).broadcast::<S2<M, D>>(), 0.0f32);
     let lse = (m + l.log2()) * std::f64::consts::LN_2;
     (o, lse)
 }
@@ -175,7 +176,7 @@ pub mod merge {
         acc: Tile<f32, S2<M, W>>,
     ) -> (Tile<f32, S2<M, W>>, Tile<f32, S2<M, 1>>) {
         let seen = (l > 0.0f32).broadcast::<S2<M, W>>();
-        let out = select(seen, acc / l.broadcast::<S2<M, W>>(), 0.0f32);
+        let out = select(seen, acc * (1.0f32 / l).broadcast::<S2<M, W>>(), 0.0f32);
         (out, m + l.ln())
     }
 }
